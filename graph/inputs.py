@@ -1,0 +1,192 @@
+"""Mutation and filter inputs. Limits are checked in resolvers/, which report them as userErrors."""
+
+import dataclasses
+from typing import Any
+
+import strawberry
+
+from graph.types import RelationshipType
+
+
+def provided(data: object, rename: dict[str, str] | None = None) -> dict[str, Any]:
+    """The fields a client actually sent (UNSET dropped), nested inputs as dicts."""
+    names = rename or {}
+    out: dict[str, Any] = {}
+    for item in dataclasses.fields(data):  # type: ignore[arg-type]
+        value = getattr(data, item.name)
+        if value is strawberry.UNSET:
+            continue
+        if isinstance(value, list):
+            value = [provided(v) if dataclasses.is_dataclass(v) else v for v in value]
+        out[names.get(item.name, item.name)] = value
+    return out
+
+
+def fields_of(data: object) -> dict[str, Any]:
+    """`provided` with the GraphQL `id` mapped to the stored `pk`."""
+    return provided(data, {"id": "pk"})
+
+
+@strawberry.input(description="Narrows an agent list; every given condition must hold.")
+class AgentFilter:
+    tag: str | None = strawberry.field(default=None, description="Exact tag.")
+    gender: str | None = strawberry.field(default=None, description="Exact gender, any case.")
+    occupation: str | None = strawberry.field(
+        default=None, description="Exact occupation, any case."
+    )
+    name: str | None = strawberry.field(
+        default=None, description="First name, last name, or 'First Last'; any case."
+    )
+
+
+@strawberry.input(description="Narrows a scenario list.")
+class ScenarioFilter:
+    tag: str | None = strawberry.field(default=None, description="Exact tag.")
+    codename: str | None = strawberry.field(default=None, description="Exact codename.")
+
+
+@strawberry.input(description="Narrows a relationship list.")
+class RelationshipFilter:
+    agent_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Relationships this agent is part of, on either side."
+    )
+    agent_ids: list[strawberry.ID] | None = strawberry.field(
+        default=None, description="Exactly two agent ids: their relationship, in either order."
+    )
+    relationship: RelationshipType | None = strawberry.field(
+        default=None, description="Kind of relationship."
+    )
+    tag: str | None = strawberry.field(default=None, description="Exact tag.")
+
+
+@strawberry.input(description="A new agent. Names are required; the rest defaults to empty.")
+class CreateAgentInput:
+    id: strawberry.ID | None = strawberry.field(
+        default=None, description="Primary key to use; a new ULID when omitted."
+    )
+    first_name: str = strawberry.field(description="Given name (required, non-empty).")
+    last_name: str = strawberry.field(description="Family name (required, non-empty).")
+    age: int = strawberry.field(default=0, description="Age in years, 0..150.")
+    occupation: str = strawberry.field(default="", description="Occupation.")
+    gender: str = strawberry.field(default="", description="Gender, e.g. Man, Woman, Nonbinary.")
+    gender_pronoun: str = strawberry.field(default="", description="Pronouns.")
+    public_info: str = strawberry.field(default="", description="What anyone may know.")
+    big_five: str = strawberry.field(default="", description="Big Five traits.")
+    moral_values: list[str] = strawberry.field(default_factory=list, description="Moral values.")
+    schwartz_personal_values: list[str] = strawberry.field(
+        default_factory=list, description="Schwartz personal values."
+    )
+    personality_and_values: str = strawberry.field(default="", description="In prose.")
+    decision_making_style: str = strawberry.field(default="", description="Decision style.")
+    secret: str = strawberry.field(default="", description="What the agent hides.")
+    mbti: str = strawberry.field(default="", description="Myers-Briggs type.")
+    model_id: str = strawberry.field(default="", description="Default model for this agent.")
+    tag: str = strawberry.field(default="", description="Free-form label.")
+
+
+@strawberry.input(description="Changes to an agent; omitted fields stay as they are.")
+class UpdateAgentInput:
+    id: strawberry.ID = strawberry.field(description="The agent to change.")
+    first_name: str | None = strawberry.UNSET
+    last_name: str | None = strawberry.UNSET
+    age: int | None = strawberry.UNSET
+    occupation: str | None = strawberry.UNSET
+    gender: str | None = strawberry.UNSET
+    gender_pronoun: str | None = strawberry.UNSET
+    public_info: str | None = strawberry.UNSET
+    big_five: str | None = strawberry.UNSET
+    moral_values: list[str] | None = strawberry.UNSET
+    schwartz_personal_values: list[str] | None = strawberry.UNSET
+    personality_and_values: str | None = strawberry.UNSET
+    decision_making_style: str | None = strawberry.UNSET
+    secret: str | None = strawberry.UNSET
+    mbti: str | None = strawberry.UNSET
+    model_id: str | None = strawberry.UNSET
+    tag: str | None = strawberry.UNSET
+
+
+@strawberry.input(description="Which agent to delete.")
+class DeleteAgentInput:
+    id: strawberry.ID = strawberry.field(description="The agent to delete.")
+    cascade: bool = strawberry.field(
+        default=False, description="Also delete the relationships that reference the agent."
+    )
+
+
+@strawberry.input(description="A new scenario: the situation and one goal per seat.")
+class CreateScenarioInput:
+    id: strawberry.ID | None = strawberry.field(
+        default=None, description="Primary key to use; a new ULID when omitted."
+    )
+    scenario: str = strawberry.field(description="The situation (required, non-empty).")
+    agent_goals: list[str] = strawberry.field(
+        description="One non-empty goal per seat, at least two."
+    )
+    codename: str = strawberry.field(default="", description="Short name.")
+    source: str = strawberry.field(default="", description="Where it comes from.")
+    relationship: RelationshipType = strawberry.field(
+        default=RelationshipType.STRANGER,  # type: ignore[attr-defined]
+        description="Relationship the scenario assumes.",
+    )
+    age_constraint: str | None = strawberry.field(default=None, description="Sotopia's format.")
+    occupation_constraint: str | None = strawberry.field(
+        default=None, description="Sotopia's format."
+    )
+    tag: str = strawberry.field(default="", description="Free-form label.")
+
+
+@strawberry.input(description="Changes to a scenario; omitted fields stay as they are.")
+class UpdateScenarioInput:
+    id: strawberry.ID = strawberry.field(description="The scenario to change.")
+    scenario: str | None = strawberry.UNSET
+    agent_goals: list[str] | None = strawberry.UNSET
+    codename: str | None = strawberry.UNSET
+    source: str | None = strawberry.UNSET
+    relationship: RelationshipType | None = strawberry.UNSET
+    age_constraint: str | None = strawberry.UNSET
+    occupation_constraint: str | None = strawberry.UNSET
+    tag: str | None = strawberry.UNSET
+
+
+@strawberry.input(description="Which record to delete.")
+class DeleteInput:
+    id: strawberry.ID = strawberry.field(description="The record to delete.")
+
+
+@strawberry.input(description="A relationship between two existing, different agents.")
+class CreateRelationshipInput:
+    id: strawberry.ID | None = strawberry.field(
+        default=None, description="Primary key to use; a new ULID when omitted."
+    )
+    agent_id: strawberry.ID = strawberry.field(description="First agent.")
+    other_agent_id: strawberry.ID = strawberry.field(description="Second agent.")
+    relationship: RelationshipType = strawberry.field(description="Kind of relationship.")
+    background_story: str | None = strawberry.field(default=None, description="How it came about.")
+    tag: str = strawberry.field(default="", description="Free-form label.")
+
+
+@strawberry.input(description="Changes to a relationship; the two agents cannot change.")
+class UpdateRelationshipInput:
+    id: strawberry.ID = strawberry.field(description="The relationship to change.")
+    relationship: RelationshipType | None = strawberry.UNSET
+    background_story: str | None = strawberry.UNSET
+    tag: str | None = strawberry.UNSET
+
+
+@strawberry.input(description="One dimension of a new list; its score range needs low < high.")
+class EvaluationDimensionInput:
+    name: str = strawberry.field(description="Name, used as the key in rewards.")
+    description: str = strawberry.field(default="", description="What the judge assesses.")
+    range_low: int = strawberry.field(description="Lowest score.")
+    range_high: int = strawberry.field(description="Highest score.")
+
+
+@strawberry.input(description="A named list of evaluation dimensions.")
+class CreateEvaluationDimensionListInput:
+    id: strawberry.ID | None = strawberry.field(
+        default=None, description="Primary key to use; a new ULID when omitted."
+    )
+    name: str = strawberry.field(description="Unique name.")
+    dimensions: list[EvaluationDimensionInput] = strawberry.field(
+        description="The dimensions, at least one, names unique."
+    )

@@ -1,0 +1,116 @@
+"""Root mutation fields: each takes one `input` and returns a payload with userErrors."""
+
+import strawberry
+
+from graph import inputs
+from graph.inputs import fields_of
+from graph.payloads import (
+    AgentPayload,
+    DeleteAgentPayload,
+    DeletePayload,
+    EvaluationDimensionListPayload,
+    RelationshipPayload,
+    ScenarioPayload,
+    user_errors,
+)
+from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
+from resolvers import agents, dimensions, relationships, scenarios
+
+
+def changes(data: object) -> dict[str, object]:
+    values = fields_of(data)
+    values.pop("pk")
+    return values
+
+
+def deleted(pk: str, errors: list[object]) -> strawberry.ID | None:
+    return None if errors else strawberry.ID(pk)
+
+
+@strawberry.type(description="Change the stored world.")
+class Mutation:
+    @strawberry.mutation(description="Create an agent.")
+    async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
+        record, errors = await agents.create_agent(fields_of(input))
+        return AgentPayload(
+            agent=Agent(record=record) if record else None, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(description="Change some fields of an agent.")
+    async def update_agent(self, input: inputs.UpdateAgentInput) -> AgentPayload:
+        record, errors = await agents.update_agent(input.id, changes(input))
+        return AgentPayload(
+            agent=Agent(record=record) if record else None, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(
+        description="Delete an agent. Refused while relationships reference it, unless cascade."
+    )
+    async def delete_agent(self, input: inputs.DeleteAgentInput) -> DeleteAgentPayload:
+        removed, errors = await agents.delete_agent(input.id, input.cascade)
+        return DeleteAgentPayload(
+            deleted_id=deleted(input.id, errors),
+            deleted_relationship_ids=[strawberry.ID(pk) for pk in removed],
+            user_errors=user_errors(errors),
+        )
+
+    @strawberry.mutation(description="Create a scenario.")
+    async def create_scenario(self, input: inputs.CreateScenarioInput) -> ScenarioPayload:
+        record, errors = await scenarios.create_scenario(fields_of(input))
+        return ScenarioPayload(
+            scenario=Scenario(record=record) if record else None, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(description="Change some fields of a scenario.")
+    async def update_scenario(self, input: inputs.UpdateScenarioInput) -> ScenarioPayload:
+        record, errors = await scenarios.update_scenario(input.id, changes(input))
+        return ScenarioPayload(
+            scenario=Scenario(record=record) if record else None, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(description="Delete a scenario.")
+    async def delete_scenario(self, input: inputs.DeleteInput) -> DeletePayload:
+        errors = await scenarios.delete_scenario(input.id)
+        return DeletePayload(deleted_id=deleted(input.id, errors), user_errors=user_errors(errors))
+
+    @strawberry.mutation(description="Create the relationship between two agents (one per pair).")
+    async def create_relationship(
+        self, input: inputs.CreateRelationshipInput
+    ) -> RelationshipPayload:
+        record, errors = await relationships.create_relationship(fields_of(input))
+        return RelationshipPayload(
+            relationship=Relationship(record=record) if record else None,
+            user_errors=user_errors(errors),
+        )
+
+    @strawberry.mutation(description="Change the kind, story or tag of a relationship.")
+    async def update_relationship(
+        self, input: inputs.UpdateRelationshipInput
+    ) -> RelationshipPayload:
+        record, errors = await relationships.update_relationship(input.id, changes(input))
+        return RelationshipPayload(
+            relationship=Relationship(record=record) if record else None,
+            user_errors=user_errors(errors),
+        )
+
+    @strawberry.mutation(description="Delete a relationship.")
+    async def delete_relationship(self, input: inputs.DeleteInput) -> DeletePayload:
+        errors = await relationships.delete_relationship(input.id)
+        return DeletePayload(deleted_id=deleted(input.id, errors), user_errors=user_errors(errors))
+
+    @strawberry.mutation(description="Create a named list of evaluation dimensions.")
+    async def create_evaluation_dimension_list(
+        self, input: inputs.CreateEvaluationDimensionListInput
+    ) -> EvaluationDimensionListPayload:
+        record, errors = await dimensions.create_dimension_list(fields_of(input))
+        return EvaluationDimensionListPayload(
+            evaluation_dimension_list=EvaluationDimensionList(record=record) if record else None,
+            user_errors=user_errors(errors),
+        )
+
+    @strawberry.mutation(
+        description="Delete an evaluation dimension list and the dimensions only it uses."
+    )
+    async def delete_evaluation_dimension_list(self, input: inputs.DeleteInput) -> DeletePayload:
+        errors = await dimensions.delete_dimension_list(input.id)
+        return DeletePayload(deleted_id=deleted(input.id, errors), user_errors=user_errors(errors))

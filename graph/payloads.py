@@ -1,0 +1,53 @@
+"""Mutation results: the object that changed (or null) and the user errors that stopped it."""
+
+import strawberry
+
+from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario, UserError
+from resolvers import errors
+
+
+def user_errors(items: list[errors.UserError]) -> list[UserError]:
+    return [UserError(field=e.field, message=e.message, code=e.code) for e in items]
+
+
+@strawberry.type(description="Result of createAgent or updateAgent.")
+class AgentPayload:
+    agent: Agent | None = strawberry.field(description="The agent as stored; null on failure.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was written.")
+
+
+@strawberry.type(description="Result of deleteAgent.")
+class DeleteAgentPayload:
+    deleted_id: strawberry.ID | None = strawberry.field(description="Id of the deleted agent.")
+    deleted_relationship_ids: list[strawberry.ID] = strawberry.field(
+        description="Relationships deleted with it (cascade)."
+    )
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was deleted.")
+
+
+@strawberry.type(description="Result of createScenario or updateScenario.")
+class ScenarioPayload:
+    scenario: Scenario | None = strawberry.field(description="The scenario; null on failure.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was written.")
+
+
+@strawberry.type(description="Result of createRelationship or updateRelationship.")
+class RelationshipPayload:
+    relationship: Relationship | None = strawberry.field(
+        description="The relationship; null on failure."
+    )
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was written.")
+
+
+@strawberry.type(description="Result of createEvaluationDimensionList.")
+class EvaluationDimensionListPayload:
+    evaluation_dimension_list: EvaluationDimensionList | None = strawberry.field(
+        description="The list; null on failure."
+    )
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was written.")
+
+
+@strawberry.type(description="Result of a delete.")
+class DeletePayload:
+    deleted_id: strawberry.ID | None = strawberry.field(description="Id of the deleted record.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was deleted.")

@@ -1,0 +1,94 @@
+"""Root query fields."""
+
+from typing import Annotated
+
+import strawberry
+
+from graph.connection import Connection, to_connection
+from graph.inputs import AgentFilter, RelationshipFilter, ScenarioFilter
+from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
+from resolvers import agents, dimensions, relationships, scenarios
+from resolvers.errors import UserInputError
+
+FIRST = "How many items to return, 0..100 (default 20)."
+AFTER = "Cursor of the item to start after (a previous page's endCursor)."
+
+
+@strawberry.type(description="Read the stored world.")
+class Query:
+    @strawberry.field(description="One agent by id; null if there is none.")
+    async def agent(self, id: strawberry.ID) -> Agent | None:
+        record = await agents.get_agent(id)
+        return Agent(record=record) if record else None
+
+    @strawberry.field(description="Agents, oldest first.")
+    async def agents(
+        self,
+        filter: AgentFilter | None = None,
+        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[Agent]:
+        f = filter or AgentFilter()
+        page = await agents.list_agents(
+            tag=f.tag,
+            gender=f.gender,
+            occupation=f.occupation,
+            name=f.name,
+            first=first,
+            after=after,
+        )
+        return to_connection(page, lambda r: Agent(record=r))
+
+    @strawberry.field(description="One scenario by id; null if there is none.")
+    async def scenario(self, id: strawberry.ID) -> Scenario | None:
+        record = await scenarios.get_scenario(id)
+        return Scenario(record=record) if record else None
+
+    @strawberry.field(description="Scenarios, oldest first.")
+    async def scenarios(
+        self,
+        filter: ScenarioFilter | None = None,
+        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[Scenario]:
+        f = filter or ScenarioFilter()
+        page = await scenarios.list_scenarios(
+            tag=f.tag, codename=f.codename, first=first, after=after
+        )
+        return to_connection(page, lambda r: Scenario(record=r))
+
+    @strawberry.field(description="One relationship by id; null if there is none.")
+    async def relationship(self, id: strawberry.ID) -> Relationship | None:
+        record = await relationships.get_relationship(id)
+        return Relationship(record=record) if record else None
+
+    @strawberry.field(description="Relationships, oldest first.")
+    async def relationships(
+        self,
+        filter: RelationshipFilter | None = None,
+        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[Relationship]:
+        f = filter or RelationshipFilter()
+        if f.agent_ids is not None and len(f.agent_ids) != 2:
+            raise UserInputError(f"agentIds takes exactly two ids, got {len(f.agent_ids)}")
+        page = await relationships.list_relationships(
+            agent_id=f.agent_id,
+            pair=[str(a) for a in f.agent_ids] if f.agent_ids else None,
+            relationship=f.relationship,
+            tag=f.tag,
+            first=first,
+            after=after,
+        )
+        return to_connection(page, lambda r: Relationship(record=r))
+
+    @strawberry.field(description="The relationship between two agents, in either order.")
+    async def relationship_between(
+        self, agent_id: strawberry.ID, other_agent_id: strawberry.ID
+    ) -> Relationship | None:
+        record = await relationships.relationship_between(agent_id, other_agent_id)
+        return Relationship(record=record) if record else None
+
+    @strawberry.field(description="Every evaluation dimension list.")
+    async def evaluation_dimension_lists(self) -> list[EvaluationDimensionList]:
+        return [EvaluationDimensionList(record=r) for r in await dimensions.list_dimension_lists()]

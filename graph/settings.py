@@ -1,0 +1,33 @@
+"""Service settings, read from the environment (and a `.env` file when present)."""
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    return Path.home() / ".parley"
+
+
+class Settings(BaseSettings):
+    """Every setting Parley reads; the README's settings table mirrors this class."""
+
+    model_config = SettingsConfigDict(env_prefix="PARLEY_", env_file=".env", extra="ignore")
+
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "REDIS_OM_URL", "PARLEY_REDIS_URL"),
+        description="Redis with JSON and Search; when unset an embedded Redis is started.",
+    )
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Embedded Redis data, append-only file and the assembled local model.",
+    )
+    host: str = Field(default="127.0.0.1", description="Address the API binds to.")
+    port: int = Field(default=8000, ge=0, le=65535, description="Port the API binds to.")
+    seed: bool = Field(default=True, description="Load the sample data into an empty database.")
+    models_file: Path | None = Field(
+        default=None, description="JSON file of named OpenAI-compatible model endpoints."
+    )
+    max_page_size: int = Field(default=100, ge=1, description="Largest `first` a list accepts.")

@@ -1,0 +1,115 @@
+"""Agents: Sotopia AgentProfile records."""
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.limits import Age, LongText, Name, RecordId, ShortText, Tags
+from resolvers.pagination import Page, fetch_page
+from resolvers.records import get_or_none, insert, update_fields
+from resolvers.relationships import delete_relationships
+from storage.models import AgentProfile, RelationshipProfile
+
+
+class AgentFields(BaseModel, extra="forbid"):
+    """What a client may set on an agent, with its limits."""
+
+    first_name: Name
+    last_name: Name
+    age: Age = 0
+    occupation: ShortText = ""
+    gender: ShortText = ""
+    gender_pronoun: ShortText = ""
+    public_info: LongText = ""
+    big_five: LongText = ""
+    moral_values: Tags = []
+    schwartz_personal_values: Tags = []
+    personality_and_values: LongText = ""
+    decision_making_style: LongText = ""
+    secret: LongText = ""
+    mbti: ShortText = ""
+    model_id: ShortText = ""
+    tag: ShortText = ""
+
+
+class NewAgent(AgentFields):
+    pk: RecordId | None = None
+
+
+async def get_agent(pk: str) -> AgentProfile | None:
+    return await get_or_none(AgentProfile, pk)
+
+
+async def list_agents(
+    *,
+    tag: str | None = None,
+    gender: str | None = None,
+    occupation: str | None = None,
+    name: str | None = None,
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[AgentProfile]:
+    terms: list[Any] = []
+    if tag:
+        terms.append(AgentProfile.tag == tag)
+    if gender:
+        terms.append(AgentProfile.gender == gender)
+    if occupation:
+        terms.append(AgentProfile.occupation == occupation)
+    if name:
+        parts = name.split()
+        if len(parts) == 2:
+            terms.append(
+                (AgentProfile.first_name == parts[0]) & (AgentProfile.last_name == parts[1])
+            )
+        else:
+            terms.append((AgentProfile.first_name == name) | (AgentProfile.last_name == name))
+    return await fetch_page(AgentProfile.find(*terms).sort_by("pk"), first, after)
+
+
+async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, list[UserError]]:
+    try:
+        valid = NewAgent(**fields)
+    except ValidationError as err:
+        return None, from_validation(err)
+    agent = AgentProfile(**valid.model_dump(exclude={"pk"}), pk=valid.pk)
+    errors = await insert(agent)
+    return (None, errors) if errors else (agent, [])
+
+
+async def update_agent(
+    pk: str, changes: dict[str, Any]
+) -> tuple[AgentProfile | None, list[UserError]]:
+    agent = await get_agent(pk)
+    if agent is None:
+        return None, [not_found("agent", pk)]
+    return await update_fields(agent, AgentFields, changes)
+
+
+async def delete_agent(pk: str, cascade: bool) -> tuple[list[str], list[UserError]]:
+    """Delete an agent; refuse while relationships reference it unless `cascade` is set.
+
+    Returns the ids of the relationships deleted with it.
+    """
+    agent = await get_agent(pk)
+    if agent is None:
+        return [], [not_found("agent", pk)]
+    linked = await RelationshipProfile.find(
+        (RelationshipProfile.agent_1_id == pk) | (RelationshipProfile.agent_2_id == pk)
+    ).all()
+    if linked and not cascade:
+        message = f"{len(linked)} relationship(s) reference this agent; pass cascade to delete them"
+        return [], [UserError(["input", "id"], message, ErrorCode.IN_USE)]
+    removed = [rel.pk for rel in linked if rel.pk]
+    await delete_relationships(linked)
+    await AgentProfile.delete(pk)
+    return removed, []
+
+
+async def get_agents(pks: list[str]) -> list[AgentProfile | None]:
+    """Several agents in one round trip, in the order asked, None where missing."""
+    db = AgentProfile.db()
+    keys = [AgentProfile.make_primary_key(pk) for pk in pks]
+    documents = await db.json().mget(keys, "$")
+    return [AgentProfile.model_validate(doc[0]) if doc else None for doc in documents]

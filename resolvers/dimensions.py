@@ -1,0 +1,92 @@
+"""Evaluation dimension lists: Sotopia CustomEvaluationDimension[List] records."""
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.limits import LIST_MAX, LongText, Name, RecordId
+from resolvers.records import get_or_none, insert
+from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
+
+ScoreBound = Annotated[int, Field(ge=-1000, le=1000)]
+
+
+class DimensionFields(BaseModel, extra="forbid"):
+    name: Name
+    description: LongText = ""
+    range_low: ScoreBound
+    range_high: ScoreBound
+
+    @model_validator(mode="after")
+    def ordered_range(self) -> "DimensionFields":
+        if self.range_low >= self.range_high:
+            raise ValueError(
+                f"range_low ({self.range_low}) must be below range_high ({self.range_high})"
+            )
+        return self
+
+
+class NewDimensionList(BaseModel, extra="forbid"):
+    pk: RecordId | None = None
+    name: Name
+    dimensions: Annotated[list[DimensionFields], Field(min_length=1, max_length=LIST_MAX)]
+
+    @model_validator(mode="after")
+    def unique_names(self) -> "NewDimensionList":
+        names = [d.name.lower() for d in self.dimensions]
+        if len(set(names)) != len(names):
+            raise ValueError("dimension names must be unique within a list")
+        return self
+
+
+async def get_dimension_list(pk: str) -> CustomEvaluationDimensionList | None:
+    return await get_or_none(CustomEvaluationDimensionList, pk)
+
+
+async def list_dimension_lists() -> list[CustomEvaluationDimensionList]:
+    return list(await CustomEvaluationDimensionList.find().sort_by("pk").all())
+
+
+async def dimensions_of(record: CustomEvaluationDimensionList) -> list[CustomEvaluationDimension]:
+    """The list's dimensions in stored order; dangling ids are skipped."""
+    found = [await get_or_none(CustomEvaluationDimension, pk) for pk in record.dimension_pks]
+    return [d for d in found if d is not None]
+
+
+async def create_dimension_list(
+    fields: dict[str, Any],
+) -> tuple[CustomEvaluationDimensionList | None, list[UserError]]:
+    try:
+        valid = NewDimensionList(**fields)
+    except ValidationError as err:
+        return None, from_validation(err)
+    taken = await CustomEvaluationDimensionList.find(
+        CustomEvaluationDimensionList.name == valid.name
+    ).count()
+    if taken:
+        message = f"an evaluation dimension list named {valid.name!r} exists"
+        return None, [UserError(["input", "name"], message, ErrorCode.CONFLICT)]
+    dimensions = [CustomEvaluationDimension(**d.model_dump()) for d in valid.dimensions]
+    record = CustomEvaluationDimensionList(
+        pk=valid.pk, name=valid.name, dimension_pks=[d.pk for d in dimensions]
+    )
+    errors = await insert(record)
+    if errors:
+        return None, errors
+    await CustomEvaluationDimension.add(dimensions)
+    return record, []
+
+
+async def delete_dimension_list(pk: str) -> list[UserError]:
+    """Delete the list and those of its dimensions no other list uses."""
+    record = await get_dimension_list(pk)
+    if record is None:
+        return [not_found("evaluation dimension list", pk)]
+    others = [r for r in await list_dimension_lists() if r.pk != pk]
+    shared = {d for other in others for d in other.dimension_pks}
+    for dimension_pk in record.dimension_pks:
+        if dimension_pk not in shared:
+            await CustomEvaluationDimension.delete(dimension_pk)
+    await CustomEvaluationDimensionList.delete(pk)
+    return []

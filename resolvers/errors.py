@@ -1,0 +1,47 @@
+"""Expected failures, returned to clients as data (`userErrors`), never as crashes."""
+
+from dataclasses import dataclass
+from enum import Enum
+
+from graphql import GraphQLError
+from pydantic import ValidationError
+
+
+class ErrorCode(Enum):
+    NOT_FOUND = "NOT_FOUND"
+    INVALID = "INVALID"
+    CONFLICT = "CONFLICT"
+    IN_USE = "IN_USE"
+
+
+@dataclass(frozen=True)
+class UserError:
+    field: list[str]
+    message: str
+    code: ErrorCode
+
+
+class UserInputError(GraphQLError):
+    """A query argument that cannot be served (bad cursor, page size over the cap)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, extensions={"code": "BAD_USER_INPUT"})
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def from_validation(error: ValidationError, prefix: str = "input") -> list[UserError]:
+    """One user error per pydantic error, with the GraphQL (camelCase) field path."""
+    errors = []
+    for item in error.errors():
+        path = [prefix, *(camel(str(p)) if isinstance(p, str) else str(p) for p in item["loc"])]
+        message = item["msg"].removeprefix("Value error, ")
+        errors.append(UserError(field=path, message=message, code=ErrorCode.INVALID))
+    return errors
+
+
+def not_found(kind: str, pk: str, field: str = "id") -> UserError:
+    return UserError(["input", field], f"no {kind} with id {pk!r}", ErrorCode.NOT_FOUND)

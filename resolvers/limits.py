@@ -1,0 +1,19 @@
+"""Size limits on stored text, shared by every input that writes a record."""
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+NAME_MAX = 200
+TEXT_MAX = 20_000
+LIST_MAX = 50
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX)]
+ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=NAME_MAX)]
+LongText = Annotated[str, StringConstraints(max_length=TEXT_MAX)]
+RequiredText = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TEXT_MAX)
+]
+Tags = Annotated[list[ShortText], Field(max_length=LIST_MAX)]
+Age = Annotated[int, Field(ge=0, le=150)]
+RecordId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-.]{1,100}$")]

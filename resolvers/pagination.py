@@ -1,0 +1,57 @@
+"""Cursor pagination over RediSearch queries: opaque offset cursors, a capped page size."""
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any
+
+from resolvers.errors import UserInputError
+
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+_PREFIX = "parley:"
+
+
+@dataclass(frozen=True)
+class Page[T]:
+    items: list[T]
+    offset: int
+    total: int
+
+    @property
+    def has_next(self) -> bool:
+        return self.offset + len(self.items) < self.total
+
+
+def encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{_PREFIX}{offset}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        if not text.startswith(_PREFIX):
+            raise ValueError(text)
+        offset = int(text.removeprefix(_PREFIX))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise UserInputError(f"malformed cursor {cursor!r}") from None
+    if offset < 0:
+        raise UserInputError(f"malformed cursor {cursor!r}")
+    return offset
+
+
+def window(first: int | None, after: str | None) -> tuple[int, int]:
+    """(offset, limit) for `first`/`after`, refusing sizes outside 0..MAX_PAGE_SIZE."""
+    limit = DEFAULT_PAGE_SIZE if first is None else first
+    if not 0 <= limit <= MAX_PAGE_SIZE:
+        raise UserInputError(f"first must be between 0 and {MAX_PAGE_SIZE}, got {limit}")
+    offset = 0 if after is None else decode_cursor(after) + 1
+    return offset, limit
+
+
+async def fetch_page(query: Any, first: int | None, after: str | None) -> Page[Any]:
+    """Run a redis-om FindQuery for one page and its total count."""
+    offset, limit = window(first, after)
+    total = await query.count()
+    items = await query.page(offset=offset, limit=limit) if limit and offset < total else []
+    return Page(items=list(items), offset=offset, total=total)

@@ -1,0 +1,152 @@
+"""Relationships between two agents: Sotopia RelationshipProfile records, one per pair."""
+
+from typing import Any
+
+import redis.asyncio as redis
+from pydantic import BaseModel, ValidationError, model_validator
+
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.limits import LongText, RecordId, ShortText
+from resolvers.pagination import Page, fetch_page
+from resolvers.records import get_or_none, insert, update_fields
+from storage.models import (
+    AgentProfile,
+    RelationshipProfile,
+    RelationshipType,
+    relationship_pair_key,
+)
+
+
+class RelationshipFields(BaseModel, extra="forbid"):
+    relationship: RelationshipType
+    background_story: LongText | None = None
+    tag: ShortText = ""
+
+
+class NewRelationship(RelationshipFields):
+    pk: RecordId | None = None
+    agent_id: RecordId
+    other_agent_id: RecordId
+
+    @model_validator(mode="after")
+    def distinct_agents(self) -> "NewRelationship":
+        if self.agent_id == self.other_agent_id:
+            raise ValueError("a relationship needs two different agents")
+        return self
+
+
+def pair_query(agent_id: str, other_id: str) -> Any:
+    a, b = RelationshipProfile.agent_1_id, RelationshipProfile.agent_2_id
+    return ((a == agent_id) & (b == other_id)) | ((a == other_id) & (b == agent_id))
+
+
+async def get_relationship(pk: str) -> RelationshipProfile | None:
+    return await get_or_none(RelationshipProfile, pk)
+
+
+async def relationship_between(agent_id: str, other_id: str) -> RelationshipProfile | None:
+    found = await RelationshipProfile.find(pair_query(agent_id, other_id)).page(0, 1)
+    return found[0] if found else None
+
+
+async def list_relationships(
+    *,
+    agent_id: str | None = None,
+    pair: list[str] | None = None,
+    relationship: RelationshipType | None = None,
+    tag: str | None = None,
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[RelationshipProfile]:
+    terms: list[Any] = []
+    if agent_id:
+        terms.append(
+            (RelationshipProfile.agent_1_id == agent_id)
+            | (RelationshipProfile.agent_2_id == agent_id)
+        )
+    if pair:
+        terms.append(pair_query(pair[0], pair[1]))
+    if relationship is not None:
+        terms.append(RelationshipProfile.relationship == int(relationship))
+    if tag:
+        terms.append(RelationshipProfile.tag == tag)
+    return await fetch_page(RelationshipProfile.find(*terms).sort_by("pk"), first, after)
+
+
+async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
+    query = RelationshipProfile.find(
+        (RelationshipProfile.agent_1_id == agent_id) | (RelationshipProfile.agent_2_id == agent_id)
+    )
+    return list(await query.sort_by("pk").all())
+
+
+async def create_relationship(
+    fields: dict[str, Any],
+) -> tuple[RelationshipProfile | None, list[UserError]]:
+    """Create the pair's relationship; the pair lock makes concurrent duplicates a conflict."""
+    try:
+        valid = NewRelationship(**fields)
+    except ValidationError as err:
+        return None, from_validation(err)
+    errors = [
+        not_found("agent", pk, field)
+        for pk, field in ((valid.agent_id, "agentId"), (valid.other_agent_id, "otherAgentId"))
+        if await get_or_none(AgentProfile, pk) is None
+    ]
+    if errors:
+        return None, errors
+    existing = await relationship_between(valid.agent_id, valid.other_agent_id)
+    if existing is not None:
+        return None, [conflict(existing)]
+    db: redis.Redis = RelationshipProfile.db()
+    record = RelationshipProfile(
+        pk=valid.pk,
+        agent_1_id=valid.agent_id,
+        agent_2_id=valid.other_agent_id,
+        **valid.model_dump(include=set(RelationshipFields.model_fields)),
+    )
+    lock = relationship_pair_key(valid.agent_id, valid.other_agent_id)
+    if not await db.set(lock, str(record.pk), nx=True):
+        holder = await db.get(lock)
+        return None, [conflict(await get_relationship(holder) if holder else None)]
+    errors = await insert(record)
+    if errors:
+        await db.delete(lock)
+        return None, errors
+    return record, []
+
+
+def conflict(existing: RelationshipProfile | None) -> UserError:
+    which = f" ({existing.pk})" if existing is not None else ""
+    return UserError(
+        ["input", "otherAgentId"],
+        f"these agents already have a relationship{which}",
+        ErrorCode.CONFLICT,
+    )
+
+
+async def update_relationship(
+    pk: str, changes: dict[str, Any]
+) -> tuple[RelationshipProfile | None, list[UserError]]:
+    record = await get_relationship(pk)
+    if record is None:
+        return None, [not_found("relationship", pk)]
+    return await update_fields(record, RelationshipFields, changes)
+
+
+async def delete_relationship(pk: str) -> list[UserError]:
+    record = await get_relationship(pk)
+    if record is None:
+        return [not_found("relationship", pk)]
+    await delete_relationships([record])
+    return []
+
+
+async def delete_relationships(records: list[RelationshipProfile]) -> None:
+    """Delete records and free their pair locks."""
+    if not records:
+        return
+    db: redis.Redis = RelationshipProfile.db()
+    locks = [relationship_pair_key(r.agent_1_id, r.agent_2_id) for r in records]
+    await RelationshipProfile.delete_many(records)
+    await db.delete(*locks)

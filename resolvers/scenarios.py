@@ -1,0 +1,75 @@
+"""Scenarios: Sotopia EnvironmentProfile records."""
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from resolvers.errors import UserError, from_validation, not_found
+from resolvers.limits import LIST_MAX, LongText, RecordId, RequiredText, ShortText
+from resolvers.pagination import Page, fetch_page
+from resolvers.records import get_or_none, insert, update_fields
+from storage.models import EnvironmentProfile, RelationshipType
+
+Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
+
+
+class ScenarioFields(BaseModel, extra="forbid"):
+    codename: ShortText = ""
+    source: ShortText = ""
+    scenario: RequiredText
+    agent_goals: Goals
+    relationship: RelationshipType = RelationshipType.STRANGER
+    age_constraint: LongText | None = None
+    occupation_constraint: LongText | None = None
+    tag: ShortText = ""
+
+
+class NewScenario(ScenarioFields):
+    pk: RecordId | None = None
+
+
+async def get_scenario(pk: str) -> EnvironmentProfile | None:
+    return await get_or_none(EnvironmentProfile, pk)
+
+
+async def list_scenarios(
+    *,
+    tag: str | None = None,
+    codename: str | None = None,
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[EnvironmentProfile]:
+    terms: list[Any] = []
+    if tag:
+        terms.append(EnvironmentProfile.tag == tag)
+    if codename:
+        terms.append(EnvironmentProfile.codename == codename)
+    return await fetch_page(EnvironmentProfile.find(*terms).sort_by("pk"), first, after)
+
+
+async def create_scenario(
+    fields: dict[str, Any],
+) -> tuple[EnvironmentProfile | None, list[UserError]]:
+    try:
+        valid = NewScenario(**fields)
+    except ValidationError as err:
+        return None, from_validation(err)
+    scenario = EnvironmentProfile(**valid.model_dump(exclude={"pk"}), pk=valid.pk)
+    errors = await insert(scenario)
+    return (None, errors) if errors else (scenario, [])
+
+
+async def update_scenario(
+    pk: str, changes: dict[str, Any]
+) -> tuple[EnvironmentProfile | None, list[UserError]]:
+    scenario = await get_scenario(pk)
+    if scenario is None:
+        return None, [not_found("scenario", pk)]
+    return await update_fields(scenario, ScenarioFields, changes)
+
+
+async def delete_scenario(pk: str) -> list[UserError]:
+    if await get_scenario(pk) is None:
+        return [not_found("scenario", pk)]
+    await EnvironmentProfile.delete(pk)
+    return []

@@ -1,0 +1,54 @@
+"""Connecting to Redis: capability check, binding the models, creating Parley's indexes."""
+
+import logging
+
+import redis.asyncio as redis
+from aredis_om import Migrator
+
+from storage.models import MODELS
+
+log = logging.getLogger(__name__)
+
+
+class RedisCapabilityError(RuntimeError):
+    """The configured Redis lacks a module Parley needs."""
+
+
+async def check_capabilities(client: redis.Redis) -> None:
+    """Fail with one clear line when JSON or Search is missing."""
+    missing = []
+    probes = (
+        (("JSON.GET", "parley:capability-probe"), "JSON (RedisJSON)"),
+        (("FT._LIST",), "Search (RediSearch)"),
+    )
+    for command, module in probes:
+        try:
+            await client.execute_command(*command)
+        except redis.ResponseError as err:
+            if "unknown command" in str(err).lower():
+                missing.append(module)
+            else:
+                raise
+    if missing:
+        raise RedisCapabilityError(
+            f"Redis at {describe(client)} lacks {' and '.join(missing)}: use Redis 8, "
+            "Redis Stack 7.2+, or leave REDIS_URL unset for the embedded server"
+        )
+
+
+def describe(client: redis.Redis) -> str:
+    kwargs = client.connection_pool.connection_kwargs
+    return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+
+
+def open_client(url: str) -> redis.Redis:
+    """The shared client: decoded strings, as redis-om expects."""
+    return redis.Redis.from_url(url, decode_responses=True)
+
+
+async def prepare(client: redis.Redis) -> None:
+    """Check modules, point every model at `client`, and create or update Parley's indexes."""
+    await check_capabilities(client)
+    for model in MODELS:
+        model._meta.database = client
+    await Migrator().run()

