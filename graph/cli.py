@@ -79,3 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         export_schema(args.output)
     elif args.command == "seed":
         print(asyncio.run(seed(settings)))
+
+
+if __name__ == "__main__":
+    main()

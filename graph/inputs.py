@@ -5,7 +5,7 @@ from typing import Any
 
 import strawberry
 
-from graph.types import RelationshipType
+from graph.enums import RelationshipType
 
 
 def provided(data: object, rename: dict[str, str] | None = None) -> dict[str, Any]:
@@ -87,22 +87,57 @@ class CreateAgentInput:
 @strawberry.input(description="Changes to an agent; omitted fields stay as they are.")
 class UpdateAgentInput:
     id: strawberry.ID = strawberry.field(description="The agent to change.")
-    first_name: str | None = strawberry.UNSET
-    last_name: str | None = strawberry.UNSET
-    age: int | None = strawberry.UNSET
-    occupation: str | None = strawberry.UNSET
-    gender: str | None = strawberry.UNSET
-    gender_pronoun: str | None = strawberry.UNSET
-    public_info: str | None = strawberry.UNSET
-    big_five: str | None = strawberry.UNSET
-    moral_values: list[str] | None = strawberry.UNSET
-    schwartz_personal_values: list[str] | None = strawberry.UNSET
-    personality_and_values: str | None = strawberry.UNSET
-    decision_making_style: str | None = strawberry.UNSET
-    secret: str | None = strawberry.UNSET
-    mbti: str | None = strawberry.UNSET
-    model_id: str | None = strawberry.UNSET
-    tag: str | None = strawberry.UNSET
+    first_name: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New first name; omit to keep the current one."
+    )
+    last_name: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New last name; omit to keep the current one."
+    )
+    age: int | None = strawberry.field(
+        default=strawberry.UNSET, description="New age; omit to keep the current one."
+    )
+    occupation: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New occupation; omit to keep the current one."
+    )
+    gender: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New gender; omit to keep the current one."
+    )
+    gender_pronoun: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New gender pronoun; omit to keep the current one."
+    )
+    public_info: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New public info; omit to keep the current one."
+    )
+    big_five: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New big five; omit to keep the current one."
+    )
+    moral_values: list[str] | None = strawberry.field(
+        default=strawberry.UNSET, description="New moral values; omit to keep the current one."
+    )
+    schwartz_personal_values: list[str] | None = strawberry.field(
+        default=strawberry.UNSET,
+        description="New schwartz personal values; omit to keep the current one.",
+    )
+    personality_and_values: str | None = strawberry.field(
+        default=strawberry.UNSET,
+        description="New personality and values; omit to keep the current one.",
+    )
+    decision_making_style: str | None = strawberry.field(
+        default=strawberry.UNSET,
+        description="New decision making style; omit to keep the current one.",
+    )
+    secret: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New secret; omit to keep the current one."
+    )
+    mbti: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New mbti; omit to keep the current one."
+    )
+    model_id: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New model id; omit to keep the current one."
+    )
+    tag: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New tag; omit to keep the current one."
+    )
 
 
 @strawberry.input(description="Which agent to delete.")
@@ -125,7 +160,7 @@ class CreateScenarioInput:
     codename: str = strawberry.field(default="", description="Short name.")
     source: str = strawberry.field(default="", description="Where it comes from.")
     relationship: RelationshipType = strawberry.field(
-        default=RelationshipType.STRANGER,  # type: ignore[attr-defined]
+        default=RelationshipType.STRANGER,
         description="Relationship the scenario assumes.",
     )
     age_constraint: str | None = strawberry.field(default=None, description="Sotopia's format.")
@@ -138,14 +173,31 @@ class CreateScenarioInput:
 @strawberry.input(description="Changes to a scenario; omitted fields stay as they are.")
 class UpdateScenarioInput:
     id: strawberry.ID = strawberry.field(description="The scenario to change.")
-    scenario: str | None = strawberry.UNSET
-    agent_goals: list[str] | None = strawberry.UNSET
-    codename: str | None = strawberry.UNSET
-    source: str | None = strawberry.UNSET
-    relationship: RelationshipType | None = strawberry.UNSET
-    age_constraint: str | None = strawberry.UNSET
-    occupation_constraint: str | None = strawberry.UNSET
-    tag: str | None = strawberry.UNSET
+    scenario: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New scenario; omit to keep the current one."
+    )
+    agent_goals: list[str] | None = strawberry.field(
+        default=strawberry.UNSET, description="New agent goals; omit to keep the current one."
+    )
+    codename: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New codename; omit to keep the current one."
+    )
+    source: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New source; omit to keep the current one."
+    )
+    relationship: RelationshipType | None = strawberry.field(
+        default=strawberry.UNSET, description="New relationship; omit to keep the current one."
+    )
+    age_constraint: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New age constraint; omit to keep the current one."
+    )
+    occupation_constraint: str | None = strawberry.field(
+        default=strawberry.UNSET,
+        description="New occupation constraint; omit to keep the current one.",
+    )
+    tag: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New tag; omit to keep the current one."
+    )
 
 
 @strawberry.input(description="Which record to delete.")
@@ -168,9 +220,15 @@ class CreateRelationshipInput:
 @strawberry.input(description="Changes to a relationship; the two agents cannot change.")
 class UpdateRelationshipInput:
     id: strawberry.ID = strawberry.field(description="The relationship to change.")
-    relationship: RelationshipType | None = strawberry.UNSET
-    background_story: str | None = strawberry.UNSET
-    tag: str | None = strawberry.UNSET
+    relationship: RelationshipType | None = strawberry.field(
+        default=strawberry.UNSET, description="New relationship; omit to keep the current one."
+    )
+    background_story: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New background story; omit to keep the current one."
+    )
+    tag: str | None = strawberry.field(
+        default=strawberry.UNSET, description="New tag; omit to keep the current one."
+    )
 
 
 @strawberry.input(description="One dimension of a new list; its score range needs low < high.")

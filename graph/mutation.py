@@ -1,5 +1,7 @@
 """Root mutation fields: each takes one `input` and returns a payload with userErrors."""
 
+from collections.abc import Sequence
+
 import strawberry
 
 from graph import inputs
@@ -23,7 +25,7 @@ def changes(data: object) -> dict[str, object]:
     return values
 
 
-def deleted(pk: str, errors: list[object]) -> strawberry.ID | None:
+def deleted(pk: str, errors: Sequence[object]) -> strawberry.ID | None:
     return None if errors else strawberry.ID(pk)
 
 

@@ -3,23 +3,17 @@
 import strawberry
 
 from graph.context import Info
+from graph.enums import ErrorCode, RelationshipType
 from resolvers import relationships
 from resolvers.dimensions import dimensions_of
-from resolvers.errors import ErrorCode
 from storage import models
-
-RelationshipType = strawberry.enum(
-    models.RelationshipType,
-    description="How well two agents know each other; stored as Sotopia's integer code 0..5.",
-)
-UserErrorCode = strawberry.enum(ErrorCode, description="Why a mutation refused its input.")
 
 
 @strawberry.type(description="An expected failure: which input field, what is wrong, a code.")
 class UserError:
     field: list[str] = strawberry.field(description="Path to the input field at fault.")
     message: str = strawberry.field(description="A readable explanation.")
-    code: UserErrorCode = strawberry.field(description="A stable machine-readable code.")
+    code: ErrorCode = strawberry.field(description="A stable machine-readable code.")
 
 
 @strawberry.type(description="A character that takes part in simulations (Sotopia AgentProfile).")
@@ -132,7 +126,7 @@ class Scenario:
 
     @strawberry.field(description="The relationship the scenario assumes between participants.")
     def relationship(self) -> RelationshipType:
-        return models.RelationshipType(self.record.relationship)
+        return RelationshipType(self.record.relationship)
 
     @strawberry.field(description="Sotopia's age constraint, e.g. '[(18, 25), (30, 40)]'.")
     def age_constraint(self) -> str | None:
@@ -173,7 +167,7 @@ class Relationship:
 
     @strawberry.field(description="The kind of relationship.")
     def relationship(self) -> RelationshipType:
-        return models.RelationshipType(self.record.relationship)
+        return RelationshipType(self.record.relationship)
 
     @strawberry.field(description="How the relationship came about.")
     def background_story(self) -> str | None:
@@ -195,7 +189,7 @@ class AgentRelationship:
 
     @strawberry.field(description="The kind of relationship.")
     def type(self) -> RelationshipType:
-        return models.RelationshipType(self.record.relationship)
+        return RelationshipType(self.record.relationship)
 
     @strawberry.field(description="Id of the other agent.")
     def other_agent_id(self) -> strawberry.ID:

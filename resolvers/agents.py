@@ -9,6 +9,7 @@ from resolvers.limits import Age, LongText, Name, RecordId, ShortText, Tags
 from resolvers.pagination import Page, fetch_page
 from resolvers.records import get_or_none, insert, update_fields
 from resolvers.relationships import delete_relationships
+from storage.connection import bound_client
 from storage.models import AgentProfile, RelationshipProfile
 
 
@@ -109,7 +110,7 @@ async def delete_agent(pk: str, cascade: bool) -> tuple[list[str], list[UserErro
 
 async def get_agents(pks: list[str]) -> list[AgentProfile | None]:
     """Several agents in one round trip, in the order asked, None where missing."""
-    db = AgentProfile.db()
+    db = bound_client()
     keys = [AgentProfile.make_primary_key(pk) for pk in pks]
-    documents = await db.json().mget(keys, "$")
+    documents: list[list[dict[str, Any]] | None] = await db.json().mget(keys, "$")  # type: ignore[assignment]
     return [AgentProfile.model_validate(doc[0]) if doc else None for doc in documents]

@@ -29,6 +29,9 @@ class UserInputError(GraphQLError):
 
 
 def camel(name: str) -> str:
+    """The GraphQL name of a stored field (`pk` is exposed as `id`)."""
+    if name == "pk":
+        return "id"
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
 

@@ -2,13 +2,13 @@
 
 from typing import Any
 
-import redis.asyncio as redis
 from pydantic import BaseModel, ValidationError, model_validator
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import LongText, RecordId, ShortText
 from resolvers.pagination import Page, fetch_page
 from resolvers.records import get_or_none, insert, update_fields
+from storage.connection import bound_client
 from storage.models import (
     AgentProfile,
     RelationshipProfile,
@@ -98,7 +98,7 @@ async def create_relationship(
     existing = await relationship_between(valid.agent_id, valid.other_agent_id)
     if existing is not None:
         return None, [conflict(existing)]
-    db: redis.Redis = RelationshipProfile.db()
+    db = bound_client()
     record = RelationshipProfile(
         pk=valid.pk,
         agent_1_id=valid.agent_id,
@@ -108,7 +108,7 @@ async def create_relationship(
     lock = relationship_pair_key(valid.agent_id, valid.other_agent_id)
     if not await db.set(lock, str(record.pk), nx=True):
         holder = await db.get(lock)
-        return None, [conflict(await get_relationship(holder) if holder else None)]
+        return None, [conflict(await get_relationship(str(holder)) if holder else None)]
     errors = await insert(record)
     if errors:
         await db.delete(lock)
@@ -146,7 +146,7 @@ async def delete_relationships(records: list[RelationshipProfile]) -> None:
     """Delete records and free their pair locks."""
     if not records:
         return
-    db: redis.Redis = RelationshipProfile.db()
+    db = bound_client()
     locks = [relationship_pair_key(r.agent_1_id, r.agent_2_id) for r in records]
     await RelationshipProfile.delete_many(records)
     await db.delete(*locks)

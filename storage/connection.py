@@ -23,7 +23,7 @@ async def check_capabilities(client: redis.Redis) -> None:
     )
     for command, module in probes:
         try:
-            await client.execute_command(*command)
+            await client.execute_command(*command)  # type: ignore[no-untyped-call]
         except redis.ResponseError as err:
             if "unknown command" in str(err).lower():
                 missing.append(module)
@@ -46,9 +46,20 @@ def open_client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, decode_responses=True)
 
 
+_bound: list[redis.Redis] = []
+
+
+def bound_client() -> redis.Redis:
+    """The client the models were last bound to by `prepare`."""
+    if not _bound:
+        raise RuntimeError("storage is not prepared: call storage.connection.prepare first")
+    return _bound[-1]
+
+
 async def prepare(client: redis.Redis) -> None:
     """Check modules, point every model at `client`, and create or update Parley's indexes."""
     await check_capabilities(client)
     for model in MODELS:
         model._meta.database = client
+    _bound[:] = [client]
     await Migrator().run()

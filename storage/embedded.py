@@ -77,14 +77,21 @@ class EmbeddedRedis:
                     if self.process.poll() is not None:
                         raise RuntimeError(self._failure())
                     try:
-                        await client.ping()
-                        break
+                        if await self._answers(client):
+                            break
                     except (redis.ConnectionError, redis.BusyLoadingError):
-                        await asyncio.sleep(0.05)
+                        pass
+                    await asyncio.sleep(0.05)
         finally:
             await client.aclose()
         log.info("embedded redis started", extra={"pid": self.process.pid, "port": self.port})
         return self.url
+
+    async def _answers(self, client: redis.Redis) -> bool:
+        """True once *our* process answers on the port (not another server that holds it)."""
+        assert self.process is not None
+        info = await client.info("server")
+        return int(info["process_id"]) == self.process.pid
 
     def _failure(self) -> str:
         assert self.process is not None

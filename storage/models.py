@@ -31,7 +31,7 @@ class RelationshipType(IntEnum):
 class Record(JsonModel):
     """Base for every stored record; subclasses set their Sotopia key prefix and index name."""
 
-    model_config = ConfigDict(extra="allow", from_attributes=True)  # type: ignore[typeddict-unknown-key]
+    model_config = ConfigDict(extra="allow", from_attributes=True)
 
     class Meta:
         global_key_prefix = ""

@@ -4,6 +4,7 @@ import json
 from importlib.resources import files
 from typing import Any
 
+from storage.connection import bound_client
 from storage.models import (
     AgentProfile,
     EnvironmentProfile,
@@ -41,6 +42,6 @@ async def seed() -> dict[str, int]:
                 count += 1
                 if isinstance(record, RelationshipProfile):
                     pair = relationship_pair_key(record.agent_1_id, record.agent_2_id)
-                    await model.db().set(pair, str(record.pk), nx=True)
+                    await bound_client().set(pair, str(record.pk), nx=True)
         added[name] = count
     return added

