@@ -1,0 +1,117 @@
+"""The engine's own CPU cost per turn, with an instant in-process fake model (no HTTP).
+
+Run: python bench/bench_engine.py [--episodes N] [--turns T]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+from engine.episode import simulate
+from engine.judge import evaluate
+from engine.llm import ChatRequest
+from engine.models import ModelInfo, custom_model_info
+from engine.stats import GenerationStats
+from engine.types import AgentSpec, EpisodeSetup, ScenarioSpec
+
+SPEAK = json.dumps({"action_type": "speak", "argument": "That sounds fair to me.", "to": []})
+
+
+class InstantRouter:
+    """Answers at once: a speak action, or mid-range scores for the judge's schema."""
+
+    def __init__(self) -> None:
+        info = custom_model_info("custom/instant@http://127.0.0.1:9/v1")
+        assert info is not None
+        self.info = info
+
+    def resolve(self, name: str) -> ModelInfo:
+        return self.info
+
+    async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str:
+        stats.requests += 1
+        schema = request.schema or {}
+        if "action_type" in schema.get("properties", {}):
+            return SPEAK
+        scores = {
+            name: {
+                "reasoning": "ok",
+                "score": (
+                    prop["properties"]["score"]["minimum"] + prop["properties"]["score"]["maximum"]
+                )
+                // 2,
+            }
+            for name, prop in schema.get("properties", {}).items()
+        }
+        return json.dumps(scores)
+
+
+def make_setup(turns: int) -> EpisodeSetup:
+    agents = [
+        AgentSpec(
+            pk=f"p{i}",
+            first_name=n,
+            last_name="Doe",
+            age=30 + i,
+            occupation="Chef",
+            gender="Woman",
+            gender_pronoun="She/her",
+            public_info="Likes cooking.",
+            personality_and_values="Kind.",
+            secret="Owes money.",
+        )
+        for i, n in enumerate(["Ann", "Bea"])
+    ]
+    scenario = ScenarioSpec(
+        pk="s",
+        scenario="Two cooks share a kitchen.",
+        agent_goals=["Get the oven <extra_info>first</extra_info>", "Keep the oven"],
+        relationship=3,
+    )
+    model = "custom/instant@http://127.0.0.1:9/v1"
+    return EpisodeSetup(
+        scenario=scenario,
+        agents=agents,
+        agent_models=[model, model],
+        judge_model=model,
+        max_turns=turns,
+    )
+
+
+async def run(episodes: int, turns: int) -> None:
+    router = InstantRouter()
+    setup = make_setup(turns)
+    await simulate(setup, router)  # warm up imports and caches
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    total_turns = 0
+    for _ in range(episodes):
+        transcript = await simulate(setup, router)
+        total_turns += transcript.turns
+    cpu_sim = time.process_time() - cpu0
+    wall_sim = time.perf_counter() - wall0
+    transcript = await simulate(setup, router)
+    cpu1 = time.process_time()
+    for _ in range(episodes):
+        await evaluate(setup, transcript, router)
+    cpu_judge = time.process_time() - cpu1
+    print(f"episodes={episodes} turns/episode={turns} total turns={total_turns}")
+    print(
+        f"engine CPU per turn: {cpu_sim / total_turns * 1000:.3f} ms "
+        f"(wall {wall_sim / total_turns * 1000:.3f} ms)"
+    )
+    print(f"judge CPU per episode (2 agents x 7 dimensions): {cpu_judge / episodes * 1000:.3f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=20)
+    args = parser.parse_args()
+    asyncio.run(run(args.episodes, args.turns))
+
+
+if __name__ == "__main__":
+    main()

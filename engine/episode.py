@@ -1,0 +1,222 @@
+"""The episode loop: agents take turns until a termination rule fires."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+
+from engine.errors import EpisodeFailed, LLMError, UnknownModelError
+from engine.generation import ask
+from engine.llm import ChatRequest, LLMRouter
+from engine.models import ModelInfo
+from engine.parsing import parse_action, parse_text_action
+from engine.prompts import (
+    ACTION_SCHEMA_NAME,
+    action_messages,
+    action_schema,
+    agent_background,
+    short_context,
+    text_action_messages,
+    text_prefill,
+)
+from engine.render import action_text, first_observation, turn_observation
+from engine.stats import GenerationStats
+from engine.types import (
+    ACTION_TYPES,
+    ActionRecord,
+    AgentAction,
+    EpisodeSetup,
+    TerminationKind,
+    Transcript,
+    Triple,
+    TurnEvent,
+)
+
+OnTurn = Callable[[TurnEvent], Awaitable[None]]
+ENV = "Environment"
+_REASONS: dict[TerminationKind, str] = {
+    "max_turns": "The conversation is too long; ",
+    "too_few_agents": "Too few active agents; ",
+    "stale": "The conversation stales for too long; ",
+}
+_NONE = AgentAction(action_type="none")
+
+
+class _Episode:
+    """Mutable state of one running episode."""
+
+    def __init__(self, setup: EpisodeSetup, llm: LLMRouter, infos: list[ModelInfo]) -> None:
+        self.setup = setup
+        self.llm = llm
+        self.infos = infos
+        self.names = [a.name for a in setup.agents]
+        self.stats = GenerationStats()
+        n = len(self.names)
+        backgrounds = [agent_background(setup, i) for i in range(n)]
+        first = [first_observation(b) for b in backgrounds]
+        self.inbox: list[list[str]] = [[obs] for obs in first]
+        self.lines: list[list[str]] = [[] for _ in range(n)]
+        self.contexts: list[str | None] = [None] * n
+        self.messages: list[list[Triple]] = [[(ENV, self.names[i], first[i]) for i in range(n)]]
+        self.actions: list[ActionRecord] = []
+        self.active = [True] * n
+        self.rng = random.Random(setup.seed)
+        self.next_rr = 0
+
+    def actors(self) -> list[int]:
+        live = [i for i, a in enumerate(self.active) if a]
+        match self.setup.turn_order:
+            case "simultaneous":
+                return live
+            case "random":
+                return [self.rng.choice(live)]
+            case _:
+                n = len(self.names)
+                for step in range(n):
+                    i = (self.next_rr + step) % n
+                    if self.active[i]:
+                        self.next_rr = (i + 1) % n
+                        return [i]
+                return []
+
+    async def act(self, i: int, turn: int) -> AgentAction:
+        info, name = self.infos[i], self.names[i]
+        recipients = [n for j, n in enumerate(self.names) if j != i]
+        try:
+            if info.text_actions:
+                if self.contexts[i] is None:
+                    self.contexts[i] = short_context(self.setup, i)
+                context = self.contexts[i] or ""
+                prefill = text_prefill(name)
+                request = ChatRequest(
+                    messages=text_action_messages(name, context, self.lines[i]),
+                    max_tokens=60,
+                    temperature=0.7,
+                    stop=["\n", '"'],
+                )
+                return await ask(
+                    self.llm,
+                    info.name,
+                    request,
+                    lambda text: parse_text_action(text, prefill),
+                    self.stats,
+                    prefill=prefill,
+                )
+            types = list(ACTION_TYPES)
+            request = ChatRequest(
+                messages=action_messages(name, "\n".join(self.inbox[i]), turn, types, recipients),
+                max_tokens=400,
+                temperature=0.7,
+                schema=action_schema(types, recipients),
+                schema_name=ACTION_SCHEMA_NAME,
+            )
+            return await ask(
+                self.llm,
+                info.name,
+                request,
+                lambda text: parse_action(text, types, name, recipients),
+                self.stats,
+            )
+        except LLMError as exc:
+            raise EpisodeFailed(
+                f"{name} ({info.name}) produced no valid action at turn {turn}: {exc}", self.stats
+            ) from exc
+
+    def observe(self, turn: int, chosen: dict[int, AgentAction]) -> None:
+        """Append the observation of `turn` for every viewer (private actions filtered)."""
+        observations: list[Triple] = []
+        for viewer, name in enumerate(self.names):
+            visible = [
+                (self.names[i], a)
+                for i, a in chosen.items()
+                if not a.to or viewer == i or name in a.to
+            ]
+            text = turn_observation(turn, visible)
+            self.inbox[viewer].append(text)
+            observations.append((ENV, name, text))
+            for speaker, action in visible:
+                if action.action_type == "speak":
+                    self.lines[viewer].append(f'{speaker}: "{action.argument}"')
+                elif action.action_type != "none":
+                    self.lines[viewer].append(f"{speaker} {action_text(action)}")
+        self.messages.append(observations)
+
+
+async def _choose(episode: _Episode, actors: list[int], turn: int) -> dict[int, AgentAction]:
+    if len(actors) == 1:
+        return {actors[0]: await episode.act(actors[0], turn)}
+    failure: EpisodeFailed | None = None
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = {i: group.create_task(episode.act(i, turn)) for i in actors}
+    except* EpisodeFailed as failed:
+        first = failed.exceptions[0]
+        assert isinstance(first, EpisodeFailed)
+        failure = first
+    if failure is not None:
+        raise failure
+    return {i: task.result() for i, task in tasks.items()}
+
+
+async def simulate(
+    setup: EpisodeSetup, llm: LLMRouter, on_turn: OnTurn | None = None
+) -> Transcript:
+    """Run one episode; raises EpisodeFailed when an agent cannot produce a valid action.
+
+    Cancellation propagates (no cleanup is needed: the episode holds no resources).
+    """
+    stats = GenerationStats()
+    try:
+        infos = [llm.resolve(m) for m in setup.agent_models]
+    except UnknownModelError as exc:
+        raise EpisodeFailed(str(exc), stats) from exc
+    episode = _Episode(setup, llm, infos)
+    stale = 0
+    turn = 0
+    termination: list[TerminationKind] = []
+    while not termination:
+        actors = episode.actors()
+        chosen = await _choose(episode, actors, turn)
+        current = episode.messages[-1]
+        for i, name in enumerate(episode.names):
+            current.append((name, ENV, action_text(chosen.get(i, _NONE))))
+        for i in actors:
+            action = chosen[i]
+            episode.actions.append(
+                ActionRecord(turn=turn, agent_index=i, agent_name=episode.names[i], action=action)
+            )
+            if action.action_type == "leave":
+                episode.active[i] = False
+        if on_turn is not None:
+            for i in actors:
+                action = chosen[i]
+                await on_turn(
+                    TurnEvent(
+                        turn=turn,
+                        agent_index=i,
+                        agent_name=episode.names[i],
+                        action_type=action.action_type,
+                        argument=action.argument,
+                        to=list(action.to),
+                        messages=list(current),
+                    )
+                )
+        stale = stale + 1 if all(a.action_type == "none" for a in chosen.values()) else 0
+        episode.observe(turn, chosen)
+        turn += 1
+        if turn >= setup.max_turns:
+            termination.append("max_turns")
+        if sum(episode.active) < 2:
+            termination.append("too_few_agents")
+        if stale > setup.max_stale_turns:
+            termination.append("stale")
+    return Transcript(
+        agent_names=episode.names,
+        messages=episode.messages,
+        actions=episode.actions,
+        turns=turn,
+        termination=termination,
+        termination_reason="".join(_REASONS[t] for t in termination),
+        stats=episode.stats,
+    )

@@ -1,0 +1,23 @@
+"""Sotopia's EpisodeLog fields from a transcript and its evaluation."""
+
+from __future__ import annotations
+
+from engine.types import EpisodeLogParts, EpisodeSetup, Evaluation, Transcript
+
+
+def episode_log_parts(
+    setup: EpisodeSetup, transcript: Transcript, evaluation: Evaluation
+) -> EpisodeLogParts:
+    """messages/rewards/reasoning/rewards_prompt shaped as Sotopia stores them.
+
+    models = [judge model, agent models...]; rewards[i] = [overall, {dims..., overall_score}].
+    """
+    return EpisodeLogParts(
+        environment=setup.scenario.pk,
+        agents=[a.pk for a in setup.agents],
+        models=[setup.judge_model, *setup.agent_models],
+        messages=[list(turn) for turn in transcript.messages],
+        reasoning=evaluation.reasoning,
+        rewards=evaluation.rewards(),
+        rewards_prompt=evaluation.rewards_prompt,
+    )

@@ -1,0 +1,169 @@
+"""The judge: one structured evaluation per agent and dimension, within range."""
+
+from __future__ import annotations
+
+import asyncio
+from statistics import fmean
+
+from engine.errors import EpisodeFailed, LLMError, LLMOutputError, UnknownModelError
+from engine.generation import ask
+from engine.llm import ChatRequest, LLMRouter
+from engine.models import ModelInfo
+from engine.parsing import InvalidOutput, parse_dimension_score, parse_evaluation
+from engine.prompts import (
+    DIMENSION_SCHEMA_NAME,
+    EVALUATION_SCHEMA_NAME,
+    SCORE_SCHEMA_NAME,
+    agent_judge_messages,
+    dimension_judge_messages,
+    evaluation_schema,
+    integer_schema,
+    judge_history,
+    score_schema,
+    short_judge_context,
+)
+from engine.stats import GenerationStats
+from engine.types import (
+    AgentEvaluation,
+    DimensionScore,
+    DimensionSpec,
+    EpisodeSetup,
+    Evaluation,
+    Transcript,
+)
+
+
+class _Judge:
+    def __init__(
+        self, setup: EpisodeSetup, transcript: Transcript, llm: LLMRouter, info: ModelInfo
+    ) -> None:
+        self.setup = setup
+        self.transcript = transcript
+        self.llm = llm
+        self.info = info
+        self.stats = GenerationStats()
+        self.prompts: dict[int, str] = {}
+
+    async def dimension(self, agent: int, context: str, dim: DimensionSpec) -> DimensionScore:
+        """Ask one dimension; if the answer stays unusable, ask for a bare integer."""
+        name = self.setup.agents[agent].name
+        messages = dimension_judge_messages(context, name, dim)
+        self.prompts.setdefault(agent, messages[0]["content"])
+        request = ChatRequest(
+            messages=messages,
+            max_tokens=160,
+            temperature=0.0,
+            schema=score_schema(dim),
+            schema_name=DIMENSION_SCHEMA_NAME,
+        )
+        try:
+            return await ask(
+                self.llm,
+                self.info.name,
+                request,
+                lambda t: parse_dimension_score(t, dim),
+                self.stats,
+            )
+        except LLMOutputError:
+            self.stats.fallbacks += 1
+        request = ChatRequest(
+            messages=[
+                {
+                    "role": "user",
+                    "content": messages[0]["content"] + " Answer with the integer only.",
+                }
+            ],
+            max_tokens=8,
+            temperature=0.0,
+            schema=integer_schema(dim),
+            schema_name=SCORE_SCHEMA_NAME,
+        )
+        return await ask(
+            self.llm, self.info.name, request, lambda t: parse_dimension_score(t, dim), self.stats
+        )
+
+    async def per_dimension(
+        self, agent: int, dims: list[DimensionSpec]
+    ) -> dict[str, DimensionScore]:
+        context = short_judge_context(self.setup, self.transcript, agent)
+        return {d.name: await self.dimension(agent, context, d) for d in dims}
+
+    async def per_agent(self, agent: int, history: str) -> dict[str, DimensionScore]:
+        """All dimensions in one answer; dimensions still invalid after a re-ask go one by one."""
+        dims = self.setup.dimensions
+        name = self.setup.agents[agent].name
+        messages = agent_judge_messages(history, name, dims, self.transcript.termination_reason)
+        self.prompts[agent] = messages[0]["content"]
+        request = ChatRequest(
+            messages=messages,
+            max_tokens=300 + 200 * len(dims),
+            temperature=0.0,
+            schema=evaluation_schema(dims),
+            schema_name=EVALUATION_SCHEMA_NAME,
+        )
+        partial: dict[str, DimensionScore] = {}
+
+        def parse(text: str) -> dict[str, DimensionScore]:
+            scores, errors = parse_evaluation(text, dims)
+            partial.update(scores)
+            if errors:
+                raise InvalidOutput("; ".join(errors.values()))
+            return scores
+
+        try:
+            return await ask(self.llm, self.info.name, request, parse, self.stats)
+        except LLMOutputError:
+            self.stats.fallbacks += 1
+        missing = [d for d in dims if d.name not in partial]
+        partial.update(await self.per_dimension(agent, missing))
+        return {d.name: partial[d.name] for d in dims}
+
+    async def agent(self, agent: int, history: str) -> AgentEvaluation:
+        name = self.setup.agents[agent].name
+        try:
+            if self.info.judge_per_dimension:
+                scores = await self.per_dimension(agent, self.setup.dimensions)
+            else:
+                scores = await self.per_agent(agent, history)
+        except LLMError as exc:
+            raise EpisodeFailed(
+                f"judge {self.info.name} gave no valid scores for {name}: {exc}", self.stats
+            ) from exc
+        overall = fmean(s.score for s in scores.values())
+        return AgentEvaluation(agent_name=name, scores=scores, overall=overall)
+
+
+def _reasoning(termination: str, agents: list[AgentEvaluation]) -> str:
+    """Sotopia's comment string (EpisodeLog.reasoning)."""
+    text = f"Environment comments: terminated: {termination}\n" if termination else ""
+    for k, evaluation in enumerate(agents, start=1):
+        text += f"Agent {k} comments:\n"
+        text += "".join(f"{dim}: {s.reasoning}\n" for dim, s in evaluation.scores.items())
+    return text
+
+
+async def evaluate(setup: EpisodeSetup, transcript: Transcript, llm: LLMRouter) -> Evaluation:
+    """Score every agent on every dimension; raises EpisodeFailed rather than invent scores."""
+    try:
+        info = llm.resolve(setup.judge_model)
+    except UnknownModelError as exc:
+        raise EpisodeFailed(str(exc), GenerationStats()) from exc
+    judge = _Judge(setup, transcript, llm, info)
+    history = "" if info.judge_per_dimension else judge_history(setup, transcript)
+    failure: EpisodeFailed | None = None
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(judge.agent(i, history)) for i in range(len(setup.agents))]
+    except* EpisodeFailed as failed:
+        first = failed.exceptions[0]
+        assert isinstance(first, EpisodeFailed)
+        failure = first
+    if failure is not None:
+        raise failure
+    agents = [task.result() for task in tasks]
+    return Evaluation(
+        agents=agents,
+        reasoning=_reasoning(transcript.termination_reason, agents),
+        rewards_prompt=judge.prompts.get(0, ""),
+        stats=judge.stats,
+    )

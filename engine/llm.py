@@ -1,0 +1,256 @@
+"""One way to call every model: the openai SDK, our retries, a concurrency cap per model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import openai
+from openai import AsyncOpenAI
+
+from engine.errors import LLMTransportError, LocalModelError, UnknownModelError
+from engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
+from engine.models import (
+    LOCAL_MODEL,
+    OPENAI_LISTED,
+    ConfiguredModel,
+    ModelInfo,
+    configured_model_info,
+    custom_model_info,
+    is_reasoning_model,
+    load_models_file,
+    local_model_info,
+    openai_model_info,
+)
+from engine.stats import GenerationStats
+
+SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: list[dict[str, str]]
+    max_tokens: int = 256
+    temperature: float = 0.7
+    stop: list[str] | None = None
+    schema: dict[str, Any] | None = None
+    """Ask for JSON following this schema (response_format, or in the prompt)."""
+    schema_name: str = "answer"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries of transport errors, timeouts, 429 and 5xx (the SDK's own retries are off)."""
+
+    max_attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    budget_seconds: float = 600.0
+    """Wall-clock limit for one call including all its retries."""
+
+
+class LLMRouter(Protocol):
+    """What the episode loop and the judge need from a model provider."""
+
+    def resolve(self, name: str) -> ModelInfo: ...
+
+    async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str: ...
+
+
+@dataclass
+class _Endpoint:
+    client: AsyncOpenAI
+    semaphore: asyncio.Semaphore
+    schema_rejected: bool = False
+
+
+class ModelRegistry:
+    """Knows every usable model name and calls them; `aclose()` stops what it started.
+
+    One registry serves one event loop (its semaphores and locks are bound to it).
+    """
+
+    def __init__(
+        self,
+        models_file: Path | None,
+        data_dir: Path,
+        retry: RetryPolicy | None = None,
+        local_threads: int | None = None,
+    ) -> None:
+        self._configured: dict[str, ConfiguredModel] = {}
+        if models_file is not None:
+            for entry in load_models_file(models_file):
+                self._configured[entry.name] = entry
+        self.retry = retry or RetryPolicy()
+        self.local = LocalModelServer(data_dir, threads=local_threads)
+        self._endpoints: dict[str, _Endpoint] = {}
+
+    def list_models(self) -> list[ModelInfo]:
+        problem = local_model_problem()
+        infos = [local_model_info(problem is None, problem)]
+        infos += [configured_model_info(e) for e in self._configured.values()]
+        for name in OPENAI_LISTED:
+            if name not in self._configured:
+                info = openai_model_info(name)
+                assert info is not None
+                infos.append(info)
+        return infos
+
+    def resolve(self, name: str) -> ModelInfo:
+        """Return the model's info, or raise UnknownModelError if unknown or unusable."""
+        info: ModelInfo | None
+        if name == LOCAL_MODEL:
+            problem = local_model_problem()
+            info = local_model_info(problem is None, problem)
+            if self.local.base_url is not None:
+                info = info.model_copy(update={"base_url": self.local.base_url})
+        elif name in self._configured:
+            info = configured_model_info(self._configured[name])
+        else:
+            info = custom_model_info(name) or openai_model_info(name)
+        if info is None:
+            raise UnknownModelError(
+                f"unknown model {name!r}: use {LOCAL_MODEL!r}, 'custom/<model>@<base_url>', "
+                "a name from the models file, or an OpenAI model name"
+            )
+        if not info.available:
+            raise UnknownModelError(f"model {name!r} cannot be used: {info.reason}")
+        return info
+
+    async def _endpoint(self, info: ModelInfo) -> tuple[_Endpoint, str]:
+        if info.provider == "local":
+            try:
+                base_url = await self.local.ensure_started()
+            except LocalModelError as exc:
+                raise LLMTransportError(f"embedded model unavailable: {exc}") from exc
+        else:
+            assert info.base_url is not None
+            base_url = info.base_url
+        endpoint = self._endpoints.get(info.name)
+        if endpoint is None or str(endpoint.client.base_url).rstrip("/") != base_url:
+            if endpoint is not None:  # the embedded server restarted on another port
+                await endpoint.client.close()
+            key = os.environ.get(info.api_key_env or "", "") or "EMPTY"
+            client = AsyncOpenAI(
+                base_url=base_url, api_key=key, max_retries=0, timeout=info.timeout
+            )
+            endpoint = _Endpoint(client, asyncio.Semaphore(info.max_concurrency))
+            self._endpoints[info.name] = endpoint
+        return endpoint, base_url
+
+    async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str:
+        """Send one chat request, retrying transport failures; return the reply text."""
+        info = self.resolve(model)
+        endpoint, _ = await self._endpoint(info)
+        policy = self.retry
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            use_schema = request.schema is not None and info.json_schema
+            use_schema = use_schema and not endpoint.schema_rejected
+            kwargs = _request_kwargs(info, request, use_schema)
+            retry_after: float | None = None
+            try:
+                stats.requests += 1
+                t0 = time.monotonic()
+                async with endpoint.semaphore:
+                    response = await endpoint.client.chat.completions.create(**kwargs)
+                stats.llm_seconds += time.monotonic() - t0
+                if response.usage is not None:
+                    stats.prompt_tokens += response.usage.prompt_tokens
+                    stats.completion_tokens += response.usage.completion_tokens
+                if not response.choices:
+                    raise LLMTransportError(f"{model}: answer without choices")
+                return _clean(response.choices[0].message.content or "", info)
+            except openai.APITimeoutError:
+                stats.timeouts += 1
+                error = "request timed out"
+            except openai.APIConnectionError as exc:
+                stats.transport_errors += 1
+                error = f"connection failed: {exc}"
+            except openai.RateLimitError as exc:
+                stats.rate_limited += 1
+                error = "rate limited (429)"
+                retry_after = _retry_after(exc.response)
+            except openai.APIStatusError as exc:
+                if exc.status_code == 400 and use_schema:
+                    # The endpoint does not take response_format: put the schema in the prompt.
+                    endpoint.schema_rejected = True
+                    stats.fallbacks += 1
+                    attempt -= 1
+                    continue
+                if exc.status_code < 500:
+                    stats.failures += 1
+                    raise LLMTransportError(
+                        f"{model}: HTTP {exc.status_code}: {_short(exc.message)}"
+                    ) from exc
+                stats.server_errors += 1
+                error = f"HTTP {exc.status_code}"
+            delay = min(policy.max_delay, policy.base_delay * 2 ** (attempt - 1))
+            delay = delay * (0.5 + random.random() / 2)
+            if retry_after is not None:
+                delay = min(max(delay, retry_after), policy.max_delay)
+            elapsed = time.monotonic() - started
+            if attempt >= policy.max_attempts or elapsed + delay > policy.budget_seconds:
+                stats.failures += 1
+                raise LLMTransportError(f"{model}: {error} (after {attempt} attempts)")
+            stats.retries += 1
+            await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        endpoints, self._endpoints = list(self._endpoints.values()), {}
+        for endpoint in endpoints:
+            await endpoint.client.close()
+        await self.local.aclose()
+
+
+def _request_kwargs(info: ModelInfo, request: ChatRequest, use_schema: bool) -> dict[str, Any]:
+    messages = [dict(m) for m in request.messages]
+    kwargs: dict[str, Any] = {"model": info.model}
+    if request.schema is not None and use_schema:
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": request.schema_name, "schema": request.schema},
+        }
+    elif request.schema is not None:
+        target = next(m for m in reversed(messages) if m["role"] == "user")
+        target["content"] += f"\n{SCHEMA_INSTRUCTION} {json.dumps(request.schema)}"
+    kwargs["messages"] = messages
+    stop = list(request.stop or [])
+    if info.provider == "local":
+        stop += [t for t in STOP_TOKENS if t not in stop]
+    if info.provider == "openai":
+        kwargs["max_completion_tokens"] = request.max_tokens
+        if not is_reasoning_model(info):
+            kwargs["temperature"] = request.temperature
+    else:
+        kwargs["max_tokens"] = request.max_tokens
+        kwargs["temperature"] = request.temperature
+    if stop and not is_reasoning_model(info):
+        kwargs["stop"] = stop[:4] if info.provider == "openai" else stop
+    return kwargs
+
+
+def _clean(text: str, info: ModelInfo) -> str:
+    if info.provider == "local":
+        for token in STOP_TOKENS:
+            text = text.replace(token, "")
+    return text
+
+
+def _retry_after(response: Any) -> float | None:
+    try:
+        return float(response.headers.get("retry-after"))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

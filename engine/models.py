@@ -1,0 +1,151 @@
+"""Model names and where they are served: the registry's data side."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from engine.errors import UnknownModelError
+
+LOCAL_MODEL = "local/gemma-3-270m"
+DEFAULT_MODEL = LOCAL_MODEL
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI_LISTED = (
+    "gpt-4o-mini",
+    "gpt-4o",
+    "gpt-4.1",
+    "gpt-4.1-mini",
+    "gpt-4.1-nano",
+    "o3-mini",
+    "o4-mini",
+)
+_OPENAI_NAME = re.compile(r"^(gpt-[0-9][\w.\-]*|chatgpt-[\w.\-]+|o[0-9][\w.\-]*)$")
+_CUSTOM_NAME = re.compile(r"^custom/(?P<model>[^@\s]+)@(?P<url>https?://\S+)$")
+
+Provider = Literal["local", "custom", "config", "openai"]
+
+
+class ModelInfo(BaseModel):
+    """How to reach one model and how to ask it."""
+
+    name: str
+    provider: Provider
+    model: str
+    """The model id sent to the endpoint."""
+    base_url: str | None
+    """None for the embedded model until it is started."""
+    api_key_env: str | None = None
+    json_schema: bool = True
+    """The endpoint accepts response_format json_schema."""
+    text_actions: bool = False
+    """Actions are asked as one plain-text line (small models) instead of JSON."""
+    judge_per_dimension: bool = False
+    """The judge is asked one dimension at a time (small outputs)."""
+    max_concurrency: int = 8
+    timeout: float = 60.0
+    """Seconds allowed for one HTTP request."""
+    available: bool = True
+    reason: str | None = None
+    """Why the model cannot be used, when available is False."""
+
+
+class ConfiguredModel(BaseModel):
+    """One entry of the models file."""
+
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    json_schema: bool = True
+    text_actions: bool = False
+    judge_per_dimension: bool = False
+    max_concurrency: int = Field(default=4, ge=1)
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class ModelsFile(BaseModel):
+    models: list[ConfiguredModel] = Field(default_factory=list)
+
+
+def load_models_file(path: Path) -> list[ConfiguredModel]:
+    """Read named models from a JSON or TOML file: {"models": [{name, base_url, model, ...}]}."""
+    try:
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode()) if path.suffix == ".toml" else json.loads(raw)
+        return ModelsFile.model_validate(data).models
+    except (OSError, ValueError, ValidationError) as exc:
+        raise UnknownModelError(f"cannot read models file {path}: {exc}") from exc
+
+
+def local_model_info(available: bool, reason: str | None) -> ModelInfo:
+    return ModelInfo(
+        name=LOCAL_MODEL,
+        provider="local",
+        model="gemma-3-270m",
+        base_url=None,
+        json_schema=True,
+        text_actions=True,
+        judge_per_dimension=True,
+        max_concurrency=2,
+        timeout=180.0,
+        available=available,
+        reason=reason,
+    )
+
+
+def custom_model_info(name: str) -> ModelInfo | None:
+    """`custom/<model>@<base_url>` as in Sotopia; the key comes from CUSTOM_API_KEY if set."""
+    match = _CUSTOM_NAME.match(name)
+    if match is None:
+        return None
+    return ModelInfo(
+        name=name,
+        provider="custom",
+        model=match["model"],
+        base_url=match["url"].rstrip("/"),
+        api_key_env="CUSTOM_API_KEY",
+    )
+
+
+def configured_model_info(entry: ConfiguredModel) -> ModelInfo:
+    missing = entry.api_key_env is not None and not os.environ.get(entry.api_key_env)
+    return ModelInfo(
+        name=entry.name,
+        provider="config",
+        model=entry.model,
+        base_url=entry.base_url.rstrip("/"),
+        api_key_env=entry.api_key_env,
+        json_schema=entry.json_schema,
+        text_actions=entry.text_actions,
+        judge_per_dimension=entry.judge_per_dimension,
+        max_concurrency=entry.max_concurrency,
+        timeout=entry.timeout,
+        available=not missing,
+        reason=f"environment variable {entry.api_key_env} is not set" if missing else None,
+    )
+
+
+def openai_model_info(name: str) -> ModelInfo | None:
+    if _OPENAI_NAME.match(name) is None:
+        return None
+    has_key = bool(os.environ.get("OPENAI_API_KEY"))
+    return ModelInfo(
+        name=name,
+        provider="openai",
+        model=name,
+        base_url=os.environ.get("OPENAI_BASE_URL", OPENAI_BASE_URL).rstrip("/"),
+        api_key_env="OPENAI_API_KEY",
+        available=has_key,
+        reason=None if has_key else "environment variable OPENAI_API_KEY is not set",
+    )
+
+
+def is_reasoning_model(info: ModelInfo) -> bool:
+    """OpenAI o-series models take no temperature."""
+    return info.provider == "openai" and info.model.startswith("o")

@@ -1,0 +1,177 @@
+"""Tolerant reading of model answers into actions and scores."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from engine.types import ACTION_TYPES, ActionType, AgentAction, DimensionScore, DimensionSpec
+
+
+class InvalidOutput(ValueError):
+    """The answer does not parse or validate; the message is shown to the model on re-ask."""
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)(?:```|$)", re.S)
+_LEAVING = re.compile(
+    r"(\b(leaves?|left|leaving)\b.{0,20}\b(conversation|room|chat)\b)|"
+    r"^\W*(\*|\[|\()\s*(leaves?|walks away|exits?)\b|\[leave\]",
+    re.I,
+)
+
+
+def extract_json(text: str) -> Any:
+    """Find the JSON value in an answer that may carry prose or code fences around it."""
+    stripped = text.strip()
+    candidates = [stripped]
+    fence = _FENCE.search(stripped)
+    if fence:
+        candidates.insert(0, fence.group(1).strip())
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            pass
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[{\[]", stripped):
+        try:
+            value, _ = decoder.raw_decode(stripped, match.start())
+        except ValueError:
+            continue
+        return value
+    raise InvalidOutput("no JSON object found in the answer")
+
+
+def _normalise_type(value: Any, allowed: list[ActionType]) -> ActionType:
+    text = str(value).strip().lower().replace("_", " ").replace("-", " ")
+    for action_type in ACTION_TYPES:
+        if text == action_type.replace("-", " "):
+            if action_type not in allowed:
+                raise InvalidOutput(f"action_type {action_type!r} is not available now")
+            return action_type
+    raise InvalidOutput(f"action_type must be one of {allowed}, not {value!r}")
+
+
+def parse_action(
+    text: str, allowed: list[ActionType], sender: str, recipients: list[str]
+) -> AgentAction:
+    """Read a JSON action; check its type, argument and private recipients."""
+    data = extract_json(text)
+    if isinstance(data, dict) and "action_type" not in data and len(data) == 1:
+        inner = next(iter(data.values()))
+        if isinstance(inner, dict):
+            data = inner
+    if not isinstance(data, dict):
+        raise InvalidOutput("the answer must be a JSON object")
+    if "action_type" not in data:
+        raise InvalidOutput('the key "action_type" is missing')
+    action_type = _normalise_type(data["action_type"], allowed)
+    argument = data.get("argument", "")
+    if not isinstance(argument, str):
+        argument = json.dumps(argument) if argument is not None else ""
+    argument = argument.strip()
+    if action_type in ("speak", "non-verbal communication", "action") and not argument:
+        raise InvalidOutput(f'"argument" must not be empty for {action_type!r}')
+    raw_to = data.get("to") or []
+    if isinstance(raw_to, str):
+        raw_to = [raw_to]
+    if not isinstance(raw_to, list):
+        raise InvalidOutput('"to" must be a list of names')
+    to: list[str] = []
+    for item in raw_to:
+        name = _match_name(str(item), recipients)
+        if name is None:
+            raise InvalidOutput(f"invalid recipient {item!r} in 'to'; allowed: {recipients}")
+        if name != sender and name not in to:
+            to.append(name)
+    if action_type == "leave":
+        argument, to = "", []
+    return AgentAction(action_type=action_type, argument=argument, to=to)
+
+
+def _match_name(value: str, names: list[str]) -> str | None:
+    wanted = value.strip().lower()
+    for name in names:
+        if name.lower() == wanted:
+            return name
+    by_first = [n for n in names if n.split()[0].lower() == wanted]
+    return by_first[0] if len(by_first) == 1 else None
+
+
+def parse_text_action(text: str, prefill: str, max_chars: int = 300) -> AgentAction:
+    """Read one line of speech from a small model; recognise leaving."""
+    line = text.strip()
+    if line.startswith(prefill.strip()):
+        line = line[len(prefill.strip()) :]
+    name = prefill.split(":")[0]
+    if line.startswith(f"{name}:"):
+        line = line[len(name) + 1 :]
+    line = line.strip().splitlines()[0].strip() if line.strip() else ""
+    line = line.strip(' "*').strip()
+    if not line or not any(ch.isalnum() for ch in line):
+        raise InvalidOutput("the answer is empty")
+    if _LEAVING.search(line):
+        return AgentAction(action_type="leave")
+    return AgentAction(action_type="speak", argument=line[:max_chars])
+
+
+def _check_score(value: Any, dim: DimensionSpec) -> int:
+    if isinstance(value, str):
+        value = value.strip()
+        if re.fullmatch(r"[+-]?\d+(\.0+)?", value):
+            value = float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise InvalidOutput(f"{dim.name}: the score must be an integer, not {value!r}")
+    score = int(value)
+    if not dim.range_low <= score <= dim.range_high:
+        raise InvalidOutput(
+            f"{dim.name}: score {score} is outside the range {dim.range_low}..{dim.range_high}"
+        )
+    return score
+
+
+def _score_from(value: Any, dim: DimensionSpec) -> DimensionScore:
+    if isinstance(value, dict):
+        if "score" not in value:
+            raise InvalidOutput(f'{dim.name}: the key "score" is missing')
+        reasoning = value.get("reasoning", "")
+        return DimensionScore(
+            score=_check_score(value["score"], dim),
+            reasoning=reasoning if isinstance(reasoning, str) else json.dumps(reasoning),
+        )
+    if isinstance(value, list) and len(value) == 2:  # legacy (reasoning, score) pairs
+        return DimensionScore(score=_check_score(value[1], dim), reasoning=str(value[0]))
+    return DimensionScore(score=_check_score(value, dim))
+
+
+def parse_dimension_score(text: str, dim: DimensionSpec) -> DimensionScore:
+    """One dimension: {"reasoning", "score"} or a bare integer."""
+    stripped = text.strip()
+    if re.fullmatch(r"[+-]?\d+", stripped):
+        return DimensionScore(score=_check_score(int(stripped), dim))
+    return _score_from(extract_json(stripped), dim)
+
+
+def parse_evaluation(
+    text: str, dims: list[DimensionSpec]
+) -> tuple[dict[str, DimensionScore], dict[str, str]]:
+    """All dimensions of one agent; returns the valid scores and the errors of the others."""
+    data = extract_json(text)
+    if isinstance(data, dict) and len(data) == 1 and not any(d.name in data for d in dims):
+        inner = next(iter(data.values()))
+        if isinstance(inner, dict):
+            data = inner
+    if not isinstance(data, dict):
+        raise InvalidOutput("the answer must be a JSON object keyed by dimension name")
+    scores: dict[str, DimensionScore] = {}
+    errors: dict[str, str] = {}
+    for dim in dims:
+        if dim.name not in data:
+            errors[dim.name] = f"{dim.name}: missing"
+            continue
+        try:
+            scores[dim.name] = _score_from(data[dim.name], dim)
+        except InvalidOutput as exc:
+            errors[dim.name] = str(exc)
+    return scores, errors

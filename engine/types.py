@@ -1,0 +1,284 @@
+"""Plain data the engine runs on; the worker builds these from stored records."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from engine.stats import GenerationStats
+
+ActionType = Literal["none", "speak", "non-verbal communication", "action", "leave"]
+ACTION_TYPES: tuple[ActionType, ...] = (
+    "none",
+    "speak",
+    "non-verbal communication",
+    "action",
+    "leave",
+)
+TurnOrder = Literal["round-robin", "simultaneous", "random"]
+
+# Sotopia's RelationshipType codes.
+STRANGER, KNOW_BY_NAME, ACQUAINTANCE, FRIEND, ROMANTIC, FAMILY = range(6)
+RELATIONSHIP_NAMES = (
+    "stranger",
+    "know_by_name",
+    "acquaintance",
+    "friend",
+    "romantic_relationship",
+    "family_member",
+)
+
+
+class AgentSpec(BaseModel):
+    """An agent profile (Sotopia's AgentProfile fields)."""
+
+    pk: str = ""
+    first_name: str
+    last_name: str = ""
+    age: int = 0
+    occupation: str = ""
+    gender: str = ""
+    gender_pronoun: str = ""
+    public_info: str = ""
+    big_five: str = ""
+    moral_values: list[str] = Field(default_factory=list)
+    schwartz_personal_values: list[str] = Field(default_factory=list)
+    personality_and_values: str = ""
+    decision_making_style: str = ""
+    secret: str = ""
+    mbti: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.first_name} {self.last_name}".strip()
+
+
+class ScenarioSpec(BaseModel):
+    """A scenario (Sotopia's EnvironmentProfile): one goal per seat."""
+
+    pk: str = ""
+    codename: str = ""
+    scenario: str
+    agent_goals: list[str] = Field(default_factory=list)
+    relationship: int = Field(default=STRANGER, ge=0, le=5)
+
+
+class RelationshipSpec(BaseModel):
+    agent_1_id: str
+    agent_2_id: str
+    relationship: int = Field(ge=0, le=5)
+    background_story: str | None = None
+
+    def joins(self, a: str, b: str) -> bool:
+        return {self.agent_1_id, self.agent_2_id} == {a, b}
+
+
+class DimensionSpec(BaseModel):
+    """An evaluation dimension: the judge gives an integer in [range_low, range_high]."""
+
+    name: str
+    description: str
+    range_low: int
+    range_high: int
+
+    @model_validator(mode="after")
+    def _check_range(self) -> DimensionSpec:
+        if self.range_low > self.range_high:
+            raise ValueError(f"dimension {self.name!r}: range_low > range_high")
+        return self
+
+
+SOTOPIA_DIMENSIONS: list[DimensionSpec] = [
+    DimensionSpec(
+        name="believability",
+        description=(
+            "Does the agent behave like a natural, realistic person (no confusion about who it "
+            "is, no parroting others, no excessive politeness), consistent with its profile?"
+        ),
+        range_low=0,
+        range_high=10,
+    ),
+    DimensionSpec(
+        name="relationship",
+        description=(
+            "Compare the relationship between the participants before and after the "
+            "interaction: negative if it was harmed, positive if it improved, 0 if unchanged. "
+            "Consider social status and reputation too."
+        ),
+        range_low=-5,
+        range_high=5,
+    ),
+    DimensionSpec(
+        name="knowledge",
+        description="Did the agent gain new and important information through the interaction?",
+        range_low=0,
+        range_high=10,
+    ),
+    DimensionSpec(
+        name="secret",
+        description=(
+            "Did the agent keep its secret or secret intentions? -10 means a critical leak, "
+            "0 means nothing was revealed."
+        ),
+        range_low=-10,
+        range_high=0,
+    ),
+    DimensionSpec(
+        name="social_rules",
+        description=(
+            "Did the agent break moral rules or laws? 0 means no violation, negative values "
+            "mean violations, worse for more serious ones."
+        ),
+        range_low=-10,
+        range_high=0,
+    ),
+    DimensionSpec(
+        name="financial_and_material_benefits",
+        description=(
+            "Short-term (money, goods) and long-term (jobs, opportunities) gains or losses "
+            "for the agent: positive for gains, negative for losses."
+        ),
+        range_low=-5,
+        range_high=5,
+    ),
+    DimensionSpec(
+        name="goal",
+        description=(
+            "Restate the agent's social goal and judge how far it was achieved: 0 not at all, "
+            "10 completely."
+        ),
+        range_low=0,
+        range_high=10,
+    ),
+]
+
+
+class EpisodeSetup(BaseModel):
+    """Everything one episode needs.
+
+    A partner's visible profile depends on the relationship of the pair: the
+    RelationshipSpec joining the two agents if one is given, otherwise the
+    scenario's relationship (Sotopia samples agent pairs whose relationship
+    matches the scenario's, so the scenario value is the natural default).
+    """
+
+    scenario: ScenarioSpec
+    agents: list[AgentSpec] = Field(min_length=2)
+    relationships: list[RelationshipSpec] = Field(default_factory=list)
+    agent_models: list[str]
+    judge_model: str
+    max_turns: int = Field(default=20, ge=1)
+    max_stale_turns: int = Field(default=2, ge=0)
+    turn_order: TurnOrder = "round-robin"
+    dimensions: list[DimensionSpec] = Field(default_factory=lambda: list(SOTOPIA_DIMENSIONS))
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> EpisodeSetup:
+        if len(self.agent_models) != len(self.agents):
+            raise ValueError("agent_models needs one model per agent")
+        names = [a.name for a in self.agents]
+        if len(set(names)) != len(names):
+            raise ValueError("agent names must be distinct")
+        if not self.dimensions:
+            raise ValueError("at least one evaluation dimension is needed")
+        dims = [d.name for d in self.dimensions]
+        if len(set(dims)) != len(dims) or "overall_score" in dims:
+            raise ValueError("dimension names must be distinct and not 'overall_score'")
+        return self
+
+    def relationship_between(self, i: int, j: int) -> int:
+        a, b = self.agents[i].pk, self.agents[j].pk
+        for rel in self.relationships:
+            if rel.joins(a, b):
+                return rel.relationship
+        return self.scenario.relationship
+
+    def goal_of(self, i: int) -> str:
+        goals = self.scenario.agent_goals
+        if i < len(goals):
+            return goals[i]
+        return f"Participate effectively in this {len(self.agents)}-agent interaction"
+
+
+class AgentAction(BaseModel):
+    action_type: ActionType
+    argument: str = ""
+    to: list[str] = Field(default_factory=list)
+
+
+class ActionRecord(BaseModel):
+    turn: int
+    agent_index: int
+    agent_name: str
+    action: AgentAction
+
+
+Triple = tuple[str, str, str]
+
+
+class TurnEvent(BaseModel):
+    """One agent's action in one turn, handed to the caller as it happens."""
+
+    turn: int
+    agent_index: int
+    agent_name: str
+    action_type: ActionType
+    argument: str
+    to: list[str]
+    messages: list[Triple]
+    """The Sotopia triples of this turn so far (observations, then actions)."""
+
+
+TerminationKind = Literal["max_turns", "too_few_agents", "stale"]
+
+
+class Transcript(BaseModel):
+    agent_names: list[str]
+    messages: list[list[Triple]]
+    """Sotopia EpisodeLog.messages: turn 0 starts with background observations."""
+    actions: list[ActionRecord]
+    """Every action chosen by an agent on its turn, in order."""
+    turns: int
+    termination: list[TerminationKind]
+    termination_reason: str
+    stats: GenerationStats
+
+
+class DimensionScore(BaseModel):
+    score: int
+    reasoning: str = ""
+
+
+class AgentEvaluation(BaseModel):
+    agent_name: str
+    scores: dict[str, DimensionScore]
+    overall: float
+
+    def reward(self) -> tuple[float, dict[str, float]]:
+        detail = {name: float(s.score) for name, s in self.scores.items()}
+        detail["overall_score"] = self.overall
+        return (self.overall, detail)
+
+
+class Evaluation(BaseModel):
+    agents: list[AgentEvaluation]
+    reasoning: str
+    rewards_prompt: str
+    stats: GenerationStats
+
+    def rewards(self) -> list[tuple[float, dict[str, float]]]:
+        return [a.reward() for a in self.agents]
+
+
+class EpisodeLogParts(BaseModel):
+    """The fields of Sotopia's EpisodeLog that the engine produces."""
+
+    environment: str
+    agents: list[str]
+    models: list[str]
+    messages: list[list[Triple]]
+    reasoning: str
+    rewards: list[tuple[float, dict[str, float]]]
+    rewards_prompt: str

@@ -1,0 +1,67 @@
+"""Engine fixtures: the fake LLM server and a registry with fast retries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.llm import ModelRegistry, RetryPolicy
+from tests.fake_llm import FakeLLM
+
+FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, budget_seconds=10)
+
+
+@pytest.fixture(scope="session")
+def fake_llm_server() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
+    """The shared fake server with no rules, no recorded requests and no delay."""
+    fake_llm_server.reset()
+    fake_llm_server.delay = 0.0
+    yield fake_llm_server
+    fake_llm_server.reset()
+
+
+@pytest.fixture
+def models_file(tmp_path: Path, fake_llm_server: FakeLLM) -> Path:
+    """Named models pointing at the fake: a short timeout, a per-dimension judge, text actions."""
+    path = tmp_path / "models.json"
+    base = fake_llm_server.base_url
+    path.write_text(
+        json.dumps(
+            {
+                "models": [
+                    {"name": "fake-quick", "base_url": base, "model": "fake", "timeout": 0.5},
+                    {
+                        "name": "fake-small",
+                        "base_url": base,
+                        "model": "fake",
+                        "text_actions": True,
+                        "judge_per_dimension": True,
+                        "max_concurrency": 2,
+                    },
+                    {
+                        "name": "fake-noschema",
+                        "base_url": base,
+                        "model": "fake",
+                        "json_schema": False,
+                    },
+                ]
+            }
+        )
+    )
+    return path
+
+
+@pytest.fixture
+async def registry(tmp_path: Path, models_file: Path) -> AsyncIterator[ModelRegistry]:
+    reg = ModelRegistry(models_file, tmp_path / "data", retry=FAST_RETRY)
+    yield reg
+    await reg.aclose()

@@ -1,0 +1,115 @@
+"""The judge: ranges enforced by re-asking, per-dimension mode, Sotopia-shaped output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.episode import simulate
+from engine.episode_log import episode_log_parts
+from engine.errors import EpisodeFailed
+from engine.judge import evaluate
+from engine.llm import ModelRegistry
+from engine.types import SOTOPIA_DIMENSIONS, DimensionSpec
+from tests.engine.factories import ALICE, BOB, make_setup
+from tests.fake_llm import FakeLLM, Rule
+
+DIMS = [
+    DimensionSpec(name="warmth", description="How warm was the agent?", range_low=1, range_high=3),
+    DimensionSpec(name="greed", description="How greedy?", range_low=-4, range_high=-2),
+]
+
+
+def _scores(warmth: int, greed: int) -> str:
+    return json.dumps(
+        {"warmth": {"reasoning": "w", "score": warmth}, "greed": {"reasoning": "g", "score": greed}}
+    )
+
+
+async def test_sotopia_shaped_log(fake_llm: FakeLLM, registry: ModelRegistry) -> None:
+    setup = make_setup(fake_llm.model_name(), max_turns=2)
+    transcript = await simulate(setup, registry)
+    evaluation = await evaluate(setup, transcript, registry)
+    log = episode_log_parts(setup, transcript, evaluation)
+    assert log.agents == [ALICE.pk, BOB.pk] and log.environment == "env1"
+    assert log.models == [setup.judge_model] * 3
+    names = [d.name for d in SOTOPIA_DIMENSIONS]
+    for overall, detail in log.rewards:
+        assert list(detail) == [*names, "overall_score"]
+        for dim in SOTOPIA_DIMENSIONS:
+            assert dim.range_low <= detail[dim.name] <= dim.range_high
+        assert (
+            overall == detail["overall_score"] == pytest.approx(sum(detail[n] for n in names) / 7)
+        )
+    assert log.reasoning.startswith(
+        "Environment comments: terminated: The conversation is too long; \nAgent 1 comments:\n"
+    )
+    assert "Agent 2 comments:\nbelievability: " in log.reasoning
+    assert "Evaluate how well Alice Smith did" in log.rewards_prompt
+    assert ALICE.secret in log.rewards_prompt  # the judge sees everything
+    json.dumps(log.model_dump())
+
+
+async def test_out_of_range_score_is_reasked(fake_llm: FakeLLM, registry: ModelRegistry) -> None:
+    setup = make_setup(fake_llm.model_name(), max_turns=1, dimensions=DIMS)
+    transcript = await simulate(setup, registry)
+    fake_llm.add_rule(Rule(kind="judge", contains=["how well Bob Jones"], content=_scores(9, -3)))
+    evaluation = await evaluate(setup, transcript, registry)
+    bob = evaluation.agents[1]
+    assert bob.scores["warmth"].score == 2 and bob.scores["greed"].score == -3
+    assert bob.overall == pytest.approx(-0.5)
+    assert evaluation.stats.repairs == 1
+    reask = [r for r in fake_llm.requests_of("judge") if "cannot be used" in r.text]
+    assert "warmth: score 9 is outside the range 1..3" in reask[0].text
+
+
+async def test_judge_falls_back_per_dimension(fake_llm: FakeLLM, registry: ModelRegistry) -> None:
+    setup = make_setup(fake_llm.model_name(), max_turns=1, dimensions=DIMS)
+    transcript = await simulate(setup, registry)
+    fake_llm.add_rule(
+        Rule(kind="judge", contains=["how well Alice Smith"], content=_scores(3, 7), times=2)
+    )
+    evaluation = await evaluate(setup, transcript, registry)
+    alice = evaluation.agents[0]
+    assert alice.scores["warmth"].score == 3  # kept from the answer
+    assert alice.scores["greed"].score == -3  # asked again on its own
+    assert evaluation.stats.fallbacks == 1
+
+
+async def test_per_dimension_judge(fake_llm: FakeLLM, registry: ModelRegistry) -> None:
+    setup = make_setup("fake-small", max_turns=2, dimensions=DIMS)
+    transcript = await simulate(setup, registry)
+    evaluation = await evaluate(setup, transcript, registry)
+    judge_requests = fake_llm.requests_of("judge")
+    assert len(judge_requests) == 4  # 2 agents x 2 dimensions
+    schema = judge_requests[0].body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["score"] == {"type": "integer", "minimum": 1, "maximum": 3}
+    assert schema["properties"]["reasoning"]["maxLength"] == 200
+    assert [a.overall for a in evaluation.agents] == [-0.5, -0.5]
+
+
+async def test_per_dimension_integer_fallback(fake_llm: FakeLLM, registry: ModelRegistry) -> None:
+    setup = make_setup("fake-small", max_turns=1, dimensions=DIMS[:1])
+    transcript = await simulate(setup, registry)
+    fake_llm.add_rule(
+        Rule(kind="judge", contains=["Rate Alice Smith"], content='{"score": 99}', times=2)
+    )
+    evaluation = await evaluate(setup, transcript, registry)
+    assert evaluation.agents[0].scores["warmth"].score == 2
+    assert evaluation.stats.fallbacks == 1
+    alice = [r for r in fake_llm.requests_of("judge") if "Rate Alice Smith" in r.text]
+    assert [r.body["response_format"]["json_schema"]["name"] for r in alice] == [
+        "dimension_score",
+        "dimension_score",
+        "score",
+    ]
+
+
+async def test_judge_never_valid_fails(fake_llm: FakeLLM, registry: ModelRegistry) -> None:
+    setup = make_setup(fake_llm.model_name(), max_turns=1, dimensions=DIMS)
+    transcript = await simulate(setup, registry)
+    fake_llm.add_rule(Rule(kind="judge", content="no idea", times=None))
+    with pytest.raises(EpisodeFailed, match="gave no valid scores") as info:
+        await evaluate(setup, transcript, registry)
+    assert info.value.stats.failures >= 1

@@ -1,0 +1,47 @@
+"""The real embedded model end to end (slow: starts llama.cpp with Gemma 3 270M)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from engine.episode import simulate
+from engine.episode_log import episode_log_parts
+from engine.judge import evaluate
+from engine.llm import ModelRegistry
+from engine.models import LOCAL_MODEL
+from engine.types import SOTOPIA_DIMENSIONS
+from tests.engine.factories import make_setup
+
+
+@pytest.mark.slow
+async def test_real_local_model_episode(tmp_path_factory: pytest.TempPathFactory) -> None:
+    data_dir = Path(tmp_path_factory.mktemp("local-model"))
+    registry = ModelRegistry(None, data_dir)
+    try:
+        urls = await asyncio.gather(*(registry.local.ensure_started() for _ in range(3)))
+        assert len(set(urls)) == 1  # concurrent first uses start one server
+        setup = make_setup(LOCAL_MODEL, max_turns=2, seed=1)
+        transcript = await simulate(setup, registry)
+        evaluation = await evaluate(setup, transcript, registry)
+        log = episode_log_parts(setup, transcript, evaluation)
+        pid = registry.local.pid
+        assert pid is not None
+        assert registry.local.base_url == urls[0]
+    finally:
+        await registry.aclose()
+    assert registry.local.pid is None
+    assert transcript.turns == 2
+    spoken = [r.action for r in transcript.actions if r.action.action_type == "speak"]
+    assert spoken and all(a.argument.strip() for a in spoken)
+    assert all("<|im_end|>" not in a.argument and "<end_of_turn>" not in a.argument for a in spoken)
+    assert log.messages[1][0][2].startswith("Turn #0: ")
+    assert len(log.rewards) == 2
+    for overall, detail in log.rewards:
+        for dim in SOTOPIA_DIMENSIONS:
+            assert dim.range_low <= detail[dim.name] <= dim.range_high
+        assert detail["overall_score"] == overall
+    assert (data_dir / "models" / "gemma-3-270m-q4_k_m.gguf").exists()
+    assert transcript.stats.requests >= 2 and evaluation.stats.requests >= 14

@@ -1,0 +1,72 @@
+"""The model registry: names, availability, refusal of unknown models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.episode import simulate
+from engine.errors import EpisodeFailed, UnknownModelError
+from engine.llm import ModelRegistry
+from tests.engine.factories import make_setup
+
+
+def test_unknown_model_refused(tmp_path: Path) -> None:
+    registry = ModelRegistry(None, tmp_path)
+    with pytest.raises(UnknownModelError, match="unknown model 'gpt4-turbo-ultra'"):
+        registry.resolve("gpt4-turbo-ultra")
+
+
+async def test_simulate_refuses_unknown_model(tmp_path: Path) -> None:
+    registry = ModelRegistry(None, tmp_path)
+    with pytest.raises(EpisodeFailed, match="unknown model 'nope'"):
+        await simulate(make_setup("nope"), registry)
+
+
+def test_openai_needs_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    registry = ModelRegistry(None, tmp_path)
+    with pytest.raises(UnknownModelError, match="OPENAI_API_KEY"):
+        registry.resolve("gpt-4o-mini")
+    listed = {m.name: m for m in registry.list_models()}
+    assert listed["gpt-4o-mini"].available is False
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    info = registry.resolve("o4-mini")
+    assert info.provider == "openai" and info.available
+
+
+def test_custom_and_local_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUSTOM_API_KEY", raising=False)
+    registry = ModelRegistry(None, tmp_path)
+    info = registry.resolve("custom/llama3.2:1b@http://localhost:8000/v1/")
+    assert (info.model, info.base_url) == ("llama3.2:1b", "http://localhost:8000/v1")
+    local = registry.resolve("local/gemma-3-270m")
+    assert local.text_actions and local.judge_per_dimension and local.available
+    assert registry.list_models()[0].name == "local/gemma-3-270m"
+
+
+def test_models_file_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "models.toml"
+    path.write_text(
+        '[[models]]\nname = "vllm-llama"\nbase_url = "http://10.0.0.2:8000/v1"\n'
+        'model = "meta-llama/Llama-3-8B"\napi_key_env = "VLLM_KEY"\njson_schema = false\n'
+        "max_concurrency = 3\n"
+    )
+    monkeypatch.delenv("VLLM_KEY", raising=False)
+    registry = ModelRegistry(path, tmp_path)
+    listed = {m.name: m for m in registry.list_models()}
+    assert listed["vllm-llama"].max_concurrency == 3
+    assert listed["vllm-llama"].json_schema is False
+    assert listed["vllm-llama"].reason == "environment variable VLLM_KEY is not set"
+    with pytest.raises(UnknownModelError, match="VLLM_KEY"):
+        registry.resolve("vllm-llama")
+    monkeypatch.setenv("VLLM_KEY", "k")
+    assert registry.resolve("vllm-llama").model == "meta-llama/Llama-3-8B"
+
+
+def test_bad_models_file(tmp_path: Path) -> None:
+    path = tmp_path / "models.json"
+    path.write_text('{"models": [{"name": "x"}]}')
+    with pytest.raises(UnknownModelError, match="cannot read models file"):
+        ModelRegistry(path, tmp_path)

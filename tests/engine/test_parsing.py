@@ -1,0 +1,61 @@
+"""Tolerant parsing of model answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.parsing import (
+    InvalidOutput,
+    extract_json,
+    parse_action,
+    parse_dimension_score,
+    parse_text_action,
+)
+from engine.types import ACTION_TYPES, DimensionSpec
+
+TYPES = list(ACTION_TYPES)
+DIM = DimensionSpec(name="secret", description="d", range_low=-10, range_high=0)
+
+
+def test_extract_json_from_prose_and_fences() -> None:
+    assert extract_json('Here you go: {"a": 1} hope it helps') == {"a": 1}
+    assert extract_json('```json\n{"a": 2}\n```') == {"a": 2}
+    assert extract_json('```json\n{"a": 3}') == {"a": 3}
+    with pytest.raises(InvalidOutput):
+        extract_json("nothing here")
+
+
+def test_parse_action_normalises() -> None:
+    action = parse_action(
+        '{"action_type": "non_verbal_communication", "argument": "nods", "to": ["bob"]}',
+        TYPES,
+        "Alice Smith",
+        ["Bob Jones"],
+    )
+    assert action.action_type == "non-verbal communication"
+    assert action.to == ["Bob Jones"]
+    with pytest.raises(InvalidOutput, match="must not be empty"):
+        parse_action('{"action_type": "speak", "argument": ""}', TYPES, "A", [])
+
+
+def test_parse_text_action() -> None:
+    prefill = 'Alice Smith: "'
+    assert parse_text_action('Alice Smith: "Hi Bob.', prefill).argument == "Hi Bob."
+    assert (
+        parse_text_action(" Could you help me?\nBob: no", prefill).argument == "Could you help me?"
+    )
+    assert parse_text_action("*leaves the room*", prefill).action_type == "leave"
+    assert (
+        parse_text_action("I have to leave the conversation now.", prefill).action_type == "leave"
+    )
+    with pytest.raises(InvalidOutput):
+        parse_text_action(' "', prefill)
+
+
+def test_parse_dimension_score() -> None:
+    assert parse_dimension_score("-3", DIM).score == -3
+    assert parse_dimension_score('{"reasoning": "ok", "score": "-2"}', DIM).score == -2
+    with pytest.raises(InvalidOutput, match="outside the range"):
+        parse_dimension_score('{"reasoning": "ok", "score": 4}', DIM)
+    with pytest.raises(InvalidOutput, match="integer"):
+        parse_dimension_score('{"score": -2.5}', DIM)

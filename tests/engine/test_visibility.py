@@ -1,0 +1,78 @@
+"""What an agent's prompt reveals about its partner, by relationship (SOTOPIA.md §2.3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.episode import simulate
+from engine.llm import ModelRegistry
+from engine.prompts import agent_background
+from engine.types import RelationshipSpec
+from tests.engine.factories import ALICE, BOB, make_setup
+from tests.fake_llm import FakeLLM
+
+# What Alice's first prompt must show of Bob, per relationship type.
+EXPECTED = {
+    0: set(),
+    1: {"name"},
+    2: {"name", "public"},
+    3: {"name", "public", "personality"},
+    4: {"name", "public", "personality"},
+    5: {"name", "public", "personality"},
+}
+FRAGMENTS = {
+    "public": ["41-year-old male teacher", "He/him pronouns", BOB.public_info],
+    "personality": [BOB.personality_and_values],
+}
+
+
+@pytest.mark.parametrize("relationship", range(6))
+async def test_partner_profile_follows_relationship(
+    relationship: int, fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    setup = make_setup(fake_llm.model_name(), relationship=relationship, max_turns=1)
+    await simulate(setup, registry)
+    (request,) = fake_llm.requests_of("action")
+    prompt = request.text
+    assert "You are Alice Smith." in prompt
+    background_line = next(
+        line for line in prompt.splitlines() if line.startswith("Bob Jones's background")
+    )
+    for part, fragments in FRAGMENTS.items():
+        for fragment in fragments:
+            assert (fragment in prompt) == (part in EXPECTED[relationship]), (part, fragment)
+    if relationship == 0:
+        assert background_line == "Bob Jones's background: Unknown"
+    elif relationship == 1:
+        assert background_line == "Bob Jones's background: Bob Jones"
+    # never the partner's secret or goal; always the own ones
+    assert BOB.secret not in prompt
+    assert "Keep your savings intact" not in prompt
+    assert "Bob Jones's goal: Unknown" in prompt
+    assert ALICE.secret in prompt
+    assert "Borrow 500 dollars" in prompt
+
+
+def test_stranger_background_reads_unknown_when_own_bio_present() -> None:
+    setup = make_setup("m", relationship=0)
+    text = agent_background(setup, 0)
+    assert "Bob Jones's background: Unknown" in text
+    assert "Alice Smith's background: Alice Smith is a 30-year-old female chef." in text
+
+
+def test_pair_relationship_overrides_scenario() -> None:
+    pair = RelationshipSpec(agent_1_id=BOB.pk, agent_2_id=ALICE.pk, relationship=2)
+    setup = make_setup("m", relationship=5, relationships=[pair])
+    text = agent_background(setup, 0)
+    assert BOB.public_info in text
+    assert BOB.personality_and_values not in text
+
+
+def test_hint_tags_are_rendered_for_their_owner_only() -> None:
+    setup = make_setup("m")
+    alice_view, bob_view = agent_background(setup, 0), agent_background(setup, 1)
+    assert "Borrow 500 dollars from the other person You need it by Friday." in alice_view
+    assert "<extra_info>" not in alice_view
+    assert "Keep your savings intact Offer help of another kind." in bob_view
+    assert "You need it by Friday" not in bob_view
+    assert "Offer help of another kind" not in alice_view
