@@ -1,5 +1,6 @@
 """The Starlette application: GraphQL over HTTP and websockets, health, and the lifespan."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,15 +12,16 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
 
-from graph.context import Context
+from graph.context import Context, Runtime
+from graph.runtime import api_runtime
 from graph.schema import schema
 from graph.settings import Settings
-from storage.runtime import redis_storage
 
 
 class GraphQLApp(GraphQL[Context, None]):
     async def get_context(self, request: Any, response: Any) -> Context:
-        return Context()
+        runtime: Runtime = request.app.state.runtime
+        return Context(runtime=runtime)
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
@@ -28,17 +30,27 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with redis_storage(
-            settings.redis_url, settings.data_dir, seed_if_empty=settings.seed
-        ) as client:
-            app.state.redis = client
+        async with api_runtime(settings, with_worker=settings.worker) as runtime:
+            app.state.runtime = runtime
             yield
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
+    async def metrics(request: Request) -> JSONResponse:
+        """Live counters: what a leak of subscriptions or tasks would show up in."""
+        hub = request.app.state.runtime.hub
+        return JSONResponse(
+            {
+                "subscribers": hub.subscriber_count,
+                "channels": len(hub.channels),
+                "hub_reconnects": hub.reconnects,
+                "tasks": len(asyncio.all_tasks()),
+            }
+        )
+
     async def readyz(request: Request) -> JSONResponse:
-        client: redis.Redis = request.app.state.redis
+        client = request.app.state.runtime.services.client
         try:
             await client.ping()
         except redis.RedisError as err:
@@ -51,6 +63,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            Route("/metrics", metrics),
         ],
         lifespan=lifespan,
     )

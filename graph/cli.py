@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import logging
+import signal
 from pathlib import Path
 
 import uvicorn
@@ -40,6 +41,17 @@ async def seed(settings: Settings) -> dict[str, int]:
         return await load_sample()
 
 
+async def worker(settings: Settings) -> None:
+    """Run until SIGINT or SIGTERM; unfinished jobs are then handed back for redelivery."""
+    from graph.runtime import run_worker
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await run_worker(settings, stop)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="parley", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -49,6 +61,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--port", type=int, help="port (default 8000)")
     run.add_argument("--data-dir", type=Path, help="where embedded data lives (default ~/.parley)")
     run.add_argument("--no-seed", action="store_true", help="do not load sample data")
+    run.add_argument("--no-worker", action="store_true", help="serve the API only, run no episodes")
+    run.add_argument("--concurrency", type=int, help="episodes the in-process worker runs at once")
+
+    work = commands.add_parser("worker", help="run episodes from the queue (no API)")
+    work.add_argument("--concurrency", type=int, help="episodes run at once (default 8)")
+    work.add_argument("--data-dir", type=Path, help="where embedded data lives")
 
     export = commands.add_parser("export-schema", help="print the GraphQL SDL")
     export.add_argument("--output", "-o", type=Path, help="write to this file instead")
@@ -67,11 +85,14 @@ def main(argv: list[str] | None = None) -> None:
             "host": getattr(args, "host", None),
             "port": getattr(args, "port", None),
             "data_dir": getattr(args, "data_dir", None),
+            "concurrency": getattr(args, "concurrency", None),
         }.items()
         if value is not None
     }
     if getattr(args, "no_seed", False):
         overrides["seed"] = False
+    if getattr(args, "no_worker", False):
+        overrides["worker"] = False
     settings = Settings(**overrides)
     if args.command == "serve":
         serve(settings)
@@ -79,6 +100,8 @@ def main(argv: list[str] | None = None) -> None:
         export_schema(args.output)
     elif args.command == "seed":
         print(asyncio.run(seed(settings)))
+    elif args.command == "worker":
+        asyncio.run(worker(settings))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Per-request context: batched record loaders, so a list of N items costs one round of reads."""
+"""Per-request context: the process's services, and batched record loaders."""
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -6,18 +6,32 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info as StrawberryInfo
 
+from engine.llm import ModelRegistry
 from resolvers.agents import get_agents
+from resolvers.simulations import Services
+from storage.hub import EventHub
 from storage.models import AgentProfile
 
 
 def agent_loader() -> DataLoader[str, AgentProfile | None]:
-    return DataLoader(load_fn=get_agents)
+    return DataLoader(load_fn=get_agents, cache=False)
+
+
+@dataclass
+class Runtime:
+    """What the app's lifespan starts once per process and every request shares."""
+
+    services: Services
+    hub: EventHub
+    registry: ModelRegistry
 
 
 @dataclass
 class Context:
-    """What every resolver can reach; made fresh for each HTTP request."""
+    """Made for each HTTP request and each websocket connection."""
 
+    runtime: Runtime
+    connection_params: dict[str, Any] | None = None
     agents: DataLoader[str, AgentProfile | None] = field(default_factory=agent_loader)
 
 

@@ -5,7 +5,7 @@ from typing import Any
 
 import strawberry
 
-from graph.enums import RelationshipType
+from graph.enums import EpisodeStatus, RelationshipType, TurnOrder
 
 
 def provided(data: object, rename: dict[str, str] | None = None) -> dict[str, Any]:
@@ -248,3 +248,52 @@ class CreateEvaluationDimensionListInput:
     dimensions: list[EvaluationDimensionInput] = strawberry.field(
         description="The dimensions, at least one, names unique."
     )
+
+
+@strawberry.input(description="Narrows an episode list; every given condition must hold.")
+class EpisodeFilter:
+    tag: str | None = strawberry.field(default=None, description="Exact tag.")
+    status: EpisodeStatus | None = strawberry.field(default=None, description="Current status.")
+    agent_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Episodes this agent took part in."
+    )
+    scenario_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Episodes of this scenario."
+    )
+
+
+@strawberry.input(description="A simulation to run: who meets where, which models, how long.")
+class StartSimulationInput:
+    scenario_id: strawberry.ID = strawberry.field(description="The scenario.")
+    agent_ids: list[strawberry.ID] = strawberry.field(
+        description="Two or more distinct agents, in seat order (seat i gets goal i)."
+    )
+    agent_models: list[str] | None = strawberry.field(
+        default=None,
+        description="One model for all agents or one per agent (default: the embedded model).",
+    )
+    judge_model: str | None = strawberry.field(
+        default=None, description="Model of the judge (default: the embedded model)."
+    )
+    max_turns: int = strawberry.field(default=20, description="Turn limit, 1..100.")
+    turn_order: TurnOrder = strawberry.field(
+        default=TurnOrder.ROUND_ROBIN, description="Who acts when."
+    )
+    evaluation_dimension_list_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Custom dimensions (default: Sotopia's seven)."
+    )
+    tag: str = strawberry.field(default="", description="Label for the batch.")
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description="Retrying with the same key within a day returns the same episode.",
+    )
+
+
+def simulation_fields(data: StartSimulationInput) -> dict[str, Any]:
+    """The request as resolvers/ validates it (defaults left to it, enums as values)."""
+    values = provided(data)
+    for name in ("agent_models", "judge_model"):
+        if values.get(name) is None:
+            values.pop(name, None)
+    values["turn_order"] = data.turn_order.value
+    return values

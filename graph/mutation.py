@@ -5,7 +5,9 @@ from collections.abc import Sequence
 import strawberry
 
 from graph import inputs
-from graph.inputs import fields_of
+from graph.context import Info
+from graph.episode_types import Episode
+from graph.inputs import fields_of, simulation_fields
 from graph.payloads import (
     AgentPayload,
     DeleteAgentPayload,
@@ -13,10 +15,12 @@ from graph.payloads import (
     EvaluationDimensionListPayload,
     RelationshipPayload,
     ScenarioPayload,
+    SimulationPayload,
+    SimulationsPayload,
     user_errors,
 )
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
-from resolvers import agents, dimensions, relationships, scenarios
+from resolvers import agents, dimensions, relationships, scenarios, simulations
 
 
 def changes(data: object) -> dict[str, object]:
@@ -115,4 +119,46 @@ class Mutation:
     )
     async def delete_evaluation_dimension_list(self, input: inputs.DeleteInput) -> DeletePayload:
         errors = await dimensions.delete_dimension_list(input.id)
+        return DeletePayload(deleted_id=deleted(input.id, errors), user_errors=user_errors(errors))
+
+    @strawberry.mutation(
+        description="Queue a simulation and return its episode at once (status QUEUED); follow "
+        "it with the episodeEvents subscription or by querying episode(id)."
+    )
+    async def start_simulation(
+        self, info: Info, input: inputs.StartSimulationInput
+    ) -> SimulationPayload:
+        services = info.context.runtime.services
+        record, errors = await simulations.start(services, simulation_fields(input))
+        return SimulationPayload(
+            episode=Episode(record=record) if record else None, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(
+        description="Queue up to 1,000 simulations at once: all of them, or none if any is invalid."
+    )
+    async def start_simulations(
+        self, info: Info, inputs: list[inputs.StartSimulationInput]
+    ) -> SimulationsPayload:
+        services = info.context.runtime.services
+        batch = [simulation_fields(item) for item in inputs]
+        records, errors = await simulations.start_many(services, batch)
+        return SimulationsPayload(
+            episodes=[Episode(record=r) for r in records], user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(
+        description="Cancel an episode: a queued one at once, a running one within seconds "
+        "(its partial transcript is kept)."
+    )
+    async def cancel_simulation(self, info: Info, input: inputs.DeleteInput) -> SimulationPayload:
+        services = info.context.runtime.services
+        record, errors = await simulations.cancel(services, input.id)
+        return SimulationPayload(
+            episode=Episode(record=record) if record else None, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(description="Delete a finished episode.")
+    async def delete_episode(self, input: inputs.DeleteInput) -> DeletePayload:
+        errors = await simulations.delete(input.id)
         return DeletePayload(deleted_id=deleted(input.id, errors), user_errors=user_errors(errors))

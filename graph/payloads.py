@@ -2,6 +2,7 @@
 
 import strawberry
 
+from graph.episode_types import Episode
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario, UserError
 from resolvers import errors
 
@@ -51,3 +52,15 @@ class EvaluationDimensionListPayload:
 class DeletePayload:
     deleted_id: strawberry.ID | None = strawberry.field(description="Id of the deleted record.")
     user_errors: list[UserError] = strawberry.field(description="Why nothing was deleted.")
+
+
+@strawberry.type(description="Result of startSimulation or cancelSimulation.")
+class SimulationPayload:
+    episode: Episode | None = strawberry.field(description="The episode; null on failure.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was done.")
+
+
+@strawberry.type(description="Result of startSimulations: all episodes, or none and the errors.")
+class SimulationsPayload:
+    episodes: list[Episode] = strawberry.field(description="The queued episodes, in input order.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was started.")

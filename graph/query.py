@@ -5,9 +5,11 @@ from typing import Annotated
 import strawberry
 
 from graph.connection import Connection, to_connection
-from graph.inputs import AgentFilter, RelationshipFilter, ScenarioFilter
+from graph.context import Info
+from graph.episode_types import Episode, Model
+from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
-from resolvers import agents, dimensions, relationships, scenarios
+from resolvers import agents, dimensions, episodes, relationships, scenarios
 from resolvers.errors import UserInputError
 
 FIRST = "How many items to return, 0..100 (default 20)."
@@ -88,6 +90,33 @@ class Query:
     ) -> Relationship | None:
         record = await relationships.relationship_between(agent_id, other_agent_id)
         return Relationship(record=record) if record else None
+
+    @strawberry.field(description="One episode by id; null if there is none.")
+    async def episode(self, id: strawberry.ID) -> Episode | None:
+        record = await episodes.get_episode(id)
+        return Episode(record=record) if record else None
+
+    @strawberry.field(description="Episodes, newest first.")
+    async def episodes(
+        self,
+        filter: EpisodeFilter | None = None,
+        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[Episode]:
+        f = filter or EpisodeFilter()
+        page = await episodes.list_episodes(
+            tag=f.tag,
+            status=f.status,
+            agent_id=f.agent_id,
+            scenario_id=f.scenario_id,
+            first=first,
+            after=after,
+        )
+        return to_connection(page, lambda r: Episode(record=r))
+
+    @strawberry.field(description="Models simulations can use, and whether each is usable now.")
+    def models(self, info: Info) -> list[Model]:
+        return [Model(info=m) for m in info.context.runtime.registry.list_models()]
 
     @strawberry.field(description="Every evaluation dimension list.")
     async def evaluation_dimension_lists(self) -> list[EvaluationDimensionList]:

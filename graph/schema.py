@@ -14,6 +14,7 @@ from strawberry.extensions import (
 
 from graph.mutation import Mutation
 from graph.query import Query
+from graph.subscription import Subscription
 
 MAX_DEPTH = 10
 MAX_ALIASES = 30
@@ -36,7 +37,9 @@ def extensions() -> list[Callable[[], SchemaExtension] | type[SchemaExtension]]:
 
 
 def build_schema() -> strawberry.Schema:
-    return strawberry.Schema(query=Query, mutation=Mutation, extensions=extensions())
+    return strawberry.Schema(
+        query=Query, mutation=Mutation, subscription=Subscription, extensions=extensions()
+    )
 
 
 schema = build_schema()

@@ -30,4 +30,11 @@ class Settings(BaseSettings):
     models_file: Path | None = Field(
         default=None, description="JSON file of named OpenAI-compatible model endpoints."
     )
-    max_page_size: int = Field(default=100, ge=1, description="Largest `first` a list accepts.")
+    worker: bool = Field(default=True, description="Run a worker inside `parley serve`.")
+    concurrency: int = Field(default=8, ge=1, description="Episodes one worker runs at once.")
+    lease_seconds: float = Field(
+        default=30.0, gt=0, description="A dead worker's jobs are taken over after this long."
+    )
+    max_attempts: int = Field(
+        default=3, ge=1, description="Starts per episode before it fails as 'worker lost'."
+    )

@@ -6,11 +6,11 @@ indexes. Only fields Parley queries are indexed. Unknown keys in stored document
 (`extra="allow"`), so a Parley save never drops what another writer added.
 """
 
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
 from aredis_om import Field, JsonModel
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 SOTOPIA_PROFILES = "sotopia.database.persistent_profile"
 SOTOPIA_LOGS = "sotopia.database.logs"
@@ -122,7 +122,86 @@ class CustomEvaluationDimensionList(Record, index=True):
         index_name = "parley:CustomEvaluationDimensionList:index"
 
 
+class EpisodeStatus(StrEnum):
+    """Where an episode is in its life; the last three are terminal."""
+
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    EVALUATING = "EVALUATING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({EpisodeStatus.COMPLETED, EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
+
+
+class StatusChange(BaseModel):
+    status: EpisodeStatus
+    at: float
+    sequence: int
+    attempt: int = 0
+    reason: str | None = None
+
+
+class StoredTurn(BaseModel):
+    """One agent's action, as the worker stored it (structured, beside Sotopia's messages)."""
+
+    sequence: int
+    turn: int
+    agent_index: int
+    agent_name: str
+    action_type: str
+    argument: str = ""
+    to: list[str] = []
+    at: float = 0.0
+
+
+class EpisodeLog(Record, index=True):
+    """Sotopia's EpisodeLog, plus the run state Parley adds as extra keys.
+
+    A record Sotopia wrote has none of the additions and loads as a COMPLETED episode.
+    """
+
+    environment: str = Field(index=True)
+    agents: list[str] = Field(index=True)
+    tag: str | None = Field(default="", index=True)
+    models: list[str] | None = []
+    agent_classes: list[str] | None = []
+    messages: list[list[tuple[str, str, str]]] = []
+    reasoning: str = ""
+    rewards: list[tuple[float, dict[str, float]] | float] = []
+    rewards_prompt: str = ""
+
+    status: EpisodeStatus = Field(default=EpisodeStatus.COMPLETED, index=True)
+    status_history: list[StatusChange] = []
+    sequence: int = 0
+    attempt: int = 0
+    turns: list[StoredTurn] = []
+    progress: int = 0
+    max_turns: int = 0
+    turn_order: str = "round-robin"
+    evaluation_dimension_list_id: str | None = None
+    error: str | None = None
+    termination_reason: str | None = None
+    generation_stats: dict[str, float] = {}
+    idempotency_key: str | None = None
+    created_at: float = Field(default=0.0, index=True, sortable=True)
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    class Meta:
+        global_key_prefix = ""
+        model_key_prefix = f"{SOTOPIA_LOGS}.EpisodeLog"
+        index_name = "parley:EpisodeLog:index"
+
+
 MODELS: tuple[type[Record], ...] = (
+    EpisodeLog,
     AgentProfile,
     EnvironmentProfile,
     RelationshipProfile,

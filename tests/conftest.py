@@ -3,7 +3,7 @@
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from graph.app import create_app
 from graph.settings import Settings
 from storage.connection import open_client, prepare
 from storage.embedded import EmbeddedRedis, free_port
+from tests.fake_llm import FakeLLM
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +41,9 @@ async def redis_client(redis_url: str) -> AsyncIterator[redis.Redis]:
 @pytest.fixture(scope="session")
 async def api_url(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """A real uvicorn serving the app on a free loopback port."""
-    settings = Settings(redis_url=redis_url, data_dir=tmp_path_factory.mktemp("data"), seed=False)
+    settings = Settings(
+        redis_url=redis_url, data_dir=tmp_path_factory.mktemp("data"), seed=False, worker=False
+    )
     port = free_port()
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
@@ -117,6 +120,21 @@ def unchanged(redis_client: redis.Redis) -> Any:
         assert await snapshot(redis_client) == before
 
     return check
+
+
+@pytest.fixture(scope="session")
+def fake_llm_server() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
+    """The shared fake server with no rules, no recorded requests and no delay."""
+    fake_llm_server.reset()
+    fake_llm_server.delay = 0.0
+    yield fake_llm_server
+    fake_llm_server.reset()
 
 
 def repo_root() -> Path:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -12,21 +12,6 @@ from engine.llm import ModelRegistry, RetryPolicy
 from tests.fake_llm import FakeLLM
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, budget_seconds=10)
-
-
-@pytest.fixture(scope="session")
-def fake_llm_server() -> Iterator[FakeLLM]:
-    with FakeLLM() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
-    """The shared fake server with no rules, no recorded requests and no delay."""
-    fake_llm_server.reset()
-    fake_llm_server.delay = 0.0
-    yield fake_llm_server
-    fake_llm_server.reset()
 
 
 @pytest.fixture

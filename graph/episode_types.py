@@ -1,0 +1,305 @@
+"""GraphQL types of episodes: runs, turns, rewards, and the events of a run."""
+
+from datetime import UTC, datetime
+
+import strawberry
+from strawberry.scalars import JSON
+
+from engine.models import ModelInfo
+from graph.context import Info
+from graph.enums import ActionType, EpisodeStatus, EventKind, TurnOrder
+from graph.types import Agent, Relationship, Scenario, load_agent
+from resolvers import episodes, relationships, scenarios
+from storage import models
+from storage.events import EpisodeEvent as StoredEvent
+
+
+def when(seconds: float | None) -> datetime | None:
+    return datetime.fromtimestamp(seconds, UTC) if seconds else None
+
+
+@strawberry.type(description="One status change of an episode.")
+class StatusChange:
+    status: EpisodeStatus = strawberry.field(description="The status entered.")
+    at: datetime = strawberry.field(description="When.")
+    sequence: int = strawberry.field(description="The episode's event sequence number.")
+    attempt: int = strawberry.field(description="Which run of the episode (1 = first).")
+    reason: str | None = strawberry.field(description="Why, for FAILED and CANCELLED.")
+
+
+@strawberry.type(description="One agent's action in one turn.")
+class Turn:
+    record: strawberry.Private[models.StoredTurn]
+
+    @strawberry.field(description="Turn number, from 0.")
+    def turn(self) -> int:
+        return self.record.turn
+
+    @strawberry.field(description="Seat of the agent that acted (index into agents).")
+    def agent_index(self) -> int:
+        return self.record.agent_index
+
+    @strawberry.field(description="Display name of the agent that acted.")
+    def speaker(self) -> str:
+        return self.record.agent_name
+
+    @strawberry.field(description="What kind of action.")
+    def action_type(self) -> ActionType:
+        return ActionType(self.record.action_type)
+
+    @strawberry.field(description="What was said or done.")
+    def argument(self) -> str:
+        return self.record.argument
+
+    @strawberry.field(description="Private recipients by name; empty when everyone saw it.")
+    def to(self) -> list[str]:
+        return self.record.to
+
+    @strawberry.field(description="The episode's event sequence number of this turn.")
+    def sequence(self) -> int:
+        return self.record.sequence
+
+    @strawberry.field(description="When it was stored.")
+    def at(self) -> datetime | None:
+        return when(self.record.at)
+
+
+@strawberry.type(description="A score on one evaluation dimension.")
+class DimensionScore:
+    dimension: str = strawberry.field(description="Dimension name.")
+    score: float = strawberry.field(description="The judge's score.")
+
+
+@strawberry.type(description="The judge's scores for one agent.")
+class Reward:
+    agent_index: int = strawberry.field(description="Seat of the agent.")
+    agent: Agent | None = strawberry.field(description="The agent; null if deleted.")
+    overall: float | None = strawberry.field(
+        description="Unweighted mean of the dimensions; null when the judge failed (Sotopia 0.0)."
+    )
+    dimensions: list[DimensionScore] = strawberry.field(description="Per-dimension scores.")
+
+
+@strawberry.type(description="Progress through the turn limit.")
+class Progress:
+    turn: int = strawberry.field(description="Turns done.")
+    max_turns: int = strawberry.field(description="The turn limit.")
+
+
+@strawberry.type(description="One simulation run (Sotopia EpisodeLog) and its live state.")
+class Episode:
+    record: strawberry.Private[models.EpisodeLog]
+
+    @strawberry.field(description="The stored primary key.")
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(str(self.record.pk))
+
+    @strawberry.field(description="Current status.")
+    def status(self) -> EpisodeStatus:
+        return self.record.status
+
+    @strawberry.field(description="Every status change, oldest first.")
+    def status_history(self) -> list[StatusChange]:
+        return [
+            StatusChange(
+                status=c.status,
+                at=datetime.fromtimestamp(c.at, UTC),
+                sequence=c.sequence,
+                attempt=c.attempt,
+                reason=c.reason,
+            )
+            for c in self.record.status_history
+        ]
+
+    @strawberry.field(description="Which run this is: 0 while queued, then 1, 2 after a restart.")
+    def attempt(self) -> int:
+        return self.record.attempt
+
+    @strawberry.field(description="The last event sequence number of this episode.")
+    def sequence(self) -> int:
+        return self.record.sequence
+
+    @strawberry.field(description="Turns done out of the limit.")
+    def progress(self) -> Progress:
+        return Progress(turn=self.record.progress, max_turns=self.record.max_turns)
+
+    @strawberry.field(description="Id of the scenario.")
+    def scenario_id(self) -> strawberry.ID:
+        return strawberry.ID(self.record.environment)
+
+    @strawberry.field(description="The scenario; null if it was deleted.")
+    async def scenario(self) -> Scenario | None:
+        record = await scenarios.get_scenario(self.record.environment)
+        return Scenario(record=record) if record else None
+
+    @strawberry.field(description="Ids of the agents, in seat order.")
+    def agent_ids(self) -> list[strawberry.ID]:
+        return [strawberry.ID(a) for a in self.record.agents]
+
+    @strawberry.field(description="The agents in seat order; null where one was deleted.")
+    async def agents(self, info: Info) -> list[Agent | None]:
+        return [await load_agent(info, pk) for pk in self.record.agents]
+
+    @strawberry.field(description="Stored relationships among this episode's agents.")
+    async def relationships(self) -> list[Relationship]:
+        ids = set(self.record.agents)
+        found = {}
+        for pk in self.record.agents:
+            for r in await relationships.relationships_of(pk):
+                if {r.agent_1_id, r.agent_2_id} <= ids:
+                    found[r.pk] = r
+        return [Relationship(record=r) for r in found.values()]
+
+    @strawberry.field(description="Model of each agent, in seat order.")
+    def agent_models(self) -> list[str]:
+        return list((self.record.models or [])[1:])
+
+    @strawberry.field(description="Model of the judge.")
+    def judge_model(self) -> str | None:
+        models = self.record.models or []
+        return models[0] if models else None
+
+    @strawberry.field(description="How turns are ordered.")
+    def turn_order(self) -> TurnOrder:
+        return TurnOrder(self.record.turn_order)
+
+    @strawberry.field(description="Evaluation dimension list; null means Sotopia's seven.")
+    def evaluation_dimension_list_id(self) -> strawberry.ID | None:
+        list_id = self.record.evaluation_dimension_list_id
+        return strawberry.ID(list_id) if list_id else None
+
+    @strawberry.field(description="Free-form label for batches.")
+    def tag(self) -> str | None:
+        return self.record.tag
+
+    @strawberry.field(description="Each agent's actions, in order.")
+    def turns(self) -> list[Turn]:
+        return [Turn(record=t) for t in self.record.turns]
+
+    @strawberry.field(
+        description="Sotopia's transcript: per turn, (sender, receiver, text) triples."
+    )
+    def messages(self) -> list[list[list[str]]]:
+        return [[list(m) for m in turn] for turn in self.record.messages]
+
+    @strawberry.field(description="The judge's scores per agent, once COMPLETED.")
+    async def rewards(self, info: Info) -> list[Reward]:
+        out = []
+        for i, reward in enumerate(self.record.rewards):
+            pk = self.record.agents[i] if i < len(self.record.agents) else None
+            agent = await load_agent(info, pk) if pk else None
+            if isinstance(reward, float | int):
+                out.append(Reward(agent_index=i, agent=agent, overall=None, dimensions=[]))
+                continue
+            overall, detail = reward
+            dims = [
+                DimensionScore(dimension=k, score=v)
+                for k, v in detail.items()
+                if k != "overall_score"
+            ]
+            out.append(Reward(agent_index=i, agent=agent, overall=overall, dimensions=dims))
+        return out
+
+    @strawberry.field(description="The judge's reasoning.")
+    def reasoning(self) -> str:
+        return self.record.reasoning
+
+    @strawberry.field(description="Why the episode failed, if it did.")
+    def error(self) -> str | None:
+        return self.record.error
+
+    @strawberry.field(description="Why the conversation ended.")
+    def termination_reason(self) -> str | None:
+        return self.record.termination_reason
+
+    @strawberry.field(description="Model requests, retries, repairs and fallbacks it took.")
+    def generation_stats(self) -> JSON:
+        return JSON(self.record.generation_stats)
+
+    @strawberry.field(description="When it was queued.")
+    def created_at(self) -> datetime | None:
+        return when(self.record.created_at)
+
+    @strawberry.field(description="When its current run started.")
+    def started_at(self) -> datetime | None:
+        return when(self.record.started_at)
+
+    @strawberry.field(description="When it reached its end.")
+    def finished_at(self) -> datetime | None:
+        return when(self.record.finished_at)
+
+
+@strawberry.type(description="Something that happened to an episode, in sequence order.")
+class EpisodeEvent:
+    event: strawberry.Private[StoredEvent]
+    kind: EventKind = strawberry.field(description="SNAPSHOT first, then STATUS and TURN.")
+
+    @strawberry.field(description="The episode.")
+    def episode_id(self) -> strawberry.ID:
+        return strawberry.ID(self.event.episode_id)
+
+    @strawberry.field(description="Per-episode sequence number; higher is later.")
+    def sequence(self) -> int:
+        return self.event.sequence
+
+    @strawberry.field(description="When it happened.")
+    def occurred_at(self) -> datetime:
+        return datetime.fromtimestamp(self.event.at, UTC)
+
+    @strawberry.field(description="Status after the event.")
+    def status(self) -> EpisodeStatus:
+        return self.event.status or EpisodeStatus.RUNNING
+
+    @strawberry.field(description="Status before a STATUS event.")
+    def previous_status(self) -> EpisodeStatus | None:
+        return self.event.previous_status
+
+    @strawberry.field(description="Run number.")
+    def attempt(self) -> int:
+        return self.event.attempt
+
+    @strawberry.field(description="Why, for FAILED and CANCELLED.")
+    def reason(self) -> str | None:
+        return self.event.reason
+
+    @strawberry.field(description="The turn, for TURN events.")
+    def turn(self) -> Turn | None:
+        return Turn(record=self.event.turn) if self.event.turn else None
+
+    @strawberry.field(description="The episode as stored now (read when asked for).")
+    async def episode(self) -> Episode | None:
+        record = await episodes.get_episode(self.event.episode_id)
+        return Episode(record=record) if record else None
+
+
+@strawberry.type(description="A model simulations can name.")
+class Model:
+    info: strawberry.Private[ModelInfo]
+
+    @strawberry.field(description="The name to pass in agentModels or judgeModel.")
+    def name(self) -> str:
+        return self.info.name
+
+    @strawberry.field(description="local, custom, config or openai.")
+    def provider(self) -> str:
+        return self.info.provider
+
+    @strawberry.field(description="Endpoint base URL; null for the embedded model until started.")
+    def base_url(self) -> str | None:
+        return self.info.base_url
+
+    @strawberry.field(description="Whether the endpoint takes JSON-schema constrained output.")
+    def supports_json_schema(self) -> bool:
+        return self.info.json_schema
+
+    @strawberry.field(description="Requests sent to it at once, at most.")
+    def max_concurrency(self) -> int:
+        return self.info.max_concurrency
+
+    @strawberry.field(description="Whether it can be used now.")
+    def available(self) -> bool:
+        return self.info.available
+
+    @strawberry.field(description="Why it cannot be used, when it cannot.")
+    def reason(self) -> str | None:
+        return self.info.reason

@@ -1,0 +1,141 @@
+"""Subscriptions: the current state first, then every later event, nothing lost in between.
+
+Each stream subscribes (through the process's hub) before it reads the stored state, so an event
+published between the read and the first live message is not missed; sequence numbers drop what
+the snapshot already covered and reveal gaps, which are filled from storage.
+"""
+
+from collections.abc import AsyncGenerator, Callable
+
+import strawberry
+
+from graph.context import Info
+from graph.enums import EventKind
+from graph.episode_types import EpisodeEvent
+from resolvers.episodes import get_episode, list_episodes, stored_events
+from resolvers.errors import UserInputError
+from storage.events import GLOBAL_CHANNEL, episode_channel
+from storage.events import EpisodeEvent as StoredEvent
+from storage.models import EpisodeLog, EpisodeStatus
+
+Keep = Callable[[StoredEvent], bool]
+
+
+def snapshot(episode: EpisodeLog) -> EpisodeEvent:
+    current = StoredEvent(
+        type="status",
+        episode_id=str(episode.pk),
+        sequence=episode.sequence,
+        at=episode.status_history[-1].at if episode.status_history else episode.created_at,
+        attempt=episode.attempt,
+        tag=episode.tag,
+        status=episode.status,
+    )
+    return EpisodeEvent(event=current, kind=EventKind.SNAPSHOT)
+
+
+def wrap(event: StoredEvent) -> EpisodeEvent:
+    return EpisodeEvent(event=event, kind=EventKind(event.type))
+
+
+async def follow(info: Info, episode_id: str, keep: Keep) -> AsyncGenerator[EpisodeEvent]:
+    async with info.context.runtime.hub.subscribe(episode_channel(episode_id)) as subscriber:
+        episode = await get_episode(episode_id)
+        if episode is None:
+            raise UserInputError(f"no episode with id {episode_id!r}")
+        yield snapshot(episode)
+        last = episode.sequence
+        if episode.status.terminal:
+            return
+        while True:
+            event = await subscriber.next()
+            if event is not None and event.sequence <= last:
+                continue
+            if event is None or event.sequence > last + 1:
+                stored = await get_episode(episode_id)
+                if stored is None:
+                    return
+                missed = stored_events(stored, after=last)
+            else:
+                missed = [event]
+            for item in missed:
+                last = item.sequence
+                if keep(item):
+                    yield wrap(item)
+                if item.terminal:
+                    return
+
+
+def statuses_only(event: StoredEvent) -> bool:
+    return event.type == "status"
+
+
+def everything(event: StoredEvent) -> bool:
+    return True
+
+
+@strawberry.type(description="Live updates over websockets (graphql-transport-ws or graphql-ws).")
+class Subscription:
+    @strawberry.subscription(
+        description="An episode's status: a SNAPSHOT, then each STATUS change; ends when it ends."
+    )
+    async def episode_status(self, info: Info, id: strawberry.ID) -> AsyncGenerator[EpisodeEvent]:
+        async for item in follow(info, id, statuses_only):
+            yield item
+
+    @strawberry.subscription(
+        description="An episode's status changes and turns as they happen; ends when it ends."
+    )
+    async def episode_events(self, info: Info, id: strawberry.ID) -> AsyncGenerator[EpisodeEvent]:
+        async for item in follow(info, id, everything):
+            yield item
+
+    @strawberry.subscription(
+        description="Status changes of every episode with this tag (all episodes when omitted): "
+        "a SNAPSHOT of each unfinished one, then each STATUS change. Never ends by itself."
+    )
+    async def episode_updates(
+        self, info: Info, tag: str | None = None
+    ) -> AsyncGenerator[EpisodeEvent]:
+        async with info.context.runtime.hub.subscribe(GLOBAL_CHANNEL) as subscriber:
+            seen: dict[str, int] = {}
+            for episode in await unfinished(tag):
+                seen[str(episode.pk)] = episode.sequence
+                yield snapshot(episode)
+            while True:
+                event = await subscriber.next()
+                if event is None:
+                    for item in await catch_up(tag, seen):
+                        yield wrap(item)
+                    continue
+                if tag is not None and event.tag != tag:
+                    continue
+                if event.sequence <= seen.get(event.episode_id, 0):
+                    continue
+                seen[event.episode_id] = event.sequence
+                yield wrap(event)
+
+
+async def unfinished(tag: str | None, limit: int = 100) -> list[EpisodeLog]:
+    found: list[EpisodeLog] = []
+    for status in (EpisodeStatus.QUEUED, EpisodeStatus.RUNNING, EpisodeStatus.EVALUATING):
+        page = await list_episodes(tag=tag, status=status, first=limit)
+        found += page.items
+    return found
+
+
+async def catch_up(tag: str | None, seen: dict[str, int]) -> list[StoredEvent]:
+    """Status events missed while the hub was away or this subscriber fell behind."""
+    candidates = {str(e.pk): e for e in await unfinished(tag)}
+    recent = await list_episodes(tag=tag, first=100)
+    candidates.update({str(e.pk): e for e in recent.items})
+    for pk in list(seen):
+        if pk not in candidates and (episode := await get_episode(pk)) is not None:
+            candidates[pk] = episode
+    missed: list[StoredEvent] = []
+    for pk, episode in candidates.items():
+        events = [e for e in stored_events(episode, seen.get(pk, 0)) if e.type == "status"]
+        if events:
+            seen[pk] = events[-1].sequence
+        missed += events
+    return sorted(missed, key=lambda e: e.at)

@@ -1,0 +1,202 @@
+"""Starting, cancelling and deleting simulations: validation first, then one atomic write."""
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Protocol
+
+import redis.asyncio as redis
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from ulid import ULID
+
+from engine.errors import UnknownModelError
+from engine.models import DEFAULT_MODEL, ModelInfo
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.limits import RecordId, ShortText
+from resolvers.records import get_or_none
+from storage.episodes import EpisodeStore, initial_history
+from storage.models import (
+    AgentProfile,
+    CustomEvaluationDimensionList,
+    EnvironmentProfile,
+    EpisodeLog,
+    EpisodeStatus,
+)
+from storage.queue import JobQueue
+
+MAX_AGENTS = 10
+MAX_BATCH = 1000
+IDEMPOTENCY_TTL = 24 * 3600
+
+
+class ModelResolver(Protocol):
+    def resolve(self, name: str) -> ModelInfo: ...
+
+
+class SimulationFields(BaseModel, extra="forbid"):
+    scenario_id: RecordId
+    agent_ids: Annotated[list[RecordId], Field(min_length=2, max_length=MAX_AGENTS)]
+    agent_models: Annotated[list[ShortText], Field(max_length=MAX_AGENTS)] = [DEFAULT_MODEL]
+    judge_model: ShortText = DEFAULT_MODEL
+    max_turns: Annotated[int, Field(ge=1, le=100)] = 20
+    turn_order: Literal["round-robin", "simultaneous", "random"] = "round-robin"
+    evaluation_dimension_list_id: RecordId | None = None
+    tag: ShortText = ""
+    idempotency_key: ShortText | None = None
+
+    @model_validator(mode="after")
+    def consistent(self) -> "SimulationFields":
+        if len(set(self.agent_ids)) != len(self.agent_ids):
+            raise ValueError("agent_ids must be distinct")
+        if len(self.agent_models) not in (1, len(self.agent_ids)):
+            raise ValueError("agent_models takes one model for all agents or one per agent")
+        return self
+
+    def models_per_agent(self) -> list[str]:
+        if len(self.agent_models) == 1:
+            return self.agent_models * len(self.agent_ids)
+        return self.agent_models
+
+
+@dataclass(frozen=True)
+class Services:
+    """What starting a simulation touches."""
+
+    client: redis.Redis
+    store: EpisodeStore
+    queue: JobQueue
+    models: ModelResolver
+
+
+async def check(
+    fields: dict[str, Any], models: ModelResolver, prefix: Sequence[str] = ("input",)
+) -> tuple[SimulationFields | None, list[UserError]]:
+    """Validate a request against the stored world; nothing is written."""
+    try:
+        valid = SimulationFields(**fields)
+    except ValidationError as err:
+        invalid = from_validation(err)
+        return None, [UserError([*prefix, *e.field[1:]], e.message, e.code) for e in invalid]
+    errors: list[UserError] = []
+
+    def fail(field: list[str], message: str, code: ErrorCode) -> None:
+        errors.append(UserError([*prefix, *field], message, code))
+
+    if await get_or_none(EnvironmentProfile, valid.scenario_id) is None:
+        fail(["scenarioId"], f"no scenario with id {valid.scenario_id!r}", ErrorCode.NOT_FOUND)
+    for i, pk in enumerate(valid.agent_ids):
+        if await get_or_none(AgentProfile, pk) is None:
+            fail(["agentIds", str(i)], f"no agent with id {pk!r}", ErrorCode.NOT_FOUND)
+    list_id = valid.evaluation_dimension_list_id
+    if list_id and await get_or_none(CustomEvaluationDimensionList, list_id) is None:
+        message = f"no evaluation dimension list with id {list_id!r}"
+        fail(["evaluationDimensionListId"], message, ErrorCode.NOT_FOUND)
+    for field, names in (("agentModels", valid.agent_models), ("judgeModel", [valid.judge_model])):
+        for i, name in enumerate(names):
+            try:
+                models.resolve(name)
+            except UnknownModelError as err:
+                path = [field, str(i)] if field == "agentModels" else [field]
+                fail(path, str(err), ErrorCode.INVALID)
+    return (None, errors) if errors else (valid, [])
+
+
+def new_episode(valid: SimulationFields) -> EpisodeLog:
+    now = time.time()
+    return EpisodeLog(
+        pk=str(ULID()),
+        environment=valid.scenario_id,
+        agents=valid.agent_ids,
+        tag=valid.tag,
+        models=[valid.judge_model, *valid.models_per_agent()],
+        agent_classes=["LLMAgent"] * len(valid.agent_ids),
+        status=EpisodeStatus.QUEUED,
+        status_history=initial_history(now),
+        sequence=1,
+        max_turns=valid.max_turns,
+        turn_order=valid.turn_order,
+        evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
+        idempotency_key=valid.idempotency_key,
+        created_at=now,
+    )
+
+
+def idempotency_key(key: str) -> str:
+    return f"parley:idempotency:{key}"
+
+
+async def start(
+    services: Services, fields: dict[str, Any]
+) -> tuple[EpisodeLog | None, list[UserError]]:
+    """Validate, store the episode QUEUED, announce it and enqueue its job, in one transaction."""
+    valid, errors = await check(fields, services.models)
+    if valid is None:
+        return None, errors
+    episode = new_episode(valid)
+    if valid.idempotency_key:
+        claimed = await services.client.set(
+            idempotency_key(valid.idempotency_key), str(episode.pk), nx=True, ex=IDEMPOTENCY_TTL
+        )
+        if not claimed:
+            return await earlier_episode(services.client, valid.idempotency_key), []
+    await write(services, [episode])
+    return episode, []
+
+
+async def start_many(
+    services: Services, batch: list[dict[str, Any]]
+) -> tuple[list[EpisodeLog], list[UserError]]:
+    """All or nothing: every request is checked before any episode is written."""
+    if len(batch) > MAX_BATCH:
+        message = f"at most {MAX_BATCH} simulations per call, got {len(batch)}"
+        return [], [UserError(["inputs"], message, ErrorCode.INVALID)]
+    checked = [await check(f, services.models, ("inputs", str(i))) for i, f in enumerate(batch)]
+    errors = [e for _, errs in checked for e in errs]
+    if errors:
+        return [], errors
+    episodes = [new_episode(valid) for valid, _ in checked if valid is not None]
+    await write(services, episodes)
+    return episodes, []
+
+
+async def write(services: Services, episodes: list[EpisodeLog]) -> None:
+    async with services.client.pipeline(transaction=True) as pipe:
+        for episode in episodes:
+            services.store.add_queued(pipe, episode)
+            services.queue.add(pipe, str(episode.pk))
+        await pipe.execute()
+
+
+async def earlier_episode(client: redis.Redis, key: str) -> EpisodeLog | None:
+    """The episode a previous request with this idempotency key made (it may still be writing)."""
+    pk = await client.get(idempotency_key(key))
+    for _ in range(50):
+        episode = await get_or_none(EpisodeLog, str(pk)) if pk else None
+        if episode is not None:
+            return episode
+        await asyncio.sleep(0.02)
+    return None
+
+
+async def cancel(services: Services, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
+    """QUEUED ends at once; RUNNING/EVALUATING end here and the worker stops on its next check."""
+    result = await services.store.transition(pk, EpisodeStatus.CANCELLED, reason="cancelled")
+    if result.status is None:
+        return None, [not_found("episode", pk)]
+    episode = await get_or_none(EpisodeLog, pk)
+    if not result.ok:
+        message = f"episode is already {result.status.value}"
+        return episode, [UserError(["input", "id"], message, ErrorCode.CONFLICT)]
+    return episode, []
+
+
+async def delete(pk: str) -> list[UserError]:
+    episode = await get_or_none(EpisodeLog, pk)
+    if episode is None:
+        return [not_found("episode", pk)]
+    if not episode.status.terminal:
+        message = f"episode is {episode.status.value}: cancel it before deleting it"
+        return [UserError(["input", "id"], message, ErrorCode.IN_USE)]
+    await EpisodeLog.delete(pk)
+    return []

@@ -1,0 +1,188 @@
+"""Episode run state: atomic, fenced status transitions and turn appends that publish events.
+
+Each change runs as one Lua script: it checks the current status (only legal transitions happen)
+and, for a worker, its attempt number (a fencing token, so a worker whose lease lapsed cannot
+overwrite the new owner's work), bumps the episode's sequence number, writes, and publishes the
+event, all at once. Readers therefore never see a change without its event or the reverse.
+"""
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as redis
+
+from storage.events import GLOBAL_CHANNEL, EpisodeEvent, episode_channel
+from storage.models import EpisodeLog, EpisodeStatus, StatusChange
+
+Status = EpisodeStatus
+
+_TRANSITION = """
+local key = KEYS[1]
+local new, allowed, fence, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local reason, restart = ARGV[5], ARGV[6]
+local raw = redis.call('JSON.GET', key, '$.status', '$.attempt', '$.tag', '$.pk')
+if not raw then return {0, ''} end
+local doc = cjson.decode(raw)
+local status = doc['$.status'][1]
+local attempt = doc['$.attempt'][1] or 0
+if not string.find(' ' .. allowed .. ' ', ' ' .. status .. ' ', 1, true) then
+  return {0, status}
+end
+if fence ~= '' and tonumber(fence) ~= attempt then return {-1, status} end
+if restart == '1' then
+  attempt = attempt + 1
+  redis.call('JSON.SET', key, '$.attempt', attempt)
+  redis.call('JSON.SET', key, '$.turns', '[]')
+  redis.call('JSON.SET', key, '$.messages', '[]')
+  redis.call('JSON.SET', key, '$.rewards', '[]')
+  redis.call('JSON.SET', key, '$.progress', 0)
+end
+local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
+local change = {status = new, at = tonumber(now), sequence = seq, attempt = attempt}
+if reason ~= '' then change.reason = reason end
+redis.call('JSON.SET', key, '$.status', cjson.encode(new))
+redis.call('JSON.ARRAPPEND', key, '$.status_history', cjson.encode(change))
+for i = 7, #ARGV, 2 do redis.call('JSON.SET', key, ARGV[i], ARGV[i + 1]) end
+local event = {type = 'status', episode_id = doc['$.pk'][1], sequence = seq, at = tonumber(now),
+               attempt = attempt, status = new, previous_status = status}
+if reason ~= '' then event.reason = reason end
+local tag = doc['$.tag'][1]
+if tag ~= nil and tag ~= cjson.null then event.tag = tag end
+local payload = cjson.encode(event)
+redis.call('PUBLISH', KEYS[2], payload)
+redis.call('PUBLISH', KEYS[3], payload)
+return {1, seq}
+"""
+
+_APPEND_TURN = """
+local key = KEYS[1]
+local raw = redis.call('JSON.GET', key, '$.status', '$.attempt', '$.pk')
+if not raw then return -1 end
+local doc = cjson.decode(raw)
+if doc['$.status'][1] ~= 'RUNNING' or doc['$.attempt'][1] ~= tonumber(ARGV[1]) then return -1 end
+local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
+local turn = '{"sequence":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[2], 2)
+redis.call('JSON.ARRAPPEND', key, '$.turns', turn)
+redis.call('JSON.SET', key, '$.progress', ARGV[3])
+redis.call('JSON.SET', key, '$.messages', ARGV[4])
+redis.call('PUBLISH', KEYS[2], '{"type":"turn","episode_id":' .. cjson.encode(doc['$.pk'][1])
+  .. ',"sequence":' .. string.format('%d', seq) .. ',"at":' .. ARGV[5]
+  .. ',"attempt":' .. ARGV[1] .. ',"turn":' .. turn .. '}')
+return seq
+"""
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    ok: bool
+    fenced: bool
+    """The caller's attempt is no longer the episode's: another worker owns it now."""
+    status: Status | None
+    sequence: int = 0
+
+
+ALLOWED_FROM: dict[Status, tuple[Status, ...]] = {
+    Status.RUNNING: (Status.QUEUED, Status.RUNNING, Status.EVALUATING),
+    Status.EVALUATING: (Status.RUNNING,),
+    Status.COMPLETED: (Status.EVALUATING,),
+    Status.FAILED: (Status.QUEUED, Status.RUNNING, Status.EVALUATING),
+    Status.CANCELLED: (Status.QUEUED, Status.RUNNING, Status.EVALUATING),
+}
+
+
+class EpisodeStore:
+    """Writes to episodes that must be atomic with their events."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._transition = client.register_script(_TRANSITION)
+        self._append_turn = client.register_script(_APPEND_TURN)
+
+    def queued_event(self, episode: EpisodeLog) -> str:
+        return EpisodeEvent(
+            type="status",
+            episode_id=str(episode.pk),
+            sequence=episode.sequence,
+            at=episode.created_at,
+            tag=episode.tag,
+            status=Status.QUEUED,
+        ).model_dump_json(exclude_none=True)
+
+    def add_queued(self, pipe: Any, episode: EpisodeLog) -> None:
+        """Queue the writes that create a QUEUED episode and announce it (in `pipe`)."""
+        pipe.json().set(
+            EpisodeLog.make_primary_key(episode.pk), "$", episode.model_dump(mode="json")
+        )
+        event = self.queued_event(episode)
+        pipe.publish(episode_channel(str(episode.pk)), event)
+        pipe.publish(GLOBAL_CHANNEL, event)
+
+    async def transition(
+        self,
+        episode_id: str,
+        status: Status,
+        *,
+        fence: int | None = None,
+        reason: str | None = None,
+        restart: bool = False,
+        allowed_from: Iterable[Status] | None = None,
+        fields: dict[str, Any] | None = None,
+    ) -> TransitionResult:
+        """Move to `status` if legal from the current one (and if `fence` still matches)."""
+        now = time.time()
+        allowed = " ".join(allowed_from if allowed_from is not None else ALLOWED_FROM[status])
+        patch: list[str] = []
+        for name, value in (fields or {}).items():
+            patch += [f"$.{name}", json.dumps(value)]
+        code, current = await self._transition(
+            keys=[
+                EpisodeLog.make_primary_key(episode_id),
+                episode_channel(episode_id),
+                GLOBAL_CHANNEL,
+            ],
+            args=[
+                status,
+                allowed,
+                "" if fence is None else fence,
+                repr(now),
+                reason or "",
+                "1" if restart else "0",
+                *patch,
+            ],
+        )
+        if code == 1:
+            return TransitionResult(True, False, status, int(current))
+        found = Status(current) if current else None
+        return TransitionResult(False, code == -1, found)
+
+    async def append_turn(
+        self,
+        episode_id: str,
+        attempt: int,
+        turn: dict[str, Any],
+        progress: int,
+        messages: list[list[tuple[str, str, str]]],
+    ) -> int | None:
+        """Store and publish one turn; None when the caller no longer owns a running episode."""
+        now = time.time()
+        body = json.dumps({**turn, "at": now})
+        sequence = await self._append_turn(
+            keys=[EpisodeLog.make_primary_key(episode_id), episode_channel(episode_id)],
+            args=[attempt, body, progress, json.dumps(messages), repr(now)],
+        )
+        return None if int(sequence) < 0 else int(sequence)
+
+    async def state(self, episode_id: str) -> tuple[Status, int] | None:
+        """(status, attempt) of an episode, or None if it is gone."""
+        key = EpisodeLog.make_primary_key(episode_id)
+        raw: Any = await self.client.json().get(key, "$.status", "$.attempt")
+        if not raw or not raw.get("$.status"):
+            return None
+        return Status(raw["$.status"][0]), int(raw["$.attempt"][0] or 0)
+
+
+def initial_history(at: float) -> list[StatusChange]:
+    return [StatusChange(status=Status.QUEUED, at=at, sequence=1)]
