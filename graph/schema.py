@@ -3,13 +3,16 @@
 from collections.abc import Callable
 
 import strawberry
-from graphql import GraphQLError
+from graphql import ASTValidationRule, GraphQLError
 from strawberry.extensions import (
+    AddValidationRules,
     MaskErrors,
-    MaxAliasesLimiter,
     MaxTokensLimiter,
-    QueryDepthLimiter,
+    ParserCache,
     SchemaExtension,
+    ValidationCache,
+    max_aliases,
+    query_depth_limiter,
 )
 
 from graph.mutation import Mutation
@@ -19,6 +22,8 @@ from graph.subscription import Subscription
 MAX_DEPTH = 10
 MAX_ALIASES = 30
 MAX_TOKENS = 5_000
+CACHED_DOCUMENTS = 256
+"""Parsed and validated documents kept (clients send the same few documents over and over)."""
 
 
 def is_unexpected(error: GraphQLError) -> bool:
@@ -27,12 +32,21 @@ def is_unexpected(error: GraphQLError) -> bool:
     return original is not None and not isinstance(original, GraphQLError)
 
 
+# Built once, so the validation cache (keyed by the rules) hits across requests; the
+# QueryDepthLimiter and MaxAliasesLimiter extensions would make new rule classes per request.
+LIMIT_RULES: list[type[ASTValidationRule]] = [
+    query_depth_limiter.create_validator(MAX_DEPTH, should_ignore=None),
+    max_aliases.create_validator(MAX_ALIASES),
+]
+
+
 def extensions() -> list[Callable[[], SchemaExtension] | type[SchemaExtension]]:
     return [
-        lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
-        lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+        lambda: AddValidationRules(LIMIT_RULES),
         lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
         lambda: MaskErrors(should_mask_error=is_unexpected),
+        lambda: ParserCache(maxsize=CACHED_DOCUMENTS),
+        lambda: ValidationCache(maxsize=CACHED_DOCUMENTS),
     ]
 
 

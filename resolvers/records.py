@@ -6,6 +6,7 @@ from aredis_om import NotFoundError
 from pydantic import BaseModel, ValidationError
 
 from resolvers.errors import ErrorCode, UserError, from_validation
+from storage.connection import bound_client
 from storage.models import Record
 
 
@@ -38,3 +39,12 @@ async def insert[R: Record](record: R) -> list[UserError]:
     if await record.save(nx=True) is None:
         return [UserError(["input", "id"], f"id {record.pk!r} is taken", ErrorCode.CONFLICT)]
     return []
+
+
+async def exist(refs: list[tuple[type[Record], str]]) -> list[bool]:
+    """Whether each (model, pk) is stored, in one round trip."""
+    async with bound_client().pipeline(transaction=False) as pipe:
+        for model, pk in refs:
+            pipe.exists(model.make_primary_key(pk))
+        found: list[int] = await pipe.execute()
+    return [bool(n) for n in found]

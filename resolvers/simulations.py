@@ -14,7 +14,7 @@ from engine.errors import UnknownModelError
 from engine.models import DEFAULT_MODEL, ModelInfo
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import RecordId, ShortText
-from resolvers.records import get_or_none
+from resolvers.records import exist, get_or_none
 from storage.episodes import EpisodeStore, initial_history
 from storage.models import (
     AgentProfile,
@@ -22,6 +22,7 @@ from storage.models import (
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
+    Record,
 )
 from storage.queue import JobQueue
 
@@ -83,13 +84,17 @@ async def check(
     def fail(field: list[str], message: str, code: ErrorCode) -> None:
         errors.append(UserError([*prefix, *field], message, code))
 
-    if await get_or_none(EnvironmentProfile, valid.scenario_id) is None:
+    list_id = valid.evaluation_dimension_list_id
+    refs: list[tuple[type[Record], str]] = [(EnvironmentProfile, valid.scenario_id)]
+    refs += [(AgentProfile, pk) for pk in valid.agent_ids]
+    refs += [(CustomEvaluationDimensionList, list_id)] if list_id else []
+    scenario_found, *found = await exist(refs)
+    if not scenario_found:
         fail(["scenarioId"], f"no scenario with id {valid.scenario_id!r}", ErrorCode.NOT_FOUND)
     for i, pk in enumerate(valid.agent_ids):
-        if await get_or_none(AgentProfile, pk) is None:
+        if not found[i]:
             fail(["agentIds", str(i)], f"no agent with id {pk!r}", ErrorCode.NOT_FOUND)
-    list_id = valid.evaluation_dimension_list_id
-    if list_id and await get_or_none(CustomEvaluationDimensionList, list_id) is None:
+    if list_id and not found[-1]:
         message = f"no evaluation dimension list with id {list_id!r}"
         fail(["evaluationDimensionListId"], message, ErrorCode.NOT_FOUND)
     for field, names in (("agentModels", valid.agent_models), ("judgeModel", [valid.judge_model])):

@@ -1,0 +1,45 @@
+"""Shared set-up for the service benchmarks: an embedded Redis and real Parley processes."""
+
+import statistics
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import psutil
+
+from storage.connection import open_client, prepare
+from storage.embedded import EmbeddedRedis
+
+
+@asynccontextmanager
+async def bench_redis() -> AsyncIterator[tuple[str, Path]]:
+    """A fresh embedded Redis in a temporary directory, with this process's models bound."""
+    with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
+        server = EmbeddedRedis(Path(tmp))
+        url = await server.start()
+        client = open_client(url)
+        await prepare(client)
+        try:
+            yield url, Path(tmp)
+        finally:
+            await client.aclose()
+            await server.stop()
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary_ms(values: list[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return (
+        f"n={len(ms)} p50={percentile(ms, 50):.2f} ms p99={percentile(ms, 99):.2f} ms "
+        f"mean={statistics.fmean(ms):.2f} ms"
+    )
+
+
+def rss_mib(pid: int) -> float:
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
