@@ -14,10 +14,15 @@ from storage.embedded import EmbeddedRedis
 
 @asynccontextmanager
 async def bench_redis() -> AsyncIterator[tuple[str, Path]]:
-    """A fresh embedded Redis in a temporary directory, with this process's models bound."""
+    """A fresh embedded Redis in a temporary directory, with this process's models bound.
+
+    Its pid is written to `<tmp>/redis.pid` for CPU and memory readings.
+    """
     with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
         server = EmbeddedRedis(Path(tmp))
         url = await server.start()
+        assert server.process is not None
+        (Path(tmp) / "redis.pid").write_text(str(server.process.pid))
         client = open_client(url)
         await prepare(client)
         try:

@@ -1,4 +1,4 @@
-"""One way to call every model: the openai SDK, our retries, a concurrency cap per model."""
+"""One way to call every model: the OpenAI chat API, our retries, a concurrency cap per model."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import openai
-from openai import AsyncOpenAI
-
+from engine.chat_client import ChatClient, ChatError
 from engine.errors import LLMTransportError, LocalModelError, UnknownModelError
 from engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
 from engine.models import (
@@ -65,7 +63,7 @@ class LLMRouter(Protocol):
 
 @dataclass
 class _Endpoint:
-    client: AsyncOpenAI
+    client: ChatClient
     semaphore: asyncio.Semaphore
     schema_rejected: bool = False
 
@@ -133,13 +131,11 @@ class ModelRegistry:
             assert info.base_url is not None
             base_url = info.base_url
         endpoint = self._endpoints.get(info.name)
-        if endpoint is None or str(endpoint.client.base_url).rstrip("/") != base_url:
+        if endpoint is None or endpoint.client.base_url != base_url.rstrip("/"):
             if endpoint is not None:  # the embedded server restarted on another port
-                await endpoint.client.close()
+                await endpoint.client.aclose()
             key = os.environ.get(info.api_key_env or "", "") or "EMPTY"
-            client = AsyncOpenAI(
-                base_url=base_url, api_key=key, max_retries=0, timeout=info.timeout
-            )
+            client = ChatClient(base_url, key, info.timeout)
             endpoint = _Endpoint(client, asyncio.Semaphore(info.max_concurrency))
             self._endpoints[info.name] = endpoint
         return endpoint, base_url
@@ -161,38 +157,29 @@ class ModelRegistry:
                 stats.requests += 1
                 t0 = time.monotonic()
                 async with endpoint.semaphore:
-                    response = await endpoint.client.chat.completions.create(**kwargs)
+                    response = await endpoint.client.create(kwargs)
                 stats.llm_seconds += time.monotonic() - t0
-                if response.usage is not None:
-                    stats.prompt_tokens += response.usage.prompt_tokens
-                    stats.completion_tokens += response.usage.completion_tokens
-                if not response.choices:
+                usage = response.get("usage") or {}
+                stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+                stats.completion_tokens += int(usage.get("completion_tokens") or 0)
+                content = _content(response)
+                if content is None:
                     raise LLMTransportError(f"{model}: answer without choices")
-                return _clean(response.choices[0].message.content or "", info)
-            except openai.APITimeoutError:
-                stats.timeouts += 1
-                error = "request timed out"
-            except openai.APIConnectionError as exc:
-                stats.transport_errors += 1
-                error = f"connection failed: {exc}"
-            except openai.RateLimitError as exc:
-                stats.rate_limited += 1
-                error = "rate limited (429)"
-                retry_after = _retry_after(exc.response)
-            except openai.APIStatusError as exc:
-                if exc.status_code == 400 and use_schema:
+                return _clean(content, info)
+            except ChatError as exc:
+                if exc.status == 400 and use_schema:
                     # The endpoint does not take response_format: put the schema in the prompt.
                     endpoint.schema_rejected = True
                     stats.fallbacks += 1
                     attempt -= 1
                     continue
-                if exc.status_code < 500:
+                if exc.kind == "client":
                     stats.failures += 1
-                    raise LLMTransportError(
-                        f"{model}: HTTP {exc.status_code}: {_short(exc.message)}"
-                    ) from exc
-                stats.server_errors += 1
-                error = f"HTTP {exc.status_code}"
+                    raise LLMTransportError(f"{model}: {_short(exc.message)}") from exc
+                counter = _ERROR_COUNTERS[exc.kind]
+                setattr(stats, counter, getattr(stats, counter) + 1)
+                error = exc.message if exc.kind != "server" else f"HTTP {exc.status}"
+                retry_after = exc.retry_after
             delay = min(policy.max_delay, policy.base_delay * 2 ** (attempt - 1))
             delay = delay * (0.5 + random.random() / 2)
             if retry_after is not None:
@@ -207,7 +194,7 @@ class ModelRegistry:
     async def aclose(self) -> None:
         endpoints, self._endpoints = list(self._endpoints.values()), {}
         for endpoint in endpoints:
-            await endpoint.client.close()
+            await endpoint.client.aclose()
         await self.local.aclose()
 
 
@@ -238,18 +225,29 @@ def _request_kwargs(info: ModelInfo, request: ChatRequest, use_schema: bool) -> 
     return kwargs
 
 
+_ERROR_COUNTERS = {
+    "timeout": "timeouts",
+    "connection": "transport_errors",
+    "rate_limited": "rate_limited",
+    "server": "server_errors",
+}
+
+
+def _content(response: dict[str, Any]) -> str | None:
+    """The first choice's text ("" for a null content), or None when there is no choice."""
+    try:
+        message = response["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) else ""
+
+
 def _clean(text: str, info: ModelInfo) -> str:
     if info.provider == "local":
         for token in STOP_TOKENS:
             text = text.replace(token, "")
     return text
-
-
-def _retry_after(response: Any) -> float | None:
-    try:
-        return float(response.headers.get("retry-after"))
-    except (TypeError, ValueError, AttributeError):
-        return None
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -95,6 +95,8 @@ class Worker:
                 await action()
             except redis.RedisError as err:
                 log.warning("worker housekeeping failed: %s", err)
+            except Exception:  # a bug here must not stop the episodes that run
+                log.exception("worker housekeeping crashed")
 
     async def _read_loop(self) -> None:
         while True:
@@ -128,10 +130,9 @@ class Worker:
 
     async def _watch(self) -> None:
         """Stop episodes that were cancelled or deleted, or that another worker now owns."""
-        for item in list(self.running.values()):
-            if not item.attempt or item.task.done():
-                continue  # not started yet, or already over
-            state = await self.store.state(item.job.episode_id)
+        started = [i for i in self.running.values() if i.attempt and not i.task.done()]
+        states = await self.store.states([i.job.episode_id for i in started])
+        for item, state in zip(started, states, strict=True):
             if state is None or state[0] not in ACTIVE or state[1] != item.attempt:
                 item.task.cancel()
                 log.info("stopped episode", extra={"episode": item.job.episode_id})
@@ -166,12 +167,19 @@ class Worker:
                 raise
         except Fenced:
             done = await self._cancelled_elsewhere(job)
+        except redis.RedisError as err:
+            # Not acked: the job is redelivered once its lease lapses, and the episode restarts.
+            log.warning("Redis failed during an episode, leaving it for redelivery: %s", err)
         except Exception:
             log.exception("episode crashed", extra={"episode": job.episode_id})
             attempt = self.running[job.entry_id].attempt if job.entry_id in self.running else None
-            await self.store.transition(
-                job.episode_id, Status.FAILED, fence=attempt, reason="internal error in the worker"
-            )
+            with contextlib.suppress(redis.RedisError):
+                await self.store.transition(
+                    job.episode_id,
+                    Status.FAILED,
+                    fence=attempt,
+                    reason="internal error in the worker",
+                )
             done = True
         finally:
             if done:
@@ -216,16 +224,13 @@ class Worker:
         except SetupError as err:
             await self._fail(episode_id, mine, str(err), GenerationStats())
             return True
-        turns: dict[int, list[tuple[str, str, str]]] = {}
 
         async def on_turn(event: TurnEvent) -> None:
-            turns[event.turn] = list(event.messages)
-            messages = [turns[t] for t in sorted(turns)]
             turn = event.model_dump(
                 include={"turn", "agent_index", "agent_name", "action_type", "argument", "to"}
             )
             if (
-                await self.store.append_turn(episode_id, mine, turn, event.turn + 1, messages)
+                await self.store.append_turn(episode_id, mine, turn, event.turn + 1, event.messages)
                 is None
             ):
                 raise Fenced

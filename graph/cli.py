@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -52,6 +53,15 @@ async def worker(settings: Settings) -> None:
     await run_worker(settings, stop)
 
 
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where it is installed (as uvicorn uses for the API), else asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="parley", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -79,6 +89,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for chatty in ("httpx", "httpx2", "openai"):  # one line per LLM request otherwise
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     overrides = {
         key: value
         for key, value in {
@@ -101,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "seed":
         print(asyncio.run(seed(settings)))
     elif args.command == "worker":
-        asyncio.run(worker(settings))
+        asyncio.run(worker(settings), loop_factory=event_loop_factory())
 
 
 if __name__ == "__main__":

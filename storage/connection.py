@@ -41,9 +41,19 @@ def describe(client: redis.Redis) -> str:
     return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
 
 
-def open_client(url: str) -> redis.Redis:
-    """The shared client: decoded strings, as redis-om expects."""
-    return redis.Redis.from_url(url, decode_responses=True)
+MAX_CONNECTIONS = 64
+
+
+def open_client(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis:
+    """The shared client: decoded strings (as redis-om expects) over a bounded pool.
+
+    The pool makes callers wait for a free connection instead of failing with "Too many
+    connections" when hundreds of episodes or requests touch Redis at the same moment.
+    """
+    pool = redis.BlockingConnectionPool.from_url(
+        url, decode_responses=True, max_connections=max_connections, timeout=30
+    )
+    return redis.Redis.from_pool(pool)
 
 
 _bound: list[redis.Redis] = []

@@ -67,7 +67,13 @@ local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
 local turn = '{"sequence":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[2], 2)
 redis.call('JSON.ARRAPPEND', key, '$.turns', turn)
 redis.call('JSON.SET', key, '$.progress', ARGV[3])
-redis.call('JSON.SET', key, '$.messages', ARGV[4])
+local stored = redis.call('JSON.ARRLEN', key, '$.messages')[1]
+local index = tonumber(ARGV[6])
+if index < stored then
+  redis.call('JSON.SET', key, '$.messages[' .. index .. ']', ARGV[4])
+else
+  redis.call('JSON.ARRAPPEND', key, '$.messages', ARGV[4])
+end
 redis.call('PUBLISH', KEYS[2], '{"type":"turn","episode_id":' .. cjson.encode(doc['$.pk'][1])
   .. ',"sequence":' .. string.format('%d', seq) .. ',"at":' .. ARGV[5]
   .. ',"attempt":' .. ARGV[1] .. ',"turn":' .. turn .. '}')
@@ -164,24 +170,41 @@ class EpisodeStore:
         attempt: int,
         turn: dict[str, Any],
         progress: int,
-        messages: list[list[tuple[str, str, str]]],
+        messages: list[tuple[str, str, str]],
     ) -> int | None:
-        """Store and publish one turn; None when the caller no longer owns a running episode."""
+        """Store and publish one action, and set Sotopia's messages of its turn.
+
+        `messages` is the turn's whole list of (sender, receiver, text) so far; it replaces the
+        stored list at index `turn["turn"]` (or is appended as the next turn). Returns the
+        event's sequence, or None when the caller no longer owns a running episode.
+        """
         now = time.time()
         body = json.dumps({**turn, "at": now})
         sequence = await self._append_turn(
             keys=[EpisodeLog.make_primary_key(episode_id), episode_channel(episode_id)],
-            args=[attempt, body, progress, json.dumps(messages), repr(now)],
+            args=[attempt, body, progress, json.dumps(messages), repr(now), turn["turn"]],
         )
         return None if int(sequence) < 0 else int(sequence)
 
     async def state(self, episode_id: str) -> tuple[Status, int] | None:
         """(status, attempt) of an episode, or None if it is gone."""
-        key = EpisodeLog.make_primary_key(episode_id)
-        raw: Any = await self.client.json().get(key, "$.status", "$.attempt")
-        if not raw or not raw.get("$.status"):
-            return None
-        return Status(raw["$.status"][0]), int(raw["$.attempt"][0] or 0)
+        return (await self.states([episode_id]))[0]
+
+    async def states(self, episode_ids: list[str]) -> list[tuple[Status, int] | None]:
+        """(status, attempt) of several episodes in one round trip."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for episode_id in episode_ids:
+                key = EpisodeLog.make_primary_key(episode_id)
+                pipe.execute_command("JSON.GET", key, "$.status", "$.attempt")
+            replies: list[Any] = await pipe.execute()
+        found: list[tuple[Status, int] | None] = []
+        for raw in replies:
+            data = json.loads(raw) if isinstance(raw, str | bytes) else raw
+            if not data or not data.get("$.status"):
+                found.append(None)
+            else:
+                found.append((Status(data["$.status"][0]), int(data["$.attempt"][0] or 0)))
+        return found
 
 
 def initial_history(at: float) -> list[StatusChange]:

@@ -1,0 +1,135 @@
+"""One worker process running many episodes at once, against a fake LLM that answers in 200 ms.
+
+Run: python -m bench.bench_worker_throughput [--episodes 200] [--turns 10] [--delay 0.2]
+Starts an embedded Redis, the fake LLM (its own process), an API without a worker (to queue the
+episodes with one startSimulations call) and one `parley worker --concurrency N`. It times one
+episode alone, then N at once, and prints the ratio, the worker's memory, and the share of time
+the worker's CPU was busy.
+"""
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from bench.common import bench_redis, rss_mib
+from storage.embedded import free_port
+from storage.models import EpisodeLog, EpisodeStatus
+from tests.processes import api_process, parley_env, worker_process
+from tests.simulation_helpers import make_world, post, start_input
+
+BATCH = """
+mutation($inputs: [StartSimulationInput!]!) {
+  startSimulations(inputs: $inputs) { episodes { id } userErrors { message } }
+}"""
+
+
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+async def wait_ready(url: str) -> None:
+    async with httpx.AsyncClient() as http:
+        for _ in range(100):
+            try:
+                await http.get(f"{url}/models")
+                return
+            except httpx.HTTPError:
+                await asyncio.sleep(0.1)
+    raise RuntimeError("fake LLM did not start")
+
+
+async def run_batch(
+    api_url: str, inputs: list[dict[str, object]], worker_pid: int
+) -> tuple[float, float]:
+    """Seconds until every episode COMPLETED, and the worker's peak RSS (MiB) meanwhile."""
+    began = time.perf_counter()
+    made = (await post(api_url, BATCH, {"inputs": inputs}))["startSimulations"]
+    assert not made["userErrors"], made
+    ids = [e["id"] for e in made["episodes"]]
+    peak = 0.0
+    while True:
+        peak = max(peak, rss_mib(worker_pid))
+        done = await EpisodeLog.find(EpisodeLog.status == EpisodeStatus.COMPLETED).count()
+        failed = await EpisodeLog.find(EpisodeLog.status == EpisodeStatus.FAILED).count()
+        if failed:
+            raise RuntimeError(f"{failed} episodes failed")
+        if done >= len(ids) + run_batch.completed:  # type: ignore[attr-defined]
+            run_batch.completed += len(ids)  # type: ignore[attr-defined]
+            return time.perf_counter() - began, peak
+        await asyncio.sleep(0.05)
+
+
+run_batch.completed = 0  # type: ignore[attr-defined]
+
+
+async def main(episodes: int, turns: int, delay: float) -> None:
+    async with bench_redis() as (redis_url, tmp):
+        port = free_port()
+        fake = subprocess.Popen(  # noqa: ASYNC220 - returns at once
+            [sys.executable, "-m", "tests.fake_llm", "--port", str(port), "--delay", str(delay)],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}/v1"
+            await wait_ready(base)
+            models = tmp / "models.json"
+            models.write_text(
+                json.dumps(
+                    {
+                        "models": [
+                            {
+                                "name": "fake",
+                                "base_url": base,
+                                "model": "fake",
+                                "max_concurrency": 4 * episodes,
+                            }
+                        ]
+                    }
+                )
+            )
+            scenario, agents = await make_world("bench")
+            env = parley_env(redis_url, tmp / "data", seed="false", models_file=str(models))
+            one = start_input(scenario, agents, "fake", maxTurns=turns)
+            with (
+                api_process(env, Path(tmp) / "api.log", "--no-worker") as api,
+                worker_process(env, Path(tmp) / "worker.log", concurrency=episodes) as worker,
+            ):
+                await asyncio.sleep(1)
+                idle = rss_mib(worker.pid)
+                single, _ = await run_batch(api.url, [one], worker.pid)
+                redis_pid = int((tmp / "redis.pid").read_text())
+                pids = {"worker": worker.pid, "fake LLM": fake.pid, "redis": redis_pid}
+                before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                many, peak = await run_batch(api.url, [one] * episodes, worker.pid)
+                cpu = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+        finally:
+            fake.terminate()
+            fake.wait(10)
+    print(f"fake LLM delay {delay * 1000:.0f} ms, {turns} turns per episode, 2 agents, judge")
+    print(f"one episode alone:        {single:.2f} s")
+    print(f"{episodes} episodes at once:    {many:.2f} s  (ratio {many / single:.2f}x)")
+    for name, seconds in cpu.items():
+        print(
+            f"{name} CPU during the batch: {seconds:.2f} s ({seconds / many * 100:.0f}% of one core)"
+        )
+    print(
+        f"worker RSS idle {idle:.1f} MiB, peak {peak:.1f} MiB: "
+        f"{(peak - idle) * 1024 / episodes:.0f} KiB per running episode"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=20, help="maxTurns (the API default)")
+    parser.add_argument("--delay", type=float, default=0.2)
+    args = parser.parse_args()
+    asyncio.run(main(args.episodes, args.turns, args.delay))
