@@ -117,9 +117,8 @@ async def main(episodes: int, turns: int, delay: float) -> None:
     print(f"one episode alone:        {single:.2f} s")
     print(f"{episodes} episodes at once:    {many:.2f} s  (ratio {many / single:.2f}x)")
     for name, seconds in cpu.items():
-        print(
-            f"{name} CPU during the batch: {seconds:.2f} s ({seconds / many * 100:.0f}% of one core)"
-        )
+        share = seconds / many * 100
+        print(f"{name} CPU during the batch: {seconds:.2f} s ({share:.0f}% of one core)")
     print(
         f"worker RSS idle {idle:.1f} MiB, peak {peak:.1f} MiB: "
         f"{(peak - idle) * 1024 / episodes:.0f} KiB per running episode"
