@@ -89,8 +89,6 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    for chatty in ("httpx", "httpx2", "openai"):  # one line per LLM request otherwise
-        logging.getLogger(chatty).setLevel(logging.WARNING)
     overrides = {
         key: value
         for key, value in {
