@@ -2,35 +2,75 @@
 
 import asyncio
 import gc
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import redis.asyncio as redis
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context, Runtime
 from graph.runtime import api_runtime
-from graph.schema import schema
-from graph.settings import Settings
+from graph.schema import Limits, build_schema
+from graph.security import BearerAuth, BodySizeLimit, TokenChecker
+from graph.settings import Settings, split
+
+log = logging.getLogger(__name__)
 
 
 class GraphQLApp(GraphQL[Context, None]):
+    def __init__(self, settings: Settings, checker: TokenChecker) -> None:
+        limits = Limits(
+            max_depth=settings.max_depth,
+            max_aliases=settings.max_aliases,
+            max_tokens=settings.max_tokens,
+            introspection=settings.introspection,
+        )
+        super().__init__(
+            build_schema(limits),
+            graphql_ide="graphiql" if settings.graphiql else None,
+            connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
+            keep_alive=True,  # legacy graphql-ws only: "ka" messages
+            keep_alive_interval=15,
+            allowed_origins=split(settings.allowed_origins),
+        )
+        self.checker = checker
+
     async def get_context(self, request: Any, response: Any) -> Context:
         runtime: Runtime = request.app.state.runtime
         return Context(runtime=runtime)
 
+    async def on_ws_connect(self, context: Context) -> UnsetType:
+        """Accept (an acknowledgement without payload) only a connection_init with a valid token."""
+        if not self.checker.accepts_connection_params(context.connection_params):
+            raise ConnectionRejectionError({"message": "a valid token is required"})
+        no_payload: UnsetType = UNSET
+        return no_payload
+
 
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
-    graphql = GraphQLApp(schema)
+    checker = TokenChecker(split(settings.tokens))
+    graphql = GraphQLApp(settings, checker)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if not checker.enabled:
+            log.warning(
+                "no PARLEY_TOKENS set: the API is open to anyone who can reach %s:%s",
+                settings.host,
+                settings.port,
+            )
         async with api_runtime(settings, with_worker=settings.worker) as runtime:
             app.state.runtime = runtime
             gc.freeze()  # start-up objects (schema, models, modules) leave the GC's scans
@@ -68,4 +108,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/metrics", metrics),
         ],
         lifespan=lifespan,
+        middleware=[
+            Middleware(
+                CORSMiddleware,
+                allow_origins=split(settings.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type"],
+            ),
+            Middleware(BodySizeLimit, limit=settings.max_body_bytes),
+            Middleware(BearerAuth, checker=checker),
+        ],
     )

@@ -1,9 +1,11 @@
 """Assembles the schema: root types and the extensions that guard it."""
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import strawberry
 from graphql import ASTValidationRule, GraphQLError
+from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import (
     AddValidationRules,
     MaskErrors,
@@ -14,16 +16,24 @@ from strawberry.extensions import (
     max_aliases,
     query_depth_limiter,
 )
+from strawberry.schema.config import StrawberryConfig
 
 from graph.mutation import Mutation
 from graph.query import Query
 from graph.subscription import Subscription
 
-MAX_DEPTH = 10
-MAX_ALIASES = 30
-MAX_TOKENS = 5_000
 CACHED_DOCUMENTS = 256
 """Parsed and validated documents kept (clients send the same few documents over and over)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one document may ask for."""
+
+    max_depth: int = 10
+    max_aliases: int = 30
+    max_tokens: int = 5_000
+    introspection: bool = True
 
 
 def is_unexpected(error: GraphQLError) -> bool:
@@ -32,27 +42,37 @@ def is_unexpected(error: GraphQLError) -> bool:
     return original is not None and not isinstance(original, GraphQLError)
 
 
-# Built once, so the validation cache (keyed by the rules) hits across requests; the
-# QueryDepthLimiter and MaxAliasesLimiter extensions would make new rule classes per request.
-LIMIT_RULES: list[type[ASTValidationRule]] = [
-    query_depth_limiter.create_validator(MAX_DEPTH, should_ignore=None),
-    max_aliases.create_validator(MAX_ALIASES),
-]
+def validation_rules(limits: Limits) -> list[type[ASTValidationRule]]:
+    """Built once per schema, so the validation cache (keyed by the rules) hits across requests;
+    the QueryDepthLimiter and MaxAliasesLimiter extensions would make new rule classes per request.
+    """
+    rules: list[type[ASTValidationRule]] = [
+        query_depth_limiter.create_validator(limits.max_depth, should_ignore=None),
+        max_aliases.create_validator(limits.max_aliases),
+    ]
+    if not limits.introspection:
+        rules.append(NoSchemaIntrospectionCustomRule)
+    return rules
 
 
-def extensions() -> list[Callable[[], SchemaExtension] | type[SchemaExtension]]:
+def extensions(limits: Limits) -> list[Callable[[], SchemaExtension]]:
+    rules = validation_rules(limits)
     return [
-        lambda: AddValidationRules(LIMIT_RULES),
-        lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
+        lambda: AddValidationRules(rules),
+        lambda: MaxTokensLimiter(max_token_count=limits.max_tokens),
         lambda: MaskErrors(should_mask_error=is_unexpected),
         lambda: ParserCache(maxsize=CACHED_DOCUMENTS),
         lambda: ValidationCache(maxsize=CACHED_DOCUMENTS),
     ]
 
 
-def build_schema() -> strawberry.Schema:
+def build_schema(limits: Limits | None = None) -> strawberry.Schema:
     return strawberry.Schema(
-        query=Query, mutation=Mutation, subscription=Subscription, extensions=extensions()
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        extensions=extensions(limits or Limits()),
+        config=StrawberryConfig(disable_field_suggestions=True),
     )
 
 

@@ -1,0 +1,134 @@
+"""Request guards in front of the app: a body size limit and optional bearer tokens."""
+
+import hmac
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+"""Probes answer without a token (they reveal nothing)."""
+
+
+class TokenChecker:
+    """Constant-time comparison against the configured tokens; no tokens means open."""
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        self.tokens = [t.encode() for t in tokens]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.tokens)
+
+    def accepts(self, token: str | None) -> bool:
+        if not self.enabled:
+            return True
+        if not token:
+            return False
+        given = token.encode()
+        return any(hmac.compare_digest(given, t) for t in self.tokens)
+
+    def accepts_header(self, value: str | None) -> bool:
+        """An `Authorization: Bearer <token>` value."""
+        scheme, _, token = (value or "").partition(" ")
+        return self.accepts(token.strip() if scheme.lower() == "bearer" else None)
+
+    def accepts_connection_params(self, params: Any) -> bool:
+        """A websocket `connection_init` payload: {"authorization": "Bearer …"} or {"token": …}."""
+        if not self.enabled:
+            return True
+        if not isinstance(params, dict):
+            return self.accepts(None)
+        token = params.get("token")
+        if isinstance(token, str) and self.accepts(token):
+            return True
+        header = params.get("authorization") or params.get("Authorization")
+        return isinstance(header, str) and self.accepts_header(header)
+
+
+async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[Any]) -> None:
+    data = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+class BearerAuth:
+    """Every HTTP request needs a valid token, except the probes and the GraphiQL page itself
+    (a browser loads it without headers; its requests then carry the header set in GraphiQL).
+    Websockets are checked at `connection_init` by the GraphQL app.
+    """
+
+    def __init__(self, app: ASGIApp, checker: TokenChecker) -> None:
+        self.app = app
+        self.checker = checker
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.checker.enabled or self._open(scope):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        if self.checker.accepts_header(authorization):
+            await self.app(scope, receive, send)
+            return
+        message = "a valid bearer token is required (Authorization: Bearer <token>)"
+        await send_json(
+            send, 401, {"errors": [{"message": message}]}, [(b"www-authenticate", b"Bearer")]
+        )
+
+    @staticmethod
+    def _open(scope: Scope) -> bool:
+        if scope["path"] in OPEN_PATHS:
+            return True
+        accept = dict(scope["headers"]).get(b"accept", b"")
+        return scope["method"] == "GET" and b"text/html" in accept
+
+
+class BodySizeLimit:
+    """Refuse HTTP bodies over `limit` bytes with 413, by header or while streaming."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await self._refuse(send)
+            return
+        seen = 0
+        refused = False
+
+        async def limited() -> Message:
+            nonlocal seen, refused
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    refused = True
+                    raise BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except BodyTooLarge:
+            if refused:
+                await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        message = f"request body is over the limit of {self.limit} bytes"
+        await send_json(send, 413, {"errors": [{"message": message}]}, [])
+
+
+class BodyTooLarge(Exception):
+    pass
