@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable
 
-from engine.errors import EpisodeFailed, LLMError, UnknownModelError
+from engine.errors import EpisodeFailed, LLMError, UnknownModelError, gather_or_fail
 from engine.generation import ask
 from engine.llm import ChatRequest, LLMRouter
 from engine.models import ModelInfo
@@ -146,17 +145,8 @@ class _Episode:
 async def _choose(episode: _Episode, actors: list[int], turn: int) -> dict[int, AgentAction]:
     if len(actors) == 1:
         return {actors[0]: await episode.act(actors[0], turn)}
-    failure: EpisodeFailed | None = None
-    try:
-        async with asyncio.TaskGroup() as group:
-            tasks = {i: group.create_task(episode.act(i, turn)) for i in actors}
-    except* EpisodeFailed as failed:
-        first = failed.exceptions[0]
-        assert isinstance(first, EpisodeFailed)
-        failure = first
-    if failure is not None:
-        raise failure
-    return {i: task.result() for i, task in tasks.items()}
+    actions = await gather_or_fail(episode.act(i, turn) for i in actors)
+    return dict(zip(actors, actions, strict=True))
 
 
 async def simulate(

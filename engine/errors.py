@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine, Iterable
+from typing import Any
+
 from engine.stats import GenerationStats
 
 
@@ -36,3 +40,19 @@ class EpisodeFailed(EngineError):
         super().__init__(reason)
         self.reason = reason
         self.stats = stats
+
+
+async def gather_or_fail[T](jobs: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run `jobs` concurrently and return their results in order.
+
+    The first EpisodeFailed cancels the others and is raised as itself (not wrapped in an
+    ExceptionGroup), so callers handle one failure type whether one job ran or many.
+    """
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(job) for job in jobs]
+    except* EpisodeFailed as failed:
+        first = failed.exceptions[0]
+        assert isinstance(first, EpisodeFailed)
+        raise first from None
+    return [task.result() for task in tasks]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from statistics import fmean
 
-from engine.errors import EpisodeFailed, LLMError, LLMOutputError, UnknownModelError
+from engine.errors import (
+    EpisodeFailed,
+    LLMError,
+    LLMOutputError,
+    UnknownModelError,
+    gather_or_fail,
+)
 from engine.generation import ask
 from engine.llm import ChatRequest, LLMRouter
 from engine.models import ModelInfo
@@ -150,17 +155,7 @@ async def evaluate(setup: EpisodeSetup, transcript: Transcript, llm: LLMRouter) 
         raise EpisodeFailed(str(exc), GenerationStats()) from exc
     judge = _Judge(setup, transcript, llm, info)
     history = "" if info.judge_per_dimension else judge_history(setup, transcript)
-    failure: EpisodeFailed | None = None
-    try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(judge.agent(i, history)) for i in range(len(setup.agents))]
-    except* EpisodeFailed as failed:
-        first = failed.exceptions[0]
-        assert isinstance(first, EpisodeFailed)
-        failure = first
-    if failure is not None:
-        raise failure
-    agents = [task.result() for task in tasks]
+    agents = await gather_or_fail(judge.agent(i, history) for i in range(len(setup.agents)))
     return Evaluation(
         agents=agents,
         reasoning=_reasoning(transcript.termination_reason, agents),
