@@ -4,12 +4,36 @@ import argparse
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
 
 from graph.settings import Settings
+
+
+def preflight(settings: Settings) -> None:
+    """Exit with one clear line when the configured Redis is unreachable or lacks a module."""
+    if settings.redis_url is None:
+        return  # the embedded server is started with both modules
+    from redis.exceptions import RedisError
+
+    from storage.connection import RedisCapabilityError, check_capabilities, open_client
+
+    async def check(url: str) -> None:
+        client = open_client(url)
+        try:
+            await check_capabilities(client)
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.run(check(settings.redis_url))
+    except RedisCapabilityError as err:
+        sys.exit(f"parley: {err}")
+    except (RedisError, OSError) as err:
+        sys.exit(f"parley: cannot reach Redis at {settings.redis_url}: {err}")
 
 
 def serve(settings: Settings) -> None:
@@ -104,6 +128,8 @@ def main(argv: list[str] | None = None) -> None:
     if getattr(args, "no_worker", False):
         overrides["worker"] = False
     settings = Settings(**overrides)
+    if args.command in ("serve", "worker", "seed"):
+        preflight(settings)
     if args.command == "serve":
         serve(settings)
     elif args.command == "export-schema":

