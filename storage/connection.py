@@ -4,6 +4,8 @@ import logging
 
 import redis.asyncio as redis
 from aredis_om import Migrator
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from storage.models import MODELS
 
@@ -48,10 +50,18 @@ def open_client(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis
     """The shared client: decoded strings (as redis-om expects) over a bounded pool.
 
     The pool makes callers wait for a free connection instead of failing with "Too many
-    connections" when hundreds of episodes or requests touch Redis at the same moment.
+    connections" when hundreds of episodes or requests touch Redis at the same moment. After a
+    Redis restart every pooled connection leads to a server that is gone; a connection idle for a
+    few seconds is pinged before reuse, and a command that fails on a dead connection is sent once
+    more on a new one, so a restart costs no request an error.
     """
     pool = redis.BlockingConnectionPool.from_url(
-        url, decode_responses=True, max_connections=max_connections, timeout=30
+        url,
+        decode_responses=True,
+        max_connections=max_connections,
+        timeout=30,
+        health_check_interval=5,
+        retry=Retry(NoBackoff(), 1),
     )
     return redis.Redis.from_pool(pool)
 

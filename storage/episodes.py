@@ -63,6 +63,10 @@ local raw = redis.call('JSON.GET', key, '$.status', '$.attempt', '$.pk')
 if not raw then return -1 end
 local doc = cjson.decode(raw)
 if doc['$.status'][1] ~= 'RUNNING' or doc['$.attempt'][1] ~= tonumber(ARGV[1]) then return -1 end
+local last = cjson.decode(redis.call('JSON.GET', key, '$.turns[-1]'))[1]
+if last and last.turn == tonumber(ARGV[6]) and last.agent_index == tonumber(ARGV[7]) then
+  return last.sequence  -- the same write again (a retried command): already stored and sent
+end
 local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
 local turn = '{"sequence":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[2], 2)
 redis.call('JSON.ARRAPPEND', key, '$.turns', turn)
@@ -175,14 +179,23 @@ class EpisodeStore:
         """Store and publish one action, and set Sotopia's messages of its turn.
 
         `messages` is the turn's whole list of (sender, receiver, text) so far; it replaces the
-        stored list at index `turn["turn"]` (or is appended as the next turn). Returns the
-        event's sequence, or None when the caller no longer owns a running episode.
+        stored list at index `turn["turn"]` (or is appended as the next turn). Writing the same
+        action twice (a retried command) stores it once. Returns the event's sequence, or None
+        when the caller no longer owns a running episode.
         """
         now = time.time()
         body = json.dumps({**turn, "at": now})
         sequence = await self._append_turn(
             keys=[EpisodeLog.make_primary_key(episode_id), episode_channel(episode_id)],
-            args=[attempt, body, progress, json.dumps(messages), repr(now), turn["turn"]],
+            args=[
+                attempt,
+                body,
+                progress,
+                json.dumps(messages),
+                repr(now),
+                turn["turn"],
+                turn["agent_index"],
+            ],
         )
         return None if int(sequence) < 0 else int(sequence)
 
