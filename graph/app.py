@@ -2,6 +2,7 @@
 
 import asyncio
 import gc
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,18 +18,45 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+)
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
+from strawberry.subscriptions.protocols.graphql_ws.types import OperationMessage
 from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context, Runtime
 from graph.runtime import api_runtime
 from graph.schema import Limits, build_schema
-from graph.security import BearerAuth, BodySizeLimit, TokenChecker
+from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
 
 log = logging.getLogger(__name__)
 
 
+class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    """graphql-transport-ws, closing 4400 on a frame that would crash Strawberry's handler."""
+
+    async def handle_message(self, message: Message) -> None:
+        if well_formed(message, "subscribe"):
+            await super().handle_message(message)
+        else:
+            await self.handle_invalid_message("Failed to parse message")
+
+
+class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    """Legacy graphql-ws, ignoring such frames as it ignores frames that are not JSON."""
+
+    async def handle_message(self, message: OperationMessage) -> None:
+        if well_formed(message, "start"):
+            await super().handle_message(message)
+
+
 class GraphQLApp(GraphQL[Context, None]):
+    graphql_transport_ws_handler_class = TransportWSHandler
+    graphql_ws_handler_class = LegacyWSHandler
+
     def __init__(self, settings: Settings, checker: TokenChecker) -> None:
         limits = Limits(
             max_depth=settings.max_depth,
@@ -45,6 +73,16 @@ class GraphQLApp(GraphQL[Context, None]):
             allowed_origins=split(settings.allowed_origins),
         )
         self.checker = checker
+
+    def decode_json(self, data: str | bytes) -> object:
+        """JSON as Strawberry reads it, but a number Python will not convert (an integer of over
+        4,300 digits) makes the document malformed (HTTP 400, websocket 4400), not a crash."""
+        try:
+            return super().decode_json(data)
+        except json.JSONDecodeError:
+            raise
+        except ValueError as err:
+            raise json.JSONDecodeError(str(err), "", 0) from err
 
     async def get_context(self, request: Any, response: Any) -> Context:
         runtime: Runtime = request.app.state.runtime

@@ -29,7 +29,7 @@ def fields_of(data: object) -> dict[str, Any]:
 
 @strawberry.input(description="Narrows an agent list; every given condition must hold.")
 class AgentFilter:
-    tag: str | None = strawberry.field(default=None, description="Exact tag.")
+    tag: str | None = strawberry.field(default=None, description="Tag (letter case ignored).")
     gender: str | None = strawberry.field(default=None, description="Exact gender, any case.")
     occupation: str | None = strawberry.field(
         default=None, description="Exact occupation, any case."
@@ -41,8 +41,10 @@ class AgentFilter:
 
 @strawberry.input(description="Narrows a scenario list.")
 class ScenarioFilter:
-    tag: str | None = strawberry.field(default=None, description="Exact tag.")
-    codename: str | None = strawberry.field(default=None, description="Exact codename.")
+    tag: str | None = strawberry.field(default=None, description="Tag (letter case ignored).")
+    codename: str | None = strawberry.field(
+        default=None, description="Codename (letter case ignored)."
+    )
 
 
 @strawberry.input(description="Narrows a relationship list.")
@@ -56,7 +58,7 @@ class RelationshipFilter:
     relationship: RelationshipType | None = strawberry.field(
         default=None, description="Kind of relationship."
     )
-    tag: str | None = strawberry.field(default=None, description="Exact tag.")
+    tag: str | None = strawberry.field(default=None, description="Tag (letter case ignored).")
 
 
 @strawberry.input(description="A new agent. Names are required; the rest defaults to empty.")
@@ -252,7 +254,7 @@ class CreateEvaluationDimensionListInput:
 
 @strawberry.input(description="Narrows an episode list; every given condition must hold.")
 class EpisodeFilter:
-    tag: str | None = strawberry.field(default=None, description="Exact tag.")
+    tag: str | None = strawberry.field(default=None, description="Tag (letter case ignored).")
     status: EpisodeStatus | None = strawberry.field(default=None, description="Current status.")
     agent_id: strawberry.ID | None = strawberry.field(
         default=None, description="Episodes this agent took part in."

@@ -37,9 +37,17 @@ class Limits:
 
 
 def is_unexpected(error: GraphQLError) -> bool:
-    """Mask crashes only; validation, limit and input errors keep their message."""
+    """Mask crashes only; validation, limit and input errors keep their message.
+
+    A crash is a plain exception raised while executing: in a field (the error has a path) or in a
+    subscription's event stream (the error points nowhere in the document). One that points into
+    the document without a path comes from validating it, even when a scalar's parser raised a
+    plain exception there (as int() does for an integer literal of over 4,300 digits).
+    """
     original = error.original_error
-    return original is not None and not isinstance(original, GraphQLError)
+    if original is None or isinstance(original, GraphQLError):
+        return False
+    return error.path is not None or not error.nodes
 
 
 def validation_rules(limits: Limits) -> list[type[ASTValidationRule]]:

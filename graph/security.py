@@ -5,6 +5,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -45,6 +46,25 @@ class TokenChecker:
             return True
         header = params.get("authorization") or params.get("Authorization")
         return isinstance(header, str) and self.accepts_header(header)
+
+
+def well_formed(message: object, operation: str) -> bool:
+    """Whether the websocket protocol handlers can read a frame without crashing (they index it
+    unchecked): an object, and for an `operation` message (`subscribe`, or `start` in the legacy
+    protocol) a string id and a payload with a string query, optional object variables and
+    optional string operationName."""
+    if not isinstance(message, dict):
+        return False
+    if message.get("type") != operation:
+        return True
+    payload = message.get("payload")
+    return (
+        isinstance(message.get("id"), str)
+        and isinstance(payload, dict)
+        and isinstance(payload.get("query"), str)
+        and isinstance(payload.get("variables"), dict | None)
+        and isinstance(payload.get("operationName"), str | None)
+    )
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[Any]) -> None:
@@ -88,7 +108,13 @@ class BearerAuth:
         if scope["path"] in OPEN_PATHS:
             return True
         accept = dict(scope["headers"]).get(b"accept", b"")
-        return scope["method"] == "GET" and b"text/html" in accept
+        # A GET with a `query` parameter is executed even when it asks for HTML, so only a
+        # GET without one is the page.
+        return (
+            scope["method"] == "GET"
+            and b"text/html" in accept
+            and "query" not in QueryParams(scope["query_string"])
+        )
 
 
 class BodySizeLimit:

@@ -12,8 +12,9 @@ import strawberry
 from graph.context import Info
 from graph.enums import EventKind
 from graph.episode_types import EpisodeEvent
-from resolvers.episodes import get_episode, list_episodes, stored_events
+from resolvers.episodes import get_episode, list_tagged, stored_events
 from resolvers.errors import UserInputError
+from resolvers.records import storable
 from storage.events import GLOBAL_CHANNEL, episode_channel
 from storage.events import EpisodeEvent as StoredEvent
 from storage.models import EpisodeLog, EpisodeStatus
@@ -39,6 +40,8 @@ def wrap(event: StoredEvent) -> EpisodeEvent:
 
 
 async def follow(info: Info, episode_id: str, keep: Keep) -> AsyncGenerator[EpisodeEvent]:
+    if not storable(episode_id):
+        raise UserInputError(f"no episode with id {episode_id!r}")
     async with info.context.runtime.hub.subscribe(episode_channel(episode_id)) as subscriber:
         episode = await get_episode(episode_id)
         if episode is None:
@@ -119,16 +122,14 @@ class Subscription:
 async def unfinished(tag: str | None, limit: int = 100) -> list[EpisodeLog]:
     found: list[EpisodeLog] = []
     for status in (EpisodeStatus.QUEUED, EpisodeStatus.RUNNING, EpisodeStatus.EVALUATING):
-        page = await list_episodes(tag=tag, status=status, first=limit)
-        found += page.items
+        found += await list_tagged(tag, status, limit)
     return found
 
 
 async def catch_up(tag: str | None, seen: dict[str, int]) -> list[StoredEvent]:
     """Status events missed while the hub was away or this subscriber fell behind."""
     candidates = {str(e.pk): e for e in await unfinished(tag)}
-    recent = await list_episodes(tag=tag, first=100)
-    candidates.update({str(e.pk): e for e in recent.items})
+    candidates.update({str(e.pk): e for e in await list_tagged(tag)})
     for pk in list(seen):
         if pk not in candidates and (episode := await get_episode(pk)) is not None:
             candidates[pk] = episode

@@ -61,9 +61,9 @@ async def create_dimension_list(
         valid = NewDimensionList(**fields)
     except ValidationError as err:
         return None, from_validation(err)
-    taken = await CustomEvaluationDimensionList.find(
-        CustomEvaluationDimensionList.name == valid.name
-    ).count()
+    # Compared here, not searched: redis-om leaves some characters (a tab, `?`, NUL) unescaped
+    # in a query, which RediSearch then refuses.
+    taken = [r for r in await list_dimension_lists() if r.name.lower() == valid.name.lower()]
     if taken:
         message = f"an evaluation dimension list named {valid.name!r} exists"
         return None, [UserError(["input", "name"], message, ErrorCode.CONFLICT)]

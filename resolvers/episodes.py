@@ -35,6 +35,17 @@ async def list_episodes(
     return await fetch_page(query, first, after)
 
 
+async def list_tagged(
+    tag: str | None, status: EpisodeStatus | None = None, first: int = 100
+) -> list[EpisodeLog]:
+    """Up to `first` episodes, newest first, whose tag is exactly `tag` (any tag when None).
+
+    The index narrows the search (it matches tags ignoring case); the exact match is made here.
+    """
+    page = await list_episodes(tag=tag, status=status, first=first)
+    return [e for e in page.items if tag is None or e.tag == tag]
+
+
 def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
     """The episode's events with a sequence above `after`, rebuilt from its stored history."""
     pk = str(episode.pk)

@@ -49,9 +49,22 @@ def window(first: int | None, after: str | None) -> tuple[int, int]:
     return offset, limit
 
 
+def searchable(query: Any) -> bool:
+    """False for a query RediSearch cannot run, whose filter values no stored record can match:
+    one holding a NUL (the query parser stops there) or a lone surrogate (no UTF-8 form)."""
+    text = str(query.query)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
+
+
 async def fetch_page(query: Any, first: int | None, after: str | None) -> Page[Any]:
     """Run a redis-om FindQuery for one page and its total count."""
     offset, limit = window(first, after)
+    if not searchable(query):
+        return Page(items=[], offset=offset, total=0)
     total = await query.count()
     items = await query.page(offset=offset, limit=limit) if limit and offset < total else []
     return Page(items=list(items), offset=offset, total=total)

@@ -1,5 +1,6 @@
 """Record helpers shared by the resolvers: lookups and validated partial updates."""
 
+import re
 from typing import Any
 
 from aredis_om import NotFoundError
@@ -9,9 +10,17 @@ from resolvers.errors import ErrorCode, UserError, from_validation
 from storage.connection import bound_client
 from storage.models import Record
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(pk: str) -> bool:
+    """Whether `pk` could name a stored record: 1..200 characters, none of them a lone surrogate
+    (JSON can carry one, but it has no UTF-8 form, so no key holds it)."""
+    return 0 < len(pk) <= 200 and LONE_SURROGATE.search(pk) is None
+
 
 async def get_or_none[R: Record](model: type[R], pk: str) -> R | None:
-    if not pk or len(pk) > 200:
+    if not storable(pk):
         return None
     try:
         return await model.get(pk)

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ValidationError, model_validator
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import LongText, RecordId, ShortText
-from resolvers.pagination import Page, fetch_page
+from resolvers.pagination import Page, fetch_page, searchable
 from resolvers.records import get_or_none, insert, update_fields
 from storage.connection import bound_client
 from storage.models import (
@@ -45,7 +45,10 @@ async def get_relationship(pk: str) -> RelationshipProfile | None:
 
 
 async def relationship_between(agent_id: str, other_id: str) -> RelationshipProfile | None:
-    found = await RelationshipProfile.find(pair_query(agent_id, other_id)).page(0, 1)
+    query = RelationshipProfile.find(pair_query(agent_id, other_id))
+    if not searchable(query):
+        return None
+    found = await query.page(0, 1)
     return found[0] if found else None
 
 

@@ -14,7 +14,7 @@ from engine.errors import UnknownModelError
 from engine.models import DEFAULT_MODEL, ModelInfo
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import RecordId, ShortText
-from resolvers.records import exist, get_or_none
+from resolvers.records import exist, get_or_none, storable
 from storage.episodes import EpisodeStore, initial_history
 from storage.models import (
     AgentProfile,
@@ -135,37 +135,52 @@ async def start(
     services: Services, fields: dict[str, Any]
 ) -> tuple[EpisodeLog | None, list[UserError]]:
     """Validate, store the episode QUEUED, announce it and enqueue its job, in one transaction."""
-    valid, errors = await check(fields, services.models)
-    if valid is None:
-        return None, errors
-    episode = new_episode(valid)
-    if valid.idempotency_key:
-        claimed = await services.client.set(
-            idempotency_key(valid.idempotency_key), str(episode.pk), nx=True, ex=IDEMPOTENCY_TTL
-        )
-        if not claimed:
-            return await earlier_episode(services.client, valid.idempotency_key), []
-    await write(services, [episode])
-    return episode, []
+    episodes, errors = await start_many(services, [fields], prefix=("input",))
+    return (episodes[0] if episodes else None), errors
 
 
 async def start_many(
-    services: Services, batch: list[dict[str, Any]]
+    services: Services, batch: list[dict[str, Any]], prefix: tuple[str, ...] | None = None
 ) -> tuple[list[EpisodeLog], list[UserError]]:
-    """All or nothing: every request is checked before any episode is written."""
+    """All or nothing: every request is checked before any episode is written.
+
+    A request whose idempotency key was used before gets that earlier episode back instead.
+    """
     if len(batch) > MAX_BATCH:
         message = f"at most {MAX_BATCH} simulations per call, got {len(batch)}"
         return [], [UserError(["inputs"], message, ErrorCode.INVALID)]
-    checked = [await check(f, services.models, ("inputs", str(i))) for i, f in enumerate(batch)]
+    checked = [
+        await check(f, services.models, prefix or ("inputs", str(i))) for i, f in enumerate(batch)
+    ]
     errors = [e for _, errs in checked for e in errs]
     if errors:
         return [], errors
-    episodes = [new_episode(valid) for valid, _ in checked if valid is not None]
-    await write(services, episodes)
-    return episodes, []
+    results: list[EpisodeLog] = []
+    fresh: list[EpisodeLog] = []
+    for valid, _ in checked:
+        assert valid is not None
+        episode = new_episode(valid)
+        if valid.idempotency_key and not await claim(services.client, valid, str(episode.pk)):
+            earlier = await earlier_episode(services.client, valid.idempotency_key)
+            if earlier is not None:
+                results.append(earlier)
+                continue
+        fresh.append(episode)
+        results.append(episode)
+    await write(services, fresh)
+    return results, []
+
+
+async def claim(client: redis.Redis, valid: SimulationFields, episode_id: str) -> bool:
+    """Reserve the request's idempotency key for `episode_id`; False if it was taken."""
+    assert valid.idempotency_key is not None
+    key = idempotency_key(valid.idempotency_key)
+    return bool(await client.set(key, episode_id, nx=True, ex=IDEMPOTENCY_TTL))
 
 
 async def write(services: Services, episodes: list[EpisodeLog]) -> None:
+    if not episodes:
+        return
     async with services.client.pipeline(transaction=True) as pipe:
         for episode in episodes:
             services.store.add_queued(pipe, episode)
@@ -186,6 +201,8 @@ async def earlier_episode(client: redis.Redis, key: str) -> EpisodeLog | None:
 
 async def cancel(services: Services, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
     """QUEUED ends at once; RUNNING/EVALUATING end here and the worker stops on its next check."""
+    if not storable(pk):
+        return None, [not_found("episode", pk)]
     result = await services.store.transition(pk, EpisodeStatus.CANCELLED, reason="cancelled")
     if result.status is None:
         return None, [not_found("episode", pk)]

@@ -1,9 +1,11 @@
 """Connecting to Redis: capability check, binding the models, creating Parley's indexes."""
 
 import logging
+import re
 
 import redis.asyncio as redis
 from aredis_om import Migrator
+from aredis_om.model import model as model_module
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
@@ -76,9 +78,23 @@ def bound_client() -> redis.Redis:
     return _bound[-1]
 
 
+TAG_SPECIALS = re.compile(r"[\x00-\x1f\x7f!-/:-@\[-`{-~\s]")
+"""Every ASCII character that is not a letter or digit, and whitespace: escaped in TAG queries.
+
+redis-om's own list leaves out some (`?`, a backquote, `|`, `_`, control characters), and a
+filter value holding one makes RediSearch refuse the whole query.
+"""
+
+
+def escape_every_tag_special() -> None:
+    """Make redis-om escape all of TAG_SPECIALS in the queries it builds."""
+    model_module.escaper.escaped_chars_re = TAG_SPECIALS
+
+
 async def prepare(client: redis.Redis) -> None:
     """Check modules, point every model at `client`, and create or update Parley's indexes."""
     await check_capabilities(client)
+    escape_every_tag_special()
     for model in MODELS:
         model._meta.database = client
     _bound[:] = [client]

@@ -64,7 +64,11 @@ class GraphQLClient:
         self.http = http
 
     async def post(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-        response = await self.http.post("/graphql", json={"query": query, "variables": variables})
+        # ASCII-escaped JSON, so any Python string (a lone surrogate too) reaches the server.
+        payload = json.dumps({"query": query, "variables": variables})
+        response = await self.http.post(
+            "/graphql", content=payload, headers={"content-type": "application/json"}
+        )
         assert response.status_code == 200, response.text
         body: dict[str, Any] = response.json()
         assert "Traceback" not in response.text

@@ -184,3 +184,19 @@ async def test_sotopia_episode_loads_as_completed(
         {"agentIndex": 0, "overall": 3.0, "dimensions": [{"dimension": "goal", "score": 3.0}]},
         {"agentIndex": 1, "overall": None, "dimensions": []},
     ]
+
+
+async def test_batch_honours_idempotency_keys(
+    gql: GraphQLClient, world: tuple[str, list[str]], fake_llm: FakeLLM, redis_client: Any
+) -> None:
+    scenario, agents = world
+    keyed = start_input(scenario, agents, fake_llm.model_name(), idempotencyKey="batch-key")
+    first = (await gql.data(START, {"input": keyed}))["startSimulation"]["episode"]["id"]
+    before = await redis_client.xlen(STREAM)
+    plain = start_input(scenario, agents, fake_llm.model_name())
+    made = (await gql.data(BATCH, {"inputs": [keyed, plain]}))["startSimulations"]
+    ids = [e["id"] for e in made["episodes"]]
+    assert ids[0] == first and ids[1] != first
+    assert await redis_client.xlen(STREAM) == before + 1
+    for episode_id in ids:
+        await gql.data(CANCEL, {"id": episode_id})
