@@ -5,8 +5,10 @@ published between the read and the first live message is not missed; sequence nu
 the snapshot already covered and reveal gaps, which are filled from storage.
 """
 
-from collections.abc import AsyncGenerator, Callable
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable
 
+import redis.asyncio as redis
 import strawberry
 
 from graph.context import Info
@@ -55,7 +57,7 @@ async def follow(info: Info, episode_id: str, keep: Keep) -> AsyncGenerator[Epis
             if event is not None and event.sequence <= last:
                 continue
             if event is None or event.sequence > last + 1:
-                stored = await get_episode(episode_id)
+                stored = await patiently(lambda: get_episode(episode_id))
                 if stored is None:
                     return
                 missed = stored_events(stored, after=last)
@@ -67,6 +69,22 @@ async def follow(info: Info, episode_id: str, keep: Keep) -> AsyncGenerator[Epis
                     yield wrap(item)
                 if item.terminal:
                     return
+
+
+async def patiently[T](read: Callable[[], Awaitable[T]], patience: float = 60.0) -> T:
+    """A resync read, retried while Redis is still coming back (refusing connections, or
+    loading its data after a restart), so the stream survives the outage it recovers from."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience
+    delay = 0.1
+    while True:
+        try:
+            return await read()
+        except redis.RedisError:
+            if loop.time() + delay > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 2.0)
 
 
 def statuses_only(event: StoredEvent) -> bool:
@@ -108,7 +126,7 @@ class Subscription:
             while True:
                 event = await subscriber.next()
                 if event is None:
-                    for item in await catch_up(tag, seen):
+                    for item in await patiently(lambda: catch_up(tag, seen)):
                         yield wrap(item)
                     continue
                 if tag is not None and event.tag != tag:
