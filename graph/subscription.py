@@ -6,7 +6,9 @@ the snapshot already covered and reveal gaps, which are filled from storage.
 """
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from functools import partial
 
 import redis.asyncio as redis
 import strawberry
@@ -119,22 +121,31 @@ class Subscription:
         self, info: Info, tag: str | None = None
     ) -> AsyncGenerator[EpisodeEvent]:
         async with info.context.runtime.hub.subscribe(GLOBAL_CHANNEL) as subscriber:
+            # `seen` holds the last sequence sent per unfinished episode (finished ones leave it,
+            # so it stays small on a connection that lives for days); `since` is the time of the
+            # last event sent, which tells a resync what this subscriber cannot have seen.
             seen: dict[str, int] = {}
+            since = time.time()
             for episode in await unfinished(tag):
                 seen[str(episode.pk)] = episode.sequence
                 yield snapshot(episode)
             while True:
                 event = await subscriber.next()
-                if event is None:
-                    for item in await patiently(lambda: catch_up(tag, seen)):
-                        yield wrap(item)
-                    continue
-                if tag is not None and event.tag != tag:
-                    continue
-                if event.sequence <= seen.get(event.episode_id, 0):
-                    continue
-                seen[event.episode_id] = event.sequence
-                yield wrap(event)
+                missed = (
+                    await patiently(partial(catch_up, tag, seen, since))
+                    if event is None
+                    else [event]
+                )
+                for item in missed:
+                    if (tag is not None and item.tag != tag) or item.sequence <= seen.get(
+                        item.episode_id, 0
+                    ):
+                        continue
+                    seen[item.episode_id] = item.sequence
+                    since = max(since, item.at)
+                    yield wrap(item)
+                    if item.terminal:
+                        del seen[item.episode_id]
 
 
 async def unfinished(tag: str | None, limit: int = 100) -> list[EpisodeLog]:
@@ -144,8 +155,9 @@ async def unfinished(tag: str | None, limit: int = 100) -> list[EpisodeLog]:
     return found
 
 
-async def catch_up(tag: str | None, seen: dict[str, int]) -> list[StoredEvent]:
-    """Status events missed while the hub was away or this subscriber fell behind."""
+async def catch_up(tag: str | None, seen: dict[str, int], since: float) -> list[StoredEvent]:
+    """Status events missed while the hub was away or this subscriber fell behind: those after
+    the last sent for episodes it follows, and those after `since` for any other."""
     candidates = {str(e.pk): e for e in await unfinished(tag)}
     candidates.update({str(e.pk): e for e in await list_tagged(tag)})
     for pk in list(seen):
@@ -153,8 +165,7 @@ async def catch_up(tag: str | None, seen: dict[str, int]) -> list[StoredEvent]:
             candidates[pk] = episode
     missed: list[StoredEvent] = []
     for pk, episode in candidates.items():
-        events = [e for e in stored_events(episode, seen.get(pk, 0)) if e.type == "status"]
-        if events:
-            seen[pk] = events[-1].sequence
-        missed += events
-    return sorted(missed, key=lambda e: e.at)
+        for event in stored_events(episode, seen.get(pk, 0)):
+            if event.type == "status" and (pk in seen or event.at > since):
+                missed.append(event)
+    return sorted(missed, key=lambda e: (e.at, e.sequence))

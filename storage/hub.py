@@ -32,7 +32,12 @@ class Subscriber:
     """Events may have been lost (queue overflow or a Redis drop): re-read stored state."""
 
     async def next(self) -> EpisodeEvent | None:
-        """The next event, or None when the subscriber must resync from storage."""
+        """The next event, or None when the subscriber must resync from storage.
+
+        Always yields to the event loop first: a subscriber with a backlog would otherwise
+        deliver all of it before any other request or subscriber got a turn.
+        """
+        await asyncio.sleep(0)
         if self.resync:
             self.resync = False
             return None
