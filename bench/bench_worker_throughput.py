@@ -50,6 +50,8 @@ async def run_batch(
     api_url: str, inputs: list[dict[str, object]], worker_pid: int
 ) -> tuple[float, float]:
     """Seconds until every episode COMPLETED, and the worker's peak RSS (MiB) meanwhile."""
+    completed = EpisodeLog.find(EpisodeLog.status == EpisodeStatus.COMPLETED)
+    before = await completed.count()
     began = time.perf_counter()
     made = (await post(api_url, BATCH, {"inputs": inputs}))["startSimulations"]
     assert not made["userErrors"], made
@@ -57,17 +59,13 @@ async def run_batch(
     peak = 0.0
     while True:
         peak = max(peak, rss_mib(worker_pid))
-        done = await EpisodeLog.find(EpisodeLog.status == EpisodeStatus.COMPLETED).count()
+        done = await completed.count()
         failed = await EpisodeLog.find(EpisodeLog.status == EpisodeStatus.FAILED).count()
         if failed:
             raise RuntimeError(f"{failed} episodes failed")
-        if done >= len(ids) + run_batch.completed:  # type: ignore[attr-defined]
-            run_batch.completed += len(ids)  # type: ignore[attr-defined]
+        if done >= before + len(ids):
             return time.perf_counter() - began, peak
         await asyncio.sleep(0.05)
-
-
-run_batch.completed = 0  # type: ignore[attr-defined]
 
 
 async def main(episodes: int, turns: int, delay: float) -> None:

@@ -3,8 +3,8 @@
 Every backend Parley talks to (OpenAI, vLLM, Ollama, llama.cpp's server, the embedded model)
 speaks the same `POST {base_url}/chat/completions` JSON API. This client sends exactly that over
 one aiohttp session per endpoint and leaves retries to the caller. It replaced the openai SDK on
-the hot path: with 200 episodes in flight the SDK spent 0.72 ms of CPU per call against 0.24 ms
-here (bench/RESULTS.md), which decided whether one worker keeps up.
+the hot path: with 200 calls in flight the SDK spent about four times the CPU per call
+(`bench/bench_chat_client.py`), which decided whether one worker keeps up.
 """
 
 import asyncio

@@ -56,6 +56,8 @@ class Running:
     job: Job
     attempt: int
     task: asyncio.Task[None]
+    settled: bool = False
+    """The run is over and only its acknowledgement is left: nothing to stop any more."""
 
 
 class Worker:
@@ -130,9 +132,13 @@ class Worker:
 
     async def _watch(self) -> None:
         """Stop episodes that were cancelled or deleted, or that another worker now owns."""
-        started = [i for i in self.running.values() if i.attempt and not i.task.done()]
+        started = [
+            i for i in self.running.values() if i.attempt and not i.settled and not i.task.done()
+        ]
         states = await self.store.states([i.job.episode_id for i in started])
         for item, state in zip(started, states, strict=True):
+            if item.settled or item.task.done():
+                continue  # it finished while the states were read
             if state is None or state[0] not in ACTIVE or state[1] != item.attempt:
                 item.task.cancel()
                 log.info("stopped episode", extra={"episode": item.job.episode_id})
@@ -183,6 +189,8 @@ class Worker:
             done = True
         finally:
             if done:
+                if job.entry_id in self.running:
+                    self.running[job.entry_id].settled = True
                 with contextlib.suppress(redis.RedisError):
                     await self.queue.ack(job.entry_id)
 

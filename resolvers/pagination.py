@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolvers.errors import UserInputError
+from resolvers.records import has_utf8_form
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -53,11 +54,7 @@ def searchable(query: Any) -> bool:
     """False for a query RediSearch cannot run, whose filter values no stored record can match:
     one holding a NUL (the query parser stops there) or a lone surrogate (no UTF-8 form)."""
     text = str(query.query)
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return "\x00" not in text
+    return "\x00" not in text and has_utf8_form(text)
 
 
 async def fetch_page(query: Any, first: int | None, after: str | None) -> Page[Any]:

@@ -1,6 +1,5 @@
 """Record helpers shared by the resolvers: lookups and validated partial updates."""
 
-import re
 from typing import Any
 
 from aredis_om import NotFoundError
@@ -10,13 +9,19 @@ from resolvers.errors import ErrorCode, UserError, from_validation
 from storage.connection import bound_client
 from storage.models import Record
 
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+def has_utf8_form(text: str) -> bool:
+    """False for text with a lone surrogate: JSON can carry one, but Redis cannot store it."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def storable(pk: str) -> bool:
-    """Whether `pk` could name a stored record: 1..200 characters, none of them a lone surrogate
-    (JSON can carry one, but it has no UTF-8 form, so no key holds it)."""
-    return 0 < len(pk) <= 200 and LONE_SURROGATE.search(pk) is None
+    """Whether `pk` could name a stored record: 1..200 characters with a UTF-8 form."""
+    return 0 < len(pk) <= 200 and has_utf8_form(pk)
 
 
 async def get_or_none[R: Record](model: type[R], pk: str) -> R | None:

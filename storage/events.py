@@ -4,7 +4,7 @@ Every event carries the episode's sequence number, assigned atomically with the 
 reports, so a reader can order events, drop duplicates and notice gaps.
 """
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -41,7 +41,3 @@ def parse_event(data: str | bytes) -> EpisodeEvent | None:
         return EpisodeEvent.model_validate_json(data)
     except ValueError:
         return None
-
-
-def event_fields(**fields: Any) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if v is not None}
