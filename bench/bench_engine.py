@@ -1,6 +1,6 @@
 """The engine's own CPU cost per turn, with an instant in-process fake model (no HTTP).
 
-Run: python bench/bench_engine.py [--episodes N] [--turns T]
+Run: python -m bench.bench_engine [--episodes N] [--turns T]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from engine.judge import evaluate
 from engine.llm import ChatRequest
 from engine.models import ModelInfo, custom_model_info
 from engine.stats import GenerationStats
-from engine.types import AgentSpec, EpisodeSetup, ScenarioSpec
+from tests.engine.factories import make_setup
 
 SPEAK = json.dumps({"action_type": "speak", "argument": "That sounds fair to me.", "to": []})
 
@@ -49,41 +49,9 @@ class InstantRouter:
         return json.dumps(scores)
 
 
-def make_setup(turns: int) -> EpisodeSetup:
-    agents = [
-        AgentSpec(
-            pk=f"p{i}",
-            first_name=n,
-            last_name="Doe",
-            age=30 + i,
-            occupation="Chef",
-            gender="Woman",
-            gender_pronoun="She/her",
-            public_info="Likes cooking.",
-            personality_and_values="Kind.",
-            secret="Owes money.",
-        )
-        for i, n in enumerate(["Ann", "Bea"])
-    ]
-    scenario = ScenarioSpec(
-        pk="s",
-        scenario="Two cooks share a kitchen.",
-        agent_goals=["Get the oven <extra_info>first</extra_info>", "Keep the oven"],
-        relationship=3,
-    )
-    model = "custom/instant@http://127.0.0.1:9/v1"
-    return EpisodeSetup(
-        scenario=scenario,
-        agents=agents,
-        agent_models=[model, model],
-        judge_model=model,
-        max_turns=turns,
-    )
-
-
 async def run(episodes: int, turns: int) -> None:
     router = InstantRouter()
-    setup = make_setup(turns)
+    setup = make_setup("custom/instant@http://127.0.0.1:9/v1", max_turns=turns)
     await simulate(setup, router)  # warm up imports and caches
     cpu0, wall0 = time.process_time(), time.perf_counter()
     total_turns = 0

@@ -1,6 +1,6 @@
 """The embedded model (llama.cpp + Gemma 3 270M) on this machine: tokens/s, seconds per episode.
 
-Run: python bench/bench_local_model.py [--episodes N] [--turns T] [--data-dir DIR]
+Run: python -m bench.bench_local_model [--episodes N] [--turns T] [--data-dir DIR]
 Starts the llama.cpp server (first start assembles the GGUF under DIR/models).
 """
 
@@ -17,48 +17,7 @@ from engine.judge import evaluate
 from engine.llm import ChatRequest, ModelRegistry
 from engine.models import LOCAL_MODEL
 from engine.stats import GenerationStats
-from engine.types import AgentSpec, EpisodeSetup, ScenarioSpec
-
-
-def make_setup(turns: int, seed: int) -> EpisodeSetup:
-    alice = AgentSpec(
-        pk="a",
-        first_name="Alice",
-        last_name="Smith",
-        age=30,
-        occupation="Chef",
-        gender="Woman",
-        gender_pronoun="She/her",
-        public_info="Runs a bistro.",
-        personality_and_values="Warm and stubborn.",
-        secret="Her bistro is failing.",
-    )
-    bob = AgentSpec(
-        pk="b",
-        first_name="Bob",
-        last_name="Jones",
-        age=41,
-        occupation="Teacher",
-        gender="Man",
-        gender_pronoun="He/him",
-        public_info="Coaches chess.",
-        personality_and_values="Patient and frugal.",
-        secret="He cheated at chess once.",
-    )
-    scenario = ScenarioSpec(
-        pk="s",
-        scenario="Two friends meet at a cafe.",
-        agent_goals=["Borrow 50 dollars from Bob.", "Keep your money."],
-        relationship=3,
-    )
-    return EpisodeSetup(
-        scenario=scenario,
-        agents=[alice, bob],
-        agent_models=[LOCAL_MODEL] * 2,
-        judge_model=LOCAL_MODEL,
-        max_turns=turns,
-        seed=seed,
-    )
+from tests.engine.factories import make_setup
 
 
 async def run(episodes: int, turns: int, data_dir: Path) -> None:
@@ -85,7 +44,7 @@ async def run(episodes: int, turns: int, data_dir: Path) -> None:
             f"prompt {stats.prompt_tokens} tokens)"
         )
         for k in range(episodes):
-            setup = make_setup(turns, seed=k)
+            setup = make_setup(LOCAL_MODEL, max_turns=turns, seed=k)
             t0 = time.perf_counter()
             transcript = await simulate(setup, registry)
             t1 = time.perf_counter()

@@ -1,4 +1,5 @@
-"""The `parley` command."""
+"""The `parley` command. Commands import what they need when they run, so `--help` and
+`export-schema` do not load the server, the worker and Redis clients."""
 
 import argparse
 import asyncio

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import redis.asyncio as redis
 
@@ -25,9 +25,7 @@ KEEPALIVE_CHANNEL = "parley:events:hub"
 @dataclass(eq=False)
 class Subscriber:
     channel: str
-    queue: asyncio.Queue[EpisodeEvent | None] = field(
-        default_factory=lambda: asyncio.Queue(maxsize=256)
-    )
+    queue: asyncio.Queue[EpisodeEvent | None]
     resync: bool = False
     """Events may have been lost (queue overflow or a Redis drop): re-read stored state."""
 

@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,6 @@ async def snapshot(client: redis.Redis) -> dict[str, str]:
 @pytest.fixture
 def unchanged(redis_client: redis.Redis) -> Any:
     """`async with unchanged():` fails if the database differs afterwards."""
-    from contextlib import asynccontextmanager
 
     @asynccontextmanager
     async def check() -> AsyncIterator[None]:
