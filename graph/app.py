@@ -14,10 +14,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http import GraphQLHTTPResponse
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
 )
@@ -33,6 +35,48 @@ from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
 
 log = logging.getLogger(__name__)
+
+GRAPHQL_RESPONSE = "application/graphql-response+json"
+JSON = "application/json"
+ACCEPTABLE = {GRAPHQL_RESPONSE: GRAPHQL_RESPONSE, JSON: JSON, "application/*": JSON, "*/*": JSON}
+"""Media ranges of an Accept header that a GraphQL response can be sent as, and the type sent."""
+
+
+def preferred_media_type(accept: str) -> str:
+    """The acceptable media type with the highest q (the first listed on a tie); application/json
+    when the header is missing or lists neither."""
+    best, best_q = JSON, 0.0
+    for item in accept.split(","):
+        media_range, *params = (part.strip().lower() for part in item.split(";"))
+        q = next((weight(p.removeprefix("q=")) for p in params if p.startswith("q=")), 1.0)
+        if media_range in ACCEPTABLE and q > best_q:
+            best, best_q = ACCEPTABLE[media_range], q
+    return best
+
+
+def weight(value: str) -> float:
+    try:
+        q = float(value)
+    except ValueError:
+        return 0.0
+    return q if 0.0 <= q <= 1.0 else 0.0
+
+
+def is_request_error(response: GraphQLHTTPResponse) -> bool:
+    """Whether the request failed before execution started (parse, validation or variable
+    coercion): no data and only errors without a path, as every field error has one."""
+    errors = response.get("errors") or []
+    return (
+        response.get("data") is None
+        and bool(errors)
+        and not any(isinstance(error, dict) and "path" in error for error in errors)
+    )
+
+
+def without_data(response: GraphQLHTTPResponse) -> GraphQLHTTPResponse:
+    rest = response.copy()
+    rest.pop("data", None)
+    return rest
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
@@ -83,6 +127,31 @@ class GraphQLApp(GraphQL[Context, None]):
             raise
         except ValueError as err:
             raise json.JSONDecodeError(str(err), "", 0) from err
+
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
+        """The sub-response carries the media type negotiated from the Accept header."""
+        sub_response = await super().get_sub_response(request)
+        sub_response.media_type = preferred_media_type(request.headers.get("accept", ""))
+        return sub_response
+
+    def create_response(
+        self,
+        response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
+        sub_response: Response,
+    ) -> Response:
+        """application/json answers as Strawberry does (200, `data: null` beside the errors of a
+        request that failed before execution). application/graphql-response+json follows GraphQL
+        over HTTP: such a request gets 400 and no `data` entry, so that a client can tell it from
+        an executed one."""
+        if sub_response.media_type != GRAPHQL_RESPONSE:
+            return super().create_response(response_data, sub_response)
+        if isinstance(response_data, dict) and is_request_error(response_data):
+            response = super().create_response(without_data(response_data), sub_response)
+            response.status_code = 400
+        else:
+            response = super().create_response(response_data, sub_response)
+        response.headers["content-type"] = GRAPHQL_RESPONSE
+        return response
 
     async def get_context(self, request: Any, response: Any) -> Context:
         runtime: Runtime = request.app.state.runtime
