@@ -25,10 +25,10 @@ WAIT = 5.0
 
 @asynccontextmanager
 async def serve(redis_url: str, data_dir: Path, **overrides: Any) -> AsyncIterator[str]:
-    """The app with `overrides` on test settings (no seeding, no worker); yields its base URL."""
-    settings = Settings(
-        redis_url=redis_url, data_dir=data_dir, seed=False, worker=False, **overrides
-    )
+    """The app with `overrides` on test settings (no seeding, no worker unless overridden); yields
+    its base URL."""
+    options: dict[str, Any] = {"seed": False, "worker": False, **overrides}
+    settings = Settings(redis_url=redis_url, data_dir=data_dir, **options)
     port = free_port()
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
