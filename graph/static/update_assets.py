@@ -1,8 +1,8 @@
 """Download the pinned GraphiQL assets from the npm registry and rewrite their manifest.
 
-    python -m graph.static.update_assets                     # fetch the pins again
+    python -m graph.static.update_assets                       # fetch the pins again
     python -m graph.static.update_assets --pin graphiql@3.8.3  # move one pin, then fetch
-    python -m graph.static.update_assets --check             # offline: files match the manifest
+    python -m graph.static.update_assets --check               # offline: files match the manifest
 
 Each package's tarball is checked against the registry's `dist.integrity` (sha512) before any
 file is taken from it; only the files the manifest names are written.
@@ -15,6 +15,7 @@ import io
 import json
 import sys
 import tarfile
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -65,8 +66,11 @@ def load(directory: Path) -> Manifest:
 
 def fetch(url: str) -> bytes:
     request = urllib.request.Request(url, headers={"user-agent": "parley-update-assets"})
-    with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-        data: bytes = response.read()
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            data: bytes = response.read()
+    except (urllib.error.URLError, TimeoutError) as err:
+        raise AssetError(f"{url}: {err}") from err
     return data
 
 
