@@ -15,7 +15,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
@@ -29,6 +29,7 @@ from strawberry.subscriptions.protocols.graphql_ws.types import OperationMessage
 from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context, Runtime
+from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from graph.runtime import api_runtime
 from graph.schema import Limits, build_schema
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
@@ -153,6 +154,9 @@ class GraphQLApp(GraphQL[Context, None]):
         response.headers["content-type"] = GRAPHQL_RESPONSE
         return response
 
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return graphiql_page(request)
+
     async def get_context(self, request: Any, response: Any) -> Context:
         runtime: Runtime = request.app.state.runtime
         return Context(runtime=runtime)
@@ -206,14 +210,19 @@ def create_app(settings: Settings | None = None) -> Starlette:
             return JSONResponse({"status": "unavailable", "redis": str(err)}, status_code=503)
         return JSONResponse({"status": "ready"})
 
+    routes: list[BaseRoute] = [
+        Route("/graphql", graphql, methods=["GET", "POST"]),
+        WebSocketRoute("/graphql", graphql),
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/metrics", metrics),
+    ]
+    open_prefixes: tuple[str, ...] = ()
+    if settings.graphiql:
+        routes.append(graphiql_assets())
+        open_prefixes = (ASSETS_PATH + "/",)
     return Starlette(
-        routes=[
-            Route("/graphql", graphql, methods=["GET", "POST"]),
-            WebSocketRoute("/graphql", graphql),
-            Route("/healthz", healthz),
-            Route("/readyz", readyz),
-            Route("/metrics", metrics),
-        ],
+        routes=routes,
         lifespan=lifespan,
         middleware=[
             Middleware(
@@ -223,6 +232,6 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 allow_headers=["authorization", "content-type"],
             ),
             Middleware(BodySizeLimit, limit=settings.max_body_bytes),
-            Middleware(BearerAuth, checker=checker),
+            Middleware(BearerAuth, checker=checker, open_prefixes=open_prefixes),
         ],
     )

@@ -81,13 +81,17 @@ async def send_json(send: Send, status: int, body: dict[str, Any], headers: list
 
 class BearerAuth:
     """Every HTTP request needs a valid token, except the probes and the GraphiQL page itself
-    (a browser loads it without headers; its requests then carry the header set in GraphiQL).
-    Websockets are checked at `connection_init` by the GraphQL app.
+    with its assets under `open_prefixes` (a browser loads them without headers; its requests
+    then carry the header set in GraphiQL). Websockets are checked at `connection_init` by the
+    GraphQL app.
     """
 
-    def __init__(self, app: ASGIApp, checker: TokenChecker) -> None:
+    def __init__(
+        self, app: ASGIApp, checker: TokenChecker, open_prefixes: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.checker = checker
+        self.open_prefixes = open_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.checker.enabled or self._open(scope):
@@ -103,9 +107,9 @@ class BearerAuth:
             send, 401, {"errors": [{"message": message}]}, [(b"www-authenticate", b"Bearer")]
         )
 
-    @staticmethod
-    def _open(scope: Scope) -> bool:
-        if scope["path"] in OPEN_PATHS:
+    def _open(self, scope: Scope) -> bool:
+        path: str = scope["path"]
+        if path in OPEN_PATHS or path.startswith(self.open_prefixes):
             return True
         accept = dict(scope["headers"]).get(b"accept", b"")
         # A GET with a `query` parameter is executed even when it asks for HTML, so only a
