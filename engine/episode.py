@@ -6,10 +6,10 @@ import random
 from collections.abc import Awaitable, Callable
 
 from engine.errors import EpisodeFailed, LLMError, UnknownModelError, gather_or_fail
-from engine.generation import ask
+from engine.generation import ask, hotter
 from engine.llm import ChatRequest, LLMRouter
 from engine.models import ModelInfo
-from engine.parsing import parse_action, parse_text_action
+from engine.parsing import InvalidOutput, parse_action, parse_text_action
 from engine.prompts import (
     ACTION_SCHEMA_NAME,
     action_messages,
@@ -19,7 +19,13 @@ from engine.prompts import (
     text_action_messages,
     text_prefill,
 )
-from engine.render import action_text, first_observation, turn_observation
+from engine.render import (
+    action_text,
+    agent_viewer,
+    first_observation,
+    render_tagged,
+    turn_observation,
+)
 from engine.stats import GenerationStats
 from engine.types import (
     ACTION_TYPES,
@@ -57,6 +63,8 @@ class _Episode:
         self.inbox: list[list[str]] = [[obs] for obs in first]
         self.lines: list[list[str]] = [[] for _ in range(n)]
         self.contexts: list[str | None] = [None] * n
+        self.said: list[set[str]] = [set() for _ in range(n)]
+        """What each agent has said, normalised, to catch word-for-word repeats."""
         self.messages: list[list[Triple]] = [[(ENV, self.names[i], first[i]) for i in range(n)]]
         self.actions: list[ActionRecord] = []
         self.active = [True] * n
@@ -86,41 +94,60 @@ class _Episode:
             if info.text_actions:
                 if self.contexts[i] is None:
                     self.contexts[i] = short_context(self.setup, i)
-                context = self.contexts[i] or ""
                 prefill = text_prefill(name)
+                goal = render_tagged(self.setup.goal_of(i), agent_viewer(i))
+                context = self.contexts[i] or ""
                 request = ChatRequest(
-                    messages=text_action_messages(name, context, self.lines[i]),
-                    max_tokens=60,
+                    messages=text_action_messages(name, context, self.lines[i], goal),
+                    max_tokens=40,
                     temperature=0.7,
                     stop=["\n", '"'],
                 )
-                return await ask(
-                    self.llm,
-                    info.name,
-                    request,
-                    lambda text: parse_text_action(text, prefill),
-                    self.stats,
-                    prefill=prefill,
+                parse = self.fresh(i, lambda text: parse_text_action(text, prefill))
+                action = await ask(self.llm, info.name, request, parse, self.stats, hotter())
+            else:
+                types = list(ACTION_TYPES)
+                history = "\n".join(self.inbox[i])
+                request = ChatRequest(
+                    messages=action_messages(name, history, turn, types, recipients),
+                    max_tokens=400,
+                    temperature=0.7,
+                    schema=action_schema(types, recipients),
+                    schema_name=ACTION_SCHEMA_NAME,
                 )
-            types = list(ACTION_TYPES)
-            request = ChatRequest(
-                messages=action_messages(name, "\n".join(self.inbox[i]), turn, types, recipients),
-                max_tokens=400,
-                temperature=0.7,
-                schema=action_schema(types, recipients),
-                schema_name=ACTION_SCHEMA_NAME,
-            )
-            return await ask(
-                self.llm,
-                info.name,
-                request,
-                lambda text: parse_action(text, types, name, recipients),
-                self.stats,
-            )
+                parse = self.fresh(i, lambda text: parse_action(text, types, name, recipients))
+                action = await ask(self.llm, info.name, request, parse, self.stats)
         except LLMError as exc:
             raise EpisodeFailed(
                 f"{name} ({info.name}) produced no valid action at turn {turn}: {exc}", self.stats
             ) from exc
+        if action.action_type == "speak":
+            self.said[i].add(_normalised(action.argument))
+        return action
+
+    def fresh(self, i: int, parse: Callable[[str], AgentAction]) -> Callable[[str], AgentAction]:
+        """`parse`, refusing once a line that agent `i` already said word for word.
+
+        The model is then re-asked with the reason. The repeat is kept when the second answer
+        repeats too or cannot be used: an agent may really say the same thing twice, and the
+        re-ask must not fail the episode.
+        """
+        repeated: AgentAction | None = None
+
+        def check(text: str) -> AgentAction:
+            nonlocal repeated
+            if repeated is not None:
+                try:
+                    return parse(text)
+                except InvalidOutput:
+                    return repeated
+            action = parse(text)
+            if action.action_type == "speak" and _normalised(action.argument) in self.said[i]:
+                repeated = action
+                raise InvalidOutput("you said exactly that before; say something new")
+            return action
+
+        return check
 
     def observe(self, turn: int, chosen: dict[int, AgentAction]) -> None:
         """Append the observation of `turn` for every viewer (private actions filtered)."""
@@ -140,6 +167,10 @@ class _Episode:
                 elif action.action_type != "none":
                     self.lines[viewer].append(f"{speaker} {action_text(action)}")
         self.messages.append(observations)
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.casefold().split())
 
 
 async def _choose(episode: _Episode, actors: list[int], turn: int) -> dict[int, AgentAction]:

@@ -11,6 +11,36 @@ from engine.parsing import InvalidOutput
 from engine.prompts import repair_message
 from engine.stats import GenerationStats
 
+Repair = Callable[[ChatRequest, str, str], ChatRequest]
+"""Builds the re-ask from the request, the unusable answer and what is wrong with it."""
+
+
+def show_error(prefill: str | None = None) -> Repair:
+    """Re-ask with the answer and its error in the conversation (models that follow such talk).
+
+    `prefill` is an open assistant turn the model continues (kept after the re-ask).
+    """
+
+    def repair(request: ChatRequest, answer: str, error: str) -> ChatRequest:
+        messages = [m for m in request.messages if not (prefill and m["role"] == "assistant")]
+        messages.append({"role": "assistant", "content": (prefill or "") + answer[:2000]})
+        messages.append(repair_message(error, request.schema is not None))
+        if prefill:
+            messages.append({"role": "assistant", "content": prefill})
+        return replace(request, messages=messages)
+
+    return repair
+
+
+def hotter(step: float = 0.4, ceiling: float = 1.3) -> Repair:
+    """Re-ask the same prompt at a higher temperature (small models do not follow talk about
+    their own answers, and the same prompt keeps the server's prompt cache)."""
+
+    def repair(request: ChatRequest, answer: str, error: str) -> ChatRequest:
+        return replace(request, temperature=min(request.temperature + step, ceiling))
+
+    return repair
+
 
 async def ask[T](
     llm: LLMRouter,
@@ -18,26 +48,19 @@ async def ask[T](
     request: ChatRequest,
     parse: Callable[[str], T],
     stats: GenerationStats,
-    prefill: str | None = None,
+    repair: Repair | None = None,
 ) -> T:
-    """Return parse(answer); on InvalidOutput re-ask once, showing the model its error.
-
-    `prefill` is an open assistant turn the model continues (kept after a re-ask).
-    Raises LLMOutputError when the second answer is unusable too.
-    """
+    """Return parse(answer); on InvalidOutput re-ask once (by default showing the model its
+    error). Raises LLMOutputError when the second answer is unusable too."""
     answer = await llm.complete(model, request, stats)
     try:
         return parse(answer)
     except InvalidOutput as exc:
         stats.invalid_outputs += 1
         first_error = str(exc)
-    messages = [m for m in request.messages if not (prefill and m["role"] == "assistant")]
-    messages.append({"role": "assistant", "content": (prefill or "") + answer[:2000]})
-    messages.append(repair_message(first_error, request.schema is not None))
-    if prefill:
-        messages.append({"role": "assistant", "content": prefill})
     stats.repairs += 1
-    answer = await llm.complete(model, replace(request, messages=messages), stats)
+    retry = (repair or show_error())(request, answer, first_error)
+    answer = await llm.complete(model, retry, stats)
     try:
         return parse(answer)
     except InvalidOutput as exc:

@@ -14,17 +14,26 @@ from engine.errors import (
 from engine.generation import ask
 from engine.llm import ChatRequest, LLMRouter
 from engine.models import ModelInfo
-from engine.parsing import InvalidOutput, parse_dimension_score, parse_evaluation
+from engine.parsing import (
+    InvalidOutput,
+    parse_dimension_score,
+    parse_episode_evaluation,
+    parse_evaluation,
+)
 from engine.prompts import (
     DIMENSION_SCHEMA_NAME,
+    EPISODE_EVALUATION_SCHEMA_NAME,
     EVALUATION_SCHEMA_NAME,
     SCORE_SCHEMA_NAME,
     agent_judge_messages,
     dimension_judge_messages,
+    episode_evaluation_schema,
+    episode_judge_messages,
     evaluation_schema,
     integer_schema,
     judge_history,
     score_schema,
+    short_episode_context,
     short_judge_context,
 )
 from engine.stats import GenerationStats
@@ -126,16 +135,67 @@ class _Judge:
     async def agent(self, agent: int, history: str) -> AgentEvaluation:
         name = self.setup.agents[agent].name
         try:
-            if self.info.judge_per_dimension:
+            if self.info.judge_mode == "per_dimension":
                 scores = await self.per_dimension(agent, self.setup.dimensions)
             else:
                 scores = await self.per_agent(agent, history)
         except LLMError as exc:
-            raise EpisodeFailed(
-                f"judge {self.info.name} gave no valid scores for {name}: {exc}", self.stats
-            ) from exc
-        overall = fmean(s.score for s in scores.values())
-        return AgentEvaluation(agent_name=name, scores=scores, overall=overall)
+            raise self.failed(name, exc) from exc
+        return _evaluation(name, scores)
+
+    async def whole_episode(self) -> list[AgentEvaluation]:
+        """Every agent in one request; what is still invalid after a re-ask goes dimension by
+        dimension."""
+        dims = self.setup.dimensions
+        names = [a.name for a in self.setup.agents]
+        context = short_episode_context(self.setup, self.transcript)
+        termination = self.transcript.termination_reason
+        messages = episode_judge_messages(context, names, dims, termination)
+        self.prompts[0] = messages[0]["content"]
+        request = ChatRequest(
+            messages=messages,
+            max_tokens=len(names) * (60 + 12 * len(dims)),
+            temperature=0.0,
+            schema=episode_evaluation_schema(names, dims),
+            schema_name=EPISODE_EVALUATION_SCHEMA_NAME,
+        )
+        partial: dict[str, dict[str, DimensionScore]] = {}
+        comments: dict[str, str] = {}
+
+        def parse(text: str) -> None:
+            scores, reasons, errors = parse_episode_evaluation(text, names, dims)
+            for name, found in scores.items():
+                partial.setdefault(name, {}).update(found)
+            comments.update(reasons)
+            if errors:
+                raise InvalidOutput("; ".join(errors))
+
+        try:
+            await ask(self.llm, self.info.name, request, parse, self.stats)
+        except LLMOutputError:
+            self.stats.fallbacks += 1
+        evaluations = []
+        for agent, name in enumerate(names):
+            scores = partial.get(name, {})
+            missing = [d for d in dims if d.name not in scores]
+            if missing:
+                try:
+                    scores.update(await self.per_dimension(agent, missing))
+                except LLMError as exc:
+                    raise self.failed(name, exc) from exc
+            ordered = {d.name: scores[d.name] for d in dims}
+            evaluations.append(_evaluation(name, ordered, comments.get(name, "")))
+        return evaluations
+
+    def failed(self, name: str, exc: LLMError) -> EpisodeFailed:
+        return EpisodeFailed(
+            f"judge {self.info.name} gave no valid scores for {name}: {exc}", self.stats
+        )
+
+
+def _evaluation(name: str, scores: dict[str, DimensionScore], comment: str = "") -> AgentEvaluation:
+    overall = fmean(s.score for s in scores.values())
+    return AgentEvaluation(agent_name=name, scores=scores, overall=overall, comment=comment)
 
 
 def _reasoning(termination: str, agents: list[AgentEvaluation]) -> str:
@@ -143,7 +203,11 @@ def _reasoning(termination: str, agents: list[AgentEvaluation]) -> str:
     text = f"Environment comments: terminated: {termination}\n" if termination else ""
     for k, evaluation in enumerate(agents, start=1):
         text += f"Agent {k} comments:\n"
-        text += "".join(f"{dim}: {s.reasoning}\n" for dim, s in evaluation.scores.items())
+        if evaluation.comment:
+            text += f"{evaluation.comment}\n"
+        text += "".join(
+            f"{dim}: {s.reasoning}\n" for dim, s in evaluation.scores.items() if s.reasoning
+        )
     return text
 
 
@@ -154,8 +218,11 @@ async def evaluate(setup: EpisodeSetup, transcript: Transcript, llm: LLMRouter) 
     except UnknownModelError as exc:
         raise EpisodeFailed(str(exc), GenerationStats()) from exc
     judge = _Judge(setup, transcript, llm, info)
-    history = "" if info.judge_per_dimension else judge_history(setup, transcript)
-    agents = await gather_or_fail(judge.agent(i, history) for i in range(len(setup.agents)))
+    if info.judge_mode == "per_episode":
+        agents = await judge.whole_episode()
+    else:
+        history = judge_history(setup, transcript) if info.judge_mode == "per_agent" else ""
+        agents = await gather_or_fail(judge.agent(i, history) for i in range(len(setup.agents)))
     return Evaluation(
         agents=agents,
         reasoning=_reasoning(transcript.termination_reason, agents),

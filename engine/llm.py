@@ -200,7 +200,7 @@ class ModelRegistry:
 
 def _request_kwargs(info: ModelInfo, request: ChatRequest, use_schema: bool) -> dict[str, Any]:
     messages = [dict(m) for m in request.messages]
-    kwargs: dict[str, Any] = {"model": info.model}
+    kwargs: dict[str, Any] = {**info.extra_body, "model": info.model}
     if request.schema is not None and use_schema:
         kwargs["response_format"] = {
             "type": "json_schema",

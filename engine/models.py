@@ -7,11 +7,12 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from engine.errors import UnknownModelError
+from engine.local_model import SLOTS
 
 LOCAL_MODEL = "local/gemma-3-270m"
 DEFAULT_MODEL = LOCAL_MODEL
@@ -29,6 +30,23 @@ _OPENAI_NAME = re.compile(r"^(gpt-[0-9][\w.\-]*|chatgpt-[\w.\-]+|o[0-9][\w.\-]*)
 _CUSTOM_NAME = re.compile(r"^custom/(?P<model>[^@\s]+)@(?P<url>https?://\S+)$")
 
 Provider = Literal["local", "custom", "config", "openai"]
+JudgeMode = Literal["per_agent", "per_dimension", "per_episode"]
+"""How the judge is asked: one request per agent with every dimension (the default), one request
+per agent and dimension (the smallest answers), or one request for the whole episode, every
+agent's integer scores and a short reasoning (the fewest requests, for slow local models)."""
+
+LOCAL_SAMPLING: dict[str, Any] = {
+    "cache_prompt": True,
+    # DRY penalises continuing any run of more than a few tokens that already occurs in the
+    # context, which is what a small model's word-for-word repetition of earlier lines is.
+    "dry_multiplier": 0.8,
+    "dry_base": 1.75,
+    "dry_allowed_length": 2,
+    "dry_penalty_last_n": 8192,
+    "repeat_penalty": 1.1,
+    "top_p": 0.95,
+}
+"""llama.cpp sampling settings for the embedded model (measured in bench/RESULTS.md)."""
 
 
 class ModelInfo(BaseModel):
@@ -45,8 +63,9 @@ class ModelInfo(BaseModel):
     """The endpoint accepts response_format json_schema."""
     text_actions: bool = False
     """Actions are asked as one plain-text line (small models) instead of JSON."""
-    judge_per_dimension: bool = False
-    """The judge is asked one dimension at a time (small outputs)."""
+    judge_mode: JudgeMode = "per_agent"
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Further keys of every request body (sampling settings the endpoint understands)."""
     max_concurrency: int = 8
     timeout: float = 60.0
     """Seconds allowed for one HTTP request."""
@@ -64,9 +83,20 @@ class ConfiguredModel(BaseModel):
     api_key_env: str | None = None
     json_schema: bool = True
     text_actions: bool = False
-    judge_per_dimension: bool = False
+    judge_mode: JudgeMode = "per_agent"
+    extra_body: dict[str, Any] = Field(default_factory=dict)
     max_concurrency: int = Field(default=4, ge=1)
     timeout: float = Field(default=60.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _judge_per_dimension(cls, data: Any) -> Any:
+        """`judge_per_dimension = true`, the older spelling of judge_mode = "per_dimension"."""
+        if isinstance(data, dict) and "judge_per_dimension" in data:
+            data = dict(data)
+            if data.pop("judge_per_dimension") and "judge_mode" not in data:
+                data["judge_mode"] = "per_dimension"
+        return data
 
 
 class ModelsFile(BaseModel):
@@ -91,8 +121,9 @@ def local_model_info(available: bool, reason: str | None) -> ModelInfo:
         base_url=None,
         json_schema=True,
         text_actions=True,
-        judge_per_dimension=True,
-        max_concurrency=2,
+        judge_mode="per_episode",
+        extra_body=LOCAL_SAMPLING,
+        max_concurrency=SLOTS,
         timeout=180.0,
         available=available,
         reason=reason,
@@ -123,7 +154,8 @@ def configured_model_info(entry: ConfiguredModel) -> ModelInfo:
         api_key_env=entry.api_key_env,
         json_schema=entry.json_schema,
         text_actions=entry.text_actions,
-        judge_per_dimension=entry.judge_per_dimension,
+        judge_mode=entry.judge_mode,
+        extra_body=entry.extra_body,
         max_concurrency=entry.max_concurrency,
         timeout=entry.timeout,
         available=not missing,

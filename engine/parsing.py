@@ -175,3 +175,36 @@ def parse_evaluation(
         except InvalidOutput as exc:
             errors[dim.name] = str(exc)
     return scores, errors
+
+
+def parse_episode_evaluation(
+    text: str, names: list[str], dims: list[DimensionSpec]
+) -> tuple[dict[str, dict[str, DimensionScore]], dict[str, str], list[str]]:
+    """Every agent's integer scores and reasoning from one answer keyed by agent name.
+
+    Returns the valid scores per agent, each agent's reasoning, and the errors of the rest.
+    """
+    data = extract_json(text)
+    if not isinstance(data, dict):
+        raise InvalidOutput("the answer must be a JSON object keyed by participant name")
+    by_name = {found: data[key] for key in data if (found := _match_name(str(key), names))}
+    scores: dict[str, dict[str, DimensionScore]] = {}
+    comments: dict[str, str] = {}
+    errors: list[str] = []
+    for name in names:
+        entry = by_name.get(name)
+        if not isinstance(entry, dict):
+            errors.append(f"{name}: missing")
+            continue
+        reasoning = entry.get("reasoning", "")
+        comments[name] = reasoning if isinstance(reasoning, str) else json.dumps(reasoning)
+        scores[name] = {}
+        for dim in dims:
+            if dim.name not in entry:
+                errors.append(f"{name}: {dim.name}: missing")
+                continue
+            try:
+                scores[name][dim.name] = _score_from(entry[dim.name], dim)
+            except InvalidOutput as exc:
+                errors.append(f"{name}: {exc}")
+    return scores, comments, errors

@@ -18,6 +18,7 @@ from engine.types import ActionType, DimensionSpec, EpisodeSetup, Transcript
 ACTION_SCHEMA_NAME = "agent_action"
 DIMENSION_SCHEMA_NAME = "dimension_score"
 EVALUATION_SCHEMA_NAME = "agent_evaluation"
+EPISODE_EVALUATION_SCHEMA_NAME = "episode_evaluation"
 SCORE_SCHEMA_NAME = "score"
 
 _ACTION_HELP = {
@@ -99,14 +100,19 @@ def action_messages(
 
 
 def text_action_messages(
-    name: str, context: str, lines: list[str], max_lines: int = 8
+    name: str, context: str, lines: list[str], goal: str
 ) -> list[dict[str, str]]:
-    """Short prompt for small models: one line of speech, continued from a prefill."""
-    recent = lines[-max_lines:]
-    conversation = "\n".join(recent) if recent else "(nobody has spoken yet)"
+    """Short prompt for small models: one line of speech, continued from a prefill.
+
+    Append-only from one turn to the next (context, then every line so far, then the request),
+    so the server's prompt cache reuses all but the last lines. The goal is restated last,
+    where a small model still attends to it.
+    """
+    conversation = "".join(f"{line}\n" for line in lines)
     text = (
-        f"{context}\n\nConversation so far:\n{conversation}\n\n"
-        f"Write one short sentence that {name} says next."
+        f"{context}\n\nConversation so far:\n{conversation}\n"
+        f"{name} wants to: {goal}\n"
+        f"Write the one short sentence that {name} says next, in reply to the last line."
     )
     return [
         {"role": "user", "content": text},
@@ -122,7 +128,7 @@ def short_context(setup: EpisodeSetup, viewer: int) -> str:
     """A compact version of an agent's background for small models."""
     me = setup.agents[viewer]
     parts = [f"Scenario: {render_tagged(setup.scenario.scenario, agent_viewer(viewer))}"]
-    parts.append(f"You are {own_bio(me)}")
+    parts.append(f"You are {me.name}. {own_bio(me)}")
     for j, agent in enumerate(setup.agents):
         if j == viewer:
             continue
@@ -154,6 +160,26 @@ def evaluation_schema(dims: list[DimensionSpec]) -> dict[str, Any]:
         "type": "object",
         "properties": {d.name: score_schema(d, 1000) for d in dims},
         "required": [d.name for d in dims],
+        "additionalProperties": False,
+    }
+
+
+def episode_evaluation_schema(
+    names: list[str], dims: list[DimensionSpec], reasoning_chars: int = 200
+) -> dict[str, Any]:
+    """Every agent's short reasoning and integer scores, keyed by agent name."""
+    scores: dict[str, Any] = {"reasoning": {"type": "string", "maxLength": reasoning_chars}}
+    scores.update({d.name: integer_schema(d) for d in dims})
+    agent = {
+        "type": "object",
+        "properties": scores,
+        "required": list(scores),
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {name: agent for name in names},
+        "required": names,
         "additionalProperties": False,
     }
 
@@ -211,6 +237,36 @@ def short_judge_context(setup: EpisodeSetup, transcript: Transcript, agent: int)
     ]
     parts.append("Conversation:\n" + ("\n".join(lines[-12:]) if lines else "(nothing happened)"))
     return "\n".join(parts)
+
+
+def short_episode_context(setup: EpisodeSetup, transcript: Transcript) -> str:
+    """The whole episode in brief for a small judge: scenario, everyone's goal and secret, and
+    every line, shortened."""
+    parts = [f"Scenario: {render_tagged(setup.scenario.scenario, ENVIRONMENT)}"]
+    for j, agent in enumerate(setup.agents):
+        parts.append(f"{agent.name}'s goal: {render_tagged(setup.goal_of(j), ENVIRONMENT)}")
+        if agent.secret:
+            parts.append(f"{agent.name}'s secret: {agent.secret}")
+    lines = [
+        f"{r.agent_name} {action_text(r.action)}"[:200]
+        for r in transcript.actions
+        if r.action.action_type != "none"
+    ]
+    parts.append("Conversation:\n" + ("\n".join(lines) if lines else "(nothing happened)"))
+    return "\n".join(parts)
+
+
+def episode_judge_messages(
+    context: str, names: list[str], dims: list[DimensionSpec], termination: str
+) -> list[dict[str, str]]:
+    text = (
+        f"{context}\n\nThe episode ended: {termination.strip() or 'no reason given'}\n\n"
+        f"Evaluate how well each of {', '.join(names)} did, each from their own point of view "
+        f"and goal: a short reasoning, then an integer score for each dimension, within its "
+        f"range.\n{_dimension_lines(dims)}\n"
+        "Reply with one JSON object keyed by participant name."
+    )
+    return [{"role": "user", "content": text}]
 
 
 def dimension_judge_messages(context: str, name: str, dim: DimensionSpec) -> list[dict[str, str]]:

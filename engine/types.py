@@ -255,6 +255,8 @@ class AgentEvaluation(BaseModel):
     agent_name: str
     scores: dict[str, DimensionScore]
     overall: float
+    comment: str = ""
+    """The judge's reasoning about the agent as a whole (beside any per-dimension reasoning)."""
 
     def reward(self) -> tuple[float, dict[str, float]]:
         detail = {name: float(s.score) for name, s in self.scores.items()}

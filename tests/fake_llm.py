@@ -146,7 +146,8 @@ def default_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
         argument = f"Hello, this is {name} at turn {turn.group(1) if turn else '?'}."
         return json.dumps({"action_type": "speak", "argument": argument, "to": []})
     if kind == "text_action":
-        return "Nice to see you, how are you today?"
+        # A different line each turn (agents do not repeat themselves word for word).
+        return f"Nice to see you, how are you today? ({text.count(chr(10))})"
     if kind == "judge" and schema is not None:
         return json.dumps(sample(schema))
     return "OK"

@@ -16,7 +16,8 @@ FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, budget
 
 @pytest.fixture
 def models_file(tmp_path: Path, fake_llm_server: FakeLLM) -> Path:
-    """Named models pointing at the fake: a short timeout, a per-dimension judge, text actions."""
+    """Named models pointing at the fake: a short timeout, a per-dimension judge with text
+    actions, a whole-episode judge with text actions and extra sampling settings, no schema."""
     path = tmp_path / "models.json"
     base = fake_llm_server.base_url
     path.write_text(
@@ -29,8 +30,16 @@ def models_file(tmp_path: Path, fake_llm_server: FakeLLM) -> Path:
                         "base_url": base,
                         "model": "fake",
                         "text_actions": True,
-                        "judge_per_dimension": True,
+                        "judge_mode": "per_dimension",
                         "max_concurrency": 2,
+                    },
+                    {
+                        "name": "fake-tiny",
+                        "base_url": base,
+                        "model": "fake",
+                        "text_actions": True,
+                        "judge_mode": "per_episode",
+                        "extra_body": {"dry_multiplier": 0.8},
                     },
                     {
                         "name": "fake-noschema",

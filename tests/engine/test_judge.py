@@ -113,3 +113,55 @@ async def test_judge_never_valid_fails(fake_llm: FakeLLM, registry: ModelRegistr
     with pytest.raises(EpisodeFailed, match="gave no valid scores") as info:
         await evaluate(setup, transcript, registry)
     assert info.value.stats.failures >= 1
+
+
+def _episode_scores(alice: dict[str, int] | None, bob: dict[str, int]) -> str:
+    answer = {"Bob Jones": {"reasoning": "steady", **bob}}
+    if alice is not None:
+        answer["Alice Smith"] = {"reasoning": "kind", **alice}
+    return json.dumps(answer)
+
+
+async def test_whole_episode_judge(fake_llm: FakeLLM, registry: ModelRegistry) -> None:
+    setup = make_setup("fake-tiny", max_turns=2, dimensions=DIMS)
+    transcript = await simulate(setup, registry)
+    fake_llm.add_rule(
+        Rule(
+            kind="judge",
+            content=_episode_scores({"warmth": 3, "greed": -2}, {"warmth": 1, "greed": -4}),
+        )
+    )
+    evaluation = await evaluate(setup, transcript, registry)
+    (request,) = fake_llm.requests_of("judge")  # one request scores everybody
+    schema = request.body["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["Alice Smith", "Bob Jones"]
+    assert schema["properties"]["Bob Jones"]["properties"]["greed"] == {
+        "type": "integer",
+        "minimum": -4,
+        "maximum": -2,
+    }
+    alice, bob = evaluation.agents
+    assert (alice.scores["warmth"].score, alice.scores["greed"].score) == (3, -2)
+    assert bob.overall == pytest.approx(-1.5)
+    assert (alice.comment, bob.comment) == ("kind", "steady")
+    log = episode_log_parts(setup, transcript, evaluation)
+    assert "Agent 1 comments:\nkind\n" in log.reasoning
+    assert log.rewards_prompt.startswith("Scenario: ") and ALICE.secret in log.rewards_prompt
+
+
+async def test_whole_episode_judge_fills_gaps_per_dimension(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    """Alice is missing and Bob's greed is out of range, twice: the re-ask keeps what was valid
+    and asks the rest one dimension at a time."""
+    setup = make_setup("fake-tiny", max_turns=1, dimensions=DIMS)
+    transcript = await simulate(setup, registry)
+    answer = _episode_scores(None, {"warmth": 1, "greed": 5})
+    fake_llm.add_rule(Rule(kind="judge", content=answer, times=2))
+    evaluation = await evaluate(setup, transcript, registry)
+    alice, bob = evaluation.agents
+    assert bob.scores["warmth"].score == 1  # kept from the whole-episode answer
+    assert bob.scores["greed"].score == -3 and alice.scores["warmth"].score == 2  # asked alone
+    assert evaluation.stats.repairs >= 1 and evaluation.stats.fallbacks == 1
+    reask = fake_llm.requests_of("judge")[1]
+    assert "Alice Smith: missing" in reask.text and "outside the range -4..-2" in reask.text

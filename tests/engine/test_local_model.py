@@ -44,4 +44,8 @@ async def test_real_local_model_episode(tmp_path_factory: pytest.TempPathFactory
             assert dim.range_low <= detail[dim.name] <= dim.range_high
         assert detail["overall_score"] == overall
     assert (data_dir / "models" / "gemma-3-270m-q4_k_m.gguf").exists()
-    assert transcript.stats.requests >= 2 and evaluation.stats.requests >= 14
+    assert (data_dir / "logs" / "local-model.log").exists()
+    assert transcript.stats.requests >= 2
+    # one request scores the whole episode; more only if its answer needed a re-ask or fallback
+    assert evaluation.stats.requests >= 1
+    assert evaluation.rewards_prompt.startswith("Scenario: ")

@@ -42,7 +42,7 @@ def test_custom_and_local_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     info = registry.resolve("custom/llama3.2:1b@http://localhost:8000/v1/")
     assert (info.model, info.base_url) == ("llama3.2:1b", "http://localhost:8000/v1")
     local = registry.resolve("local/gemma-3-270m")
-    assert local.text_actions and local.judge_per_dimension and local.available
+    assert local.text_actions and local.judge_mode == "per_episode" and local.available
     assert registry.list_models()[0].name == "local/gemma-3-270m"
 
 
@@ -70,3 +70,23 @@ def test_bad_models_file(tmp_path: Path) -> None:
     path.write_text('{"models": [{"name": "x"}]}')
     with pytest.raises(UnknownModelError, match="cannot read models file"):
         ModelRegistry(path, tmp_path)
+
+
+def test_models_file_judge_modes(tmp_path: Path) -> None:
+    """`judge_per_dimension = true` still reads as judge_mode per_dimension; extras are kept."""
+    path = tmp_path / "models.toml"
+    path.write_text(
+        '[[models]]\nname = "old"\nbase_url = "http://h/v1"\nmodel = "m"\n'
+        "judge_per_dimension = true\n"
+        '[[models]]\nname = "new"\nbase_url = "http://h/v1"\nmodel = "m"\n'
+        'judge_mode = "per_episode"\nextra_body = { repetition_penalty = 1.1 }\n'
+        '[[models]]\nname = "wrong"\nbase_url = "http://h/v1"\nmodel = "m"\n'
+        'judge_mode = "sometimes"\n'
+    )
+    with pytest.raises(UnknownModelError, match="judge_mode"):
+        ModelRegistry(path, tmp_path)
+    path.write_text(path.read_text().rsplit("[[models]]", 1)[0])
+    registry = ModelRegistry(path, tmp_path)
+    assert registry.resolve("old").judge_mode == "per_dimension"
+    new = registry.resolve("new")
+    assert new.judge_mode == "per_episode" and new.extra_body == {"repetition_penalty": 1.1}
