@@ -10,6 +10,8 @@ from datetime import timedelta
 from typing import Any
 
 import redis.asyncio as redis
+from graphql import GraphQLError, OperationType, parse
+from graphql.utilities import get_operation_ast
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -19,13 +21,14 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
 )
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import OperationMessage
+from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context, Runtime
@@ -36,6 +39,22 @@ from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
 
 log = logging.getLogger(__name__)
+SUBSCRIPTIONS_OVER_WEBSOCKETS = (
+    "subscriptions are served over a websocket at this URL (graphql-transport-ws or graphql-ws)"
+)
+
+
+def is_subscription(query: str | None, operation_name: str | None) -> bool:
+    """Whether the operation to run is a subscription; only a document that mentions the word
+    is parsed, and one that does not parse is left to the normal path to report."""
+    if not query or "subscription" not in query:
+        return False
+    try:
+        operation = get_operation_ast(parse(query), operation_name)
+    except GraphQLError:
+        return False
+    return operation is not None and operation.operation == OperationType.SUBSCRIPTION
+
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
 JSON = "application/json"
@@ -153,6 +172,23 @@ class GraphQLApp(GraphQL[Context, None]):
             response = super().create_response(response_data, sub_response)
         response.headers["content-type"] = GRAPHQL_RESPONSE
         return response
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: Any,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        """Refuse a subscription over plain HTTP as a request error with a clear reason:
+        executed as a query it would crash (its field yields a stream, not a value)."""
+        if is_subscription(request_data.query, request_data.operation_name):
+            return ExecutionResult(data=None, errors=[GraphQLError(SUBSCRIPTIONS_OVER_WEBSOCKETS)])
+        return await super().execute_single(
+            request, request_adapter, sub_response, context, root_value, request_data
+        )
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return graphiql_page(request)

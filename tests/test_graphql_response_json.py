@@ -22,6 +22,10 @@ FAILING_BEFORE_EXECUTION: dict[str, tuple[dict[str, Any], str]] = {
         },
         "$first",
     ),
+    "subscription over HTTP": (
+        {"query": 'subscription Watch { episodeStatus(id: "x") { status } }'},
+        "subscriptions are served over a websocket",
+    ),
 }
 
 
