@@ -16,7 +16,7 @@ from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
 
-from tests.browser import GraphiQLPage, chromium, launch
+from tests.support.browser import GraphiQLPage, chromium, launch
 
 QUERY = "{ agents { totalCount } }"
 

@@ -57,7 +57,7 @@ async def measure(call: Callable[[], Awaitable[Any]], calls: int, in_flight: int
 async def main(calls: int, in_flight: int) -> None:
     port = free_port()
     fake = subprocess.Popen(  # noqa: ASYNC220 - returns at once
-        [sys.executable, "-m", "tests.fake_llm", "--port", str(port), "--delay", "0.2"],
+        [sys.executable, "-m", "tests.support.fake_llm", "--port", str(port), "--delay", "0.2"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

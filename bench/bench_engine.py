@@ -15,7 +15,7 @@ from engine.judge import evaluate
 from engine.llm import ChatRequest
 from engine.models import ModelInfo, custom_model_info
 from engine.stats import GenerationStats
-from tests.engine.factories import make_setup
+from tests.support.factories import make_setup
 
 SPEAK = json.dumps({"action_type": "speak", "argument": "That sounds fair to me.", "to": []})
 

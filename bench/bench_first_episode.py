@@ -29,7 +29,7 @@ import httpx
 
 from storage.embedded import free_port
 from storage.sample import sample_data
-from tests.processes import Process
+from tests.support.processes import Process
 
 START = """
 mutation($input: StartSimulationInput!) {

@@ -17,7 +17,7 @@ from engine.judge import evaluate
 from engine.llm import ChatRequest, ModelRegistry
 from engine.models import LOCAL_MODEL
 from engine.stats import GenerationStats
-from tests.engine.factories import make_setup
+from tests.support.factories import make_setup
 
 
 async def run(episodes: int, turns: int, data_dir: Path) -> None:
@@ -59,7 +59,7 @@ async def run(episodes: int, turns: int, data_dir: Path) -> None:
                 f"fallbacks {st.fallbacks}; overall {overall}"
             )
             for record in transcript.actions:
-                action = record.action
+                action = record
                 print(f"   {record.agent_name}: {action.action_type} {action.argument!r}")
     finally:
         await registry.aclose()

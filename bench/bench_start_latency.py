@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 
 from bench.common import bench_redis, percentile, summary_ms
-from tests.processes import api_process, parley_env
-from tests.simulation_helpers import START, make_world, start_input
+from tests.support.processes import api_process, parley_env
+from tests.support.simulation import START, make_world, start_input
 
 TRIVIAL = "{ __typename }"
 
@@ -40,7 +40,7 @@ async def measure(
 
 
 async def main(requests: int) -> None:
-    async with bench_redis() as (redis_url, tmp):
+    async with bench_redis() as (redis_url, tmp, _):
         scenario, agents = await make_world("bench")
         model = "custom/fake@http://127.0.0.1:9/v1"  # validated, never called
         start = {"input": start_input(scenario, agents, model)}

@@ -19,11 +19,10 @@ from pathlib import Path
 import websockets
 
 from bench.common import bench_redis, percentile, rss_mib
-from storage.connection import bound_client
-from storage.episodes import EpisodeStore
+from lifecycle.transitions import EpisodeStore
 from storage.models import EpisodeStatus
-from tests.processes import api_process, parley_env
-from tests.simulation_helpers import make_world, post, start_input
+from tests.support.processes import api_process, parley_env
+from tests.support.simulation import make_world, post, start_input
 
 BATCH = """
 mutation($inputs: [StartSimulationInput!]!) {
@@ -69,7 +68,7 @@ class Subscriber:
 
 
 async def main(subscribers: int, episodes: int, rate: float) -> None:
-    async with bench_redis() as (redis_url, tmp):
+    async with bench_redis() as (redis_url, tmp, client):
         scenario, agents = await make_world("subs")
         env = parley_env(redis_url, tmp / "data", seed="false")
         with api_process(env, Path(tmp) / "api.log", "--no-worker") as api:
@@ -89,7 +88,7 @@ async def main(subscribers: int, episodes: int, rate: float) -> None:
             await asyncio.sleep(1)
             idle_after = rss_mib(api.pid)
 
-            store = EpisodeStore(bound_client())
+            store = EpisodeStore(client)
             gap = 1 / rate
             for status in AFTER_QUEUED:
                 for episode_id in ids:

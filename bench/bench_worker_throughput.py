@@ -21,8 +21,8 @@ import psutil
 from bench.common import bench_redis, rss_mib
 from storage.embedded import free_port
 from storage.models import EpisodeLog, EpisodeStatus
-from tests.processes import api_process, parley_env, worker_process
-from tests.simulation_helpers import make_world, post, start_input
+from tests.support.processes import api_process, parley_env, worker_process
+from tests.support.simulation import make_world, post, start_input
 
 BATCH = """
 mutation($inputs: [StartSimulationInput!]!) {
@@ -69,10 +69,18 @@ async def run_batch(
 
 
 async def main(episodes: int, turns: int, delay: float) -> None:
-    async with bench_redis() as (redis_url, tmp):
+    async with bench_redis() as (redis_url, tmp, _):
         port = free_port()
         fake = subprocess.Popen(  # noqa: ASYNC220 - returns at once
-            [sys.executable, "-m", "tests.fake_llm", "--port", str(port), "--delay", str(delay)],
+            [
+                sys.executable,
+                "-m",
+                "tests.support.fake_llm",
+                "--port",
+                str(port),
+                "--delay",
+                str(delay),
+            ],
             stdout=subprocess.DEVNULL,
         )
         try:

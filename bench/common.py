@@ -7,14 +7,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import psutil
+import redis.asyncio as redis
 
 from storage.connection import open_client, prepare
 from storage.embedded import EmbeddedRedis
 
 
 @asynccontextmanager
-async def bench_redis() -> AsyncIterator[tuple[str, Path]]:
-    """A fresh embedded Redis in a temporary directory, with this process's models bound.
+async def bench_redis() -> AsyncIterator[tuple[str, Path, redis.Redis]]:
+    """A fresh embedded Redis in a temporary directory and a client the models are bound to.
 
     Its pid is written to `<tmp>/redis.pid` for CPU and memory readings.
     """
@@ -26,7 +27,7 @@ async def bench_redis() -> AsyncIterator[tuple[str, Path]]:
         client = open_client(url)
         await prepare(client)
         try:
-            yield url, Path(tmp)
+            yield url, Path(tmp), client
         finally:
             await client.aclose()
             await server.stop()

@@ -47,17 +47,17 @@ from typing import Any
 
 import httpx
 import psutil
+import redis.asyncio as redis
 import websockets
 
 from bench.bench_worker_throughput import wait_ready
 from bench.common import bench_redis, percentile, rss_mib
 from graph.cli import event_loop_factory
-from storage.connection import bound_client
+from lifecycle.transitions import EpisodeStore
 from storage.embedded import free_port
-from storage.episodes import EpisodeStore
 from storage.models import EpisodeLog
-from tests.processes import Process, api_process, parley_env, worker_process
-from tests.simulation_helpers import START, make_world, start_input
+from tests.support.processes import Process, api_process, parley_env, worker_process
+from tests.support.simulation import START, make_world, start_input
 
 SUBSCRIBE = """
 subscription($tag: String) {
@@ -261,9 +261,9 @@ async def wait_for_subscribers(api_url: str, clients: list[Subscriber], timeout:
     await asyncio.sleep(1)  # the hub's first SUBSCRIBE to Redis is sent before it counts
 
 
-async def index_uses() -> int:
+async def index_uses(client: redis.Redis) -> int:
     """Queries served by the episodes' search index, this FT.INFO included."""
-    info: Any = await bound_client().execute_command(  # type: ignore[no-untyped-call]
+    info: Any = await client.execute_command(  # type: ignore[no-untyped-call]
         "FT.INFO", EpisodeLog.Meta.index_name
     )
     fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=True))
@@ -275,19 +275,20 @@ class Searches:
     """Queries on the episodes' index since the load started, less this script's own.
 
     During the load only the API's episodeUpdates streams query that index, and only when they
-    resync (graph/subscription.py `catch_up`); besides them, this script looks episodes up by
+    resync (lifecycle/follow.py `catch_up`); besides them, this script looks episodes up by
     tag and reads the counter (each FT.INFO counts as a use).
     """
 
+    client: redis.Redis
     start: int = 0
     own: int = 0
 
     async def begin(self) -> None:
-        self.start = await index_uses()
+        self.start = await index_uses(self.client)
 
     async def read(self) -> int:
         self.own += 1
-        return await index_uses()
+        return await index_uses(self.client)
 
     async def tagged_ids(self, tag: str) -> set[str]:
         """Every episode stored with the run tag (also those whose start request timed out)."""
@@ -310,7 +311,7 @@ async def drain(
     terminal, with every episode stored under the run tag (a start whose response timed out may
     still have queued one). Returns the count of each final status.
     """
-    store = EpisodeStore(bound_client())
+    store = EpisodeStore(searches.client)
     while True:
         ids.update(pk for client in clients for pk in client.sequences)
         states = await store.states(sorted(ids))
@@ -357,9 +358,8 @@ class HealthProbe:
                 self._stop.wait(0.25)
 
 
-async def histories(ids: list[str]) -> dict[str, list[tuple[int, str]]]:
+async def histories(client: redis.Redis, ids: list[str]) -> dict[str, list[tuple[int, str]]]:
     """Each episode's stored status changes as (sequence, status), in sequence order."""
-    client = bound_client()
     found: dict[str, list[tuple[int, str]]] = {}
     for first in range(0, len(ids), 500):
         chunk = ids[first : first + 500]
@@ -423,7 +423,15 @@ def check_delivery(
 @contextlib.contextmanager
 def fake_llm(port: int, delay: float) -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_llm", "--port", str(port), "--delay", str(delay)],
+        [
+            sys.executable,
+            "-m",
+            "tests.support.fake_llm",
+            "--port",
+            str(port),
+            "--delay",
+            str(delay),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -467,7 +475,7 @@ class Options:
 
 async def soak(opts: Options) -> int:
     tag = f"soak{uuid.uuid4().hex[:10]}"
-    async with bench_redis() as (redis_url, tmp):
+    async with bench_redis() as (redis_url, tmp, client):
         port = free_port()
         with fake_llm(port, opts.delay), contextlib.ExitStack() as stack:
             base = f"http://127.0.0.1:{port}/v1"
@@ -493,7 +501,9 @@ async def soak(opts: Options) -> int:
             clients = [Subscriber(ws_url, tag) for _ in range(opts.subscribers)]
             tasks = [asyncio.create_task(c.run()) for c in clients]
             try:
-                code = await run_load(opts, tag, api.url, clients, tasks, memory, scenario, agents)
+                code = await run_load(
+                    opts, tag, api.url, clients, tasks, memory, scenario, agents, client
+                )
             finally:
                 await close(tasks)
                 sampler.cancel()
@@ -547,6 +557,7 @@ async def run_load(
     memory: Memory,
     scenario: str,
     agents: list[str],
+    client: redis.Redis,
 ) -> int:
     began = time.monotonic()
     await wait_for_subscribers(api_url, clients, SETUP_LIMIT)
@@ -571,7 +582,7 @@ async def run_load(
 
     memory.progress = progress
     body = {"query": START, "variables": {"input": one}}
-    searches = Searches()
+    searches = Searches(client)
     await searches.begin()
     try:
         await issue_starts(api_url, body, opts.rate, opts.seconds, starts)
@@ -582,7 +593,7 @@ async def run_load(
         while True:
             final, drained = await drain(ids, clients, tag, searches, deadline)
             drain_seconds = time.monotonic() - load_ended
-            reference = await histories(sorted(ids))
+            reference = await histories(client, sorted(ids))
             expected_each = sum(len(changes) for changes in reference.values())
             drained_at = time.monotonic()
             await catch_up(clients, expected_each, max(deadline, drained_at + CATCH_UP_MIN))

@@ -29,13 +29,15 @@ from engine.render import (
 from engine.stats import GenerationStats
 from engine.types import (
     ACTION_TYPES,
-    ActionRecord,
+    ActionType,
     AgentAction,
     EpisodeSetup,
     TerminationKind,
     Transcript,
     Triple,
+    Turn,
     TurnEvent,
+    TurnOrder,
 )
 
 OnTurn = Callable[[TurnEvent], Awaitable[None]]
@@ -45,7 +47,7 @@ _REASONS: dict[TerminationKind, str] = {
     "too_few_agents": "Too few active agents; ",
     "stale": "The conversation stales for too long; ",
 }
-_NONE = AgentAction(action_type="none")
+_NONE = AgentAction(action_type=ActionType.NONE)
 
 
 class _Episode:
@@ -66,7 +68,7 @@ class _Episode:
         self.said: list[set[str]] = [set() for _ in range(n)]
         """What each agent has said, normalised, to catch word-for-word repeats."""
         self.messages: list[list[Triple]] = [[(ENV, self.names[i], first[i]) for i in range(n)]]
-        self.actions: list[ActionRecord] = []
+        self.actions: list[Turn] = []
         self.active = [True] * n
         self.rng = random.Random(setup.seed)
         self.next_rr = 0
@@ -74,9 +76,9 @@ class _Episode:
     def actors(self) -> list[int]:
         live = [i for i, a in enumerate(self.active) if a]
         match self.setup.turn_order:
-            case "simultaneous":
+            case TurnOrder.SIMULTANEOUS:
                 return live
-            case "random":
+            case TurnOrder.RANDOM:
                 return [self.rng.choice(live)]
             case _:
                 n = len(self.names)
@@ -121,7 +123,7 @@ class _Episode:
             raise EpisodeFailed(
                 f"{name} ({info.name}) produced no valid action at turn {turn}: {exc}", self.stats
             ) from exc
-        if action.action_type == "speak":
+        if action.action_type == ActionType.SPEAK:
             self.said[i].add(_normalised(action.argument))
         return action
 
@@ -142,7 +144,10 @@ class _Episode:
                 except InvalidOutput:
                     return repeated
             action = parse(text)
-            if action.action_type == "speak" and _normalised(action.argument) in self.said[i]:
+            if (
+                action.action_type == ActionType.SPEAK
+                and _normalised(action.argument) in self.said[i]
+            ):
                 repeated = action
                 raise InvalidOutput("you said exactly that before; say something new")
             return action
@@ -162,9 +167,9 @@ class _Episode:
             self.inbox[viewer].append(text)
             observations.append((ENV, name, text))
             for speaker, action in visible:
-                if action.action_type == "speak":
+                if action.action_type == ActionType.SPEAK:
                     self.lines[viewer].append(f'{speaker}: "{action.argument}"')
-                elif action.action_type != "none":
+                elif action.action_type != ActionType.NONE:
                     self.lines[viewer].append(f"{speaker} {action_text(action)}")
         self.messages.append(observations)
 
@@ -202,28 +207,18 @@ async def simulate(
         current = episode.messages[-1]
         for i, name in enumerate(episode.names):
             current.append((name, ENV, action_text(chosen.get(i, _NONE))))
-        for i in actors:
-            action = chosen[i]
-            episode.actions.append(
-                ActionRecord(turn=turn, agent_index=i, agent_name=episode.names[i], action=action)
-            )
-            if action.action_type == "leave":
-                episode.active[i] = False
+        done = [
+            Turn(turn=turn, agent_index=i, agent_name=episode.names[i], **dict(chosen[i]))
+            for i in actors
+        ]
+        for record in done:
+            episode.actions.append(record)
+            if record.action_type == ActionType.LEAVE:
+                episode.active[record.agent_index] = False
         if on_turn is not None:
-            for i in actors:
-                action = chosen[i]
-                await on_turn(
-                    TurnEvent(
-                        turn=turn,
-                        agent_index=i,
-                        agent_name=episode.names[i],
-                        action_type=action.action_type,
-                        argument=action.argument,
-                        to=list(action.to),
-                        messages=list(current),
-                    )
-                )
-        stale = stale + 1 if all(a.action_type == "none" for a in chosen.values()) else 0
+            for record in done:
+                await on_turn(TurnEvent(turn=record, messages=list(current)))
+        stale = stale + 1 if all(a.action_type == ActionType.NONE for a in chosen.values()) else 0
         episode.observe(turn, chosen)
         turn += 1
         if turn >= setup.max_turns:

@@ -10,12 +10,9 @@ def episode_log_parts(
 ) -> EpisodeLogParts:
     """messages/rewards/reasoning/rewards_prompt shaped as Sotopia stores them.
 
-    models = [judge model, agent models...]; rewards[i] = [overall, {dims..., overall_score}].
+    rewards[i] = [overall, {dims..., overall_score}].
     """
     return EpisodeLogParts(
-        environment=setup.scenario.pk,
-        agents=[a.pk for a in setup.agents],
-        models=[setup.judge_model, *setup.agent_models],
         messages=[list(turn) for turn in transcript.messages],
         reasoning=evaluation.reasoning,
         rewards=evaluation.rewards(),

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from engine.backoff import Backoff
 from engine.chat_client import ChatClient, ChatError
 from engine.errors import LLMTransportError, LocalModelError, UnknownModelError
 from engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
@@ -53,10 +53,14 @@ class RetryPolicy:
     """Wall-clock limit for one call including all its retries."""
 
 
-class LLMRouter(Protocol):
-    """What the episode loop and the judge need from a model provider."""
+class ModelCatalog(Protocol):
+    """Knows which model names are usable and how to reach them."""
 
     def resolve(self, name: str) -> ModelInfo: ...
+
+
+class LLMRouter(ModelCatalog, Protocol):
+    """What the episode loop and the judge need from a model provider."""
 
     async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str: ...
 
@@ -180,8 +184,7 @@ class ModelRegistry:
                 setattr(stats, counter, getattr(stats, counter) + 1)
                 error = exc.message if exc.kind != "server" else f"HTTP {exc.status}"
                 retry_after = exc.retry_after
-            delay = min(policy.max_delay, policy.base_delay * 2 ** (attempt - 1))
-            delay = delay * (0.5 + random.random() / 2)
+            delay = Backoff(policy.base_delay, policy.max_delay, jitter=True).delay(attempt)
             if retry_after is not None:
                 delay = min(max(delay, retry_after), policy.max_delay)
             elapsed = time.monotonic() - started

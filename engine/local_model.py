@@ -19,6 +19,7 @@ from typing import IO
 import aiohttp
 
 from engine.errors import LocalModelError
+from engine.processes import stop_process
 
 # The GGUF carries no usable chat template (llama.cpp falls back to ChatML and
 # `<|im_end|>` leaks into replies), so the server gets Gemma's turn format.
@@ -163,13 +164,8 @@ class LocalModelServer:
 
     async def _stop_locked(self, grace: float = 5.0) -> None:
         process, self._process, self._base_url = self._process, None, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                await asyncio.to_thread(process.wait, grace)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                await asyncio.to_thread(process.wait)
+        if process is not None:
+            await asyncio.to_thread(stop_process, process, grace)
         if process is not None and process.stdout is not None:
             process.stdout.close()  # after the exit, so no reader is blocked on it
         if self._log is not None:

@@ -71,7 +71,7 @@ def parse_action(
     if not isinstance(argument, str):
         argument = json.dumps(argument) if argument is not None else ""
     argument = argument.strip()
-    if action_type in ("speak", "non-verbal communication", "action") and not argument:
+    if action_type not in (ActionType.NONE, ActionType.LEAVE) and not argument:
         raise InvalidOutput(f'"argument" must not be empty for {action_type!r}')
     raw_to = data.get("to") or []
     if isinstance(raw_to, str):
@@ -85,7 +85,7 @@ def parse_action(
             raise InvalidOutput(f"invalid recipient {item!r} in 'to'; allowed: {recipients}")
         if name != sender and name not in to:
             to.append(name)
-    if action_type == "leave":
+    if action_type == ActionType.LEAVE:
         argument, to = "", []
     return AgentAction(action_type=action_type, argument=argument, to=to)
 
@@ -112,8 +112,8 @@ def parse_text_action(text: str, prefill: str, max_chars: int = 300) -> AgentAct
     if not line or not any(ch.isalnum() for ch in line):
         raise InvalidOutput("the answer is empty")
     if _LEAVING.search(line):
-        return AgentAction(action_type="leave")
-    return AgentAction(action_type="speak", argument=line[:max_chars])
+        return AgentAction(action_type=ActionType.LEAVE)
+    return AgentAction(action_type=ActionType.SPEAK, argument=line[:max_chars])
 
 
 def _check_score(value: Any, dim: DimensionSpec) -> int:

@@ -190,12 +190,12 @@ def judge_history(setup: EpisodeSetup, transcript: Transcript) -> str:
     lines = [environment_background(setup), ""]
     current = -1
     for record in transcript.actions:
-        if record.action.action_type == "none":
+        if record.action_type == ActionType.NONE:
             continue
         if record.turn != current:
             current = record.turn
             lines.append(f"Turn #{current}")
-        lines.append(f"{record.agent_name} {action_text(record.action)}")
+        lines.append(f"{record.agent_name} {action_text(record)}")
     if current == -1:
         lines.append("(nobody did anything)")
     return "\n".join(lines)
@@ -231,9 +231,9 @@ def short_judge_context(setup: EpisodeSetup, transcript: Transcript, agent: int)
     if me.secret:
         parts.append(f"{me.name}'s secret: {me.secret}")
     lines = [
-        f"{r.agent_name} {action_text(r.action)}"[:200]
+        f"{r.agent_name} {action_text(r)}"[:200]
         for r in transcript.actions
-        if r.action.action_type != "none"
+        if r.action_type != ActionType.NONE
     ]
     parts.append("Conversation:\n" + ("\n".join(lines[-12:]) if lines else "(nothing happened)"))
     return "\n".join(parts)
@@ -248,9 +248,9 @@ def short_episode_context(setup: EpisodeSetup, transcript: Transcript) -> str:
         if agent.secret:
             parts.append(f"{agent.name}'s secret: {agent.secret}")
     lines = [
-        f"{r.agent_name} {action_text(r.action)}"[:200]
+        f"{r.agent_name} {action_text(r)}"[:200]
         for r in transcript.actions
-        if r.action.action_type != "none"
+        if r.action_type != ActionType.NONE
     ]
     parts.append("Conversation:\n" + ("\n".join(lines) if lines else "(nothing happened)"))
     return "\n".join(parts)

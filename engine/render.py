@@ -5,13 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from engine.types import (
-    ACQUAINTANCE,
-    KNOW_BY_NAME,
-    STRANGER,
-    AgentAction,
-    AgentSpec,
-)
+from engine.types import ActionType, AgentAction, AgentSpec, RelationshipType
 
 _GENDER_ADJECTIVE = {"man": "male", "woman": "female", "nonbinary": "nonbinary"}
 _UNWRAPPED_TAGS = {"root", "p", "extra_info", "clarification_hint", "strategy_hint"}
@@ -40,19 +34,19 @@ def own_bio(agent: AgentSpec) -> str:
     return text
 
 
-def partner_bio(agent: AgentSpec, relationship: int) -> str:
+def partner_bio(agent: AgentSpec, relationship: RelationshipType) -> str:
     """What a partner sees of `agent` (Sotopia paper semantics, SOTOPIA.md §2.3).
 
     stranger: nothing; know_by_name: the name; acquaintance: name, age, gender,
     occupation, pronouns, public info; friend/romantic/family: also personality
     and values. Never the secret.
     """
-    if relationship <= STRANGER:
+    if relationship <= RelationshipType.STRANGER:
         return ""
-    if relationship == KNOW_BY_NAME:
+    if relationship == RelationshipType.KNOW_BY_NAME:
         return agent.name
     text = _public_bio(agent)
-    if relationship > ACQUAINTANCE and agent.personality_and_values:
+    if relationship > RelationshipType.ACQUAINTANCE and agent.personality_and_values:
         text += f" Personality and values description: {agent.personality_and_values}"
     return text
 
@@ -121,15 +115,15 @@ def background_text(
 def action_text(action: AgentAction) -> str:
     """Sotopia's natural-language form of an action (published-data spacing)."""
     match action.action_type:
-        case "none":
+        case ActionType.NONE:
             body = "did nothing"
-        case "speak":
+        case ActionType.SPEAK:
             body = f'said: "{action.argument}"'
-        case "non-verbal communication":
+        case ActionType.NON_VERBAL_COMMUNICATION:
             body = f"[non-verbal communication] {action.argument}"
-        case "action":
+        case ActionType.ACTION:
             body = f"[action] {action.argument}"
-        case "leave":
+        case ActionType.LEAVE:
             body = "left the conversation"
     if action.to:
         return f"[private to {action.to!r}] {body}"
@@ -143,6 +137,8 @@ def first_observation(background: str) -> str:
 def turn_observation(turn: int, visible: list[tuple[str, AgentAction]]) -> str:
     """Observation of what happened in `turn`, as seen by one viewer."""
     last = ";".join(
-        f"{name} {action_text(action)}" for name, action in visible if action.action_type != "none"
+        f"{name} {action_text(action)}"
+        for name, action in visible
+        if action.action_type != ActionType.NONE
     )
     return f"Turn #{turn}: {last}\n"

@@ -2,32 +2,44 @@
 
 from __future__ import annotations
 
+from enum import IntEnum, StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from engine.stats import GenerationStats
 
-ActionType = Literal["none", "speak", "non-verbal communication", "action", "leave"]
-ACTION_TYPES: tuple[ActionType, ...] = (
-    "none",
-    "speak",
-    "non-verbal communication",
-    "action",
-    "leave",
-)
-TurnOrder = Literal["round-robin", "simultaneous", "random"]
 
-# Sotopia's RelationshipType codes.
-STRANGER, KNOW_BY_NAME, ACQUAINTANCE, FRIEND, ROMANTIC, FAMILY = range(6)
-RELATIONSHIP_NAMES = (
-    "stranger",
-    "know_by_name",
-    "acquaintance",
-    "friend",
-    "romantic_relationship",
-    "family_member",
-)
+class ActionType(StrEnum):
+    """What an agent does on its turn (Sotopia's action types)."""
+
+    NONE = "none"
+    SPEAK = "speak"
+    NON_VERBAL_COMMUNICATION = "non-verbal communication"
+    ACTION = "action"
+    LEAVE = "leave"
+
+
+ACTION_TYPES: tuple[ActionType, ...] = tuple(ActionType)
+
+
+class TurnOrder(StrEnum):
+    """Who acts when: one agent after another, everyone at once, or a seeded random agent."""
+
+    ROUND_ROBIN = "round-robin"
+    SIMULTANEOUS = "simultaneous"
+    RANDOM = "random"
+
+
+class RelationshipType(IntEnum):
+    """How well two agents know each other: Sotopia's levels, stored as their integer codes."""
+
+    STRANGER = 0
+    KNOW_BY_NAME = 1
+    ACQUAINTANCE = 2
+    FRIEND = 3
+    ROMANTIC_RELATIONSHIP = 4
+    FAMILY_MEMBER = 5
 
 
 class AgentSpec(BaseModel):
@@ -61,13 +73,13 @@ class ScenarioSpec(BaseModel):
     codename: str = ""
     scenario: str
     agent_goals: list[str] = Field(default_factory=list)
-    relationship: int = Field(default=STRANGER, ge=0, le=5)
+    relationship: RelationshipType = RelationshipType.STRANGER
 
 
 class RelationshipSpec(BaseModel):
     agent_1_id: str
     agent_2_id: str
-    relationship: int = Field(ge=0, le=5)
+    relationship: RelationshipType
     background_story: str | None = None
 
     def joins(self, a: str, b: str) -> bool:
@@ -170,7 +182,7 @@ class EpisodeSetup(BaseModel):
     judge_model: str
     max_turns: int = Field(default=20, ge=1)
     max_stale_turns: int = Field(default=2, ge=0)
-    turn_order: TurnOrder = "round-robin"
+    turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
     dimensions: list[DimensionSpec] = Field(default_factory=lambda: list(SOTOPIA_DIMENSIONS))
     seed: int | None = None
 
@@ -188,7 +200,7 @@ class EpisodeSetup(BaseModel):
             raise ValueError("dimension names must be distinct and not 'overall_score'")
         return self
 
-    def relationship_between(self, i: int, j: int) -> int:
+    def relationship_between(self, i: int, j: int) -> RelationshipType:
         a, b = self.agents[i].pk, self.agents[j].pk
         for rel in self.relationships:
             if rel.joins(a, b):
@@ -206,27 +218,24 @@ class AgentAction(BaseModel):
     action_type: ActionType
     argument: str = ""
     to: list[str] = Field(default_factory=list)
+    """Private recipients by name; empty when everyone sees the action."""
 
 
-class ActionRecord(BaseModel):
+class Turn(AgentAction):
+    """One agent's action in one turn: the engine's output, stored and served as it is."""
+
     turn: int
     agent_index: int
     agent_name: str
-    action: AgentAction
 
 
 Triple = tuple[str, str, str]
 
 
 class TurnEvent(BaseModel):
-    """One agent's action in one turn, handed to the caller as it happens."""
+    """A turn handed to the caller as it happens, with Sotopia's messages of that turn so far."""
 
-    turn: int
-    agent_index: int
-    agent_name: str
-    action_type: ActionType
-    argument: str
-    to: list[str]
+    turn: Turn
     messages: list[Triple]
     """The Sotopia triples of this turn so far (observations, then actions)."""
 
@@ -238,7 +247,7 @@ class Transcript(BaseModel):
     agent_names: list[str]
     messages: list[list[Triple]]
     """Sotopia EpisodeLog.messages: turn 0 starts with background observations."""
-    actions: list[ActionRecord]
+    actions: list[Turn]
     """Every action chosen by an agent on its turn, in order."""
     turns: int
     termination: list[TerminationKind]
@@ -277,9 +286,6 @@ class Evaluation(BaseModel):
 class EpisodeLogParts(BaseModel):
     """The fields of Sotopia's EpisodeLog that the engine produces."""
 
-    environment: str
-    agents: list[str]
-    models: list[str]
     messages: list[list[Triple]]
     reasoning: str
     rewards: list[tuple[float, dict[str, float]]]

@@ -1,6 +1,7 @@
 """The Starlette application: GraphQL over HTTP and websockets, health, and the lifespan."""
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -31,12 +32,13 @@ from strawberry.subscriptions.protocols.graphql_ws.types import OperationMessage
 from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
-from graph.context import Context, Runtime
+from graph.context import Context
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
-from graph.runtime import api_runtime
 from graph.schema import Limits, build_schema
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
+from lifecycle.services import Services, open_services
+from lifecycle.worker import Worker, WorkerConfig, running_worker
 
 log = logging.getLogger(__name__)
 SUBSCRIPTIONS_OVER_WEBSOCKETS = (
@@ -194,8 +196,8 @@ class GraphQLApp(GraphQL[Context, None]):
         return graphiql_page(request)
 
     async def get_context(self, request: Any, response: Any) -> Context:
-        runtime: Runtime = request.app.state.runtime
-        return Context(runtime=runtime)
+        services: Services = request.app.state.services
+        return Context(services=services)
 
     async def on_ws_connect(self, context: Context) -> UnsetType:
         """Accept (an acknowledgement without payload) only a connection_init with a valid token."""
@@ -218,8 +220,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 settings.host,
                 settings.port,
             )
-        async with api_runtime(settings, with_worker=settings.worker) as runtime:
-            app.state.runtime = runtime
+        async with contextlib.AsyncExitStack() as stack:
+            services = await stack.enter_async_context(
+                open_services(settings, seed_if_empty=settings.seed)
+            )
+            if settings.worker:
+                worker = Worker(services, WorkerConfig.from_settings(settings))
+                await stack.enter_async_context(running_worker(worker))
+            app.state.services = services
             gc.freeze()  # start-up objects (schema, models, modules) leave the GC's scans
             yield
 
@@ -228,18 +236,19 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     async def metrics(request: Request) -> JSONResponse:
         """Live counters: what a leak of subscriptions or tasks would show up in."""
-        hub = request.app.state.runtime.hub
+        hub = request.app.state.services.hub
         return JSONResponse(
             {
                 "subscribers": hub.subscriber_count,
                 "channels": len(hub.channels),
                 "hub_reconnects": hub.reconnects,
+                "malformed_events": hub.malformed,
                 "tasks": len(asyncio.all_tasks()),
             }
         )
 
     async def readyz(request: Request) -> JSONResponse:
-        client = request.app.state.runtime.services.client
+        client = request.app.state.services.client
         try:
             await client.ping()
         except redis.RedisError as err:

@@ -1,5 +1,5 @@
-"""The `parley` command. Commands import what they need when they run, so `--help` and
-`export-schema` do not load the server, the worker and Redis clients."""
+"""The `parley` command. Commands import what they need when they run: `parley worker` and
+`parley seed` load no GraphQL (nor Starlette or uvicorn), and `--help` loads nothing."""
 
 import argparse
 import asyncio
@@ -8,13 +8,15 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
+from lifecycle.settings import RunSettings
 
-from graph.settings import Settings
+if TYPE_CHECKING:
+    from graph.settings import Settings
 
 
-def preflight(settings: Settings) -> None:
+def preflight(settings: RunSettings) -> None:
     """Exit with one clear line when the configured Redis is unreachable or lacks a module."""
     if settings.redis_url is None:
         return  # the embedded server is started with both modules
@@ -37,7 +39,9 @@ def preflight(settings: Settings) -> None:
         sys.exit(f"parley: cannot reach Redis at {settings.redis_url}: {err}")
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: "Settings") -> None:
+    import uvicorn
+
     from graph.app import create_app
 
     uvicorn.run(
@@ -59,23 +63,23 @@ def export_schema(output: Path | None) -> None:
         output.write_text(text, encoding="utf-8")
 
 
-async def seed(settings: Settings) -> dict[str, int]:
+async def seed(settings: RunSettings) -> dict[str, int]:
     from storage.runtime import redis_storage
     from storage.sample import seed as load_sample
 
-    async with redis_storage(settings.redis_url, settings.data_dir):
-        return await load_sample()
+    async with redis_storage(settings.redis_url, settings.data_dir) as client:
+        return await load_sample(client)
 
 
-async def worker(settings: Settings) -> None:
+async def worker(settings: RunSettings) -> None:
     """Run until SIGINT or SIGTERM; unfinished jobs are then handed back for redelivery."""
-    from graph.runtime import run_worker
+    from lifecycle.worker import serve_worker
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await run_worker(settings, stop)
+    await serve_worker(settings, stop)
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -114,7 +118,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    overrides = {
+    overrides: dict[str, Any] = {
         key: value
         for key, value in {
             "host": getattr(args, "host", None),
@@ -128,17 +132,21 @@ def main(argv: list[str] | None = None) -> None:
         overrides["seed"] = False
     if getattr(args, "no_worker", False):
         overrides["worker"] = False
-    settings = Settings(**overrides)
-    if args.command in ("serve", "worker", "seed"):
-        preflight(settings)
-    if args.command == "serve":
-        serve(settings)
-    elif args.command == "export-schema":
+    if args.command == "export-schema":
         export_schema(args.output)
-    elif args.command == "seed":
-        print(asyncio.run(seed(settings)))
-    elif args.command == "worker":
-        asyncio.run(worker(settings), loop_factory=event_loop_factory())
+    elif args.command == "serve":
+        from graph.settings import Settings
+
+        api_settings = Settings(**overrides)
+        preflight(api_settings)
+        serve(api_settings)
+    else:
+        settings = RunSettings(**overrides)
+        preflight(settings)
+        if args.command == "seed":
+            print(asyncio.run(seed(settings)))
+        else:
+            asyncio.run(worker(settings), loop_factory=event_loop_factory())
 
 
 if __name__ == "__main__":

@@ -6,33 +6,24 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info as StrawberryInfo
 
-from engine.llm import ModelRegistry
+from lifecycle.services import Services
 from resolvers.agents import get_agents
-from resolvers.simulations import Services
-from storage.hub import EventHub
 from storage.models import AgentProfile
-
-
-def agent_loader() -> DataLoader[str, AgentProfile | None]:
-    return DataLoader(load_fn=get_agents, cache=False)
-
-
-@dataclass
-class Runtime:
-    """What the app's lifespan starts once per process and every request shares."""
-
-    services: Services
-    hub: EventHub
-    registry: ModelRegistry
 
 
 @dataclass
 class Context:
     """Made for each HTTP request and each websocket connection."""
 
-    runtime: Runtime
+    services: Services
     connection_params: dict[str, Any] | None = None
-    agents: DataLoader[str, AgentProfile | None] = field(default_factory=agent_loader)
+    agents: DataLoader[str, AgentProfile | None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        async def load(pks: list[str]) -> list[AgentProfile | None]:
+            return await get_agents(self.services.client, pks)
+
+        self.agents = DataLoader(load_fn=load, cache=False)
 
 
 Info = StrawberryInfo[Context, Any]

@@ -9,9 +9,9 @@ from engine.models import ModelInfo
 from graph.context import Info
 from graph.enums import ActionType, EpisodeStatus, EventKind, TurnOrder
 from graph.types import Agent, Relationship, Scenario, load_agent
+from lifecycle.transitions import EpisodeEvent as StoredEvent
 from resolvers import episodes, relationships, scenarios
 from storage import models
-from storage.events import EpisodeEvent as StoredEvent
 
 
 def when(seconds: float | None) -> datetime | None:
@@ -45,7 +45,7 @@ class Turn:
 
     @strawberry.field(description="What kind of action.")
     def action_type(self) -> ActionType:
-        return ActionType(self.record.action_type)
+        return self.record.action_type
 
     @strawberry.field(description="What was said or done.")
     def argument(self) -> str:
@@ -161,7 +161,7 @@ class Episode:
 
     @strawberry.field(description="How turns are ordered.")
     def turn_order(self) -> TurnOrder:
-        return TurnOrder(self.record.turn_order)
+        return self.record.turn_order
 
     @strawberry.field(description="Evaluation dimension list; null means Sotopia's seven.")
     def evaluation_dimension_list_id(self) -> strawberry.ID | None:
@@ -232,7 +232,10 @@ class Episode:
 @strawberry.type(description="Something that happened to an episode, in sequence order.")
 class EpisodeEvent:
     event: strawberry.Private[StoredEvent]
-    kind: EventKind = strawberry.field(description="SNAPSHOT first, then STATUS and TURN.")
+
+    @strawberry.field(description="SNAPSHOT first, then STATUS and TURN.")
+    def kind(self) -> EventKind:
+        return self.event.type
 
     @strawberry.field(description="The episode.")
     def episode_id(self) -> strawberry.ID:

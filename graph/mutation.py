@@ -20,7 +20,8 @@ from graph.payloads import (
     user_errors,
 )
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
-from resolvers import agents, dimensions, relationships, scenarios, simulations
+from lifecycle import start as simulations
+from resolvers import agents, dimensions, relationships, scenarios
 
 
 def changes(data: object) -> dict[str, object]:
@@ -52,8 +53,9 @@ class Mutation:
     @strawberry.mutation(
         description="Delete an agent. Refused while relationships reference it, unless cascade."
     )
-    async def delete_agent(self, input: inputs.DeleteAgentInput) -> DeleteAgentPayload:
-        removed, errors = await agents.delete_agent(input.id, input.cascade)
+    async def delete_agent(self, info: Info, input: inputs.DeleteAgentInput) -> DeleteAgentPayload:
+        client = info.context.services.client
+        removed, errors = await agents.delete_agent(client, input.id, input.cascade)
         return DeleteAgentPayload(
             deleted_id=deleted(input.id, errors),
             deleted_relationship_ids=[strawberry.ID(pk) for pk in removed],
@@ -81,9 +83,10 @@ class Mutation:
 
     @strawberry.mutation(description="Create the relationship between two agents (one per pair).")
     async def create_relationship(
-        self, input: inputs.CreateRelationshipInput
+        self, info: Info, input: inputs.CreateRelationshipInput
     ) -> RelationshipPayload:
-        record, errors = await relationships.create_relationship(fields_of(input))
+        client = info.context.services.client
+        record, errors = await relationships.create_relationship(client, fields_of(input))
         return RelationshipPayload(
             relationship=Relationship(record=record) if record else None,
             user_errors=user_errors(errors),
@@ -100,8 +103,8 @@ class Mutation:
         )
 
     @strawberry.mutation(description="Delete a relationship.")
-    async def delete_relationship(self, input: inputs.DeleteInput) -> DeletePayload:
-        errors = await relationships.delete_relationship(input.id)
+    async def delete_relationship(self, info: Info, input: inputs.DeleteInput) -> DeletePayload:
+        errors = await relationships.delete_relationship(info.context.services.client, input.id)
         return DeletePayload(deleted_id=deleted(input.id, errors), user_errors=user_errors(errors))
 
     @strawberry.mutation(description="Create a named list of evaluation dimensions.")
@@ -128,7 +131,7 @@ class Mutation:
     async def start_simulation(
         self, info: Info, input: inputs.StartSimulationInput
     ) -> SimulationPayload:
-        services = info.context.runtime.services
+        services = info.context.services
         record, errors = await simulations.start(services, simulation_fields(input))
         return SimulationPayload(
             episode=Episode(record=record) if record else None, user_errors=user_errors(errors)
@@ -140,7 +143,7 @@ class Mutation:
     async def start_simulations(
         self, info: Info, inputs: list[inputs.StartSimulationInput]
     ) -> SimulationsPayload:
-        services = info.context.runtime.services
+        services = info.context.services
         batch = [simulation_fields(item) for item in inputs]
         records, errors = await simulations.start_many(services, batch)
         return SimulationsPayload(
@@ -152,7 +155,7 @@ class Mutation:
         "(its partial transcript is kept)."
     )
     async def cancel_simulation(self, info: Info, input: inputs.DeleteInput) -> SimulationPayload:
-        services = info.context.runtime.services
+        services = info.context.services
         record, errors = await simulations.cancel(services, input.id)
         return SimulationPayload(
             episode=Episode(record=record) if record else None, user_errors=user_errors(errors)

@@ -116,7 +116,7 @@ class Query:
 
     @strawberry.field(description="Models simulations can use, and whether each is usable now.")
     def models(self, info: Info) -> list[Model]:
-        return [Model(info=m) for m in info.context.runtime.registry.list_models()]
+        return [Model(info=m) for m in info.context.services.models.list_models()]
 
     @strawberry.field(description="Every evaluation dimension list.")
     async def evaluation_dimension_lists(self) -> list[EvaluationDimensionList]:

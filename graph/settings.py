@@ -1,35 +1,15 @@
-"""Service settings, read from the environment (and a `.env` file when present)."""
+"""The API's settings, on top of what every process reads (lifecycle/settings.py)."""
 
-from pathlib import Path
+from pydantic import Field
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-
-def default_data_dir() -> Path:
-    return Path.home() / ".parley"
+from lifecycle.settings import RunSettings
 
 
-class Settings(BaseSettings):
-    """Every setting Parley reads; the README's settings table mirrors this class."""
+class Settings(RunSettings):
+    """Every setting `parley serve` reads; the README's settings table mirrors this class."""
 
-    model_config = SettingsConfigDict(env_prefix="PARLEY_", env_file=".env", extra="ignore")
-
-    redis_url: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("REDIS_URL", "REDIS_OM_URL", "PARLEY_REDIS_URL"),
-        description="Redis with JSON and Search; when unset an embedded Redis is started.",
-    )
-    data_dir: Path = Field(
-        default_factory=default_data_dir,
-        description="Embedded Redis data, append-only file and the assembled local model.",
-    )
     host: str = Field(default="127.0.0.1", description="Address the API binds to.")
     port: int = Field(default=8000, ge=0, le=65535, description="Port the API binds to.")
-    seed: bool = Field(default=True, description="Load the sample data into an empty database.")
-    models_file: Path | None = Field(
-        default=None, description="JSON file of named OpenAI-compatible model endpoints."
-    )
     tokens: str = Field(
         default="",
         description="Comma-separated bearer tokens; when set, every GraphQL request needs one.",
@@ -53,13 +33,6 @@ class Settings(BaseSettings):
         default=10.0, gt=0, description="Seconds a websocket may take to send connection_init."
     )
     worker: bool = Field(default=True, description="Run a worker inside `parley serve`.")
-    concurrency: int = Field(default=8, ge=1, description="Episodes one worker runs at once.")
-    lease_seconds: float = Field(
-        default=30.0, gt=0, description="A dead worker's jobs are taken over after this long."
-    )
-    max_attempts: int = Field(
-        default=3, ge=1, description="Starts per episode before it fails as 'worker lost'."
-    )
 
 
 def split(value: str) -> list[str]:

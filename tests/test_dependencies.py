@@ -13,7 +13,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from tests.conftest import repo_root
+from tests.support import repo_root
 
 
 def normalised(name: str) -> str:

@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from tests.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM
 
 CLIENT = """
 import json, sys, httpx

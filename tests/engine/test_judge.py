@@ -12,8 +12,8 @@ from engine.errors import EpisodeFailed
 from engine.judge import evaluate
 from engine.llm import ModelRegistry
 from engine.types import SOTOPIA_DIMENSIONS, DimensionSpec
-from tests.engine.factories import ALICE, BOB, make_setup
-from tests.fake_llm import FakeLLM, Rule
+from tests.support.factories import ALICE, make_setup
+from tests.support.fake_llm import FakeLLM, Rule
 
 DIMS = [
     DimensionSpec(name="warmth", description="How warm was the agent?", range_low=1, range_high=3),
@@ -32,8 +32,6 @@ async def test_sotopia_shaped_log(fake_llm: FakeLLM, registry: ModelRegistry) ->
     transcript = await simulate(setup, registry)
     evaluation = await evaluate(setup, transcript, registry)
     log = episode_log_parts(setup, transcript, evaluation)
-    assert log.agents == [ALICE.pk, BOB.pk] and log.environment == "env1"
-    assert log.models == [setup.judge_model] * 3
     names = [d.name for d in SOTOPIA_DIMENSIONS]
     for overall, detail in log.rewards:
         assert list(detail) == [*names, "overall_score"]

@@ -13,7 +13,7 @@ from engine.judge import evaluate
 from engine.llm import ModelRegistry
 from engine.models import LOCAL_MODEL
 from engine.types import SOTOPIA_DIMENSIONS
-from tests.engine.factories import make_setup
+from tests.support.factories import make_setup
 
 
 @pytest.mark.slow
@@ -34,7 +34,7 @@ async def test_real_local_model_episode(tmp_path_factory: pytest.TempPathFactory
         await registry.aclose()
     assert registry.local.pid is None
     assert transcript.turns == 2
-    spoken = [r.action for r in transcript.actions if r.action.action_type == "speak"]
+    spoken = [r for r in transcript.actions if r.action_type == "speak"]
     assert spoken and all(a.argument.strip() for a in spoken)
     assert all("<|im_end|>" not in a.argument and "<end_of_turn>" not in a.argument for a in spoken)
     assert log.messages[1][0][2].startswith("Turn #0: ")

@@ -9,7 +9,7 @@ import pytest
 from engine.episode import simulate
 from engine.errors import EpisodeFailed, UnknownModelError
 from engine.llm import ModelRegistry
-from tests.engine.factories import make_setup
+from tests.support.factories import make_setup
 
 
 def test_unknown_model_refused(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ import json
 
 from engine.episode import simulate
 from engine.llm import ModelRegistry
-from tests.engine.factories import ALICE, BOB, make_setup
-from tests.fake_llm import FakeLLM, Rule
+from tests.support.factories import ALICE, BOB, make_setup
+from tests.support.fake_llm import FakeLLM, Rule
 
 
 def speak(argument: str) -> str:
@@ -19,7 +19,7 @@ async def test_a_repeated_line_is_asked_again(fake_llm: FakeLLM, registry: Model
     fake_llm.add_rule(Rule.action(ALICE.name, "speak", "Lend me the money.", times=2))
     setup = make_setup(fake_llm.model_name(), max_turns=3)
     transcript = await simulate(setup, registry)
-    alice = [r.action.argument for r in transcript.actions if r.agent_name == ALICE.name]
+    alice = [r.argument for r in transcript.actions if r.agent_name == ALICE.name]
     assert alice[0] == "Lend me the money." and alice[1] != alice[0]
     assert transcript.stats.repairs == 1
     reask = [r for r in fake_llm.requests if "cannot be used" in r.text]
@@ -32,7 +32,7 @@ async def test_a_repeat_after_the_reask_is_kept(fake_llm: FakeLLM, registry: Mod
     setup = make_setup(fake_llm.model_name(), max_turns=6)
     transcript = await simulate(setup, registry)
     assert transcript.turns == 6
-    bob = [r.action.argument for r in transcript.actions if r.agent_name == BOB.name]
+    bob = [r.argument for r in transcript.actions if r.agent_name == BOB.name]
     assert bob == ["No.", "No.", "No."]
     assert transcript.stats.repairs == 2  # Bob's second and third turns
 
@@ -44,7 +44,7 @@ async def test_text_actions_reask_hotter_with_the_same_prompt(
     fake_llm.add_rule(Rule(kind="text_action", contains=alice_speaks, content="Same.", times=2))
     setup = make_setup("fake-tiny", max_turns=3)
     transcript = await simulate(setup, registry)
-    alice = [r.action.argument for r in transcript.actions if r.agent_name == ALICE.name]
+    alice = [r.argument for r in transcript.actions if r.agent_name == ALICE.name]
     assert alice[0] == "Same." and alice[1] != "Same."
     requests = fake_llm.requests_of("text_action")
     first_turn_2, again = requests[2], requests[3]  # Alice's second turn and its re-ask

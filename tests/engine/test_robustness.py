@@ -9,8 +9,8 @@ import pytest
 from engine.episode import simulate
 from engine.errors import EpisodeFailed
 from engine.llm import ModelRegistry
-from tests.engine.factories import make_setup
-from tests.fake_llm import FakeLLM, Rule
+from tests.support.factories import make_setup
+from tests.support.fake_llm import FakeLLM, Rule
 
 
 async def test_malformed_action_repaired_by_reask(
@@ -20,7 +20,7 @@ async def test_malformed_action_repaired_by_reask(
     transcript = await simulate(make_setup(fake_llm.model_name(), max_turns=2), registry)
     assert transcript.stats.invalid_outputs == 1
     assert transcript.stats.repairs == 1
-    assert transcript.actions[0].action.action_type == "speak"
+    assert transcript.actions[0].action_type == "speak"
     reask = fake_llm.requests_of("action")[1]
     assert "Your answer cannot be used: no JSON object found" in reask.text
 
@@ -32,7 +32,7 @@ async def test_fenced_json_and_invalid_recipient(
     bad_to = '{"action_type": "speak", "argument": "Hi", "to": ["Zed"]}'
     fake_llm.add_rule(Rule(kind="action", content=fenced), Rule(kind="action", content=bad_to))
     transcript = await simulate(make_setup(fake_llm.model_name(), max_turns=2), registry)
-    assert transcript.actions[0].action.argument == "Hi"
+    assert transcript.actions[0].argument == "Hi"
     assert transcript.stats.repairs == 1
     assert "invalid recipient 'Zed'" in fake_llm.requests_of("action")[2].text
 
@@ -43,7 +43,7 @@ async def test_http_500_then_success(fake_llm: FakeLLM, registry: ModelRegistry)
     assert transcript.stats.server_errors == 1
     assert transcript.stats.retries == 1
     assert transcript.stats.requests == 2
-    assert transcript.actions[0].action.action_type == "speak"
+    assert transcript.actions[0].action_type == "speak"
 
 
 async def test_rate_limit_and_hang_are_retried(fake_llm: FakeLLM, registry: ModelRegistry) -> None:
@@ -52,7 +52,7 @@ async def test_rate_limit_and_hang_are_retried(fake_llm: FakeLLM, registry: Mode
     assert transcript.stats.rate_limited == 1
     assert transcript.stats.timeouts == 1
     assert transcript.stats.retries == 2
-    assert transcript.actions[0].action.action_type == "speak"
+    assert transcript.actions[0].action_type == "speak"
 
 
 async def test_permanently_failing_model_fails_episode(

@@ -7,8 +7,8 @@ import json
 from engine.episode import simulate
 from engine.llm import ModelRegistry
 from engine.types import TurnEvent
-from tests.engine.factories import ALICE, BOB, CAROL, make_setup
-from tests.fake_llm import FakeLLM, Rule
+from tests.support.factories import ALICE, BOB, CAROL, make_setup
+from tests.support.fake_llm import FakeLLM, Rule
 
 NONE = json.dumps({"action_type": "none", "argument": "", "to": []})
 
@@ -24,10 +24,12 @@ async def test_max_turns_round_robin_and_events(fake_llm: FakeLLM, registry: Mod
     assert transcript.turns == 5
     assert transcript.termination == ["max_turns"]
     assert transcript.termination_reason == "The conversation is too long; "
-    assert [e.agent_name for e in events] == [ALICE.name, BOB.name] * 2 + [ALICE.name]
-    assert [e.turn for e in events] == list(range(5))
-    assert events[1].action_type == "speak" and "Bob Jones at turn 1" in events[1].argument
-    assert events[1].messages[-1] == (BOB.name, "Environment", f'said: "{events[1].argument}"')
+    turns = [e.turn for e in events]
+    assert [t.agent_name for t in turns] == [ALICE.name, BOB.name] * 2 + [ALICE.name]
+    assert [t.turn for t in turns] == list(range(5))
+    assert turns[1].action_type == "speak" and "Bob Jones at turn 1" in turns[1].argument
+    assert events[1].messages[-1] == (BOB.name, "Environment", f'said: "{turns[1].argument}"')
+    assert transcript.actions == turns
     # turn 0 observations, then "Turn #k" observations; the last turn has only observations
     assert len(transcript.messages) == 6
     assert transcript.messages[0][0][0:2] == ("Environment", ALICE.name)
@@ -35,7 +37,7 @@ async def test_max_turns_round_robin_and_events(fake_llm: FakeLLM, registry: Mod
     assert transcript.messages[1][1] == (
         "Environment",
         BOB.name,
-        f'Turn #0: {ALICE.name} said: "{events[0].argument}"\n',
+        f'Turn #0: {ALICE.name} said: "{turns[0].argument}"\n',
     )
     assert transcript.messages[1][2] == (ALICE.name, "Environment", "did nothing")
     assert len(transcript.messages[-1]) == 2
@@ -47,7 +49,7 @@ async def test_leave_ends_two_agent_episode(fake_llm: FakeLLM, registry: ModelRe
     transcript = await simulate(make_setup(fake_llm.model_name(), max_turns=10), registry)
     assert transcript.turns == 4
     assert transcript.termination == ["too_few_agents"]
-    assert transcript.actions[-1].action.action_type == "leave"
+    assert transcript.actions[-1].action_type == "leave"
     assert transcript.messages[4][0][2] == f"Turn #3: {BOB.name} left the conversation\n"
 
 
@@ -91,7 +93,7 @@ async def test_private_message_hidden_from_others(
     )
     assert obs[CAROL.name] == expected
     assert obs[ALICE.name] == expected
-    assert transcript.actions[0].action.to == [CAROL.name]
+    assert transcript.actions[0].to == [CAROL.name]
 
 
 async def test_simultaneous_all_agents_act_each_turn(

@@ -8,8 +8,8 @@ from engine.episode import simulate
 from engine.llm import ModelRegistry
 from engine.prompts import agent_background
 from engine.types import RelationshipSpec
-from tests.engine.factories import ALICE, BOB, make_setup
-from tests.fake_llm import FakeLLM
+from tests.support.factories import ALICE, BOB, make_setup
+from tests.support.fake_llm import FakeLLM
 
 # What Alice's first prompt must show of Bob, per relationship type.
 EXPECTED = {

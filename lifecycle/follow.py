@@ -1,0 +1,307 @@
+"""Following episodes: one pub/sub connection per process, and streams that lose nothing.
+
+The hub holds the process's only Redis pub/sub connection and fans events out to bounded
+per-subscriber queues; subscribers never talk to Redis themselves. A slow subscriber whose queue is
+full is marked for resync instead of blocking the others; when the connection drops, the hub
+reconnects, resubscribes, and tells every subscriber to resync (Redis does not replay what was
+published meanwhile).
+
+A stream subscribes through the hub before it reads the stored state, so an event published
+between the read and the first live message is not missed; sequence numbers drop what the snapshot
+already covered and reveal gaps, which are filled from storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+
+import redis.asyncio as redis
+
+from engine.backoff import Backoff
+from lifecycle.transitions import (
+    EpisodeEvent,
+    EventKind,
+    MalformedEvent,
+    parse_event,
+    snapshot_event,
+    stored_events,
+)
+from resolvers.episodes import list_episodes
+from resolvers.records import get_or_none
+from storage import keys
+from storage.models import EpisodeLog, EpisodeStatus
+
+log = logging.getLogger(__name__)
+RECONNECT = Backoff(base=0.1, cap=5.0)
+RESYNC_READ = Backoff(base=0.1, cap=2.0)
+UNFINISHED = (EpisodeStatus.QUEUED, EpisodeStatus.RUNNING, EpisodeStatus.EVALUATING)
+
+
+@dataclass(eq=False)
+class Subscriber:
+    channel: str
+    queue: asyncio.Queue[EpisodeEvent | None]
+    resync: bool = False
+    """Events may have been lost (queue overflow or a Redis drop): re-read stored state."""
+
+    async def next(self) -> EpisodeEvent | None:
+        """The next event, or None when the subscriber must resync from storage.
+
+        Always yields to the event loop first: a subscriber with a backlog would otherwise
+        deliver all of it before any other request or subscriber got a turn.
+        """
+        await asyncio.sleep(0)
+        if self.resync:
+            self.resync = False
+            return None
+        item = await self.queue.get()
+        if item is None or self.resync:
+            self.resync = False
+            return None
+        return item
+
+    def deliver(self, event: EpisodeEvent) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.flag_resync()
+
+    def flag_resync(self) -> None:
+        self.resync = True
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait(None)
+
+
+class EventHub:
+    def __init__(self, client: redis.Redis, queue_size: int = 256) -> None:
+        self.queue_size = queue_size
+        self.channels: dict[str, set[Subscriber]] = {}
+        self._client = client
+        self._pubsub: redis.client.PubSub | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self.reconnects = 0
+        self.malformed = 0
+        """Payloads on our channels that were not events (logged; a sign of a version mix)."""
+
+    async def start(self) -> None:
+        """Open the hub's own pub/sub connection (taken from the client's pool)."""
+        await self._connect()
+        self._task = asyncio.create_task(self._listen())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._close_pubsub()
+
+    @property
+    def subscriber_count(self) -> int:
+        return sum(len(s) for s in self.channels.values())
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self, channel: str) -> AsyncIterator[Subscriber]:
+        subscriber = Subscriber(channel, asyncio.Queue(maxsize=self.queue_size))
+        members = self.channels.setdefault(channel, set())
+        members.add(subscriber)
+        try:
+            if len(members) == 1:
+                await self._redis_subscribe(channel)
+            yield subscriber
+        finally:
+            members.discard(subscriber)
+            if not members and self.channels.get(channel) is members:
+                del self.channels[channel]
+                await self._redis_unsubscribe(channel)
+
+    async def _redis_subscribe(self, channel: str) -> None:
+        async with self._lock:
+            try:
+                if self._pubsub is not None:
+                    await self._pubsub.subscribe(channel)
+            except redis.RedisError:
+                pass  # the listener resubscribes every channel when it reconnects
+
+    async def _redis_unsubscribe(self, channel: str) -> None:
+        async with self._lock:
+            with contextlib.suppress(redis.RedisError):
+                if self._pubsub is not None and channel not in self.channels:
+                    await asyncio.wait_for(self._pubsub.unsubscribe(channel), 2)
+
+    async def _connect(self) -> None:
+        async with self._lock:
+            pubsub = self._client.pubsub()
+            await pubsub.subscribe(keys.HUB_KEEPALIVE, *self.channels)
+            self._pubsub = pubsub
+
+    async def _close_pubsub(self) -> None:
+        pubsub, self._pubsub = self._pubsub, None
+        if pubsub is not None:
+            with contextlib.suppress(redis.RedisError, OSError):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                assert self._pubsub is not None
+                message = await self._pubsub.get_message(
+                    ignore_subscribe_messages=True, timeout=1.0
+                )
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as err:
+                log.warning("event hub lost Redis (%s); reconnecting", err)
+                await self._reconnect()
+                continue
+            if message is None or message.get("type") != "message":
+                continue
+            try:
+                event = parse_event(message["data"])
+            except MalformedEvent as err:
+                self.malformed += 1
+                log.error("dropped a malformed event on %s: %s", message.get("channel"), err)
+                continue
+            for subscriber in list(self.channels.get(message["channel"], ())):
+                subscriber.deliver(event)
+
+    async def _reconnect(self) -> None:
+        await self._close_pubsub()
+        for delay in RECONNECT.delays():
+            await asyncio.sleep(delay)
+            try:
+                await self._connect()
+                break
+            except (redis.ConnectionError, redis.TimeoutError, OSError):
+                continue
+        self.reconnects += 1
+        for members in self.channels.values():
+            for subscriber in members:
+                subscriber.flag_resync()
+
+
+class UnknownEpisode(LookupError):
+    """A stream was asked for an episode that is not stored."""
+
+
+Keep = Callable[[EpisodeEvent], bool]
+
+
+def statuses_only(event: EpisodeEvent) -> bool:
+    return event.type == EventKind.STATUS
+
+
+def everything(event: EpisodeEvent) -> bool:
+    return True
+
+
+async def follow(hub: EventHub, episode_id: str, keep: Keep) -> AsyncIterator[EpisodeEvent]:
+    """A SNAPSHOT of the episode, then every later event `keep` accepts; ends after its end."""
+    async with hub.subscribe(keys.episode_channel(episode_id)) as subscriber:
+        episode = await get_or_none(EpisodeLog, episode_id)
+        if episode is None:
+            raise UnknownEpisode(episode_id)
+        yield snapshot_event(episode)
+        last = episode.sequence
+        if episode.status.terminal:
+            return
+        while True:
+            event = await subscriber.next()
+            if event is not None and event.sequence <= last:
+                continue
+            if event is None or event.sequence > last + 1:
+                stored = await patiently(lambda: get_or_none(EpisodeLog, episode_id))
+                if stored is None:
+                    return
+                missed = stored_events(stored, after=last)
+            else:
+                missed = [event]
+            for item in missed:
+                last = item.sequence
+                if keep(item):
+                    yield item
+                if item.terminal:
+                    return
+
+
+async def follow_tag(hub: EventHub, tag: str | None) -> AsyncIterator[EpisodeEvent]:
+    """Status events of every episode with `tag` (any tag when None): a SNAPSHOT of each
+    unfinished one, then each status change. Never ends by itself."""
+    async with hub.subscribe(keys.EPISODES_CHANNEL) as subscriber:
+        # `seen` holds the last sequence sent per unfinished episode (finished ones leave it, so
+        # it stays small on a connection that lives for days); `since` is the time of the last
+        # event sent, which tells a resync what this subscriber cannot have seen.
+        seen: dict[str, int] = {}
+        since = time.time()
+        for episode in await unfinished(tag):
+            seen[str(episode.pk)] = episode.sequence
+            yield snapshot_event(episode)
+        while True:
+            event = await subscriber.next()
+            if event is None:
+                missed = await patiently(partial(catch_up, tag, seen, since))
+            else:
+                missed = [event]
+            for item in missed:
+                if (tag is not None and item.tag != tag) or item.sequence <= seen.get(
+                    item.episode_id, 0
+                ):
+                    continue
+                seen[item.episode_id] = item.sequence
+                since = max(since, item.at)
+                yield item
+                if item.terminal:
+                    del seen[item.episode_id]
+
+
+async def patiently[T](read: Callable[[], Awaitable[T]], patience: float = 60.0) -> T:
+    """A resync read, retried while Redis is still coming back (refusing connections, or
+    loading its data after a restart), so the stream survives the outage it recovers from."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience
+    for delay in RESYNC_READ.delays():
+        try:
+            return await read()
+        except redis.RedisError:
+            if loop.time() + delay > deadline:
+                raise
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+async def tagged(
+    tag: str | None, status: EpisodeStatus | None = None, first: int = 100
+) -> list[EpisodeLog]:
+    """Up to `first` episodes, newest first, whose tag is exactly `tag` (any tag when None).
+
+    The index narrows the search (it matches tags ignoring case); the exact match is made here.
+    """
+    page = await list_episodes(tag=tag, status=status, first=first)
+    return [e for e in page.items if tag is None or e.tag == tag]
+
+
+async def unfinished(tag: str | None, limit: int = 100) -> list[EpisodeLog]:
+    found: list[EpisodeLog] = []
+    for status in UNFINISHED:
+        found += await tagged(tag, status, limit)
+    return found
+
+
+async def catch_up(tag: str | None, seen: dict[str, int], since: float) -> list[EpisodeEvent]:
+    """Status events missed while the hub was away or this subscriber fell behind: those after
+    the last sent for episodes it follows, and those after `since` for any other."""
+    candidates = {str(e.pk): e for e in await unfinished(tag)}
+    candidates.update({str(e.pk): e for e in await tagged(tag)})
+    for pk in list(seen):
+        if pk not in candidates and (episode := await get_or_none(EpisodeLog, pk)) is not None:
+            candidates[pk] = episode
+    missed: list[EpisodeEvent] = []
+    for pk, episode in candidates.items():
+        for event in stored_events(episode, seen.get(pk, 0)):
+            if event.type == EventKind.STATUS and (pk in seen or event.at > since):
+                missed.append(event)
+    return sorted(missed, key=lambda e: (e.at, e.sequence))

@@ -1,0 +1,50 @@
+"""Redis, reached one way: the object a process builds once in its lifespan and hands around.
+
+`open_services` starts what the process needs (the embedded Redis when no URL is set, the
+redis-om binding and indexes, the event hub, the model registry) and stops it again; the API puts
+the result in Starlette's state and Strawberry's context, a worker takes it in its constructor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import redis.asyncio as redis
+
+from engine.llm import ModelRegistry
+from lifecycle.follow import EventHub
+from lifecycle.jobs import JobQueue
+from lifecycle.settings import RunSettings
+from lifecycle.transitions import EpisodeStore
+from storage.runtime import redis_storage
+
+
+@dataclass(frozen=True)
+class Services:
+    client: redis.Redis
+    store: EpisodeStore
+    jobs: JobQueue
+    hub: EventHub
+    models: ModelRegistry
+
+    @classmethod
+    def over(cls, client: redis.Redis, models: ModelRegistry) -> Services:
+        """The services over a prepared client (the hub is not started)."""
+        return cls(client, EpisodeStore(client), JobQueue(client), EventHub(client), models)
+
+
+@contextlib.asynccontextmanager
+async def open_services(settings: RunSettings, *, seed_if_empty: bool) -> AsyncIterator[Services]:
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            redis_storage(settings.redis_url, settings.data_dir, seed_if_empty=seed_if_empty)
+        )
+        registry = ModelRegistry(settings.models_file, settings.data_dir)
+        stack.push_async_callback(registry.aclose)
+        services = Services.over(client, registry)
+        await services.jobs.ensure_group()
+        await services.hub.start()
+        stack.push_async_callback(services.hub.stop)
+        yield services

@@ -1,0 +1,40 @@
+"""What every Parley process reads: where Redis and the data are, the models, the worker's limits.
+
+Read from the environment (and a `.env` file when present); the API adds its own in graph/settings.
+"""
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    return Path.home() / ".parley"
+
+
+class RunSettings(BaseSettings):
+    """Settings of a worker process (and of the API, which can run one)."""
+
+    model_config = SettingsConfigDict(env_prefix="PARLEY_", env_file=".env", extra="ignore")
+
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "REDIS_OM_URL", "PARLEY_REDIS_URL"),
+        description="Redis with JSON and Search; when unset an embedded Redis is started.",
+    )
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Embedded Redis data, append-only file and the assembled local model.",
+    )
+    seed: bool = Field(default=True, description="Load the sample data into an empty database.")
+    models_file: Path | None = Field(
+        default=None, description="JSON file of named OpenAI-compatible model endpoints."
+    )
+    concurrency: int = Field(default=8, ge=1, description="Episodes one worker runs at once.")
+    lease_seconds: float = Field(
+        default=30.0, gt=0, description="A dead worker's jobs are taken over after this long."
+    )
+    max_attempts: int = Field(
+        default=3, ge=1, description="Starts per episode before it fails as 'worker lost'."
+    )

@@ -1,0 +1,213 @@
+"""Starting an episode: validate against the stored world, then store it QUEUED, announce it and
+queue its job in one transaction; also cancelling and deleting one."""
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import redis.asyncio as redis
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from ulid import ULID
+
+from engine.errors import UnknownModelError
+from engine.llm import ModelCatalog
+from engine.models import DEFAULT_MODEL
+from engine.types import TurnOrder
+from lifecycle.services import Services
+from lifecycle.transitions import initial_history
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.limits import RecordId, ShortText
+from resolvers.records import exist, get_or_none, storable
+from storage import keys
+from storage.models import (
+    AgentProfile,
+    CustomEvaluationDimensionList,
+    EnvironmentProfile,
+    EpisodeLog,
+    EpisodeStatus,
+    Record,
+)
+
+MAX_AGENTS = 10
+MAX_BATCH = 1000
+IDEMPOTENCY_TTL = 24 * 3600
+
+
+class SimulationFields(BaseModel, extra="forbid"):
+    scenario_id: RecordId
+    agent_ids: Annotated[list[RecordId], Field(min_length=2, max_length=MAX_AGENTS)]
+    agent_models: Annotated[list[ShortText], Field(max_length=MAX_AGENTS)] = [DEFAULT_MODEL]
+    judge_model: ShortText = DEFAULT_MODEL
+    max_turns: Annotated[int, Field(ge=1, le=100)] = 20
+    turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
+    evaluation_dimension_list_id: RecordId | None = None
+    tag: ShortText = ""
+    idempotency_key: ShortText | None = None
+
+    @model_validator(mode="after")
+    def consistent(self) -> "SimulationFields":
+        if len(set(self.agent_ids)) != len(self.agent_ids):
+            raise ValueError("agent_ids must be distinct")
+        if len(self.agent_models) not in (1, len(self.agent_ids)):
+            raise ValueError("agent_models takes one model for all agents or one per agent")
+        return self
+
+    def models_per_agent(self) -> list[str]:
+        if len(self.agent_models) == 1:
+            return self.agent_models * len(self.agent_ids)
+        return self.agent_models
+
+
+async def check(
+    client: redis.Redis,
+    fields: dict[str, Any],
+    models: ModelCatalog,
+    prefix: Sequence[str] = ("input",),
+) -> tuple[SimulationFields | None, list[UserError]]:
+    """Validate a request against the stored world; nothing is written."""
+    try:
+        valid = SimulationFields(**fields)
+    except ValidationError as err:
+        invalid = from_validation(err)
+        return None, [UserError([*prefix, *e.field[1:]], e.message, e.code) for e in invalid]
+    errors: list[UserError] = []
+
+    def fail(field: list[str], message: str, code: ErrorCode) -> None:
+        errors.append(UserError([*prefix, *field], message, code))
+
+    list_id = valid.evaluation_dimension_list_id
+    refs: list[tuple[type[Record], str]] = [(EnvironmentProfile, valid.scenario_id)]
+    refs += [(AgentProfile, pk) for pk in valid.agent_ids]
+    refs += [(CustomEvaluationDimensionList, list_id)] if list_id else []
+    scenario_found, *found = await exist(client, refs)
+    if not scenario_found:
+        fail(["scenarioId"], f"no scenario with id {valid.scenario_id!r}", ErrorCode.NOT_FOUND)
+    for i, pk in enumerate(valid.agent_ids):
+        if not found[i]:
+            fail(["agentIds", str(i)], f"no agent with id {pk!r}", ErrorCode.NOT_FOUND)
+    if list_id and not found[-1]:
+        message = f"no evaluation dimension list with id {list_id!r}"
+        fail(["evaluationDimensionListId"], message, ErrorCode.NOT_FOUND)
+    for field, names in (("agentModels", valid.agent_models), ("judgeModel", [valid.judge_model])):
+        for i, name in enumerate(names):
+            try:
+                models.resolve(name)
+            except UnknownModelError as err:
+                path = [field, str(i)] if field == "agentModels" else [field]
+                fail(path, str(err), ErrorCode.INVALID)
+    return (None, errors) if errors else (valid, [])
+
+
+def new_episode(valid: SimulationFields) -> EpisodeLog:
+    now = time.time()
+    return EpisodeLog(
+        pk=str(ULID()),
+        environment=valid.scenario_id,
+        agents=valid.agent_ids,
+        tag=valid.tag,
+        models=[valid.judge_model, *valid.models_per_agent()],
+        agent_classes=["LLMAgent"] * len(valid.agent_ids),
+        status=EpisodeStatus.QUEUED,
+        status_history=initial_history(now),
+        sequence=1,
+        max_turns=valid.max_turns,
+        turn_order=valid.turn_order,
+        evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
+        idempotency_key=valid.idempotency_key,
+        created_at=now,
+    )
+
+
+async def start(
+    services: Services, fields: dict[str, Any]
+) -> tuple[EpisodeLog | None, list[UserError]]:
+    """Validate, store the episode QUEUED, announce it and enqueue its job, in one transaction."""
+    episodes, errors = await start_many(services, [fields], prefix=("input",))
+    return (episodes[0] if episodes else None), errors
+
+
+async def start_many(
+    services: Services, batch: list[dict[str, Any]], prefix: tuple[str, ...] | None = None
+) -> tuple[list[EpisodeLog], list[UserError]]:
+    """All or nothing: every request is checked before any episode is written.
+
+    A request whose idempotency key was used before gets that earlier episode back instead.
+    """
+    if len(batch) > MAX_BATCH:
+        message = f"at most {MAX_BATCH} simulations per call, got {len(batch)}"
+        return [], [UserError(["inputs"], message, ErrorCode.INVALID)]
+    checked = [
+        await check(services.client, f, services.models, prefix or ("inputs", str(i)))
+        for i, f in enumerate(batch)
+    ]
+    errors = [e for _, errs in checked for e in errs]
+    if errors:
+        return [], errors
+    results: list[EpisodeLog] = []
+    fresh: list[EpisodeLog] = []
+    for valid, _ in checked:
+        assert valid is not None
+        episode = new_episode(valid)
+        if valid.idempotency_key and not await claim(services.client, valid, str(episode.pk)):
+            earlier = await earlier_episode(services.client, valid.idempotency_key)
+            if earlier is not None:
+                results.append(earlier)
+                continue
+        fresh.append(episode)
+        results.append(episode)
+    await write(services, fresh)
+    return results, []
+
+
+async def claim(client: redis.Redis, valid: SimulationFields, episode_id: str) -> bool:
+    """Reserve the request's idempotency key for `episode_id`; False if it was taken."""
+    assert valid.idempotency_key is not None
+    key = keys.idempotency(valid.idempotency_key)
+    return bool(await client.set(key, episode_id, nx=True, ex=IDEMPOTENCY_TTL))
+
+
+async def write(services: Services, episodes: list[EpisodeLog]) -> None:
+    if not episodes:
+        return
+    async with services.client.pipeline(transaction=True) as pipe:
+        for episode in episodes:
+            services.store.add_queued(pipe, episode)
+            services.jobs.add(pipe, str(episode.pk))
+        await pipe.execute()
+
+
+async def earlier_episode(client: redis.Redis, key: str) -> EpisodeLog | None:
+    """The episode a previous request with this idempotency key made (it may still be writing)."""
+    pk = await client.get(keys.idempotency(key))
+    for _ in range(50):
+        episode = await get_or_none(EpisodeLog, str(pk)) if pk else None
+        if episode is not None:
+            return episode
+        await asyncio.sleep(0.02)
+    return None
+
+
+async def cancel(services: Services, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
+    """QUEUED ends at once; RUNNING/EVALUATING end here and the worker stops on its next check."""
+    if not storable(pk):
+        return None, [not_found("episode", pk)]
+    result = await services.store.transition(pk, EpisodeStatus.CANCELLED, reason="cancelled")
+    if result.status is None:
+        return None, [not_found("episode", pk)]
+    episode = await get_or_none(EpisodeLog, pk)
+    if not result.ok:
+        message = f"episode is already {result.status.value}"
+        return episode, [UserError(["input", "id"], message, ErrorCode.CONFLICT)]
+    return episode, []
+
+
+async def delete(pk: str) -> list[UserError]:
+    episode = await get_or_none(EpisodeLog, pk)
+    if episode is None:
+        return [not_found("episode", pk)]
+    if not episode.status.terminal:
+        message = f"episode is {episode.status.value}: cancel it before deleting it"
+        return [UserError(["input", "id"], message, ErrorCode.IN_USE)]
+    await EpisodeLog.delete(pk)
+    return []

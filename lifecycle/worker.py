@@ -1,0 +1,416 @@
+"""The worker: takes episode jobs from the queue, runs them, and stores every step.
+
+Many workers, in one process or on many machines, share one queue. A worker renews a lease on
+the jobs it runs; a worker that dies stops renewing, and another one's sweep takes its jobs over
+and restarts those episodes (attempt + 1) until the attempt cap, after which the episode fails.
+Every write carries the worker's attempt number, so a worker that lost its job cannot overwrite
+the new owner's work: it notices, stops, and leaves the job alone.
+
+`run(burst=True)` works until nothing is left that this worker could take, then returns (as
+arq's burst mode), which is how tests drive a worker inside their own event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import redis.asyncio as redis
+from aredis_om import NotFoundError
+from pydantic import ValidationError
+
+from engine.episode import simulate
+from engine.episode_log import episode_log_parts
+from engine.errors import EpisodeFailed
+from engine.judge import evaluate
+from engine.stats import GenerationStats
+from engine.types import (
+    SOTOPIA_DIMENSIONS,
+    AgentSpec,
+    DimensionSpec,
+    EpisodeSetup,
+    RelationshipSpec,
+    ScenarioSpec,
+    Transcript,
+    TurnEvent,
+)
+from lifecycle.jobs import Job
+from lifecycle.services import Services, open_services
+from lifecycle.settings import RunSettings
+from storage.models import (
+    AgentProfile,
+    CustomEvaluationDimension,
+    CustomEvaluationDimensionList,
+    EnvironmentProfile,
+    EpisodeLog,
+    EpisodeStatus,
+    RelationshipProfile,
+)
+
+log = logging.getLogger(__name__)
+Status = EpisodeStatus
+ACTIVE = (Status.RUNNING, Status.EVALUATING)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    concurrency: int = 8
+    lease_seconds: float = 30.0
+    """A job whose lease is not renewed for this long is taken over by another worker."""
+    max_attempts: int = 3
+    """Starts allowed per episode; a job whose worker died this often ends FAILED."""
+    poll_seconds: float = 1.0
+    """How often running episodes are checked for cancellation."""
+    consumer: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+
+    @classmethod
+    def from_settings(cls, settings: RunSettings) -> WorkerConfig:
+        return cls(
+            concurrency=settings.concurrency,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+        )
+
+
+class SetupError(Exception):
+    """A stored episode refers to records that no longer exist or do not fit."""
+
+
+class Fenced(Exception):
+    """The episode is no longer this worker's to write (cancelled, deleted, or taken over)."""
+
+
+@dataclass
+class Running:
+    job: Job
+    attempt: int
+    task: asyncio.Task[None]
+    settled: bool = False
+    """The run is over and only its acknowledgement is left: nothing to stop any more."""
+
+
+class Worker:
+    def __init__(self, services: Services, config: WorkerConfig | None = None) -> None:
+        self.config = config or WorkerConfig()
+        self.llm = services.models
+        self.jobs = services.jobs
+        self.store = services.store
+        self.running: dict[str, Running] = {}
+        self._slots = asyncio.Semaphore(self.config.concurrency)
+        self._stopping = asyncio.Event()
+        self._burst = False
+
+    async def run(self, *, burst: bool = False) -> None:
+        """Work until `stop()` (or, in burst mode, until there is nothing left to take);
+        unfinished jobs are then handed back for redelivery."""
+        self._burst = burst
+        await self.jobs.ensure_group()
+        log.info("worker started", extra={"consumer": self.config.consumer})
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._every(self.config.lease_seconds / 3, self._renew))
+                group.create_task(self._every(self.config.lease_seconds / 4, self._sweep))
+                group.create_task(self._every(self.config.poll_seconds, self._watch))
+                group.create_task(self._read_loop())
+                await self._stopping.wait()
+                raise _Stop
+        except* _Stop:
+            pass
+        finally:
+            await self._hand_back()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def _every(self, seconds: float, action: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await action()
+            except redis.RedisError as err:
+                log.warning("worker housekeeping failed: %s", err)
+            except Exception:  # a bug here must not stop the episodes that run
+                log.exception("worker housekeeping crashed")
+
+    async def _read_loop(self) -> None:
+        while True:
+            free = await self._wait_for_slot()
+            block_ms = 100 if self._burst else 1000
+            try:
+                jobs = await self.jobs.read(self.config.consumer, free, block_ms=block_ms)
+            except redis.RedisError as err:
+                log.warning("reading jobs failed: %s", err)
+                await asyncio.sleep(1)
+                continue
+            for job in jobs:
+                await self._launch(job)
+            if self._burst and not jobs and await self._drained():
+                self.stop()
+                return
+
+    async def _drained(self) -> bool:
+        """Burst mode's end, after a read found nothing new: nothing running, and nothing whose
+        lease lapsed to take over."""
+        if not self.running:
+            await self._sweep()
+        return not self.running
+
+    async def _wait_for_slot(self) -> int:
+        await self._slots.acquire()
+        self._slots.release()
+        return self.config.concurrency - len(self.running)
+
+    async def _sweep(self) -> None:
+        free = self.config.concurrency - len(self.running)
+        if free <= 0:
+            return
+        idle_ms = int(self.config.lease_seconds * 1000)
+        for job in await self.jobs.reclaim(self.config.consumer, idle_ms, free):
+            if job.entry_id not in self.running:
+                log.info("took over job", extra={"episode": job.episode_id})
+                await self._launch(job)
+
+    async def _renew(self) -> None:
+        await self.jobs.renew(self.config.consumer, list(self.running))
+
+    async def _watch(self) -> None:
+        """Stop episodes that were cancelled or deleted, or that another worker now owns."""
+        started = [
+            i for i in self.running.values() if i.attempt and not i.settled and not i.task.done()
+        ]
+        states = await self.store.states([i.job.episode_id for i in started])
+        for item, state in zip(started, states, strict=True):
+            if item.settled or item.task.done():
+                continue  # it finished while the states were read
+            if state is None or state[0] not in ACTIVE or state[1] != item.attempt:
+                item.task.cancel()
+                log.info("stopped episode", extra={"episode": item.job.episode_id})
+
+    async def _launch(self, job: Job) -> None:
+        await self._slots.acquire()
+        task = asyncio.create_task(self._run_job(job))
+        self.running[job.entry_id] = Running(job=job, attempt=0, task=task)
+        task.add_done_callback(lambda _: self._finished(job))
+
+    def _finished(self, job: Job) -> None:
+        self.running.pop(job.entry_id, None)
+        self._slots.release()
+
+    async def _hand_back(self) -> None:
+        """Cancel what runs and make its entries reclaimable at once (not acked: redelivered)."""
+        items = list(self.running.values())
+        for item in items:
+            item.task.cancel()
+        await asyncio.gather(*(item.task for item in items), return_exceptions=True)
+        idle_ms = int(self.config.lease_seconds * 1000) + 1
+        with contextlib.suppress(redis.RedisError):
+            await self.jobs.release(self.config.consumer, [i.job.entry_id for i in items], idle_ms)
+
+    async def _run_job(self, job: Job) -> None:
+        done = False
+        try:
+            done = await self._run(job)
+        except asyncio.CancelledError:
+            done = await self._cancelled_elsewhere(job)
+            if not done:
+                raise
+        except Fenced:
+            done = await self._cancelled_elsewhere(job)
+        except redis.RedisError as err:
+            # Not acked: the job is redelivered once its lease lapses, and the episode restarts.
+            log.warning("Redis failed during an episode, leaving it for redelivery: %s", err)
+        except Exception:
+            log.exception("episode crashed", extra={"episode": job.episode_id})
+            attempt = self.running[job.entry_id].attempt if job.entry_id in self.running else None
+            with contextlib.suppress(redis.RedisError):
+                await self.store.transition(
+                    job.episode_id,
+                    Status.FAILED,
+                    fence=attempt,
+                    reason="internal error in the worker",
+                )
+            done = True
+        finally:
+            if done:
+                if job.entry_id in self.running:
+                    self.running[job.entry_id].settled = True
+                with contextlib.suppress(redis.RedisError):
+                    await self.jobs.ack(job.entry_id)
+
+    async def _cancelled_elsewhere(self, job: Job) -> bool:
+        """True when the episode ended without us (cancelled, deleted): the job is done."""
+        state = await self.store.state(job.episode_id)
+        return state is None or state[0].terminal
+
+    async def _run(self, job: Job) -> bool:
+        """Run one delivery of a job; True when the job needs no further delivery."""
+        episode_id = job.episode_id
+        state = await self.store.state(episode_id)
+        if state is None or state[0].terminal:
+            return True
+        status, attempt = state
+        if status in ACTIVE and attempt >= self.config.max_attempts:
+            await self.store.transition(
+                episode_id,
+                Status.FAILED,
+                fence=attempt,
+                reason=f"worker lost {attempt} times",
+                fields={"error": f"worker lost {attempt} times", "finished_at": time.time()},
+            )
+            return True
+        started = await self.store.transition(
+            episode_id,
+            Status.RUNNING,
+            fence=attempt,
+            restart=True,
+            fields={"started_at": time.time(), "error": None},
+        )
+        if not started.ok:
+            return started.status is None or started.status.terminal
+        mine = attempt + 1
+        self.running[job.entry_id].attempt = mine
+        try:
+            setup = await load_setup(await EpisodeLog.get(episode_id))
+        except SetupError as err:
+            await self._fail(episode_id, mine, str(err), GenerationStats())
+            return True
+
+        async def on_turn(event: TurnEvent) -> None:
+            turn = event.turn.model_dump(mode="json")
+            progress = event.turn.turn + 1
+            stored = await self.store.append_turn(episode_id, mine, turn, progress, event.messages)
+            if stored is None:
+                raise Fenced
+
+        try:
+            transcript = await simulate(setup, self.llm, on_turn)
+        except EpisodeFailed as failed:
+            await self._fail(episode_id, mine, failed.reason, failed.stats)
+            return True
+        return await self._evaluate(episode_id, mine, setup, transcript)
+
+    async def _evaluate(
+        self, episode_id: str, attempt: int, setup: EpisodeSetup, transcript: Transcript
+    ) -> bool:
+        moved = await self.store.transition(
+            episode_id,
+            Status.EVALUATING,
+            fence=attempt,
+            fields={
+                "messages": transcript.messages,
+                "progress": transcript.turns,
+                "termination_reason": transcript.termination_reason,
+            },
+        )
+        if not moved.ok:
+            raise Fenced
+        try:
+            evaluation = await evaluate(setup, transcript, self.llm)
+        except EpisodeFailed as failed:
+            await self._fail(
+                episode_id, attempt, failed.reason, transcript.stats.merge(failed.stats)
+            )
+            return True
+        parts = episode_log_parts(setup, transcript, evaluation)
+        stats = transcript.stats.merge(evaluation.stats)
+        finished = await self.store.transition(
+            episode_id,
+            Status.COMPLETED,
+            fence=attempt,
+            fields={
+                "messages": parts.messages,
+                "rewards": parts.rewards,
+                "reasoning": parts.reasoning,
+                "rewards_prompt": parts.rewards_prompt,
+                "generation_stats": stats.model_dump(),
+                "finished_at": time.time(),
+            },
+        )
+        if not finished.ok:
+            raise Fenced
+        return True
+
+    async def _fail(
+        self, episode_id: str, attempt: int, reason: str, stats: GenerationStats
+    ) -> None:
+        await self.store.transition(
+            episode_id,
+            Status.FAILED,
+            fence=attempt,
+            reason=reason,
+            fields={
+                "error": reason,
+                "generation_stats": stats.model_dump(),
+                "finished_at": time.time(),
+            },
+        )
+
+
+class _Stop(Exception):
+    pass
+
+
+async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
+    """The engine's plain data for an episode: its scenario, agents, relationships, dimensions."""
+    try:
+        scenario = await EnvironmentProfile.get(episode.environment)
+        agents = [await AgentProfile.get(pk) for pk in episode.agents]
+        pairs = RelationshipProfile.find(
+            RelationshipProfile.agent_1_id << episode.agents,  # type: ignore[operator]
+        )
+        relationships = [
+            r
+            for r in await pairs.all()
+            if r.agent_2_id in episode.agents and r.agent_1_id != r.agent_2_id
+        ]
+        models = list(episode.models or [])
+        return EpisodeSetup(
+            scenario=ScenarioSpec.model_validate(scenario.model_dump()),
+            agents=[AgentSpec.model_validate(a.model_dump()) for a in agents],
+            relationships=[RelationshipSpec.model_validate(r.model_dump()) for r in relationships],
+            judge_model=models[0],
+            agent_models=models[1:],
+            max_turns=episode.max_turns,
+            turn_order=episode.turn_order,
+            dimensions=await load_dimensions(episode.evaluation_dimension_list_id),
+        )
+    except NotFoundError:
+        raise SetupError(
+            "a scenario, agent or dimension list of this episode was deleted"
+        ) from None
+    except ValidationError as err:
+        raise SetupError(f"the stored records do not make a valid episode: {err}") from None
+
+
+async def load_dimensions(list_id: str | None) -> list[DimensionSpec]:
+    if list_id is None:
+        return list(SOTOPIA_DIMENSIONS)
+    record = await CustomEvaluationDimensionList.get(list_id)
+    dims = [await CustomEvaluationDimension.get(pk) for pk in record.dimension_pks]
+    return [DimensionSpec.model_validate(d.model_dump()) for d in dims]
+
+
+@contextlib.asynccontextmanager
+async def running_worker(worker: Worker) -> AsyncIterator[Worker]:
+    """The worker running in the background for the duration of the block."""
+    task = asyncio.create_task(worker.run())
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        await task
+
+
+async def serve_worker(settings: RunSettings, stop: asyncio.Event) -> None:
+    """`parley worker`: a worker alone, until `stop` is set."""
+    async with (
+        open_services(settings, seed_if_empty=False) as services,
+        running_worker(Worker(services, WorkerConfig.from_settings(settings))),
+    ):
+        await stop.wait()

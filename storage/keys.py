@@ -1,0 +1,47 @@
+"""Every Redis key, channel and index name Parley uses, in one place.
+
+Records themselves live at Sotopia's keys (`:<sotopia module>.<Class>:<pk>`, made by redis-om from
+each model's `model_key_prefix`); everything Parley adds starts with `parley:`.
+"""
+
+SOTOPIA_PROFILES = "sotopia.database.persistent_profile"
+SOTOPIA_LOGS = "sotopia.database.logs"
+SOTOPIA_DIMENSIONS = "sotopia.database.evaluation_dimensions"
+"""Sotopia's module paths, the middle of its record keys (`:<module>.<Class>:<pk>`)."""
+
+
+def index_name(model: str) -> str:
+    """Parley's own RediSearch index over a record type (Sotopia's migrator never touches it)."""
+    return f"parley:{model}:index"
+
+
+def relationship_pair(agent_id: str, other_id: str) -> str:
+    """A string reserving an unordered pair of agents for their one relationship (SET NX)."""
+    first, second = sorted((agent_id, other_id))
+    return f"parley:relationship-pair:{first}:{second}"
+
+
+def idempotency(key: str) -> str:
+    """The episode id a client's idempotency key was first used for (expires after a day)."""
+    return f"parley:idempotency:{key}"
+
+
+JOBS = "parley:jobs"
+"""The job queue: a Stream with one entry per episode to run."""
+WORKERS = "parley:workers"
+"""The consumer group on JOBS that every worker reads through."""
+
+EPISODES_CHANNEL = "parley:events:episodes"
+"""Pub/sub channel with the status events of every episode (turns go only to their episode's)."""
+
+
+def episode_channel(episode_id: str) -> str:
+    """Pub/sub channel with every event of one episode."""
+    return f"parley:events:episode:{episode_id}"
+
+
+HUB_KEEPALIVE = "parley:events:hub"
+"""Always subscribed by each process's hub, so a dropped connection is noticed while idle."""
+
+CAPABILITY_PROBE = "parley:capability-probe"
+"""Read (never written) at start-up to learn whether the JSON module is loaded."""

@@ -1,0 +1,52 @@
+"""Sample data: loads, is idempotent, and `parley seed` works as a command."""
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+from storage import keys, sample
+from storage.models import AgentProfile, RelationshipProfile
+from tests.support.server import GraphQLClient
+
+
+def test_sample_data_is_well_formed() -> None:
+    data = sample.sample_data()
+    agents = {a["pk"] for a in data["agents"]}
+    assert len(agents) >= 8 and len(data["scenarios"]) >= 5
+    assert all(a["secret"] for a in data["agents"])
+    assert all(len(s["agent_goals"]) == 2 for s in data["scenarios"])
+    pairs = {frozenset((r["agent_1_id"], r["agent_2_id"])) for r in data["relationships"]}
+    assert len(pairs) == len(data["relationships"])
+    assert all(set(pair) <= agents and len(pair) == 2 for pair in pairs)
+    assert len({r["relationship"] for r in data["relationships"]}) >= 4
+
+
+async def test_seed_is_idempotent(redis_client: Any, gql: GraphQLClient) -> None:
+    await sample.seed(redis_client)
+    counts = (await AgentProfile.find().count(), await RelationshipProfile.find().count())
+    assert await sample.seed(redis_client) == {"agents": 0, "scenarios": 0, "relationships": 0}
+    assert (await AgentProfile.find().count(), await RelationshipProfile.find().count()) == counts
+    assert not await sample.is_empty()
+
+    rel = sample.sample_data()["relationships"][0]
+    assert await redis_client.get(keys.relationship_pair(rel["agent_1_id"], rel["agent_2_id"]))
+    conflict = await gql.data(
+        "mutation($a: ID!, $b: ID!) { createRelationship(input: {agentId: $b, otherAgentId: $a, "
+        "relationship: FRIEND}) { userErrors { code } } }",
+        {"a": rel["agent_1_id"], "b": rel["agent_2_id"]},
+    )
+    assert conflict["createRelationship"]["userErrors"] == [{"code": "CONFLICT"}]
+
+
+def test_seed_command(redis_url: str) -> None:
+    env = {**os.environ, "REDIS_URL": redis_url}
+    done = subprocess.run(
+        [sys.executable, "-m", "graph.cli", "seed"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "'agents': 0" in done.stdout

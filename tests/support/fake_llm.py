@@ -1,0 +1,334 @@
+"""A fake OpenAI-compatible server for tests and benchmarks.
+
+Runs a Starlette app under uvicorn in a background thread on 127.0.0.1 (free
+port), so the test process and other processes (a worker subprocess pointed at
+`custom/fake@<base_url>`) can use it. With no script it answers every action
+request with a short `speak` and every judge request with an in-range score, so
+whole episodes complete. Rules script other answers (HTTP errors, garbage,
+hangs, out-of-range scores, leaving); every request is recorded.
+
+    with FakeLLM(delay=0.2) as fake:
+        fake.add_rule(Rule(kind="action", status=500))   # one HTTP 500
+        model = fake.model_name()                          # custom/fake@http://127.0.0.1:…/v1
+
+Other processes can script it too: POST /_fake/rules (a JSON list of rules),
+POST /_fake/reset, GET /_fake/requests. `python -m tests.support.fake_llm` serves one
+until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import socket
+import threading
+import time
+from typing import Any, Literal
+
+import uvicorn
+from pydantic import BaseModel, Field
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from engine.llm import SCHEMA_INSTRUCTION
+
+Kind = Literal["action", "text_action", "judge", "other"]
+
+
+class Rule(BaseModel):
+    """A scripted answer for the next matching request(s)."""
+
+    kind: Literal["any", "action", "text_action", "judge"] = "any"
+    """'action' matches JSON and text action requests; 'text_action' only text ones."""
+    contains: list[str] = Field(default_factory=list)
+    """Substrings that must all occur in the request's messages."""
+    times: int | None = 1
+    """How many requests this rule answers; None = all of them."""
+    status: int = 200
+    content: str | None = None
+    """Raw reply text; None = the default answer for the request."""
+    delay: float = 0.0
+    hang: bool = False
+    """Never answer (until the server stops)."""
+
+    @classmethod
+    def leave(cls, agent: str, turn: int | None = None) -> Rule:
+        """`agent` leaves (at `turn`, for JSON-action prompts)."""
+        contains = [f"You are {agent}."]
+        if turn is not None:
+            contains.append(f"It is turn #{turn}.")
+        return cls(
+            kind="action",
+            contains=contains,
+            content=json.dumps({"action_type": "leave", "argument": "", "to": []}),
+        )
+
+    @classmethod
+    def action(
+        cls,
+        agent: str,
+        action_type: str,
+        argument: str = "",
+        to: list[str] | None = None,
+        times: int | None = 1,
+    ) -> Rule:
+        body = {"action_type": action_type, "argument": argument, "to": to or []}
+        return cls(
+            kind="action", contains=[f"You are {agent}."], content=json.dumps(body), times=times
+        )
+
+
+class RecordedRequest(BaseModel):
+    kind: Kind
+    body: dict[str, Any]
+    text: str
+    """All message contents joined by newlines."""
+    status: int
+
+
+def _schema_of(body: dict[str, Any], text: str) -> tuple[str, dict[str, Any] | None]:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        return str(spec.get("name", "")), spec.get("schema")
+    if SCHEMA_INSTRUCTION in text:
+        raw = text.rsplit(SCHEMA_INSTRUCTION, 1)[1].strip()
+        try:
+            schema, _ = json.JSONDecoder().raw_decode(raw)
+        except ValueError:
+            return "", None
+        return "", schema
+    return "", None
+
+
+def classify(body: dict[str, Any]) -> tuple[Kind, dict[str, Any] | None, str]:
+    messages = body.get("messages") or []
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    name, schema = _schema_of(body, text)
+    if schema is not None:
+        props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        kind: Kind = "action" if name == "agent_action" or "action_type" in props else "judge"
+        return kind, schema, text
+    if messages and messages[-1].get("role") == "assistant":
+        return "text_action", None, text
+    return "other", None, text
+
+
+def sample(schema: dict[str, Any]) -> Any:
+    """A valid value for the simple schemas the engine sends (integers mid-range)."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {k: sample(v) for k, v in schema.get("properties", {}).items()}
+    if kind == "integer":
+        low, high = int(schema.get("minimum", 0)), int(schema.get("maximum", 10))
+        return (low + high) // 2
+    if kind == "number":
+        return 0.0
+    if kind == "array":
+        return []
+    if kind == "boolean":
+        return True
+    limit = int(schema.get("maxLength", 40))
+    return "Reasonable behaviour."[:limit]
+
+
+def default_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
+    if kind == "action":
+        who = re.search(r"You are ([^.\n]+)\.", text)
+        turn = re.search(r"It is turn #(\d+)", text)
+        name = who.group(1) if who else "someone"
+        argument = f"Hello, this is {name} at turn {turn.group(1) if turn else '?'}."
+        return json.dumps({"action_type": "speak", "argument": argument, "to": []})
+    if kind == "text_action":
+        # A different line each turn (agents do not repeat themselves word for word).
+        return f"Nice to see you, how are you today? ({text.count(chr(10))})"
+    if kind == "judge" and schema is not None:
+        return json.dumps(sample(schema))
+    return "OK"
+
+
+class FakeLLM:
+    """The fake server; a context manager that starts and stops it."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self._lock = threading.Lock()
+        self._rules: list[Rule] = []
+        self._requests: list[RecordedRequest] = []
+        self._stopping = False
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/_fake/rules", self._post_rules, methods=["POST"]),
+                Route("/_fake/reset", self._post_reset, methods=["POST"]),
+                Route("/_fake/requests", self._get_requests, methods=["GET"]),
+            ]
+        )
+
+    # --- control -----------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def model_name(self, model: str = "fake") -> str:
+        return f"custom/{model}@{self.base_url}"
+
+    def add_rule(self, *rules: Rule) -> None:
+        with self._lock:
+            self._rules.extend(rules)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._rules.clear()
+            self._requests.clear()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def requests_of(self, kind: Kind) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.kind == kind]
+
+    def _take_rule(self, kind: Kind, text: str) -> Rule | None:
+        with self._lock:
+            for rule in self._rules:
+                wanted = rule.kind
+                if wanted == "action" and kind not in ("action", "text_action"):
+                    continue
+                if wanted not in ("any", "action") and wanted != kind:
+                    continue
+                if not all(s in text for s in rule.contains):
+                    continue
+                if rule.times is not None:
+                    rule.times -= 1
+                    if rule.times <= 0:
+                        self._rules.remove(rule)
+                return rule
+        return None
+
+    # --- endpoints ---------------------------------------------------------------
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        kind, schema, text = classify(body)
+        rule = self._take_rule(kind, text)
+        status = rule.status if rule else 200
+        with self._lock:
+            self._requests.append(RecordedRequest(kind=kind, body=body, text=text, status=status))
+        delay = self.delay + (rule.delay if rule else 0.0)
+        if delay:
+            await asyncio.sleep(delay)
+        if rule is not None and rule.hang:
+            while not self._stopping:  # noqa: ASYNC110 - set from another thread
+                await asyncio.sleep(0.05)
+            return JSONResponse({"error": {"message": "shutting down"}}, status_code=503)
+        if status != 200:
+            return JSONResponse(
+                {"error": {"message": f"scripted HTTP {status}", "type": "fake"}},
+                status_code=status,
+            )
+        content = rule.content if rule and rule.content is not None else None
+        if content is None:
+            content = default_answer(kind, schema, text)
+        return JSONResponse(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": str(body.get("model", "fake")),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(text) // 4,
+                    "completion_tokens": len(content) // 4,
+                    "total_tokens": (len(text) + len(content)) // 4,
+                },
+            }
+        )
+
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+    async def _post_rules(self, request: Request) -> Response:
+        rules = [Rule.model_validate(r) for r in await request.json()]
+        self.add_rule(*rules)
+        return JSONResponse({"rules": len(rules)})
+
+    async def _post_reset(self, request: Request) -> Response:
+        self.reset()
+        return JSONResponse({"ok": True})
+
+    async def _get_requests(self, request: Request) -> Response:
+        return JSONResponse([r.model_dump() for r in self.requests])
+
+    # --- lifecycle ---------------------------------------------------------------
+    def start(self) -> FakeLLM:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app, log_level="warning", timeout_graceful_shutdown=1, lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._stopping = False
+        server = self._server
+        self._thread = threading.Thread(
+            target=lambda: server.run(sockets=[sock]), name="fake-llm", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("fake LLM server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve the fake OpenAI-compatible LLM.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--delay", type=float, default=0.0)
+    args = parser.parse_args()
+    fake = FakeLLM(delay=args.delay)
+    fake.port = args.port
+    with fake:
+        print(fake.base_url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

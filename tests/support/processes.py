@@ -1,0 +1,89 @@
+"""Real Parley processes for tests: API servers and workers, started and stopped by pid."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from engine.processes import stop_process
+from storage.embedded import free_port
+
+
+def parley_env(redis_url: str, data_dir: Path, **settings: str) -> dict[str, str]:
+    env = {**os.environ, "REDIS_URL": redis_url, "PARLEY_DATA_DIR": str(data_dir)}
+    env.update({f"PARLEY_{k.upper()}": v for k, v in settings.items()})
+    return env
+
+
+class Process:
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.log = log
+        self._log_file = log.open("wb")
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "graph.cli", *args],
+            env=env,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def kill(self) -> None:
+        """SIGKILL: the process gets no chance to clean up."""
+        self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(10)
+
+    def stop(self, timeout: float = 20) -> int:
+        code = stop_process(self.popen, timeout)
+        self._log_file.close()
+        return code
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+class ApiProcess(Process):
+    def __init__(self, env: dict[str, str], log: Path, *extra: str) -> None:
+        self.port = free_port()
+        super().__init__(["serve", "--port", str(self.port), "--no-seed", *extra], env, log)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"API process exited:\n{self.output()}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"API process not ready:\n{self.output()}")
+
+
+@contextmanager
+def api_process(env: dict[str, str], log: Path, *extra: str) -> Iterator[ApiProcess]:
+    process = ApiProcess(env, log, *extra)
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@contextmanager
+def worker_process(env: dict[str, str], log: Path, concurrency: int = 4) -> Iterator[Process]:
+    process = Process(["worker", "--concurrency", str(concurrency)], env, log)
+    try:
+        yield process
+    finally:
+        process.stop()

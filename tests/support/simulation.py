@@ -1,0 +1,146 @@
+"""Helpers shared by the simulation tests: a small world, starting episodes, following them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from gql import Client, GraphQLRequest
+from gql.transport.websockets import WebsocketsTransport
+
+from storage.models import AgentProfile, EnvironmentProfile
+
+if TYPE_CHECKING:
+    from tests.support.server import GraphQLClient
+
+CREATE_AGENT = """
+mutation($input: CreateAgentInput!) {
+  createAgent(input: $input) {
+    agent { id firstName lastName name age occupation gender secret moralValues tag }
+    userErrors { field message code }
+  }
+}"""
+START = """
+mutation($input: StartSimulationInput!) {
+  startSimulation(input: $input) {
+    episode { id status attempt progress { turn maxTurns } }
+    userErrors { field message code }
+  }
+}"""
+EPISODE = """
+query($id: ID!) {
+  episode(id: $id) {
+    id status attempt error progress { turn maxTurns }
+    statusHistory { status attempt reason sequence }
+    turns { turn speaker actionType argument sequence }
+    rewards { agentIndex overall dimensions { dimension score } }
+    messages reasoning agentModels judgeModel
+  }
+}"""
+EVENTS = """
+subscription($id: ID!) {
+  episodeEvents(id: $id) {
+    kind sequence status previousStatus attempt reason turn { turn speaker argument }
+  }
+}"""
+STATUS = """
+subscription($id: ID!) { episodeStatus(id: $id) { kind sequence status attempt } }"""
+
+
+async def make_world(tag: str, agents: int = 2) -> tuple[str, list[str]]:
+    """A scenario and `agents` agents, saved directly; returns their ids."""
+    people = [
+        AgentProfile(first_name=f"Ava{i}", last_name=tag, age=30 + i, occupation="Tester", tag=tag)
+        for i in range(agents)
+    ]
+    for person in people:
+        await person.save()
+    scenario = EnvironmentProfile(
+        codename=f"{tag}_lunch",
+        scenario="Colleagues decide where to have lunch.",
+        agent_goals=[f"Pick a place you like (seat {i})" for i in range(agents)],
+        relationship=2,
+        tag=tag,
+    )
+    await scenario.save()
+    return str(scenario.pk), [str(p.pk) for p in people]
+
+
+def start_input(scenario: str, agents: list[str], model: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "scenarioId": scenario,
+        "agentIds": agents,
+        "agentModels": [model],
+        "judgeModel": model,
+        "maxTurns": 3,
+        **extra,
+    }
+
+
+async def post(base_url: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        response = await http.post("/graphql", json={"query": query, "variables": variables})
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    assert "errors" not in body, body
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+async def start(base_url: str, variables: dict[str, Any]) -> str:
+    payload = (await post(base_url, START, {"input": variables}))["startSimulation"]
+    assert payload["userErrors"] == [], payload
+    assert payload["episode"]["status"] == "QUEUED"
+    episode_id: str = payload["episode"]["id"]
+    return episode_id
+
+
+async def episode(base_url: str, episode_id: str) -> dict[str, Any]:
+    data = await post(base_url, EPISODE, {"id": episode_id})
+    found: dict[str, Any] = data["episode"]
+    return found
+
+
+async def wait_for(
+    base_url: str, episode_id: str, predicate: Any, timeout: float = 60
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        current = await episode(base_url, episode_id)
+        if predicate(current):
+            return current
+        if time.monotonic() > deadline:
+            raise AssertionError(f"episode never got there: {current}")
+        await asyncio.sleep(0.1)
+
+
+def websocket_transport(base_url: str, **options: Any) -> WebsocketsTransport:
+    return WebsocketsTransport(
+        url=base_url.replace("http://", "ws://") + "/graphql",
+        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        **options,
+    )
+
+
+async def collect(
+    base_url: str, query: str, episode_id: str, started: asyncio.Event | None = None
+) -> list[dict[str, Any]]:
+    """Every message of a subscription until the server completes it."""
+    events: list[dict[str, Any]] = []
+    async with Client(transport=websocket_transport(base_url)) as session:
+        request = GraphQLRequest(query, variable_values={"id": episode_id})
+        async for result in session.subscribe(request):
+            events.append(next(iter(result.values())))
+            if started is not None:
+                started.set()
+    return events
+
+
+async def create_agent(gql: GraphQLClient, **fields: Any) -> dict[str, Any]:
+    base = {"firstName": "Ada", "lastName": "Byron", "tag": "agents-test"}
+    payload = (await gql.data(CREATE_AGENT, {"input": {**base, **fields}}))["createAgent"]
+    assert payload["userErrors"] == []
+    agent: dict[str, Any] = payload["agent"]
+    return agent
