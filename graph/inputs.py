@@ -6,6 +6,10 @@ from typing import Any
 import strawberry
 
 from graph.enums import EpisodeStatus, RelationshipType, TurnOrder
+from graph.fields import creates, updates
+from resolvers.agents import AGENT
+from resolvers.relationships import RELATIONSHIP
+from resolvers.scenarios import SCENARIO
 
 
 def provided(data: object, rename: dict[str, str] | None = None) -> dict[str, Any]:
@@ -62,84 +66,17 @@ class RelationshipFilter:
 
 
 @strawberry.input(description="A new agent. Names are required; the rest defaults to empty.")
+@creates(AGENT)
 class CreateAgentInput:
     id: strawberry.ID | None = strawberry.field(
         default=None, description="Primary key to use; a new ULID when omitted."
     )
-    first_name: str = strawberry.field(description="Given name (required, non-empty).")
-    last_name: str = strawberry.field(description="Family name (required, non-empty).")
-    age: int = strawberry.field(default=0, description="Age in years, 0..150.")
-    occupation: str = strawberry.field(default="", description="Occupation.")
-    gender: str = strawberry.field(default="", description="Gender, e.g. Man, Woman, Nonbinary.")
-    gender_pronoun: str = strawberry.field(default="", description="Pronouns.")
-    public_info: str = strawberry.field(default="", description="What anyone may know.")
-    big_five: str = strawberry.field(default="", description="Big Five traits.")
-    moral_values: list[str] = strawberry.field(default_factory=list, description="Moral values.")
-    schwartz_personal_values: list[str] = strawberry.field(
-        default_factory=list, description="Schwartz personal values."
-    )
-    personality_and_values: str = strawberry.field(default="", description="In prose.")
-    decision_making_style: str = strawberry.field(default="", description="Decision style.")
-    secret: str = strawberry.field(default="", description="What the agent hides.")
-    mbti: str = strawberry.field(default="", description="Myers-Briggs type.")
-    model_id: str = strawberry.field(default="", description="Default model for this agent.")
-    tag: str = strawberry.field(default="", description="Free-form label.")
 
 
 @strawberry.input(description="Changes to an agent; omitted fields stay as they are.")
+@updates(AGENT)
 class UpdateAgentInput:
     id: strawberry.ID = strawberry.field(description="The agent to change.")
-    first_name: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New first name; omit to keep the current one."
-    )
-    last_name: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New last name; omit to keep the current one."
-    )
-    age: int | None = strawberry.field(
-        default=strawberry.UNSET, description="New age; omit to keep the current one."
-    )
-    occupation: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New occupation; omit to keep the current one."
-    )
-    gender: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New gender; omit to keep the current one."
-    )
-    gender_pronoun: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New gender pronoun; omit to keep the current one."
-    )
-    public_info: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New public info; omit to keep the current one."
-    )
-    big_five: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New big five; omit to keep the current one."
-    )
-    moral_values: list[str] | None = strawberry.field(
-        default=strawberry.UNSET, description="New moral values; omit to keep the current one."
-    )
-    schwartz_personal_values: list[str] | None = strawberry.field(
-        default=strawberry.UNSET,
-        description="New schwartz personal values; omit to keep the current one.",
-    )
-    personality_and_values: str | None = strawberry.field(
-        default=strawberry.UNSET,
-        description="New personality and values; omit to keep the current one.",
-    )
-    decision_making_style: str | None = strawberry.field(
-        default=strawberry.UNSET,
-        description="New decision making style; omit to keep the current one.",
-    )
-    secret: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New secret; omit to keep the current one."
-    )
-    mbti: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New mbti; omit to keep the current one."
-    )
-    model_id: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New model id; omit to keep the current one."
-    )
-    tag: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New tag; omit to keep the current one."
-    )
 
 
 @strawberry.input(description="Which agent to delete.")
@@ -151,55 +88,17 @@ class DeleteAgentInput:
 
 
 @strawberry.input(description="A new scenario: the situation and one goal per seat.")
+@creates(SCENARIO)
 class CreateScenarioInput:
     id: strawberry.ID | None = strawberry.field(
         default=None, description="Primary key to use; a new ULID when omitted."
     )
-    scenario: str = strawberry.field(description="The situation (required, non-empty).")
-    agent_goals: list[str] = strawberry.field(
-        description="One non-empty goal per seat, at least two."
-    )
-    codename: str = strawberry.field(default="", description="Short name.")
-    source: str = strawberry.field(default="", description="Where it comes from.")
-    relationship: RelationshipType = strawberry.field(
-        default=RelationshipType.STRANGER,
-        description="Relationship the scenario assumes.",
-    )
-    age_constraint: str | None = strawberry.field(default=None, description="Sotopia's format.")
-    occupation_constraint: str | None = strawberry.field(
-        default=None, description="Sotopia's format."
-    )
-    tag: str = strawberry.field(default="", description="Free-form label.")
 
 
 @strawberry.input(description="Changes to a scenario; omitted fields stay as they are.")
+@updates(SCENARIO)
 class UpdateScenarioInput:
     id: strawberry.ID = strawberry.field(description="The scenario to change.")
-    scenario: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New scenario; omit to keep the current one."
-    )
-    agent_goals: list[str] | None = strawberry.field(
-        default=strawberry.UNSET, description="New agent goals; omit to keep the current one."
-    )
-    codename: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New codename; omit to keep the current one."
-    )
-    source: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New source; omit to keep the current one."
-    )
-    relationship: RelationshipType | None = strawberry.field(
-        default=strawberry.UNSET, description="New relationship; omit to keep the current one."
-    )
-    age_constraint: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New age constraint; omit to keep the current one."
-    )
-    occupation_constraint: str | None = strawberry.field(
-        default=strawberry.UNSET,
-        description="New occupation constraint; omit to keep the current one.",
-    )
-    tag: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New tag; omit to keep the current one."
-    )
 
 
 @strawberry.input(description="Which record to delete.")
@@ -208,29 +107,19 @@ class DeleteInput:
 
 
 @strawberry.input(description="A relationship between two existing, different agents.")
+@creates(RELATIONSHIP)
 class CreateRelationshipInput:
     id: strawberry.ID | None = strawberry.field(
         default=None, description="Primary key to use; a new ULID when omitted."
     )
     agent_id: strawberry.ID = strawberry.field(description="First agent.")
     other_agent_id: strawberry.ID = strawberry.field(description="Second agent.")
-    relationship: RelationshipType = strawberry.field(description="Kind of relationship.")
-    background_story: str | None = strawberry.field(default=None, description="How it came about.")
-    tag: str = strawberry.field(default="", description="Free-form label.")
 
 
 @strawberry.input(description="Changes to a relationship; the two agents cannot change.")
+@updates(RELATIONSHIP)
 class UpdateRelationshipInput:
     id: strawberry.ID = strawberry.field(description="The relationship to change.")
-    relationship: RelationshipType | None = strawberry.field(
-        default=strawberry.UNSET, description="New relationship; omit to keep the current one."
-    )
-    background_story: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New background story; omit to keep the current one."
-    )
-    tag: str | None = strawberry.field(
-        default=strawberry.UNSET, description="New tag; omit to keep the current one."
-    )
 
 
 @strawberry.input(description="One dimension of a new list; its score range needs low < high.")
@@ -297,5 +186,4 @@ def simulation_fields(data: StartSimulationInput) -> dict[str, Any]:
     for name in ("agent_models", "judge_model"):
         if values.get(name) is None:
             values.pop(name, None)
-    values["turn_order"] = data.turn_order.value
     return values

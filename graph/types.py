@@ -4,8 +4,12 @@ import strawberry
 
 from graph.context import Info
 from graph.enums import ErrorCode, RelationshipType
+from graph.fields import reads
 from resolvers import relationships
+from resolvers.agents import AGENT
 from resolvers.dimensions import dimensions_of
+from resolvers.relationships import RELATIONSHIP
+from resolvers.scenarios import SCENARIO
 from storage import models
 
 
@@ -17,6 +21,7 @@ class UserError:
 
 
 @strawberry.type(description="A character that takes part in simulations (Sotopia AgentProfile).")
+@reads(AGENT)
 class Agent:
     record: strawberry.Private[models.AgentProfile]
 
@@ -24,73 +29,9 @@ class Agent:
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Given name.")
-    def first_name(self) -> str:
-        return self.record.first_name
-
-    @strawberry.field(description="Family name.")
-    def last_name(self) -> str:
-        return self.record.last_name
-
     @strawberry.field(description="Display name, as used in transcripts: first and last name.")
     def name(self) -> str:
         return f"{self.record.first_name} {self.record.last_name}".strip()
-
-    @strawberry.field(description="Age in years.")
-    def age(self) -> int:
-        return self.record.age
-
-    @strawberry.field(description="Occupation.")
-    def occupation(self) -> str:
-        return self.record.occupation
-
-    @strawberry.field(description="Gender, e.g. Man, Woman, Nonbinary.")
-    def gender(self) -> str:
-        return self.record.gender
-
-    @strawberry.field(description="Pronouns, e.g. she/her.")
-    def gender_pronoun(self) -> str:
-        return self.record.gender_pronoun
-
-    @strawberry.field(description="What anyone may know about the agent.")
-    def public_info(self) -> str:
-        return self.record.public_info
-
-    @strawberry.field(description="Big Five personality traits.")
-    def big_five(self) -> str:
-        return self.record.big_five
-
-    @strawberry.field(description="Moral foundations the agent holds.")
-    def moral_values(self) -> list[str]:
-        return self.record.moral_values
-
-    @strawberry.field(description="Schwartz personal values.")
-    def schwartz_personal_values(self) -> list[str]:
-        return self.record.schwartz_personal_values
-
-    @strawberry.field(description="Personality and values in prose.")
-    def personality_and_values(self) -> str:
-        return self.record.personality_and_values
-
-    @strawberry.field(description="How the agent makes decisions.")
-    def decision_making_style(self) -> str:
-        return self.record.decision_making_style
-
-    @strawberry.field(description="What the agent hides; only the agent itself sees it in play.")
-    def secret(self) -> str:
-        return self.record.secret
-
-    @strawberry.field(description="Myers-Briggs type.")
-    def mbti(self) -> str:
-        return self.record.mbti
-
-    @strawberry.field(description="Model that plays this agent by default (Sotopia's model_id).")
-    def model_id(self) -> str:
-        return self.record.model_id
-
-    @strawberry.field(description="Free-form label for grouping.")
-    def tag(self) -> str:
-        return self.record.tag
 
     @strawberry.field(description="This agent's relationships, each with the other agent.")
     async def relationships(self, info: Info) -> list["AgentRelationship"]:
@@ -101,6 +42,7 @@ class Agent:
 @strawberry.type(
     description="A situation with one private goal per seat (Sotopia EnvironmentProfile)."
 )
+@reads(SCENARIO)
 class Scenario:
     record: strawberry.Private[models.EnvironmentProfile]
 
@@ -108,40 +50,9 @@ class Scenario:
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Short name of the scenario.")
-    def codename(self) -> str:
-        return self.record.codename
-
-    @strawberry.field(description="Where the scenario comes from.")
-    def source(self) -> str:
-        return self.record.source
-
-    @strawberry.field(description="The situation, as every participant sees it.")
-    def scenario(self) -> str:
-        return self.record.scenario
-
-    @strawberry.field(description="One private goal per seat, in seat order; may hold hint tags.")
-    def agent_goals(self) -> list[str]:
-        return self.record.agent_goals
-
-    @strawberry.field(description="The relationship the scenario assumes between participants.")
-    def relationship(self) -> RelationshipType:
-        return RelationshipType(self.record.relationship)
-
-    @strawberry.field(description="Sotopia's age constraint, e.g. '[(18, 25), (30, 40)]'.")
-    def age_constraint(self) -> str | None:
-        return self.record.age_constraint
-
-    @strawberry.field(description="Sotopia's occupation constraint.")
-    def occupation_constraint(self) -> str | None:
-        return self.record.occupation_constraint
-
-    @strawberry.field(description="Free-form label for grouping.")
-    def tag(self) -> str:
-        return self.record.tag
-
 
 @strawberry.type(description="How two agents relate (Sotopia RelationshipProfile); one per pair.")
+@reads(RELATIONSHIP)
 class Relationship:
     record: strawberry.Private[models.RelationshipProfile]
 
@@ -164,18 +75,6 @@ class Relationship:
     @strawberry.field(description="The second agent; null if it no longer exists.")
     async def other_agent(self, info: Info) -> Agent | None:
         return await load_agent(info, self.record.agent_2_id)
-
-    @strawberry.field(description="The kind of relationship.")
-    def relationship(self) -> RelationshipType:
-        return RelationshipType(self.record.relationship)
-
-    @strawberry.field(description="How the relationship came about.")
-    def background_story(self) -> str | None:
-        return self.record.background_story
-
-    @strawberry.field(description="Free-form label for grouping.")
-    def tag(self) -> str:
-        return self.record.tag
 
 
 @strawberry.type(description="One of an agent's relationships, seen from that agent.")

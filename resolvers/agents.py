@@ -3,39 +3,39 @@
 from typing import Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from resolvers.limits import Age, LongText, Name, RecordId, ShortText, Tags
+from resolvers.fields import Exposed, WithId, WriteModel
+from resolvers.limits import Age, LongText, Name, ShortText, Tags
 from resolvers.pagination import Page, fetch_page
 from resolvers.records import get_or_none, insert, update_fields
 from resolvers.relationships import delete_relationships
 from storage.models import AgentProfile, RelationshipProfile
 
-
-class AgentFields(BaseModel, extra="forbid"):
-    """What a client may set on an agent, with its limits."""
-
-    first_name: Name
-    last_name: Name
-    age: Age = 0
-    occupation: ShortText = ""
-    gender: ShortText = ""
-    gender_pronoun: ShortText = ""
-    public_info: LongText = ""
-    big_five: LongText = ""
-    moral_values: Tags = []
-    schwartz_personal_values: Tags = []
-    personality_and_values: LongText = ""
-    decision_making_style: LongText = ""
-    secret: LongText = ""
-    mbti: ShortText = ""
-    model_id: ShortText = ""
-    tag: ShortText = ""
-
-
-class NewAgent(AgentFields):
-    pk: RecordId | None = None
+AGENT = Exposed(
+    AgentProfile,
+    {
+        "first_name": Name,
+        "last_name": Name,
+        "age": Age,
+        "occupation": ShortText,
+        "gender": ShortText,
+        "gender_pronoun": ShortText,
+        "public_info": LongText,
+        "big_five": LongText,
+        "moral_values": Tags,
+        "schwartz_personal_values": Tags,
+        "personality_and_values": LongText,
+        "decision_making_style": LongText,
+        "secret": LongText,
+        "mbti": ShortText,
+        "model_id": ShortText,
+        "tag": ShortText,
+    },
+)
+AgentFields = AGENT.validator("AgentFields", WriteModel)
+NewAgent = AGENT.validator("NewAgent", WithId)
 
 
 async def get_agent(pk: str) -> AgentProfile | None:

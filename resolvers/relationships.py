@@ -3,32 +3,37 @@
 from typing import Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import ValidationError, model_validator
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import LongText, RecordId, ShortText
 from resolvers.pagination import Page, fetch_page, searchable
 from resolvers.records import get_or_none, insert, update_fields
 from storage import keys
 from storage.models import AgentProfile, RelationshipProfile, RelationshipType
 
+RELATIONSHIP = Exposed(
+    RelationshipProfile,
+    {"relationship": RelationshipType, "background_story": LongText | None, "tag": ShortText},
+)
+RelationshipFields = RELATIONSHIP.validator("RelationshipFields", WriteModel)
 
-class RelationshipFields(BaseModel, extra="forbid"):
-    relationship: RelationshipType
-    background_story: LongText | None = None
-    tag: ShortText = ""
 
+class Pair(WithId):
+    """The two agents of a new relationship (stored as agent_1_id and agent_2_id)."""
 
-class NewRelationship(RelationshipFields):
-    pk: RecordId | None = None
     agent_id: RecordId
     other_agent_id: RecordId
 
     @model_validator(mode="after")
-    def distinct_agents(self) -> "NewRelationship":
+    def distinct_agents(self) -> "Pair":
         if self.agent_id == self.other_agent_id:
             raise ValueError("a relationship needs two different agents")
         return self
+
+
+NewRelationship = RELATIONSHIP.validator("NewRelationship", Pair)
 
 
 def pair_query(agent_id: str, other_id: str) -> Any:

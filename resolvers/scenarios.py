@@ -2,10 +2,11 @@
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from resolvers.errors import UserError, from_validation, not_found
-from resolvers.limits import LIST_MAX, LongText, RecordId, RequiredText, ShortText
+from resolvers.fields import Exposed, WithId, WriteModel
+from resolvers.limits import LIST_MAX, LongText, RequiredText, ShortText
 from resolvers.pagination import Page, fetch_page
 from resolvers.records import get_or_none, insert, update_fields
 from storage.models import EnvironmentProfile, RelationshipType
@@ -13,19 +14,22 @@ from storage.models import EnvironmentProfile, RelationshipType
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
 
 
-class ScenarioFields(BaseModel, extra="forbid"):
-    codename: ShortText = ""
-    source: ShortText = ""
-    scenario: RequiredText
-    agent_goals: Goals
-    relationship: RelationshipType = RelationshipType.STRANGER
-    age_constraint: LongText | None = None
-    occupation_constraint: LongText | None = None
-    tag: ShortText = ""
-
-
-class NewScenario(ScenarioFields):
-    pk: RecordId | None = None
+SCENARIO = Exposed(
+    EnvironmentProfile,
+    {
+        "scenario": RequiredText,
+        "agent_goals": Goals,
+        "codename": ShortText,
+        "source": ShortText,
+        "relationship": RelationshipType,
+        "age_constraint": LongText | None,
+        "occupation_constraint": LongText | None,
+        "tag": ShortText,
+    },
+    must_give=frozenset({"agent_goals"}),
+)
+ScenarioFields = SCENARIO.validator("ScenarioFields", WriteModel)
+NewScenario = SCENARIO.validator("NewScenario", WithId)
 
 
 async def get_scenario(pk: str) -> EnvironmentProfile | None:

@@ -27,23 +27,32 @@ class Record(JsonModel):
         global_key_prefix = ""
 
 
+def stored(default: Any = "", description: str = "", **options: Any) -> Any:
+    """A stored field that is not indexed (`Field(index=True, ...)` for one that is searched)."""
+    if isinstance(default, list):
+        return Field(default_factory=list, index=False, description=description, **options)
+    return Field(default=default, index=False, description=description, **options)
+
+
 class AgentProfile(Record, index=True):
-    first_name: str = Field(index=True)
-    last_name: str = Field(index=True)
-    age: int = 0
-    occupation: str = Field(default="", index=True)
-    gender: str = Field(default="", index=True)
-    gender_pronoun: str = ""
-    public_info: str = ""
-    big_five: str = ""
-    moral_values: list[str] = []
-    schwartz_personal_values: list[str] = []
-    personality_and_values: str = ""
-    decision_making_style: str = ""
-    secret: str = ""
-    model_id: str = ""
-    mbti: str = ""
-    tag: str = Field(default="", index=True)
+    """A character that takes part in simulations (Sotopia AgentProfile)."""
+
+    first_name: str = Field(index=True, description="Given name.")
+    last_name: str = Field(index=True, description="Family name.")
+    age: int = stored(0, "Age in years.")
+    occupation: str = Field(default="", index=True, description="Occupation.")
+    gender: str = Field(default="", index=True, description="Gender, e.g. Man, Woman, Nonbinary.")
+    gender_pronoun: str = stored("", "Pronouns, e.g. she/her.")
+    public_info: str = stored("", "What anyone may know about the agent.")
+    big_five: str = stored("", "Big Five personality traits.")
+    moral_values: list[str] = stored([], "Moral foundations the agent holds.")
+    schwartz_personal_values: list[str] = stored([], "Schwartz personal values.")
+    personality_and_values: str = stored("", "Personality and values in prose.")
+    decision_making_style: str = stored("", "How the agent makes decisions.")
+    secret: str = stored("", "What the agent hides; only the agent itself sees it in play.")
+    model_id: str = stored("", "Model that plays this agent by default (Sotopia's model_id).")
+    mbti: str = stored("", "Myers-Briggs type.")
+    tag: str = Field(default="", index=True, description="Free-form label for grouping.")
 
     class Meta:
         global_key_prefix = ""
@@ -54,16 +63,20 @@ class AgentProfile(Record, index=True):
 class EnvironmentProfile(Record, index=True):
     """A scenario: the situation, one goal per seat, and the relationship it assumes."""
 
-    codename: str = Field(default="", index=True)
-    source: str = ""
-    scenario: str
-    agent_goals: list[str] = []
-    relationship: int = 0
-    age_constraint: str | None = None
-    occupation_constraint: str | None = None
+    codename: str = Field(default="", index=True, description="Short name of the scenario.")
+    source: str = stored("", "Where the scenario comes from.")
+    scenario: str = stored(..., "The situation, as every participant sees it.")
+    agent_goals: list[str] = stored(
+        [], "One private goal per seat, in seat order; may hold Sotopia's hint tags."
+    )
+    relationship: RelationshipType = stored(
+        RelationshipType.STRANGER, "The relationship the scenario assumes between participants."
+    )
+    age_constraint: str | None = stored(None, "Sotopia's age constraint, e.g. '[(18, 25)]'.")
+    occupation_constraint: str | None = stored(None, "Sotopia's occupation constraint.")
     agent_constraint: list[list[str]] | None = None
     game_metadata: dict[str, Any] | None = None
-    tag: str = Field(default="", index=True)
+    tag: str = Field(default="", index=True, description="Free-form label for grouping.")
 
     class Meta:
         global_key_prefix = ""
@@ -72,11 +85,13 @@ class EnvironmentProfile(Record, index=True):
 
 
 class RelationshipProfile(Record, index=True):
-    agent_1_id: str = Field(index=True)
-    agent_2_id: str = Field(index=True)
-    relationship: int = Field(index=True)
-    background_story: str | None = None
-    tag: str = Field(default="", index=True)
+    """How two agents relate (Sotopia RelationshipProfile); Parley keeps one per pair."""
+
+    agent_1_id: str = Field(index=True, description="The first agent (Sotopia's agent_1_id).")
+    agent_2_id: str = Field(index=True, description="The second agent (Sotopia's agent_2_id).")
+    relationship: RelationshipType = Field(index=True, description="The kind of relationship.")
+    background_story: str | None = stored(None, "How the relationship came about.")
+    tag: str = Field(default="", index=True, description="Free-form label for grouping.")
 
     class Meta:
         global_key_prefix = ""

@@ -28,39 +28,39 @@ class CreateAgentInput(BaseModel):
     id: Optional[str] = None
     "Primary key to use; a new ULID when omitted."
     first_name: str = Field(alias="firstName")
-    "Given name (required, non-empty)."
+    "Given name. Required."
     last_name: str = Field(alias="lastName")
-    "Family name (required, non-empty)."
+    "Family name. Required."
     age: int = 0
-    "Age in years, 0..150."
+    "Age in years."
     occupation: str = ""
     "Occupation."
     gender: str = ""
     "Gender, e.g. Man, Woman, Nonbinary."
     gender_pronoun: str = Field(alias="genderPronoun", default="")
-    "Pronouns."
+    "Pronouns, e.g. she/her."
     public_info: str = Field(alias="publicInfo", default="")
-    "What anyone may know."
+    "What anyone may know about the agent."
     big_five: str = Field(alias="bigFive", default="")
-    "Big Five traits."
+    "Big Five personality traits."
     moral_values: list[str] = Field(alias="moralValues", default_factory=lambda: [])
-    "Moral values."
+    "Moral foundations the agent holds."
     schwartz_personal_values: list[str] = Field(
         alias="schwartzPersonalValues", default_factory=lambda: []
     )
     "Schwartz personal values."
     personality_and_values: str = Field(alias="personalityAndValues", default="")
-    "In prose."
+    "Personality and values in prose."
     decision_making_style: str = Field(alias="decisionMakingStyle", default="")
-    "Decision style."
+    "How the agent makes decisions."
     secret: str = ""
-    "What the agent hides."
+    "What the agent hides; only the agent itself sees it in play."
     mbti: str = ""
     "Myers-Briggs type."
     model_id: str = Field(alias="modelId", default="")
-    "Default model for this agent."
+    "Model that plays this agent by default (Sotopia's model_id)."
     tag: str = ""
-    "Free-form label."
+    "Free-form label for grouping."
 
 
 class CreateEvaluationDimensionListInput(BaseModel):
@@ -79,16 +79,16 @@ class CreateRelationshipInput(BaseModel):
 
     id: Optional[str] = None
     "Primary key to use; a new ULID when omitted."
+    relationship: RelationshipType
+    "The kind of relationship. Required."
+    background_story: Optional[str] = Field(alias="backgroundStory", default=None)
+    "How the relationship came about."
+    tag: str = ""
+    "Free-form label for grouping."
     agent_id: str = Field(alias="agentId")
     "First agent."
     other_agent_id: str = Field(alias="otherAgentId")
     "Second agent."
-    relationship: RelationshipType
-    "Kind of relationship."
-    background_story: Optional[str] = Field(alias="backgroundStory", default=None)
-    "How it came about."
-    tag: str = ""
-    "Free-form label."
 
 
 class CreateScenarioInput(BaseModel):
@@ -97,23 +97,23 @@ class CreateScenarioInput(BaseModel):
     id: Optional[str] = None
     "Primary key to use; a new ULID when omitted."
     scenario: str
-    "The situation (required, non-empty)."
+    "The situation, as every participant sees it. Required."
     agent_goals: list[str] = Field(alias="agentGoals")
-    "One non-empty goal per seat, at least two."
+    "One private goal per seat, in seat order; may hold Sotopia's hint tags. Required."
     codename: str = ""
-    "Short name."
+    "Short name of the scenario."
     source: str = ""
-    "Where it comes from."
+    "Where the scenario comes from."
     relationship: RelationshipType = RelationshipType.STRANGER
-    "Relationship the scenario assumes."
+    "The relationship the scenario assumes between participants."
     age_constraint: Optional[str] = Field(alias="ageConstraint", default=None)
-    "Sotopia's format."
+    "Sotopia's age constraint, e.g. '[(18, 25)]'."
     occupation_constraint: Optional[str] = Field(
         alias="occupationConstraint", default=None
     )
-    "Sotopia's format."
+    "Sotopia's occupation constraint."
     tag: str = ""
-    "Free-form label."
+    "Free-form label for grouping."
 
 
 class DeleteAgentInput(BaseModel):
@@ -211,43 +211,43 @@ class UpdateAgentInput(BaseModel):
     id: str
     "The agent to change."
     first_name: Optional[str] = Field(alias="firstName", default=None)
-    "New first name; omit to keep the current one."
+    "Given name. Omit to keep the current value."
     last_name: Optional[str] = Field(alias="lastName", default=None)
-    "New last name; omit to keep the current one."
+    "Family name. Omit to keep the current value."
     age: Optional[int] = None
-    "New age; omit to keep the current one."
+    "Age in years. Omit to keep the current value."
     occupation: Optional[str] = None
-    "New occupation; omit to keep the current one."
+    "Occupation. Omit to keep the current value."
     gender: Optional[str] = None
-    "New gender; omit to keep the current one."
+    "Gender, e.g. Man, Woman, Nonbinary. Omit to keep the current value."
     gender_pronoun: Optional[str] = Field(alias="genderPronoun", default=None)
-    "New gender pronoun; omit to keep the current one."
+    "Pronouns, e.g. she/her. Omit to keep the current value."
     public_info: Optional[str] = Field(alias="publicInfo", default=None)
-    "New public info; omit to keep the current one."
+    "What anyone may know about the agent. Omit to keep the current value."
     big_five: Optional[str] = Field(alias="bigFive", default=None)
-    "New big five; omit to keep the current one."
+    "Big Five personality traits. Omit to keep the current value."
     moral_values: Optional[list[str]] = Field(alias="moralValues", default=None)
-    "New moral values; omit to keep the current one."
+    "Moral foundations the agent holds. Omit to keep the current value."
     schwartz_personal_values: Optional[list[str]] = Field(
         alias="schwartzPersonalValues", default=None
     )
-    "New schwartz personal values; omit to keep the current one."
+    "Schwartz personal values. Omit to keep the current value."
     personality_and_values: Optional[str] = Field(
         alias="personalityAndValues", default=None
     )
-    "New personality and values; omit to keep the current one."
+    "Personality and values in prose. Omit to keep the current value."
     decision_making_style: Optional[str] = Field(
         alias="decisionMakingStyle", default=None
     )
-    "New decision making style; omit to keep the current one."
+    "How the agent makes decisions. Omit to keep the current value."
     secret: Optional[str] = None
-    "New secret; omit to keep the current one."
+    "What the agent hides; only the agent itself sees it in play. Omit to keep the current value."
     mbti: Optional[str] = None
-    "New mbti; omit to keep the current one."
+    "Myers-Briggs type. Omit to keep the current value."
     model_id: Optional[str] = Field(alias="modelId", default=None)
-    "New model id; omit to keep the current one."
+    "Model that plays this agent by default (Sotopia's model_id). Omit to keep the current value."
     tag: Optional[str] = None
-    "New tag; omit to keep the current one."
+    "Free-form label for grouping. Omit to keep the current value."
 
 
 class UpdateRelationshipInput(BaseModel):
@@ -256,11 +256,11 @@ class UpdateRelationshipInput(BaseModel):
     id: str
     "The relationship to change."
     relationship: Optional[RelationshipType] = None
-    "New relationship; omit to keep the current one."
+    "The kind of relationship. Omit to keep the current value."
     background_story: Optional[str] = Field(alias="backgroundStory", default=None)
-    "New background story; omit to keep the current one."
+    "How the relationship came about. Omit to keep the current value."
     tag: Optional[str] = None
-    "New tag; omit to keep the current one."
+    "Free-form label for grouping. Omit to keep the current value."
 
 
 class UpdateScenarioInput(BaseModel):
@@ -269,23 +269,23 @@ class UpdateScenarioInput(BaseModel):
     id: str
     "The scenario to change."
     scenario: Optional[str] = None
-    "New scenario; omit to keep the current one."
+    "The situation, as every participant sees it. Omit to keep the current value."
     agent_goals: Optional[list[str]] = Field(alias="agentGoals", default=None)
-    "New agent goals; omit to keep the current one."
+    "One private goal per seat, in seat order; may hold Sotopia's hint tags. Omit to keep the current value."
     codename: Optional[str] = None
-    "New codename; omit to keep the current one."
+    "Short name of the scenario. Omit to keep the current value."
     source: Optional[str] = None
-    "New source; omit to keep the current one."
+    "Where the scenario comes from. Omit to keep the current value."
     relationship: Optional[RelationshipType] = None
-    "New relationship; omit to keep the current one."
+    "The relationship the scenario assumes between participants. Omit to keep the current value."
     age_constraint: Optional[str] = Field(alias="ageConstraint", default=None)
-    "New age constraint; omit to keep the current one."
+    "Sotopia's age constraint, e.g. '[(18, 25)]'. Omit to keep the current value."
     occupation_constraint: Optional[str] = Field(
         alias="occupationConstraint", default=None
     )
-    "New occupation constraint; omit to keep the current one."
+    "Sotopia's occupation constraint. Omit to keep the current value."
     tag: Optional[str] = None
-    "New tag; omit to keep the current one."
+    "Free-form label for grouping. Omit to keep the current value."
 
 
 CreateEvaluationDimensionListInput.model_rebuild()

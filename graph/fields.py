@@ -1,0 +1,84 @@
+"""GraphQL fields derived from a record's exposed fields (resolvers/fields.py).
+
+`reads` gives an object type one field per exposed field, reading `self.record`; `creates` and
+`updates` give an input type one argument per exposed field: with the record's default (or
+required) for a new record, and optional and unset for a change. Types and descriptions come from
+the record's declaration; apply these under `@strawberry.type` / `@strawberry.input`.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import strawberry
+
+from resolvers.fields import Exposed
+
+Decorator = Callable[[type[Any]], type[Any]]
+
+
+def reads(exposed: Exposed) -> Decorator:
+    def decorate(cls: type[Any]) -> type[Any]:
+        fields = {name: _reader(exposed, name) for name in exposed.limits}
+        return _with_fields(cls, {}, fields)
+
+    return decorate
+
+
+def creates(exposed: Exposed) -> Decorator:
+    def decorate(cls: type[Any]) -> type[Any]:
+        annotations: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
+        for name in exposed.limits:
+            annotations[name] = exposed.annotation(name)
+            description = exposed.description(name)
+            if exposed.required(name):
+                fields[name] = strawberry.field(description=f"{description} Required.")
+            elif isinstance(exposed.default(name), list):
+                fields[name] = strawberry.field(default_factory=list, description=description)
+            else:
+                fields[name] = strawberry.field(
+                    default=exposed.default(name), description=description
+                )
+        return _with_fields(cls, annotations, fields)
+
+    return decorate
+
+
+def updates(exposed: Exposed) -> Decorator:
+    def decorate(cls: type[Any]) -> type[Any]:
+        annotations = {name: exposed.annotation(name) | None for name in exposed.limits}
+        fields = {
+            name: strawberry.field(
+                default=strawberry.UNSET,
+                description=f"{exposed.description(name)} Omit to keep the current value.",
+            )
+            for name in exposed.limits
+        }
+        return _with_fields(cls, annotations, fields)
+
+    return decorate
+
+
+def _reader(exposed: Exposed, name: str) -> Any:
+    def read(self: Any) -> Any:
+        return getattr(self.record, name)
+
+    read.__name__ = name
+    read.__annotations__ = {"return": exposed.annotation(name)}
+    return strawberry.field(resolver=read, description=exposed.description(name))
+
+
+def _with_fields(cls: type[Any], annotations: dict[str, Any], fields: dict[str, Any]) -> type[Any]:
+    """`cls` rebuilt with `fields` right after its `id` (or first, without one), so that the
+    schema lists them in declaration order next to the class's own."""
+    own = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+    own_annotations: dict[str, Any] = dict(own.pop("__annotations__", {}))
+    head = {k: own_annotations.pop(k) for k in list(own_annotations) if k in ("id", "record")}
+    namespace: dict[str, Any] = {}
+    for key in list(own):
+        if key.startswith("__") or key in head or key == "id":
+            namespace[key] = own.pop(key)
+    namespace["__annotations__"] = {**head, **annotations, **own_annotations}
+    namespace.update(fields)
+    namespace.update(own)
+    return type(cls.__name__, cls.__bases__, namespace)
