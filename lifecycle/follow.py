@@ -139,7 +139,21 @@ class EventHub:
         async with self._lock:
             pubsub = self._client.pubsub()
             await pubsub.subscribe(keys.HUB_KEEPALIVE, *self.channels)
+            assert pubsub.connection is not None
+            # redis-py reconnects a dropped pub/sub connection by itself (and resubscribes) on
+            # the next read; what was published meanwhile is gone, so that is a resync too.
+            pubsub.connection.register_connect_callback(self._reconnected)
             self._pubsub = pubsub
+
+    def _reconnected(self, connection: object) -> None:
+        self.reconnects += 1
+        log.warning("event hub's Redis connection was re-established; subscribers resync")
+        self._resync_all()
+
+    def _resync_all(self) -> None:
+        for members in self.channels.values():
+            for subscriber in members:
+                subscriber.flag_resync()
 
     async def _close_pubsub(self) -> None:
         pubsub, self._pubsub = self._pubsub, None
@@ -179,9 +193,7 @@ class EventHub:
             except (redis.ConnectionError, redis.TimeoutError, OSError):
                 continue
         self.reconnects += 1
-        for members in self.channels.values():
-            for subscriber in members:
-                subscriber.flag_resync()
+        self._resync_all()
 
 
 class UnknownEpisode(LookupError):

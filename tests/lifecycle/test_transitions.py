@@ -1,11 +1,22 @@
 """The episode store's scripts: legal transitions only, fencing by attempt, idempotent turns."""
 
+import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 import redis.asyncio as redis
 
-from lifecycle.transitions import EpisodeStore, initial_history
+from lifecycle.transitions import (
+    EpisodeEvent,
+    EpisodeStore,
+    EventKind,
+    MalformedEvent,
+    initial_history,
+    parse_event,
+)
+from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus
 
 Status = EpisodeStatus
@@ -74,3 +85,96 @@ async def test_the_same_turn_written_twice_is_stored_once(redis_client: Any) -> 
     assert first is not None and first == again and other == first + 1
     assert [(t.turn, t.agent_index) for t in episode.turns] == [(0, 0), (0, 1)]
     assert episode.sequence == other
+
+
+async def payloads_of(
+    client: redis.Redis, channel: str, write: Callable[[], Awaitable[object]], count: int
+) -> list[str]:
+    """The raw payloads `write` publishes on `channel` (subscribed before it runs)."""
+    pubsub = client.pubsub()
+    await pubsub.subscribe(channel)
+    try:
+        await pubsub.get_message(timeout=1)  # the subscribe confirmation
+        await write()
+        found: list[str] = []
+        while len(found) < count:
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=2)
+            assert message is not None, f"only {len(found)} of {count} payloads arrived"
+            found.append(message["data"])
+        return found
+    finally:
+        await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
+def exactly_an_event(payload: str) -> EpisodeEvent:
+    """The payload is an EpisodeEvent with no key dropped or added on the way."""
+    event = parse_event(payload)
+    assert event.model_dump(mode="json", exclude_none=True) == json.loads(payload)
+    return event
+
+
+async def test_every_payload_the_scripts_emit_is_exactly_an_event(redis_client: Any) -> None:
+    """Each kind of write (the queued announcement, a status change with and without a reason
+    and a tag, a restart, a turn) publishes what EpisodeEvent declares, key for key."""
+    store = EpisodeStore(redis_client)
+    pk = await queued(redis_client, store)
+    channel = keys.episode_channel(pk)
+    writes: list[tuple[Callable[[], Awaitable[object]], EventKind, Status | None]] = [
+        (
+            lambda: store.transition(pk, Status.RUNNING, fence=0, restart=True),
+            EventKind.STATUS,
+            Status.RUNNING,
+        ),
+        (lambda: store.append_turn(pk, 1, TURN, 1, []), EventKind.TURN, None),
+        (
+            lambda: store.transition(pk, Status.EVALUATING, fence=1),
+            EventKind.STATUS,
+            Status.EVALUATING,
+        ),
+        (
+            lambda: store.transition(pk, Status.FAILED, reason="judge gave up"),
+            EventKind.STATUS,
+            Status.FAILED,
+        ),
+    ]
+    for write, kind, status in writes:
+        (payload,) = await payloads_of(redis_client, channel, write, 1)
+        event = exactly_an_event(payload)
+        assert event.type == kind and event.episode_id == pk
+        if status is not None:
+            assert event.status == status and event.tag == "store"
+    assert event.reason == "judge gave up" and event.previous_status == Status.EVALUATING
+
+    untagged = EpisodeLog(
+        environment="env",
+        agents=["a", "b"],
+        status=Status.QUEUED,
+        sequence=1,
+        status_history=initial_history(time.time()),
+        created_at=time.time(),
+        tag=None,
+    )
+
+    async def announce() -> None:
+        async with redis_client.pipeline(transaction=True) as pipe:
+            store.add_queued(pipe, untagged)
+            await pipe.execute()
+
+    (queued_payload,) = await payloads_of(
+        redis_client, keys.episode_channel(str(untagged.pk)), announce, 1
+    )
+    assert exactly_an_event(queued_payload).status == Status.QUEUED
+    (cancelled,) = await payloads_of(
+        redis_client,
+        keys.EPISODES_CHANNEL,
+        lambda: store.transition(str(untagged.pk), Status.CANCELLED),
+        1,
+    )
+    assert exactly_an_event(cancelled).tag is None
+
+
+def test_a_payload_of_another_shape_is_refused() -> None:
+    with pytest.raises(MalformedEvent, match="sequence"):
+        parse_event('{"type": "status", "episode_id": "e", "at": 1}')
+    with pytest.raises(MalformedEvent, match="extra"):
+        parse_event('{"type": "turn", "episode_id": "e", "sequence": 1, "at": 1, "colour": 2}')

@@ -1,0 +1,216 @@
+"""The worker in this process against a real Redis: every failure path it handles.
+
+Each test has its own job stream, so no other test's queued episodes reach its workers; burst
+mode (`run(burst=True)`) returns once nothing is left to take.
+"""
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as redis
+
+from engine.llm import ModelRegistry
+from lifecycle import start
+from lifecycle.follow import EventHub
+from lifecycle.jobs import JobQueue
+from lifecycle.services import Services
+from lifecycle.transitions import EpisodeStore
+from lifecycle.worker import Worker, WorkerConfig, running_worker
+from storage.models import EpisodeLog, EpisodeStatus
+from tests.engine.conftest import FAST_RETRY
+from tests.support.fake_llm import FakeLLM
+from tests.support.simulation import make_world
+
+Status = EpisodeStatus
+BURST_TIMEOUT = 60
+
+
+@pytest.fixture
+async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[Services]:
+    name = f"test:jobs:{uuid.uuid4().hex}"
+    jobs = JobQueue(redis_client, stream=name, group=f"{name}:workers")
+    await jobs.ensure_group()
+    registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
+    yield Services(redis_client, EpisodeStore(redis_client), jobs, EventHub(redis_client), registry)
+    await registry.aclose()
+    await redis_client.delete(name)
+
+
+def config(**overrides: Any) -> WorkerConfig:
+    values: dict[str, Any] = {"lease_seconds": 1.0, "poll_seconds": 0.05, "consumer": "alive"}
+    return WorkerConfig(**{**values, **overrides})
+
+
+async def queue(services: Services, model: str, count: int = 1, turns: int = 2) -> list[str]:
+    scenario, agents = await make_world(f"worker-{uuid.uuid4().hex[:8]}")
+    ids = []
+    for _ in range(count):
+        fields = {
+            "scenario_id": scenario,
+            "agent_ids": agents,
+            "agent_models": [model],
+            "judge_model": model,
+            "max_turns": turns,
+        }
+        episode, errors = await start.start(services, fields)
+        assert not errors and episode is not None
+        ids.append(str(episode.pk))
+    return ids
+
+
+async def burst(services: Services, **overrides: Any) -> Worker:
+    worker = Worker(services, config(**overrides))
+    await asyncio.wait_for(worker.run(burst=True), BURST_TIMEOUT)
+    return worker
+
+
+async def pending(services: Services) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = await services.client.xpending_range(
+        services.jobs.stream, services.jobs.group, "-", "+", 100
+    )
+    return found
+
+
+async def die_holding(services: Services, episode_id: str) -> None:
+    """What a worker that died mid-episode leaves: its entry read but never acked, the episode
+    RUNNING under its attempt."""
+    jobs = await services.jobs.read("dead", 1, block_ms=100)
+    assert [job.episode_id for job in jobs] == [episode_id]
+    state = await services.store.state(episode_id)
+    assert state is not None
+    started = await services.store.transition(
+        episode_id, Status.RUNNING, fence=state[1], restart=True
+    )
+    assert started.ok
+
+
+async def wait_until(check: Any, timeout: float = 10) -> None:
+    """Poll `check` (state in Redis or in the worker, which signal nothing) until it holds."""
+    async with asyncio.timeout(timeout):
+        while not await check():  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+
+
+async def test_a_burst_runs_every_queued_episode_and_acks_it(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    ids = await queue(services, fake_llm.model_name(), count=3)
+    await burst(services)
+    for pk in ids:
+        episode = await EpisodeLog.get(pk)
+        assert episode.status == Status.COMPLETED and episode.attempt == 1
+        assert len(episode.turns) == 2 and len(episode.rewards) == 2
+    assert await pending(services) == []
+    assert await services.client.xlen(services.jobs.stream) == 0
+
+
+async def test_a_dead_workers_job_is_taken_over_after_its_lease(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    (pk,) = await queue(services, fake_llm.model_name())
+    await die_holding(services, pk)
+    assert (await EpisodeLog.get(pk)).attempt == 1
+    await asyncio.sleep(1.1)  # the lease lapses
+    await burst(services)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.COMPLETED and episode.attempt == 2
+    starts = [c for c in episode.status_history if c.status == Status.RUNNING]
+    assert [c.attempt for c in starts] == [1, 2]
+    assert await pending(services) == []
+
+
+async def test_within_its_lease_a_job_is_left_to_its_worker(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    (pk,) = await queue(services, fake_llm.model_name())
+    await die_holding(services, pk)
+    await burst(services, lease_seconds=30)
+    assert (await EpisodeLog.get(pk)).status == Status.RUNNING
+    assert [entry["consumer"] for entry in await pending(services)] == ["dead"]
+
+
+async def test_the_attempt_cap_fails_the_episode(services: Services, fake_llm: FakeLLM) -> None:
+    (pk,) = await queue(services, fake_llm.model_name())
+    await die_holding(services, pk)
+    await asyncio.sleep(1.1)
+    await burst(services, max_attempts=1)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.FAILED and episode.error == "worker lost 1 times"
+    assert await pending(services) == []
+
+
+async def test_a_worker_that_lost_its_episode_writes_nothing_more(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """Another worker restarted the episode (attempt 2): this one is fenced out at its next
+    write, stops, and leaves the entry for the new owner."""
+    fake_llm.delay = 0.2
+    (pk,) = await queue(services, fake_llm.model_name(), turns=6)
+    worker = Worker(services, config(lease_seconds=30))
+    async with running_worker(worker):
+        await wait_until(lambda: turns_of(pk, at_least=1))
+        taken = await services.store.transition(pk, Status.RUNNING, fence=1, restart=True)
+        assert taken.ok
+        await wait_until(lambda: idle(worker))
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.RUNNING and episode.attempt == 2
+    assert episode.turns == []  # the restart cleared them and the old worker added none
+    assert len(await pending(services)) == 1
+
+
+async def test_a_cancelled_episode_stops_within_a_poll_and_keeps_its_turns(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    fake_llm.delay = 0.2
+    (pk,) = await queue(services, fake_llm.model_name(), turns=10)
+    worker = Worker(services, config())
+    async with running_worker(worker):
+        await wait_until(lambda: turns_of(pk, at_least=2))
+        episode, errors = await start.cancel(services, pk)
+        assert not errors
+        await wait_until(lambda: idle(worker))
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.CANCELLED and 2 <= len(episode.turns) < 10
+    assert await pending(services) == []
+
+
+async def test_stopping_hands_running_jobs_back_at_once(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    fake_llm.delay = 0.2
+    (pk,) = await queue(services, fake_llm.model_name(), turns=4)
+    worker = Worker(services, config(lease_seconds=30, consumer="leaving"))
+    async with running_worker(worker):
+        await wait_until(lambda: turns_of(pk, at_least=1))
+    # not acked, and idle past the lease at once: the next worker's sweep takes it
+    (entry,) = await pending(services)
+    assert entry["consumer"] == "leaving" and entry["time_since_delivered"] >= 30_000
+    fake_llm.delay = 0.0
+    await burst(services, lease_seconds=30)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.COMPLETED and episode.attempt == 2
+
+
+async def test_an_episode_whose_records_were_deleted_fails_with_the_reason(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    (pk,) = await queue(services, fake_llm.model_name())
+    episode = await EpisodeLog.get(pk)
+    await services.client.delete(
+        f":sotopia.database.persistent_profile.AgentProfile:{episode.agents[0]}"
+    )
+    await burst(services)
+    failed = await EpisodeLog.get(pk)
+    assert failed.status == Status.FAILED and "was deleted" in (failed.error or "")
+
+
+async def turns_of(pk: str, at_least: int) -> bool:
+    return len((await EpisodeLog.get(pk)).turns) >= at_least
+
+
+async def idle(worker: Worker) -> bool:
+    return not worker.running
