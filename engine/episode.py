@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
+from engine.episode_log import episode_log_parts
 from engine.errors import EpisodeFailed, LLMError, UnknownModelError, gather_or_fail
 from engine.generation import ask, hotter
+from engine.judge import evaluate
 from engine.llm import ChatRequest, LLMRouter
 from engine.models import ModelInfo
 from engine.parsing import InvalidOutput, parse_action, parse_text_action
@@ -31,7 +34,9 @@ from engine.types import (
     ACTION_TYPES,
     ActionType,
     AgentAction,
+    EpisodeLogParts,
     EpisodeSetup,
+    Evaluation,
     TerminationKind,
     Transcript,
     Triple,
@@ -236,3 +241,43 @@ async def simulate(
         termination_reason="".join(_REASONS[t] for t in termination),
         stats=episode.stats,
     )
+
+
+@dataclass(frozen=True)
+class Played:
+    """A whole episode: its conversation and its evaluation."""
+
+    transcript: Transcript
+    evaluation: Evaluation
+
+    @property
+    def stats(self) -> GenerationStats:
+        return self.transcript.stats.merge(self.evaluation.stats)
+
+    def log_parts(self) -> EpisodeLogParts:
+        return episode_log_parts(self.transcript, self.evaluation)
+
+
+OnJudging = Callable[[Transcript], Awaitable[None]]
+
+
+async def play(
+    setup: EpisodeSetup,
+    llm: LLMRouter,
+    on_turn: OnTurn | None = None,
+    on_judging: OnJudging | None = None,
+) -> Played:
+    """The conversation, then the judge: the engine's one entry for running an episode.
+
+    `on_turn` sees each turn as it happens and `on_judging` the transcript before the judge
+    starts. Raises EpisodeFailed (its stats covering the whole run) when an agent or the judge
+    cannot produce valid output.
+    """
+    transcript = await simulate(setup, llm, on_turn)
+    if on_judging is not None:
+        await on_judging(transcript)
+    try:
+        evaluation = await evaluate(setup, transcript, llm)
+    except EpisodeFailed as failed:
+        raise EpisodeFailed(failed.reason, transcript.stats.merge(failed.stats)) from failed
+    return Played(transcript, evaluation)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from engine.types import EpisodeLogParts, EpisodeSetup, Evaluation, Transcript
+from engine.types import EpisodeLogParts, Evaluation, Transcript
 
 
-def episode_log_parts(
-    setup: EpisodeSetup, transcript: Transcript, evaluation: Evaluation
-) -> EpisodeLogParts:
+def episode_log_parts(transcript: Transcript, evaluation: Evaluation) -> EpisodeLogParts:
     """messages/rewards/reasoning/rewards_prompt shaped as Sotopia stores them.
 
     rewards[i] = [overall, {dims..., overall_score}].

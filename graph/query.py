@@ -7,10 +7,10 @@ import strawberry
 from graph.connection import Connection, to_connection
 from graph.context import Info
 from graph.episode_types import Episode, Model
+from graph.errors import UserInputError
 from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
 from resolvers import agents, dimensions, episodes, relationships, scenarios
-from resolvers.errors import UserInputError
 
 FIRST = "How many items to return, 0..100 (default 20)."
 AFTER = "Cursor of the item to start after (a previous page's endCursor)."

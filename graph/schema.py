@@ -5,12 +5,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import strawberry
-from graphql import ASTValidationRule, GraphQLError
+from graphql import ASTValidationRule
 from graphql.execution.executor import Executor
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import (
     AddValidationRules,
-    MaskErrors,
     MaxTokensLimiter,
     ParserCache,
     SchemaExtension,
@@ -21,6 +20,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
+from graph.errors import ErrorPolicy
 from graph.mutation import Mutation
 from graph.query import Query
 from graph.subscription import Subscription
@@ -37,20 +37,6 @@ class Limits:
     max_aliases: int = 30
     max_tokens: int = 5_000
     introspection: bool = True
-
-
-def is_unexpected(error: GraphQLError) -> bool:
-    """Mask crashes only; validation, limit and input errors keep their message.
-
-    A crash is a plain exception raised while executing: in a field (the error has a path) or in a
-    subscription's event stream (the error points nowhere in the document). One that points into
-    the document without a path comes from validating it, even when a scalar's parser raised a
-    plain exception there (as int() does for an integer literal of over 4,300 digits).
-    """
-    original = error.original_error
-    if original is None or isinstance(original, GraphQLError):
-        return False
-    return error.path is not None or not error.nodes
 
 
 def validation_rules(limits: Limits) -> list[type[ASTValidationRule]]:
@@ -71,7 +57,7 @@ def extensions(limits: Limits) -> list[Callable[[], SchemaExtension]]:
     return [
         lambda: AddValidationRules(rules),
         lambda: MaxTokensLimiter(max_token_count=limits.max_tokens),
-        lambda: MaskErrors(should_mask_error=is_unexpected),
+        ErrorPolicy,
         lambda: ParserCache(maxsize=CACHED_DOCUMENTS),
         lambda: ValidationCache(maxsize=CACHED_DOCUMENTS),
     ]

@@ -6,9 +6,9 @@ import strawberry
 
 from graph.context import Info
 from graph.episode_types import EpisodeEvent
+from graph.errors import UserInputError
 from lifecycle.follow import UnknownEpisode, everything, follow, follow_tag, statuses_only
 from lifecycle.transitions import EpisodeEvent as Event
-from resolvers.errors import UserInputError
 from resolvers.records import storable
 
 

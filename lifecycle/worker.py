@@ -25,10 +25,8 @@ import redis.asyncio as redis
 from aredis_om import NotFoundError
 from pydantic import ValidationError
 
-from engine.episode import simulate
-from engine.episode_log import episode_log_parts
+from engine.episode import play
 from engine.errors import EpisodeFailed
-from engine.judge import evaluate
 from engine.stats import GenerationStats
 from engine.types import (
     SOTOPIA_DIMENSIONS,
@@ -288,47 +286,36 @@ class Worker:
             if stored is None:
                 raise Fenced
 
+        async def on_judging(transcript: Transcript) -> None:
+            moved = await self.store.transition(
+                episode_id,
+                Status.EVALUATING,
+                fence=mine,
+                fields={
+                    "messages": transcript.messages,
+                    "progress": transcript.turns,
+                    "termination_reason": transcript.termination_reason,
+                },
+            )
+            if not moved.ok:
+                raise Fenced
+
         try:
-            transcript = await simulate(setup, self.llm, on_turn)
+            played = await play(setup, self.llm, on_turn, on_judging)
         except EpisodeFailed as failed:
             await self._fail(episode_id, mine, failed.reason, failed.stats)
             return True
-        return await self._evaluate(episode_id, mine, setup, transcript)
-
-    async def _evaluate(
-        self, episode_id: str, attempt: int, setup: EpisodeSetup, transcript: Transcript
-    ) -> bool:
-        moved = await self.store.transition(
-            episode_id,
-            Status.EVALUATING,
-            fence=attempt,
-            fields={
-                "messages": transcript.messages,
-                "progress": transcript.turns,
-                "termination_reason": transcript.termination_reason,
-            },
-        )
-        if not moved.ok:
-            raise Fenced
-        try:
-            evaluation = await evaluate(setup, transcript, self.llm)
-        except EpisodeFailed as failed:
-            await self._fail(
-                episode_id, attempt, failed.reason, transcript.stats.merge(failed.stats)
-            )
-            return True
-        parts = episode_log_parts(setup, transcript, evaluation)
-        stats = transcript.stats.merge(evaluation.stats)
+        parts = played.log_parts()
         finished = await self.store.transition(
             episode_id,
             Status.COMPLETED,
-            fence=attempt,
+            fence=mine,
             fields={
                 "messages": parts.messages,
                 "rewards": parts.rewards,
                 "reasoning": parts.reasoning,
                 "rewards_prompt": parts.rewards_prompt,
-                "generation_stats": stats.model_dump(),
+                "generation_stats": played.stats.model_dump(),
                 "finished_at": time.time(),
             },
         )

@@ -3,7 +3,6 @@
 from dataclasses import dataclass
 from enum import Enum
 
-from graphql import GraphQLError
 from pydantic import ValidationError
 
 
@@ -21,11 +20,9 @@ class UserError:
     code: ErrorCode
 
 
-class UserInputError(GraphQLError):
-    """A query argument that cannot be served (bad cursor, page size over the cap)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, extensions={"code": "BAD_USER_INPUT"})
+class BadArgument(ValueError):
+    """A query argument that cannot be served (bad cursor, page size over the cap); GraphQL
+    reports it with its message and the code BAD_USER_INPUT."""
 
 
 def camel(name: str) -> str:

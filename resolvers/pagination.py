@@ -5,7 +5,7 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
-from resolvers.errors import UserInputError
+from resolvers.errors import BadArgument
 from resolvers.records import has_utf8_form
 
 DEFAULT_PAGE_SIZE = 20
@@ -35,9 +35,9 @@ def decode_cursor(cursor: str) -> int:
             raise ValueError(text)
         offset = int(text.removeprefix(_PREFIX))
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise UserInputError(f"malformed cursor {cursor!r}") from None
+        raise BadArgument(f"malformed cursor {cursor!r}") from None
     if offset < 0:
-        raise UserInputError(f"malformed cursor {cursor!r}")
+        raise BadArgument(f"malformed cursor {cursor!r}")
     return offset
 
 
@@ -45,7 +45,7 @@ def window(first: int | None, after: str | None) -> tuple[int, int]:
     """(offset, limit) for `first`/`after`, refusing sizes outside 0..MAX_PAGE_SIZE."""
     limit = DEFAULT_PAGE_SIZE if first is None else first
     if not 0 <= limit <= MAX_PAGE_SIZE:
-        raise UserInputError(f"first must be between 0 and {MAX_PAGE_SIZE}, got {limit}")
+        raise BadArgument(f"first must be between 0 and {MAX_PAGE_SIZE}, got {limit}")
     offset = 0 if after is None else decode_cursor(after) + 1
     return offset, limit
 

@@ -31,7 +31,7 @@ async def test_sotopia_shaped_log(fake_llm: FakeLLM, registry: ModelRegistry) ->
     setup = make_setup(fake_llm.model_name(), max_turns=2)
     transcript = await simulate(setup, registry)
     evaluation = await evaluate(setup, transcript, registry)
-    log = episode_log_parts(setup, transcript, evaluation)
+    log = episode_log_parts(transcript, evaluation)
     names = [d.name for d in SOTOPIA_DIMENSIONS]
     for overall, detail in log.rewards:
         assert list(detail) == [*names, "overall_score"]
@@ -130,7 +130,8 @@ async def test_whole_episode_judge(fake_llm: FakeLLM, registry: ModelRegistry) -
         )
     )
     evaluation = await evaluate(setup, transcript, registry)
-    (request,) = fake_llm.requests_of("judge")  # one request scores everybody
+    assert evaluation.stats.requests == 1  # one request scores everybody
+    request = fake_llm.requests_of("judge")[-1]
     schema = request.body["response_format"]["json_schema"]["schema"]
     assert schema["required"] == ["Alice Smith", "Bob Jones"]
     assert schema["properties"]["Bob Jones"]["properties"]["greed"] == {
@@ -142,7 +143,7 @@ async def test_whole_episode_judge(fake_llm: FakeLLM, registry: ModelRegistry) -
     assert (alice.scores["warmth"].score, alice.scores["greed"].score) == (3, -2)
     assert bob.overall == pytest.approx(-1.5)
     assert (alice.comment, bob.comment) == ("kind", "steady")
-    log = episode_log_parts(setup, transcript, evaluation)
+    log = episode_log_parts(transcript, evaluation)
     assert "Agent 1 comments:\nkind\n" in log.reasoning
     assert log.rewards_prompt.startswith("Scenario: ") and ALICE.secret in log.rewards_prompt
 

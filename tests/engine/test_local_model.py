@@ -26,7 +26,7 @@ async def test_real_local_model_episode(tmp_path_factory: pytest.TempPathFactory
         setup = make_setup(LOCAL_MODEL, max_turns=2, seed=1)
         transcript = await simulate(setup, registry)
         evaluation = await evaluate(setup, transcript, registry)
-        log = episode_log_parts(setup, transcript, evaluation)
+        log = episode_log_parts(transcript, evaluation)
         pid = registry.local.pid
         assert pid is not None
         assert registry.local.base_url == urls[0]

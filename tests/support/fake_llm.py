@@ -88,6 +88,9 @@ class RecordedRequest(BaseModel):
     text: str
     """All message contents joined by newlines."""
     status: int
+    peer: str = ""
+    """The client's address and port (which connection sent it)."""
+    received: float = 0.0
 
 
 def _schema_of(body: dict[str, Any], text: str) -> tuple[str, dict[str, Any] | None]:
@@ -224,7 +227,11 @@ class FakeLLM:
         rule = self._take_rule(kind, text)
         status = rule.status if rule else 200
         with self._lock:
-            self._requests.append(RecordedRequest(kind=kind, body=body, text=text, status=status))
+            peer = f"{request.client.host}:{request.client.port}" if request.client else ""
+            recorded = RecordedRequest(
+                kind=kind, body=body, text=text, status=status, peer=peer, received=time.time()
+            )
+            self._requests.append(recorded)
         delay = self.delay + (rule.delay if rule else 0.0)
         if delay:
             await asyncio.sleep(delay)
