@@ -10,15 +10,13 @@ after 200 ms), so the figure is what the calling process spends per call.
 import argparse
 import asyncio
 import importlib
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.bench_worker_throughput import wait_ready
 from engine.chat_client import ChatClient
 from storage.embedded import free_port
+from tests.support.fake_llm import fake_llm_process
 
 BODY: dict[str, Any] = {
     "model": "fake",
@@ -55,15 +53,7 @@ async def measure(call: Callable[[], Awaitable[Any]], calls: int, in_flight: int
 
 
 async def main(calls: int, in_flight: int) -> None:
-    port = free_port()
-    fake = subprocess.Popen(  # noqa: ASYNC220 - returns at once
-        [sys.executable, "-m", "tests.support.fake_llm", "--port", str(port), "--delay", "0.2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        await wait_ready(base)
+    with fake_llm_process(free_port(), 0.2) as (base, _):
         ours = ChatClient(base, "key", timeout=30)
         print(
             f"Parley ChatClient: {await measure(lambda: ours.create(BODY), calls, in_flight):.3f}"
@@ -90,9 +80,6 @@ async def main(calls: int, in_flight: int) -> None:
             f"{await measure(sdk_call, calls, in_flight):.3f} ms CPU per call"
         )
         await sdk.close()
-    finally:
-        fake.terminate()
-        fake.wait(10)
 
 
 if __name__ == "__main__":

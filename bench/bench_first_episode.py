@@ -27,9 +27,8 @@ from typing import Any
 
 import httpx
 
-from storage.embedded import free_port
 from storage.sample import sample_data
-from tests.support.processes import Process
+from tests.support.processes import ApiProcess
 
 START = """
 mutation($input: StartSimulationInput!) {
@@ -91,20 +90,6 @@ def graphql(http: httpx.Client, query: str, variables: dict[str, Any]) -> dict[s
     return data
 
 
-def wait_ready(http: httpx.Client, process: Process, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.popen.poll() is not None:
-            raise SystemExit(f"parley serve exited:\n{process.output()}")
-        try:
-            if http.get("/readyz").status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("parley serve did not become ready")
-
-
 def run_episode(
     http: httpx.Client, scenario: str, agents: list[str]
 ) -> tuple[float, dict[str, Any]]:
@@ -127,15 +112,13 @@ def main() -> None:
     parser.add_argument("--transcripts", action="store_true", help="print every turn")
     args = parser.parse_args()
     data_dir = args.keep or Path(tempfile.mkdtemp(prefix="parley-first-"))
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "REDIS_OM_URL")}
     env["PARLEY_DATA_DIR"] = str(data_dir)
-    process = Process(["serve", "--port", str(port)], env, data_dir / "serve.log")
+    process = ApiProcess(env, data_dir / "serve.log", seed=True)
     repeated_total = turns_total = 0
     seconds: list[float] = []
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
-            wait_ready(http, process)
+        with httpx.Client(base_url=process.url, timeout=60) as http:
             plan = itertools.islice(itertools.cycle(pairs_by_scenario()), args.episodes)
             for k, (codename, scenario, agents) in enumerate(plan):
                 elapsed, episode = run_episode(http, scenario, agents)

@@ -11,60 +11,23 @@ the API process's memory per idle subscriber.
 
 import argparse
 import asyncio
-import json
 import time
-from datetime import datetime
 from pathlib import Path
-
-import websockets
 
 from bench.common import bench_redis, percentile, rss_mib
 from lifecycle.transitions import EpisodeStore
 from storage.models import EpisodeStatus
 from tests.support.processes import api_process, parley_env
 from tests.support.simulation import make_world, post, start_input
+from tests.support.subscriber import Subscriber
 
 BATCH = """
 mutation($inputs: [StartSimulationInput!]!) {
   startSimulations(inputs: $inputs) { episodes { id } userErrors { message } }
 }"""
-SUBSCRIBE = "subscription($id: ID!) { episodeStatus(id: $id) { kind status occurredAt } }"
+SUBSCRIBE = """
+subscription($id: ID!) { episodeStatus(id: $id) { kind episodeId sequence status occurredAt } }"""
 AFTER_QUEUED = (EpisodeStatus.RUNNING, EpisodeStatus.EVALUATING, EpisodeStatus.COMPLETED)
-
-
-class Subscriber:
-    def __init__(self, url: str, episode_id: str) -> None:
-        self.url = url
-        self.episode_id = episode_id
-        self.latencies: list[float] = []
-        self.statuses: list[str] = []
-        self.snapshot = asyncio.Event()
-        self.completed = False
-
-    async def run(self) -> None:
-        async with websockets.connect(
-            self.url,
-            subprotocols=[websockets.Subprotocol("graphql-transport-ws")],
-            max_queue=None,
-            open_timeout=60,
-        ) as ws:
-            await ws.send(json.dumps({"type": "connection_init"}))
-            await ws.recv()
-            payload = {"query": SUBSCRIBE, "variables": {"id": self.episode_id}}
-            await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
-            async for raw in ws:
-                received = time.time()
-                message = json.loads(raw)
-                if message["type"] == "complete":
-                    self.completed = True
-                    return
-                event = message["payload"]["data"]["episodeStatus"]
-                if event["kind"] == "SNAPSHOT":
-                    self.snapshot.set()
-                    continue
-                self.statuses.append(event["status"])
-                sent = datetime.fromisoformat(event["occurredAt"]).timestamp()
-                self.latencies.append(received - sent)
 
 
 async def main(subscribers: int, episodes: int, rate: float) -> None:
@@ -80,10 +43,13 @@ async def main(subscribers: int, episodes: int, rate: float) -> None:
             idle_before = rss_mib(api.pid)
 
             ws_url = api.url.replace("http://", "ws://") + "/graphql"
-            clients = [Subscriber(ws_url, ids[i % episodes]) for i in range(subscribers)]
+            clients = [
+                Subscriber(ws_url, SUBSCRIBE, {"id": ids[i % episodes]}, "episodeStatus")
+                for i in range(subscribers)
+            ]
             tasks = [asyncio.create_task(c.run()) for c in clients]
             began = time.perf_counter()
-            await asyncio.wait_for(asyncio.gather(*(c.snapshot.wait() for c in clients)), 300)
+            await asyncio.wait_for(asyncio.gather(*(c.first_snapshot.wait() for c in clients)), 300)
             connect_seconds = time.perf_counter() - began
             await asyncio.sleep(1)
             idle_after = rss_mib(api.pid)

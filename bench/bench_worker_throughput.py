@@ -10,17 +10,15 @@ the worker's CPU was busy.
 import argparse
 import asyncio
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import httpx
 import psutil
 
 from bench.common import bench_redis, rss_mib
 from storage.embedded import free_port
 from storage.models import EpisodeLog, EpisodeStatus
+from tests.support.fake_llm import fake_llm_process
 from tests.support.processes import api_process, parley_env, worker_process
 from tests.support.simulation import make_world, post, start_input
 
@@ -33,17 +31,6 @@ mutation($inputs: [StartSimulationInput!]!) {
 def cpu_seconds(pid: int) -> float:
     times = psutil.Process(pid).cpu_times()
     return float(times.user + times.system)
-
-
-async def wait_ready(url: str) -> None:
-    async with httpx.AsyncClient() as http:
-        for _ in range(100):
-            try:
-                await http.get(f"{url}/models")
-                return
-            except httpx.HTTPError:
-                await asyncio.sleep(0.1)
-    raise RuntimeError("fake LLM did not start")
 
 
 async def run_batch(
@@ -70,22 +57,7 @@ async def run_batch(
 
 async def main(episodes: int, turns: int, delay: float) -> None:
     async with bench_redis() as (redis_url, tmp, _):
-        port = free_port()
-        fake = subprocess.Popen(  # noqa: ASYNC220 - returns at once
-            [
-                sys.executable,
-                "-m",
-                "tests.support.fake_llm",
-                "--port",
-                str(port),
-                "--delay",
-                str(delay),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        try:
-            base = f"http://127.0.0.1:{port}/v1"
-            await wait_ready(base)
+        with fake_llm_process(free_port(), delay) as (base, fake_pid):
             models = tmp / "models.json"
             models.write_text(
                 json.dumps(
@@ -112,13 +84,10 @@ async def main(episodes: int, turns: int, delay: float) -> None:
                 idle = rss_mib(worker.pid)
                 single, _ = await run_batch(api.url, [one], worker.pid)
                 redis_pid = int((tmp / "redis.pid").read_text())
-                pids = {"worker": worker.pid, "fake LLM": fake.pid, "redis": redis_pid}
+                pids = {"worker": worker.pid, "fake LLM": fake_pid, "redis": redis_pid}
                 before = {name: cpu_seconds(pid) for name, pid in pids.items()}
                 many, peak = await run_batch(api.url, [one] * episodes, worker.pid)
                 cpu = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
-        finally:
-            fake.terminate()
-            fake.wait(10)
     print(f"fake LLM delay {delay * 1000:.0f} ms, {turns} turns per episode, 2 agents, judge")
     print(f"one episode alone:        {single:.2f} s")
     print(f"{episodes} episodes at once:    {many:.2f} s  (ratio {many / single:.2f}x)")

@@ -33,31 +33,29 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psutil
 import redis.asyncio as redis
-import websockets
 
-from bench.bench_worker_throughput import wait_ready
 from bench.common import bench_redis, percentile, rss_mib
 from graph.cli import event_loop_factory
 from lifecycle.transitions import EpisodeStore
 from storage.embedded import free_port
 from storage.models import EpisodeLog
+from tests.support.fake_llm import fake_llm_process
 from tests.support.processes import Process, api_process, parley_env, worker_process
 from tests.support.simulation import START, make_world, start_input
+from tests.support.subscriber import Subscriber
 
 SUBSCRIBE = """
 subscription($tag: String) {
@@ -69,63 +67,6 @@ SETUP_LIMIT = 180.0
 """Seconds allowed for starting the processes and connecting the subscribers."""
 CATCH_UP_MIN = 5.0
 """Seconds the subscribers get to catch up after the drain, even if the drain took all its time."""
-
-
-@dataclass(eq=False)
-class Subscriber:
-    """One graphql-transport-ws connection following episodeUpdates(tag)."""
-
-    url: str
-    tag: str
-    sequences: dict[str, list[int]] = field(default_factory=dict)
-    """Per episode, the sequence numbers received, in arrival order (snapshots included)."""
-    latencies: list[float] = field(default_factory=list)
-    received: int = 0
-    snapshots: int = 0
-    error: str | None = None
-    subscribed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def run(self) -> None:
-        try:
-            await self._run()
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:
-            self.error = f"{type(err).__name__}: {err}"
-        self.subscribed.set()
-
-    async def _run(self) -> None:
-        async with websockets.connect(
-            self.url,
-            subprotocols=[websockets.Subprotocol("graphql-transport-ws")],
-            max_queue=None,
-            open_timeout=60,
-            ping_interval=None,
-        ) as ws:
-            await ws.send(json.dumps({"type": "connection_init"}))
-            ack = json.loads(await ws.recv())
-            if ack.get("type") != "connection_ack":
-                raise RuntimeError(f"no connection_ack: {ack}")
-            payload = {"query": SUBSCRIBE, "variables": {"tag": self.tag}}
-            await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
-            self.subscribed.set()
-            async for raw in ws:
-                received = time.time()
-                message = json.loads(raw)
-                if message["type"] == "ping":
-                    await ws.send(json.dumps({"type": "pong"}))
-                    continue
-                if message["type"] != "next" or "errors" in message["payload"]:
-                    raise RuntimeError(f"subscription ended: {message}")
-                event = message["payload"]["data"]["episodeUpdates"]
-                self.received += 1
-                self.sequences.setdefault(event["episodeId"], []).append(event["sequence"])
-                if event["kind"] == "SNAPSHOT":
-                    self.snapshots += 1
-                    continue
-                sent = datetime.fromisoformat(event["occurredAt"]).timestamp()
-                self.latencies.append(received - sent)
-            raise RuntimeError("connection closed by the server")
 
 
 @dataclass
@@ -420,32 +361,6 @@ def check_delivery(
     return result
 
 
-@contextlib.contextmanager
-def fake_llm(port: int, delay: float) -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.support.fake_llm",
-            "--port",
-            str(port),
-            "--delay",
-            str(delay),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield process
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-
-
 def models_file(path: Path, base_url: str, max_concurrency: int) -> Path:
     model = {"name": "fake", "base_url": base_url, "model": "fake"}
     path.write_text(json.dumps({"models": [{**model, "max_concurrency": max_concurrency}]}))
@@ -476,10 +391,10 @@ class Options:
 async def soak(opts: Options) -> int:
     tag = f"soak{uuid.uuid4().hex[:10]}"
     async with bench_redis() as (redis_url, tmp, client):
-        port = free_port()
-        with fake_llm(port, opts.delay), contextlib.ExitStack() as stack:
-            base = f"http://127.0.0.1:{port}/v1"
-            await wait_ready(base)
+        with (
+            fake_llm_process(free_port(), opts.delay) as (base, _),
+            contextlib.ExitStack() as stack,
+        ):
             limit = 4 * opts.concurrency * opts.workers
             models = models_file(tmp / "models.json", base, limit)
             scenario, agents = await make_world(tag)
@@ -498,7 +413,10 @@ async def soak(opts: Options) -> int:
             memory = Memory(pids)
             sampler = asyncio.create_task(memory.run())
             ws_url = api.url.replace("http://", "ws://") + "/graphql"
-            clients = [Subscriber(ws_url, tag) for _ in range(opts.subscribers)]
+            clients = [
+                Subscriber(ws_url, SUBSCRIBE, {"tag": tag}, "episodeUpdates")
+                for _ in range(opts.subscribers)
+            ]
             tasks = [asyncio.create_task(c.run()) for c in clients]
             try:
                 code = await run_load(

@@ -10,9 +10,10 @@ import pytest
 import redis.asyncio as redis
 
 from lifecycle.follow import EventHub, everything, follow
-from lifecycle.transitions import EpisodeEvent, EpisodeStore, EventKind, initial_history
+from lifecycle.transitions import EpisodeEvent, EpisodeStore, EventKind
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus
+from tests.support.episodes import queued
 
 Status = EpisodeStatus
 WAIT = 5.0
@@ -25,23 +26,6 @@ async def hub(redis_client: redis.Redis) -> AsyncIterator[EventHub]:
     await hub.start()
     yield hub
     await hub.stop()
-
-
-async def queued(client: redis.Redis, store: EpisodeStore, tag: str = "follow") -> str:
-    now = time.time()
-    episode = EpisodeLog(
-        environment="env",
-        agents=["a", "b"],
-        status=Status.QUEUED,
-        sequence=1,
-        status_history=initial_history(now),
-        created_at=now,
-        tag=tag,
-    )
-    async with client.pipeline(transaction=True) as pipe:
-        store.add_queued(pipe, episode)
-        await pipe.execute()
-    return str(episode.pk)
 
 
 async def run_to_the_end(store: EpisodeStore, pk: str, turns: int) -> None:

@@ -18,6 +18,7 @@ from lifecycle.transitions import (
 )
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus
+from tests.support.episodes import queued
 
 Status = EpisodeStatus
 TURN = {
@@ -28,23 +29,6 @@ TURN = {
     "argument": "hi",
     "to": [],
 }
-
-
-async def queued(client: redis.Redis, store: EpisodeStore) -> str:
-    now = time.time()
-    episode = EpisodeLog(
-        environment="env",
-        agents=["a", "b"],
-        status=Status.QUEUED,
-        sequence=1,
-        status_history=initial_history(now),
-        created_at=now,
-        tag="store",
-    )
-    async with client.pipeline(transaction=True) as pipe:
-        store.add_queued(pipe, episode)
-        await pipe.execute()
-    return str(episode.pk)
 
 
 async def test_only_legal_transitions_happen(redis_client: Any) -> None:

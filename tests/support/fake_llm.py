@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import uvicorn
@@ -35,6 +40,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from engine.llm import SCHEMA_INSTRUCTION
+from engine.processes import stop_process
 
 Kind = Literal["action", "text_action", "judge", "other"]
 
@@ -319,6 +325,43 @@ class FakeLLM:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def fake_llm_process(port: int, delay: float = 0.0) -> Iterator[tuple[str, int]]:
+    """The fake in a process of its own (so its CPU is not the caller's); yields its base URL
+    and pid once it answers, and stops it by pid."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.support.fake_llm",
+            "--port",
+            str(port),
+            "--delay",
+            str(delay),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 20
+        while not _answers(f"{base}/models"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the fake LLM did not start")
+            time.sleep(0.1)
+        yield base, process.pid
+    finally:
+        stop_process(process, 10)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def main() -> None:

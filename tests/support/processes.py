@@ -51,9 +51,10 @@ class Process:
 
 
 class ApiProcess(Process):
-    def __init__(self, env: dict[str, str], log: Path, *extra: str) -> None:
+    def __init__(self, env: dict[str, str], log: Path, *extra: str, seed: bool = False) -> None:
         self.port = free_port()
-        super().__init__(["serve", "--port", str(self.port), "--no-seed", *extra], env, log)
+        flags = [] if seed else ["--no-seed"]
+        super().__init__(["serve", "--port", str(self.port), *flags, *extra], env, log)
         self.url = f"http://127.0.0.1:{self.port}"
         self.wait_ready()
 
