@@ -17,7 +17,6 @@ from engine.models import ModelInfo, custom_model_info
 from engine.stats import GenerationStats
 from tests.support.factories import make_setup
 
-SPEAK = json.dumps({"action_type": "speak", "argument": "That sounds fair to me.", "to": []})
 
 
 class InstantRouter:
@@ -27,6 +26,7 @@ class InstantRouter:
         info = custom_model_info("custom/instant@http://127.0.0.1:9/v1")
         assert info is not None
         self.info = info
+        self.lines = 0
 
     def resolve(self, name: str) -> ModelInfo:
         return self.info
@@ -35,7 +35,9 @@ class InstantRouter:
         stats.requests += 1
         schema = request.schema or {}
         if "action_type" in schema.get("properties", {}):
-            return SPEAK
+            self.lines += 1  # a new line each time: agents that repeat themselves are re-asked
+            line = f"That sounds fair to me ({self.lines})."
+            return json.dumps({"action_type": "speak", "argument": line, "to": []})
         scores = {
             name: {
                 "reasoning": "ok",
