@@ -18,7 +18,6 @@ from engine.stats import GenerationStats
 from tests.support.factories import make_setup
 
 
-
 class InstantRouter:
     """Answers at once: a speak action, or mid-range scores for the judge's schema."""
 

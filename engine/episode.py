@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from engine.episode_log import episode_log_parts
-from engine.errors import EpisodeFailed, LLMError, UnknownModelError, gather_or_fail
+from engine.errors import (
+    EngineError,
+    EpisodeFailed,
+    LLMError,
+    UnknownModelError,
+    gather_or_fail,
+)
 from engine.generation import ask, hotter
 from engine.judge import evaluate
 from engine.llm import ChatRequest, LLMRouter
@@ -183,17 +189,48 @@ def _normalised(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-async def _choose(episode: _Episode, actors: list[int], turn: int) -> dict[int, AgentAction]:
-    if len(actors) == 1:
-        return {actors[0]: await episode.act(actors[0], turn)}
-    actions = await gather_or_fail(episode.act(i, turn) for i in actors)
-    return dict(zip(actors, actions, strict=True))
+async def _choose(
+    episode: _Episode, actors: list[int], turn: int, given: dict[int, AgentAction]
+) -> dict[int, AgentAction]:
+    """The actions of `turn`: those `given` (kept from an earlier attempt), the rest asked."""
+    asked = [i for i in actors if i not in given]
+    if len(asked) == 1:
+        new = {asked[0]: await episode.act(asked[0], turn)}
+    else:
+        actions = await gather_or_fail(episode.act(i, turn) for i in asked)
+        new = dict(zip(asked, actions, strict=True))
+    return {i: given[i] if i in given else new[i] for i in actors}
+
+
+class HistoryMismatch(EngineError):
+    """Kept turns that this setup cannot have produced (another turn order, other agents)."""
+
+
+def _kept(history: Sequence[Turn], turn: int, actors: list[int]) -> dict[int, AgentAction]:
+    given = {
+        t.agent_index: AgentAction(action_type=t.action_type, argument=t.argument, to=t.to)
+        for t in history
+        if t.turn == turn
+    }
+    if not set(given) <= set(actors):
+        raise HistoryMismatch(
+            f"turn {turn} was played by seats {sorted(given)}, but seats {actors} act in it"
+        )
+    return given
 
 
 async def simulate(
-    setup: EpisodeSetup, llm: LLMRouter, on_turn: OnTurn | None = None
+    setup: EpisodeSetup,
+    llm: LLMRouter,
+    on_turn: OnTurn | None = None,
+    history: Sequence[Turn] = (),
 ) -> Transcript:
     """Run one episode; raises EpisodeFailed when an agent cannot produce a valid action.
+
+    `history` holds turns an earlier attempt already played (and stored): they are replayed
+    into the episode's state without asking a model, and not handed to `on_turn` again, so the
+    agents see exactly what they saw then and the episode goes on from where it stopped. Raises
+    HistoryMismatch when they cannot belong to this setup.
 
     Cancellation propagates (no cleanup is needed: the episode holds no resources).
     """
@@ -208,7 +245,11 @@ async def simulate(
     termination: list[TerminationKind] = []
     while not termination:
         actors = episode.actors()
-        chosen = await _choose(episode, actors, turn)
+        given = _kept(history, turn, actors)
+        for i, action in given.items():
+            if action.action_type == ActionType.SPEAK:
+                episode.said[i].add(_normalised(action.argument))
+        chosen = await _choose(episode, actors, turn, given)
         current = episode.messages[-1]
         for i, name in enumerate(episode.names):
             current.append((name, ENV, action_text(chosen.get(i, _NONE))))
@@ -222,7 +263,8 @@ async def simulate(
                 episode.active[record.agent_index] = False
         if on_turn is not None:
             for record in done:
-                await on_turn(TurnEvent(turn=record, messages=list(current)))
+                if record.agent_index not in given:
+                    await on_turn(TurnEvent(turn=record, messages=list(current)))
         stale = stale + 1 if all(a.action_type == ActionType.NONE for a in chosen.values()) else 0
         episode.observe(turn, chosen)
         turn += 1
@@ -266,14 +308,15 @@ async def play(
     llm: LLMRouter,
     on_turn: OnTurn | None = None,
     on_judging: OnJudging | None = None,
+    history: Sequence[Turn] = (),
 ) -> Played:
     """The conversation, then the judge: the engine's one entry for running an episode.
 
-    `on_turn` sees each turn as it happens and `on_judging` the transcript before the judge
-    starts. Raises EpisodeFailed (its stats covering the whole run) when an agent or the judge
-    cannot produce valid output.
+    `on_turn` sees each new turn as it happens and `on_judging` the transcript before the judge
+    starts; `history` is what an earlier attempt played (see `simulate`). Raises EpisodeFailed
+    (its stats covering the whole run) when an agent or the judge cannot produce valid output.
     """
-    transcript = await simulate(setup, llm, on_turn)
+    transcript = await simulate(setup, llm, on_turn, history)
     if on_judging is not None:
         await on_judging(transcript)
     try:

@@ -162,6 +162,6 @@ class Mutation:
         )
 
     @strawberry.mutation(description="Delete a finished episode.")
-    async def delete_episode(self, input: inputs.DeleteInput) -> DeletePayload:
-        errors = await simulations.delete(input.id)
+    async def delete_episode(self, info: Info, input: inputs.DeleteInput) -> DeletePayload:
+        errors = await simulations.delete(info.context.services, input.id)
         return DeletePayload(deleted_id=deleted(input.id, errors), user_errors=user_errors(errors))

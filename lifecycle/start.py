@@ -1,7 +1,6 @@
 """Starting an episode: validate against the stored world, then store it QUEUED, announce it and
 queue its job in one transaction; also cancelling and deleting one."""
 
-import asyncio
 import time
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -27,11 +26,11 @@ from storage.models import (
     EpisodeLog,
     EpisodeStatus,
     Record,
+    Redelivery,
 )
 
 MAX_AGENTS = 10
 MAX_BATCH = 1000
-IDEMPOTENCY_TTL = 24 * 3600
 
 
 class SimulationFields(BaseModel, extra="forbid"):
@@ -44,6 +43,7 @@ class SimulationFields(BaseModel, extra="forbid"):
     evaluation_dimension_list_id: RecordId | None = None
     tag: ShortText = ""
     idempotency_key: ShortText | None = None
+    redelivery: Redelivery = Redelivery.RESUME
 
     @model_validator(mode="after")
     def consistent(self) -> "SimulationFields":
@@ -115,6 +115,7 @@ def new_episode(valid: SimulationFields) -> EpisodeLog:
         turn_order=valid.turn_order,
         evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
         idempotency_key=valid.idempotency_key,
+        redelivery=valid.redelivery,
         created_at=now,
     )
 
@@ -144,48 +145,22 @@ async def start_many(
     errors = [e for _, errs in checked for e in errs]
     if errors:
         return [], errors
-    results: list[EpisodeLog] = []
-    fresh: list[EpisodeLog] = []
-    for valid, _ in checked:
-        assert valid is not None
-        episode = new_episode(valid)
-        if valid.idempotency_key and not await claim(services.client, valid, str(episode.pk)):
-            earlier = await earlier_episode(services.client, valid.idempotency_key)
-            if earlier is not None:
-                results.append(earlier)
-                continue
-        fresh.append(episode)
-        results.append(episode)
-    await write(services, fresh)
-    return results, []
+    episodes = [new_episode(valid) for valid, _ in checked if valid is not None]
+    ids = await services.store.create(episodes, services.jobs.stream)
+    fresh = {str(e.pk): e for e in episodes}
+    earlier = [pk for pk in ids if pk not in fresh]
+    found = {str(e.pk): e for e in await get_many(services.client, earlier)}
+    return [fresh[pk] if pk in fresh else found[pk] for pk in ids], []
 
 
-async def claim(client: redis.Redis, valid: SimulationFields, episode_id: str) -> bool:
-    """Reserve the request's idempotency key for `episode_id`; False if it was taken."""
-    assert valid.idempotency_key is not None
-    key = keys.idempotency(valid.idempotency_key)
-    return bool(await client.set(key, episode_id, nx=True, ex=IDEMPOTENCY_TTL))
-
-
-async def write(services: Services, episodes: list[EpisodeLog]) -> None:
-    if not episodes:
-        return
-    async with services.client.pipeline(transaction=True) as pipe:
-        for episode in episodes:
-            services.store.add_queued(pipe, episode)
-            services.jobs.add(pipe, str(episode.pk))
-        await pipe.execute()
-
-
-async def earlier_episode(client: redis.Redis, key: str) -> EpisodeLog | None:
-    """The episode a previous request with this idempotency key made (it may still be writing)."""
-    pk = await client.get(keys.idempotency(key))
-    for _ in range(50):
-        episode = await get_or_none(EpisodeLog, str(pk)) if pk else None
-        if episode is not None:
-            return episode
-        await asyncio.sleep(0.02)
-    return None
+async def get_many(client: redis.Redis, pks: list[str]) -> list[EpisodeLog]:
+    """Stored episodes in one round trip (those an idempotency key named)."""
+    if not pks:
+        return []
+    documents: list[Any] = await client.json().mget(
+        [EpisodeLog.make_primary_key(pk) for pk in pks], "$"
+    )
+    return [EpisodeLog.model_validate(doc[0]) for doc in documents if doc]
 
 
 async def cancel(services: Services, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
@@ -202,7 +177,7 @@ async def cancel(services: Services, pk: str) -> tuple[EpisodeLog | None, list[U
     return episode, []
 
 
-async def delete(pk: str) -> list[UserError]:
+async def delete(services: Services, pk: str) -> list[UserError]:
     episode = await get_or_none(EpisodeLog, pk)
     if episode is None:
         return [not_found("episode", pk)]
@@ -210,4 +185,7 @@ async def delete(pk: str) -> list[UserError]:
         message = f"episode is {episode.status.value}: cancel it before deleting it"
         return [UserError(["input", "id"], message, ErrorCode.IN_USE)]
     await EpisodeLog.delete(pk)
+    if episode.idempotency_key:
+        # the key named this episode only: a new start with it makes a new episode
+        await services.client.delete(keys.idempotency(episode.idempotency_key))
     return []

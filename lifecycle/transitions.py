@@ -16,13 +16,16 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import redis.asyncio as redis
 from pydantic import BaseModel, ConfigDict
 
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus, StatusChange, StoredTurn
+
+IDEMPOTENCY_TTL = 24 * 3600
+"""Seconds an idempotency key keeps naming its episode."""
 
 Status = EpisodeStatus
 
@@ -50,6 +53,10 @@ class EpisodeEvent(BaseModel):
     previous_status: EpisodeStatus | None = None
     reason: str | None = None
     turn: StoredTurn | None = None
+    resumed_from: int | None = None
+    """On the RUNNING of a resumed attempt: the number of turns kept from before."""
+    log_id: str | None = None
+    """The status event's id in the events log (the cursor of episodeUpdates streams)."""
 
     @property
     def terminal(self) -> bool:
@@ -80,6 +87,7 @@ def status_event(
         status=change.status,
         previous_status=previous,
         reason=change.reason,
+        resumed_from=change.resumed_from,
     )
 
 
@@ -121,43 +129,98 @@ def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
     return sorted(events, key=lambda e: e.sequence)
 
 
-_TRANSITION = """
+_LOG = """
+local function log_and_publish(log, minid, event, channels)
+  local id = redis.call('XADD', log, 'MINID', '~', minid, '*', 'event', event)
+  local payload = string.sub(event, 1, -2) .. ',"log_id":"' .. id .. '"}'
+  for _, channel in ipairs(channels) do redis.call('PUBLISH', channel, payload) end
+  return id
+end
+"""
+"""Every status event goes to the events log (a Stream trimmed to the retention window) and is
+published with its log id, which episodeUpdates streams resume from."""
+
+_CREATE = (
+    _LOG
+    + """
+local id, document, event, ttl, prefix, minid, keyed = unpack(ARGV)
+if keyed == '1' then
+  local earlier = redis.call('GET', KEYS[1])
+  if earlier and redis.call('EXISTS', prefix .. earlier) == 1 then return earlier end
+  redis.call('SET', KEYS[1], id, 'EX', ttl)  -- new, or left by an episode that is gone
+end
+redis.call('JSON.SET', KEYS[2], '$', document)
+log_and_publish(KEYS[6], minid, event, {KEYS[3], KEYS[4]})
+redis.call('XADD', KEYS[5], '*', 'episode', id)
+return id
+"""
+)
+"""Store a QUEUED episode, announce it and queue its job, claiming its idempotency key in the
+same step: a crash leaves either all of it or none of it."""
+
+_TRANSITION = (
+    _LOG
+    + """
 local key = KEYS[1]
 local new, allowed, fence, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local reason, restart = ARGV[5], ARGV[6]
-local raw = redis.call('JSON.GET', key, '$.status', '$.attempt', '$.tag', '$.pk')
+local reason, mode, owner, minid = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local raw = redis.call('JSON.GET', key, '$.status', '$.attempt', '$.tag', '$.pk', '$.owner',
+                       '$.sequence', '$.turns')
 if not raw then return {0, ''} end
 local doc = cjson.decode(raw)
 local status = doc['$.status'][1]
 local attempt = doc['$.attempt'][1] or 0
+local current_owner = doc['$.owner'][1]
+if fence ~= '' and owner ~= '' and current_owner == owner then
+  -- the same worker's write again (its reply was lost to a dropped connection): done already
+  local begun = mode ~= 'none' and status == new and attempt == tonumber(fence) + 1
+  local moved = mode == 'none' and status == new and attempt == tonumber(fence)
+  if begun or moved then return {2, status} end
+end
 if not string.find(' ' .. allowed .. ' ', ' ' .. status .. ' ', 1, true) then
   return {0, status}
 end
 if fence ~= '' and tonumber(fence) ~= attempt then return {-1, status} end
-if restart == '1' then
+local kept = nil
+if mode ~= 'none' then
   attempt = attempt + 1
   redis.call('JSON.SET', key, '$.attempt', attempt)
-  redis.call('JSON.SET', key, '$.turns', '[]')
-  redis.call('JSON.SET', key, '$.messages', '[]')
-  redis.call('JSON.SET', key, '$.rewards', '[]')
-  redis.call('JSON.SET', key, '$.progress', 0)
+  redis.call('JSON.SET', key, '$.owner', cjson.encode(owner))
+  if mode == 'restart' then
+    redis.call('JSON.SET', key, '$.turns', '[]')
+    redis.call('JSON.SET', key, '$.messages', '[]')
+    redis.call('JSON.SET', key, '$.rewards', '[]')
+    redis.call('JSON.SET', key, '$.progress', 0)
+  else
+    local turns = doc['$.turns'][1] or {}
+    if #turns > 0 then kept = turns[#turns].turn + 1 end
+  end
 end
 local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
 local change = {status = new, at = tonumber(now), sequence = seq, attempt = attempt}
 if reason ~= '' then change.reason = reason end
+if kept then change.resumed_from = kept end
 redis.call('JSON.SET', key, '$.status', cjson.encode(new))
 redis.call('JSON.ARRAPPEND', key, '$.status_history', cjson.encode(change))
-for i = 7, #ARGV, 2 do redis.call('JSON.SET', key, ARGV[i], ARGV[i + 1]) end
+for i = 9, #ARGV, 2 do redis.call('JSON.SET', key, ARGV[i], ARGV[i + 1]) end
 local event = {type = 'status', episode_id = doc['$.pk'][1], sequence = seq, at = tonumber(now),
                attempt = attempt, status = new, previous_status = status}
 if reason ~= '' then event.reason = reason end
+if kept then event.resumed_from = kept end
 local tag = doc['$.tag'][1]
 if tag ~= nil and tag ~= cjson.null then event.tag = tag end
-local payload = cjson.encode(event)
-redis.call('PUBLISH', KEYS[2], payload)
-redis.call('PUBLISH', KEYS[3], payload)
-return {1, seq}
+log_and_publish(KEYS[4], minid, cjson.encode(event), {KEYS[2], KEYS[3]})
+return {1, new}
 """
+)
+
+_MARK = """
+local raw = redis.call('JSON.GET', KEYS[1], '$.attempt')
+if not raw or cjson.decode(raw)[1] ~= tonumber(ARGV[1]) then return 0 end
+for i = 2, #ARGV, 2 do redis.call('JSON.SET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return 1
+"""
+"""Set fields of an episode whose attempt is still the caller's (no status change, no event)."""
 
 _APPEND_TURN = """
 local key = KEYS[1]
@@ -194,6 +257,8 @@ class TransitionResult:
     """The caller's attempt is no longer the episode's: another worker owns it now."""
     status: Status | None
     """The status after the call (the current one when nothing changed); None when gone."""
+    repeated: bool = False
+    """The same owner's write had already been applied (its first reply was lost)."""
 
 
 ALLOWED_FROM: dict[Status, tuple[Status, ...]] = {
@@ -203,6 +268,10 @@ ALLOWED_FROM: dict[Status, tuple[Status, ...]] = {
     Status.FAILED: (Status.QUEUED, Status.RUNNING, Status.EVALUATING),
     Status.CANCELLED: (Status.QUEUED, Status.RUNNING, Status.EVALUATING),
 }
+DEFAULT_RETENTION = 3600.0
+"""Seconds the events log keeps status events (PARLEY_EVENT_RETENTION_SECONDS)."""
+Begin = Literal["none", "restart", "resume"]
+"""How a transition begins a new attempt: not at all, from scratch, or keeping the turns."""
 
 
 def initial_history(at: float) -> list[StatusChange]:
@@ -212,20 +281,50 @@ def initial_history(at: float) -> list[StatusChange]:
 class EpisodeStore:
     """Writes to episodes that must be atomic with their events."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, retention: float = DEFAULT_RETENTION) -> None:
         self.client = client
+        self.retention = retention
+        self._create = client.register_script(_CREATE)
         self._transition = client.register_script(_TRANSITION)
         self._append_turn = client.register_script(_APPEND_TURN)
+        self._mark = client.register_script(_MARK)
 
-    def add_queued(self, pipe: Any, episode: EpisodeLog) -> None:
-        """Queue the writes that create a QUEUED episode and announce it (in `pipe`)."""
-        pipe.json().set(
-            EpisodeLog.make_primary_key(episode.pk), "$", episode.model_dump(mode="json")
-        )
-        event = status_event(episode, episode.status_history[-1], None)
-        payload = event.model_dump_json(exclude_none=True)
-        pipe.publish(keys.episode_channel(str(episode.pk)), payload)
-        pipe.publish(keys.EPISODES_CHANNEL, payload)
+    def _log_floor(self) -> str:
+        """The oldest events-log id to keep (older entries are trimmed as new ones come)."""
+        return f"{int((time.time() - self.retention) * 1000)}-0"
+
+    async def create(self, episodes: list[EpisodeLog], jobs: str) -> list[str]:
+        """Store QUEUED episodes, announce them and queue their jobs (on stream `jobs`), in one
+        transaction. An episode whose idempotency key names a stored episode is not written:
+        that episode's id is returned in its place."""
+        prefix = EpisodeLog.make_primary_key("")
+        async with self.client.pipeline(transaction=True) as pipe:
+            for episode in episodes:
+                pk = str(episode.pk)
+                key = episode.idempotency_key
+                event = status_event(episode, episode.status_history[-1], None)
+                await self._create(
+                    keys=[
+                        keys.idempotency(key) if key else keys.idempotency(pk),
+                        EpisodeLog.make_primary_key(pk),
+                        keys.episode_channel(pk),
+                        keys.EPISODES_CHANNEL,
+                        jobs,
+                        keys.EVENTS_LOG,
+                    ],
+                    args=[
+                        pk,
+                        episode.model_dump_json(),
+                        event.model_dump_json(exclude_none=True),
+                        IDEMPOTENCY_TTL,
+                        prefix,
+                        self._log_floor(),
+                        "1" if key else "0",
+                    ],
+                    client=pipe,
+                )
+            ids: list[str] = await pipe.execute()
+        return [str(i) for i in ids]
 
     async def transition(
         self,
@@ -234,11 +333,16 @@ class EpisodeStore:
         *,
         fence: int | None = None,
         reason: str | None = None,
-        restart: bool = False,
+        begin: Begin = "none",
+        owner: str = "",
         allowed_from: Iterable[Status] | None = None,
         fields: dict[str, Any] | None = None,
     ) -> TransitionResult:
-        """Move to `status` if legal from the current one (and if `fence` still matches)."""
+        """Move to `status` if legal from the current one (and if `fence` still matches).
+
+        A worker passes its `owner` name: a write of its own that was applied already (the reply
+        was lost and it sent it again) is reported as `ok` and `repeated`, not refused.
+        """
         now = time.time()
         allowed = " ".join(allowed_from if allowed_from is not None else ALLOWED_FROM[status])
         patch: list[str] = []
@@ -249,6 +353,7 @@ class EpisodeStore:
                 EpisodeLog.make_primary_key(episode_id),
                 keys.episode_channel(episode_id),
                 keys.EPISODES_CHANNEL,
+                keys.EVENTS_LOG,
             ],
             args=[
                 status,
@@ -256,14 +361,24 @@ class EpisodeStore:
                 "" if fence is None else fence,
                 repr(now),
                 reason or "",
-                "1" if restart else "0",
+                begin,
+                owner,
+                self._log_floor(),
                 *patch,
             ],
         )
-        if code == 1:
-            return TransitionResult(True, False, status)
         found = Status(current) if current else None
-        return TransitionResult(False, code == -1, found)
+        return TransitionResult(code in (1, 2), code == -1, found, repeated=code == 2)
+
+    async def mark(self, episode_id: str, attempt: int, fields: dict[str, Any]) -> bool:
+        """Set `fields` if `attempt` is still the episode's; False when it is not (or gone)."""
+        patch: list[str] = []
+        for name, value in fields.items():
+            patch += [f"$.{name}", json.dumps(value)]
+        done = await self._mark(
+            keys=[EpisodeLog.make_primary_key(episode_id)], args=[attempt, *patch]
+        )
+        return bool(done)
 
     async def append_turn(
         self,

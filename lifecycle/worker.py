@@ -20,12 +20,14 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import redis.asyncio as redis
 from aredis_om import NotFoundError
 from pydantic import ValidationError
 
-from engine.episode import play
+from engine.backoff import Backoff
+from engine.episode import HistoryMismatch, Played, play
 from engine.errors import EpisodeFailed
 from engine.stats import GenerationStats
 from engine.types import (
@@ -41,6 +43,8 @@ from engine.types import (
 from lifecycle.jobs import Job
 from lifecycle.services import Services, open_services
 from lifecycle.settings import RunSettings
+from lifecycle.transitions import TransitionResult
+from resolvers.records import get_or_none
 from storage.models import (
     AgentProfile,
     CustomEvaluationDimension,
@@ -48,7 +52,9 @@ from storage.models import (
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
+    Redelivery,
     RelationshipProfile,
+    StoredTurn,
 )
 
 log = logging.getLogger(__name__)
@@ -74,6 +80,38 @@ class WorkerConfig:
             lease_seconds=settings.lease_seconds,
             max_attempts=settings.max_attempts,
         )
+
+
+RETRYABLE = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+"""Redis errors an outage or a restart causes, which a write may outlast."""
+WRITE_RETRY = Backoff(base=0.05, cap=2.0)
+
+
+class LeaseLost(Exception):
+    """Redis stayed unreachable longer than the lease: the job may be another worker's now."""
+
+
+@dataclass(frozen=True)
+class Begin:
+    """How this delivery starts its attempt, and why."""
+
+    mode: Literal["restart", "resume"]
+    reason: str | None = None
+    losses: int = 0
+
+    @classmethod
+    def of(cls, episode: EpisodeLog, consumer: str) -> Begin:
+        """A first start, or the next one after the previous worker handed it back or was lost
+        (which counts as a loss)."""
+        if episode.status not in ACTIVE:
+            return cls("restart", losses=episode.losses)
+        mode: Literal["restart", "resume"] = (
+            "resume" if episode.redelivery == Redelivery.RESUME else "restart"
+        )
+        previous = episode.owner or "a worker"
+        if episode.handed_back is not None and episode.handed_back == episode.owner:
+            return cls(mode, f"handed back by {previous} when it stopped", episode.losses)
+        return cls(mode, f"{previous} stopped renewing its lease", episode.losses + 1)
 
 
 class SetupError(Exception):
@@ -103,6 +141,8 @@ class Worker:
         self._slots = asyncio.Semaphore(self.config.concurrency)
         self._stopping = asyncio.Event()
         self._burst = False
+        self._renewed_at = time.monotonic()
+        """When the lease on every running job was last renewed: writes retry until it lapses."""
 
     async def run(self, *, burst: bool = False) -> None:
         """Work until `stop()` (or, in burst mode, until there is nothing left to take);
@@ -175,7 +215,24 @@ class Worker:
                 await self._launch(job)
 
     async def _renew(self) -> None:
+        began = time.monotonic()
         await self.jobs.renew(self.config.consumer, list(self.running))
+        self._renewed_at = began
+
+    async def _durably[T](self, operation: Callable[[], Awaitable[T]]) -> T:
+        """Run a Redis operation, retrying through an outage for as long as this worker's lease
+        holds: a Redis restart shorter than the lease costs an episode nothing. Past the lease
+        another worker may own the job, so it raises LeaseLost (its writes would be fenced)."""
+        for delay in WRITE_RETRY.delays():
+            try:
+                return await operation()
+            except RETRYABLE as err:
+                deadline = self._renewed_at + self.config.lease_seconds
+                if time.monotonic() + delay > deadline:
+                    raise LeaseLost(f"Redis unreachable past the lease: {err}") from err
+                log.warning("Redis unreachable (%s); retrying in %.2f s", err, delay)
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
 
     async def _watch(self) -> None:
         """Stop episodes that were cancelled or deleted, or that another worker now owns."""
@@ -201,13 +258,19 @@ class Worker:
         self._slots.release()
 
     async def _hand_back(self) -> None:
-        """Cancel what runs and make its entries reclaimable at once (not acked: redelivered)."""
+        """Cancel what runs and make its entries reclaimable at once (not acked: redelivered),
+        each episode marked as handed back, so its next start is not counted as a loss."""
         items = list(self.running.values())
         for item in items:
             item.task.cancel()
         await asyncio.gather(*(item.task for item in items), return_exceptions=True)
         idle_ms = int(self.config.lease_seconds * 1000) + 1
         with contextlib.suppress(redis.RedisError):
+            for item in items:
+                if item.attempt and not item.settled:
+                    await self.store.mark(
+                        item.job.episode_id, item.attempt, {"handed_back": self.config.consumer}
+                    )
             await self.jobs.release(self.config.consumer, [i.job.entry_id for i in items], idle_ms)
 
     async def _run_job(self, job: Job) -> None:
@@ -220,9 +283,9 @@ class Worker:
                 raise
         except Fenced:
             done = await self._cancelled_elsewhere(job)
-        except redis.RedisError as err:
-            # Not acked: the job is redelivered once its lease lapses, and the episode restarts.
-            log.warning("Redis failed during an episode, leaving it for redelivery: %s", err)
+        except (LeaseLost, redis.RedisError) as err:
+            # Not acked: the job is redelivered once its lease lapses and the episode resumes.
+            log.warning("left the episode for redelivery: %s", err)
         except Exception:
             log.exception("episode crashed", extra={"episode": job.episode_id})
             attempt = self.running[job.entry_id].attempt if job.entry_id in self.running else None
@@ -249,93 +312,139 @@ class Worker:
     async def _run(self, job: Job) -> bool:
         """Run one delivery of a job; True when the job needs no further delivery."""
         episode_id = job.episode_id
-        state = await self.store.state(episode_id)
-        if state is None or state[0].terminal:
+        episode = await self._durably(lambda: get_or_none(EpisodeLog, episode_id))
+        if episode is None or episode.status.terminal:
             return True
-        status, attempt = state
-        if status in ACTIVE and attempt >= self.config.max_attempts:
-            await self.store.transition(
-                episode_id,
-                Status.FAILED,
-                fence=attempt,
-                reason=f"worker lost {attempt} times",
-                fields={"error": f"worker lost {attempt} times", "finished_at": time.time()},
+        start = Begin.of(episode, self.config.consumer)
+        if start.losses >= self.config.max_attempts:
+            reason = f"worker lost {start.losses} times"
+            await self._durably(
+                lambda: self.store.transition(
+                    episode_id,
+                    Status.FAILED,
+                    fence=episode.attempt,
+                    reason=reason,
+                    fields={"error": reason, "finished_at": time.time(), "losses": start.losses},
+                )
             )
             return True
-        started = await self.store.transition(
-            episode_id,
-            Status.RUNNING,
-            fence=attempt,
-            restart=True,
-            fields={"started_at": time.time(), "error": None},
-        )
+        started = await self._durably(lambda: self._begin(episode_id, episode.attempt, start))
         if not started.ok:
             return started.status is None or started.status.terminal
-        mine = attempt + 1
+        mine = episode.attempt + 1
         self.running[job.entry_id].attempt = mine
         try:
-            setup = await load_setup(await EpisodeLog.get(episode_id))
+            setup = await self._durably(lambda: load_setup(episode))
         except SetupError as err:
             await self._fail(episode_id, mine, str(err), GenerationStats())
             return True
-
-        async def on_turn(event: TurnEvent) -> None:
-            turn = event.turn.model_dump(mode="json")
-            progress = event.turn.turn + 1
-            stored = await self.store.append_turn(episode_id, mine, turn, progress, event.messages)
-            if stored is None:
-                raise Fenced
-
-        async def on_judging(transcript: Transcript) -> None:
-            moved = await self.store.transition(
-                episode_id,
-                Status.EVALUATING,
-                fence=mine,
-                fields={
-                    "messages": transcript.messages,
-                    "progress": transcript.turns,
-                    "termination_reason": transcript.termination_reason,
-                },
-            )
-            if not moved.ok:
-                raise Fenced
-
+        history = episode.turns if start.mode == "resume" else []
         try:
-            played = await play(setup, self.llm, on_turn, on_judging)
+            played = await self._play(episode_id, mine, setup, history)
+        except HistoryMismatch as err:
+            restart = Begin("restart", f"kept turns do not fit the episode ({err}); restarted")
+            restarted = await self._durably(lambda: self._begin(episode_id, mine, restart))
+            if not restarted.ok:
+                raise Fenced from err
+            mine += 1
+            self.running[job.entry_id].attempt = mine
+            played = await self._play(episode_id, mine, setup, [])
         except EpisodeFailed as failed:
             await self._fail(episode_id, mine, failed.reason, failed.stats)
             return True
+        if played is None:
+            return True
         parts = played.log_parts()
-        finished = await self.store.transition(
-            episode_id,
-            Status.COMPLETED,
-            fence=mine,
-            fields={
-                "messages": parts.messages,
-                "rewards": parts.rewards,
-                "reasoning": parts.reasoning,
-                "rewards_prompt": parts.rewards_prompt,
-                "generation_stats": played.stats.model_dump(),
-                "finished_at": time.time(),
-            },
+        finished = await self._durably(
+            lambda: self.store.transition(
+                episode_id,
+                Status.COMPLETED,
+                fence=mine,
+                owner=self.config.consumer,
+                fields={
+                    "messages": parts.messages,
+                    "rewards": parts.rewards,
+                    "reasoning": parts.reasoning,
+                    "rewards_prompt": parts.rewards_prompt,
+                    "generation_stats": played.stats.model_dump(),
+                    "finished_at": time.time(),
+                },
+            )
         )
         if not finished.ok:
             raise Fenced
         return True
 
+    async def _begin(self, episode_id: str, attempt: int, start: Begin) -> TransitionResult:
+        return await self.store.transition(
+            episode_id,
+            Status.RUNNING,
+            fence=attempt,
+            begin=start.mode,
+            owner=self.config.consumer,
+            reason=start.reason,
+            fields={
+                "started_at": time.time(),
+                "error": None,
+                "handed_back": None,
+                "losses": start.losses,
+            },
+        )
+
+    async def _play(
+        self, episode_id: str, attempt: int, setup: EpisodeSetup, history: list[StoredTurn]
+    ) -> Played | None:
+        """Play the episode, storing each new turn and the move to EVALUATING as it goes;
+        None when it failed (and was stored as FAILED)."""
+
+        async def on_turn(event: TurnEvent) -> None:
+            turn = event.turn.model_dump(mode="json")
+            progress = event.turn.turn + 1
+            stored = await self._durably(
+                lambda: self.store.append_turn(episode_id, attempt, turn, progress, event.messages)
+            )
+            if stored is None:
+                raise Fenced
+
+        async def on_judging(transcript: Transcript) -> None:
+            moved = await self._durably(
+                lambda: self.store.transition(
+                    episode_id,
+                    Status.EVALUATING,
+                    fence=attempt,
+                    owner=self.config.consumer,
+                    fields={
+                        "messages": transcript.messages,
+                        "progress": transcript.turns,
+                        "termination_reason": transcript.termination_reason,
+                    },
+                )
+            )
+            if not moved.ok:
+                raise Fenced
+
+        try:
+            return await play(setup, self.llm, on_turn, on_judging, history)
+        except EpisodeFailed as failed:
+            await self._fail(episode_id, attempt, failed.reason, failed.stats)
+            return None
+
     async def _fail(
         self, episode_id: str, attempt: int, reason: str, stats: GenerationStats
     ) -> None:
-        await self.store.transition(
-            episode_id,
-            Status.FAILED,
-            fence=attempt,
-            reason=reason,
-            fields={
-                "error": reason,
-                "generation_stats": stats.model_dump(),
-                "finished_at": time.time(),
-            },
+        await self._durably(
+            lambda: self.store.transition(
+                episode_id,
+                Status.FAILED,
+                fence=attempt,
+                owner=self.config.consumer,
+                reason=reason,
+                fields={
+                    "error": reason,
+                    "generation_stats": stats.model_dump(),
+                    "finished_at": time.time(),
+                },
+            )
         )
 
 

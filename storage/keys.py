@@ -40,6 +40,10 @@ def episode_channel(episode_id: str) -> str:
     return f"parley:events:episode:{episode_id}"
 
 
+EVENTS_LOG = "parley:events:log"
+"""A Stream of every status event, trimmed to the retention window: what episodeUpdates resumes
+from after a reconnect (the id of each entry is the stream's cursor)."""
+
 HUB_KEEPALIVE = "parley:events:hub"
 """Always subscribed by each process's hub, so a dropped connection is noticed while idle."""
 

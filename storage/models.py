@@ -121,6 +121,14 @@ class CustomEvaluationDimensionList(Record, index=True):
         index_name = keys.index_name("CustomEvaluationDimensionList")
 
 
+class Redelivery(StrEnum):
+    """What a new worker does with an episode whose worker was lost: go on from its stored turns,
+    or play it again from the start."""
+
+    RESUME = "resume"
+    RESTART = "restart"
+
+
 class EpisodeStatus(StrEnum):
     """Where an episode is in its life; the last three are terminal."""
 
@@ -145,6 +153,8 @@ class StatusChange(BaseModel):
     sequence: int
     attempt: int = 0
     reason: str | None = None
+    resumed_from: int | None = None
+    """On the RUNNING of a resumed attempt: how many turns it kept from before."""
 
 
 class StoredTurn(Turn):
@@ -183,6 +193,13 @@ class EpisodeLog(Record, index=True):
     termination_reason: str | None = None
     generation_stats: dict[str, float] = {}
     idempotency_key: str | None = None
+    redelivery: Redelivery = Redelivery.RESUME
+    owner: str | None = None
+    """The worker running the current attempt."""
+    handed_back: str | None = None
+    """Set by a worker that stopped and handed the episode back (it was not lost)."""
+    losses: int = 0
+    """Workers that stopped renewing their lease on this episode (died, hung, cut off)."""
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     finished_at: float | None = None

@@ -29,7 +29,7 @@ async def hub(redis_client: redis.Redis) -> AsyncIterator[EventHub]:
 
 
 async def run_to_the_end(store: EpisodeStore, pk: str, turns: int) -> None:
-    await store.transition(pk, Status.RUNNING, fence=0, restart=True)
+    await store.transition(pk, Status.RUNNING, fence=0, begin="restart")
     for turn in range(turns):
         await store.append_turn(pk, 1, {**TURN, "turn": turn}, turn + 1, [])
     await store.transition(pk, Status.EVALUATING, fence=1)
@@ -98,7 +98,7 @@ async def test_a_gap_in_sequence_numbers_is_filled_from_storage(
 
     async def skip_one(hub: EventHub, subscriber: Any, store: Any, pk: str) -> None:
         await hub.stop()  # deaf for a while: these events reach storage, not the subscriber
-        await store.transition(pk, Status.RUNNING, fence=0, restart=True)
+        await store.transition(pk, Status.RUNNING, fence=0, begin="restart")
         await store.append_turn(pk, 1, TURN, 1, [])
         stored = await EpisodeLog.get(pk)
         late = EpisodeEvent(

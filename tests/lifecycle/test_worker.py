@@ -83,7 +83,7 @@ async def die_holding(services: Services, episode_id: str) -> None:
     state = await services.store.state(episode_id)
     assert state is not None
     started = await services.store.transition(
-        episode_id, Status.RUNNING, fence=state[1], restart=True
+        episode_id, Status.RUNNING, fence=state[1], begin="restart"
     )
     assert started.ok
 
@@ -153,7 +153,7 @@ async def test_a_worker_that_lost_its_episode_writes_nothing_more(
     worker = Worker(services, config(lease_seconds=30))
     async with running_worker(worker):
         await wait_until(lambda: turns_of(pk, at_least=1))
-        taken = await services.store.transition(pk, Status.RUNNING, fence=1, restart=True)
+        taken = await services.store.transition(pk, Status.RUNNING, fence=1, begin="restart")
         assert taken.ok
         await wait_until(lambda: idle(worker))
     episode = await EpisodeLog.get(pk)

@@ -5,6 +5,7 @@ import time
 import redis.asyncio as redis
 
 from lifecycle.transitions import EpisodeStore, initial_history
+from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus
 
 
@@ -20,7 +21,5 @@ async def queued(client: redis.Redis, store: EpisodeStore, tag: str | None = "st
         created_at=now,
         tag=tag,
     )
-    async with client.pipeline(transaction=True) as pipe:
-        store.add_queued(pipe, episode)
-        await pipe.execute()
+    await store.create([episode], keys.JOBS)
     return str(episode.pk)
