@@ -33,6 +33,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context
+from graph.errors import RETRY_AFTER_SECONDS, unavailable
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from graph.schema import Limits, build_schema
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
@@ -165,6 +166,15 @@ class GraphQLApp(GraphQL[Context, None]):
         request that failed before execution). application/graphql-response+json follows GraphQL
         over HTTP: such a request gets 400 and no `data` entry, so that a client can tell it from
         an executed one."""
+        if unavailable(response_data):
+            # Redis is down: say when to retry; for graphql-response+json clients also a 503
+            # (application/json clients keep 200 and read extensions.code UNAVAILABLE).
+            sub_response.headers["retry-after"] = str(RETRY_AFTER_SECONDS)
+            if sub_response.media_type == GRAPHQL_RESPONSE:
+                response = super().create_response(response_data, sub_response)
+                response.status_code = 503
+                response.headers["content-type"] = GRAPHQL_RESPONSE
+                return response
         if sub_response.media_type != GRAPHQL_RESPONSE:
             return super().create_response(response_data, sub_response)
         if isinstance(response_data, dict) and is_request_error(response_data):

@@ -5,7 +5,7 @@ import strawberry
 from engine.types import ActionType, RelationshipType, TurnOrder
 from lifecycle.transitions import EventKind
 from resolvers.errors import ErrorCode
-from storage.models import EpisodeStatus
+from storage.models import EpisodeStatus, Redelivery
 
 strawberry.enum(
     RelationshipType,
@@ -13,6 +13,9 @@ strawberry.enum(
 )
 strawberry.enum(ErrorCode, name="UserErrorCode", description="Why a mutation refused its input.")
 strawberry.enum(EpisodeStatus, description="Where an episode is in its life.")
+strawberry.enum(
+    Redelivery, description="What a new worker does with an episode whose worker was lost."
+)
 strawberry.enum(ActionType, description="What an agent did on its turn (Sotopia's action types).")
 strawberry.enum(TurnOrder, description="Who acts when.")
 strawberry.enum(
@@ -21,4 +24,12 @@ strawberry.enum(
     description="SNAPSHOT is the state when a subscription starts; then STATUS and TURN events.",
 )
 
-__all__ = ["ActionType", "EpisodeStatus", "ErrorCode", "EventKind", "RelationshipType", "TurnOrder"]
+__all__ = [
+    "ActionType",
+    "EpisodeStatus",
+    "ErrorCode",
+    "EventKind",
+    "Redelivery",
+    "RelationshipType",
+    "TurnOrder",
+]

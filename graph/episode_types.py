@@ -24,7 +24,12 @@ class StatusChange:
     at: datetime = strawberry.field(description="When.")
     sequence: int = strawberry.field(description="The episode's event sequence number.")
     attempt: int = strawberry.field(description="Which run of the episode (1 = first).")
-    reason: str | None = strawberry.field(description="Why, for FAILED and CANCELLED.")
+    reason: str | None = strawberry.field(
+        description="Why: for FAILED, CANCELLED, and a RUNNING that begins a new attempt."
+    )
+    resumed_from_turn: int | None = strawberry.field(
+        description="On the RUNNING of a resumed attempt: how many turns it kept from before."
+    )
 
 
 @strawberry.type(description="One agent's action in one turn.")
@@ -107,6 +112,7 @@ class Episode:
                 sequence=c.sequence,
                 attempt=c.attempt,
                 reason=c.reason,
+                resumed_from_turn=c.resumed_from,
             )
             for c in self.record.status_history
         ]
@@ -232,8 +238,11 @@ class Episode:
 @strawberry.type(description="Something that happened to an episode, in sequence order.")
 class EpisodeEvent:
     event: strawberry.Private[StoredEvent]
+    cursor: str = strawberry.field(
+        description="Where this event sits in its stream: pass it as `after` to resume after it."
+    )
 
-    @strawberry.field(description="SNAPSHOT first, then STATUS and TURN.")
+    @strawberry.field(description="SNAPSHOT first, then STATUS and TURN (see EpisodeEventKind).")
     def kind(self) -> EventKind:
         return self.event.type
 
@@ -261,9 +270,15 @@ class EpisodeEvent:
     def attempt(self) -> int:
         return self.event.attempt
 
-    @strawberry.field(description="Why, for FAILED and CANCELLED.")
+    @strawberry.field(description="Why: for FAILED, CANCELLED, a new attempt, CURSOR_EXPIRED.")
     def reason(self) -> str | None:
         return self.event.reason
+
+    @strawberry.field(
+        description="On the RUNNING of a resumed attempt: how many turns it kept from before."
+    )
+    def resumed_from_turn(self) -> int | None:
+        return self.event.resumed_from
 
     @strawberry.field(description="The turn, for TURN events.")
     def turn(self) -> Turn | None:

@@ -1,11 +1,25 @@
-"""Errors as GraphQL reports them: arguments refused with a code, crashes masked."""
+"""Errors as GraphQL reports them: each with a code a client can act on, crashes masked.
 
+Codes in `extensions.code` (README, "Errors"): BAD_USER_INPUT (an argument refused; fix it),
+UNAVAILABLE (Redis cannot be reached; retryable, after `extensions.retryAfterSeconds`, and with
+an idempotency key a retried start returns what was written), and INTERNAL ("Unexpected
+error.", logged on the server).
+"""
+
+from typing import Any
+
+import redis.exceptions
 from graphql import GraphQLError
 from strawberry.extensions import MaskErrors
 
 from resolvers.errors import BadArgument
 
 BAD_USER_INPUT = {"code": "BAD_USER_INPUT"}
+RETRY_AFTER_SECONDS = 1
+UNAVAILABLE = {"code": "UNAVAILABLE", "retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS}
+INTERNAL = {"code": "INTERNAL"}
+OUTAGES = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+"""What Redis raises while it is down, restarting or loading (BusyLoadingError is one)."""
 
 
 class UserInputError(GraphQLError):
@@ -24,7 +38,7 @@ def is_unexpected(error: GraphQLError) -> bool:
     plain exception there (as int() does for an integer literal of over 4,300 digits).
     """
     original = error.original_error
-    if original is None or isinstance(original, GraphQLError | BadArgument):
+    if original is None or isinstance(original, (GraphQLError, BadArgument, *OUTAGES)):
         return False
     return error.path is not None or not error.nodes
 
@@ -39,16 +53,39 @@ class ErrorPolicy(MaskErrors):
     def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
         return [_coded(error) for error in super()._process_errors(errors)]
 
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        masked = super().anonymise_error(error)
+        return _with(masked, masked.message, INTERNAL)
+
 
 def _coded(error: GraphQLError) -> GraphQLError:
-    if not isinstance(error.original_error, BadArgument):
-        return error
+    original = error.original_error
+    if isinstance(original, BadArgument):
+        return _with(error, error.message, BAD_USER_INPUT)
+    if isinstance(original, OUTAGES):
+        message = f"storage is unavailable (Redis: {original}); retry in {RETRY_AFTER_SECONDS} s"
+        return _with(error, message, UNAVAILABLE)
+    return error
+
+
+def _with(error: GraphQLError, message: str, extensions: dict[str, Any]) -> GraphQLError:
     return GraphQLError(
-        error.message,
+        message,
         nodes=error.nodes,
         source=error.source,
         positions=error.positions,
         path=error.path,
         original_error=error.original_error,
-        extensions=BAD_USER_INPUT,
+        extensions=extensions,
+    )
+
+
+def unavailable(response: Any) -> bool:
+    """Whether a GraphQL response (or a batch) reports that storage is unavailable."""
+    results = response if isinstance(response, list) else [response]
+    return any(
+        isinstance(error, dict) and (error.get("extensions") or {}).get("code") == "UNAVAILABLE"
+        for result in results
+        if isinstance(result, dict)
+        for error in result.get("errors") or []
     )

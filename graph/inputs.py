@@ -5,7 +5,7 @@ from typing import Any
 
 import strawberry
 
-from graph.enums import EpisodeStatus, RelationshipType, TurnOrder
+from graph.enums import EpisodeStatus, Redelivery, RelationshipType, TurnOrder
 from graph.fields import creates, updates
 from resolvers.agents import AGENT
 from resolvers.relationships import RELATIONSHIP
@@ -177,6 +177,10 @@ class StartSimulationInput:
     idempotency_key: str | None = strawberry.field(
         default=None,
         description="Retrying with the same key within a day returns the same episode.",
+    )
+    redelivery: Redelivery = strawberry.field(
+        default=Redelivery.RESUME,
+        description="If its worker is lost: go on from the stored turns (RESUME) or start over.",
     )
 
 

@@ -1,6 +1,11 @@
-"""Subscriptions: thin wrappers over the lifecycle's streams (lifecycle/follow.py)."""
+"""Subscriptions: thin wrappers over the lifecycle's streams (lifecycle/follow.py).
 
-from collections.abc import AsyncGenerator, AsyncIterator
+Every event carries a cursor: its sequence number in episodeStatus and episodeEvents streams, its
+events-log id in episodeUpdates streams. Passing the last one seen as `after` resumes a stream.
+"""
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Annotated
 
 import strawberry
 
@@ -9,15 +14,56 @@ from graph.episode_types import EpisodeEvent
 from graph.errors import UserInputError
 from lifecycle.follow import UnknownEpisode, everything, follow, follow_tag, statuses_only
 from lifecycle.transitions import EpisodeEvent as Event
+from lifecycle.transitions import log_position
 from resolvers.records import storable
 
+AFTER_SEQUENCE = "Resume after this cursor (an event's `cursor`): no snapshot, every later event."
+AFTER_LOG = (
+    "Resume after this cursor (an event's `cursor`): every status change since, terminal ones "
+    "included, or CURSOR_EXPIRED and snapshots when it is older than the events kept."
+)
 
-async def wrapped(events: AsyncIterator[Event], episode_id: str) -> AsyncGenerator[EpisodeEvent]:
+
+async def wrapped(
+    events: AsyncIterator[Event], cursor: Callable[[Event], str], episode_id: str = ""
+) -> AsyncGenerator[EpisodeEvent]:
     try:
         async for event in events:
-            yield EpisodeEvent(event=event)
+            yield EpisodeEvent(event=event, cursor=cursor(event))
     except UnknownEpisode:
         raise UserInputError(f"no episode with id {episode_id!r}") from None
+
+
+def by_sequence(event: Event) -> str:
+    return str(event.sequence)
+
+
+def by_log_id(event: Event) -> str:
+    return event.log_id or ""
+
+
+def sequence_cursor(after: str | None) -> int | None:
+    if after is None:
+        return None
+    if not after.isdigit() or len(after) > 18:
+        raise UserInputError(f"malformed cursor {after!r}: an event's cursor, like '12'")
+    return int(after)
+
+
+def log_cursor(after: str | None) -> str | None:
+    if after is None:
+        return None
+    try:
+        log_position(after)
+    except ValueError:
+        raise UserInputError(f"malformed cursor {after!r}: an event's cursor") from None
+    return after
+
+
+def episode_id(id: strawberry.ID) -> str:
+    if not storable(id):
+        raise UserInputError(f"no episode with id {id!r}")
+    return str(id)
 
 
 @strawberry.type(description="Live updates over websockets (graphql-transport-ws or graphql-ws).")
@@ -25,19 +71,29 @@ class Subscription:
     @strawberry.subscription(
         description="An episode's status: a SNAPSHOT, then each STATUS change; ends when it ends."
     )
-    async def episode_status(self, info: Info, id: strawberry.ID) -> AsyncGenerator[EpisodeEvent]:
-        if not storable(id):
-            raise UserInputError(f"no episode with id {id!r}")
-        async for item in wrapped(follow(info.context.services.hub, id, statuses_only), id):
+    async def episode_status(
+        self,
+        info: Info,
+        id: strawberry.ID,
+        after: Annotated[str | None, strawberry.argument(description=AFTER_SEQUENCE)] = None,
+    ) -> AsyncGenerator[EpisodeEvent]:
+        pk = episode_id(id)
+        stream = follow(info.context.services.hub, pk, statuses_only, sequence_cursor(after))
+        async for item in wrapped(stream, by_sequence, pk):
             yield item
 
     @strawberry.subscription(
         description="An episode's status changes and turns as they happen; ends when it ends."
     )
-    async def episode_events(self, info: Info, id: strawberry.ID) -> AsyncGenerator[EpisodeEvent]:
-        if not storable(id):
-            raise UserInputError(f"no episode with id {id!r}")
-        async for item in wrapped(follow(info.context.services.hub, id, everything), id):
+    async def episode_events(
+        self,
+        info: Info,
+        id: strawberry.ID,
+        after: Annotated[str | None, strawberry.argument(description=AFTER_SEQUENCE)] = None,
+    ) -> AsyncGenerator[EpisodeEvent]:
+        pk = episode_id(id)
+        stream = follow(info.context.services.hub, pk, everything, sequence_cursor(after))
+        async for item in wrapped(stream, by_sequence, pk):
             yield item
 
     @strawberry.subscription(
@@ -45,7 +101,12 @@ class Subscription:
         "a SNAPSHOT of each unfinished one, then each STATUS change. Never ends by itself."
     )
     async def episode_updates(
-        self, info: Info, tag: str | None = None
+        self,
+        info: Info,
+        tag: str | None = None,
+        after: Annotated[str | None, strawberry.argument(description=AFTER_LOG)] = None,
     ) -> AsyncGenerator[EpisodeEvent]:
-        async for event in follow_tag(info.context.services.hub, tag):
-            yield EpisodeEvent(event=event)
+        services = info.context.services
+        stream = follow_tag(services.hub, services.log, tag, log_cursor(after))
+        async for item in wrapped(stream, by_log_id):
+            yield item

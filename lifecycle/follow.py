@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -27,7 +27,9 @@ from engine.backoff import Backoff
 from lifecycle.transitions import (
     EpisodeEvent,
     EventKind,
+    EventsLog,
     MalformedEvent,
+    log_position,
     parse_event,
     snapshot_event,
     stored_events,
@@ -211,63 +213,92 @@ def everything(event: EpisodeEvent) -> bool:
     return True
 
 
-async def follow(hub: EventHub, episode_id: str, keep: Keep) -> AsyncIterator[EpisodeEvent]:
-    """A SNAPSHOT of the episode, then every later event `keep` accepts; ends after its end."""
+async def follow(
+    hub: EventHub, episode_id: str, keep: Keep, after: int | None = None
+) -> AsyncGenerator[EpisodeEvent]:
+    """A SNAPSHOT of the episode, then every later event `keep` accepts; ends after its end.
+
+    With `after` (a sequence number a client saw), no snapshot: every stored event after it,
+    then the live ones.
+    """
     async with hub.subscribe(keys.episode_channel(episode_id)) as subscriber:
         episode = await get_or_none(EpisodeLog, episode_id)
         if episode is None:
             raise UnknownEpisode(episode_id)
-        yield snapshot_event(episode)
-        last = episode.sequence
-        if episode.status.terminal:
+        if after is None:
+            yield snapshot_event(episode)
+            last, missed = episode.sequence, []
+        else:
+            last, missed = after, stored_events(episode, after=after)
+        if not missed and episode.status.terminal and last >= episode.sequence:
             return
         while True:
-            event = await subscriber.next()
-            if event is not None and event.sequence <= last:
-                continue
-            if event is None or event.sequence > last + 1:
-                stored = await patiently(lambda: get_or_none(EpisodeLog, episode_id))
-                if stored is None:
-                    return
-                missed = stored_events(stored, after=last)
-            else:
-                missed = [event]
             for item in missed:
                 last = item.sequence
                 if keep(item):
                     yield item
                 if item.terminal:
                     return
-
-
-async def follow_tag(hub: EventHub, tag: str | None) -> AsyncIterator[EpisodeEvent]:
-    """Status events of every episode with `tag` (any tag when None): a SNAPSHOT of each
-    unfinished one, then each status change. Never ends by itself."""
-    async with hub.subscribe(keys.EPISODES_CHANNEL) as subscriber:
-        # `seen` holds the last sequence sent per unfinished episode (finished ones leave it, so
-        # it stays small on a connection that lives for days); `since` is the time of the last
-        # event sent, which tells a resync what this subscriber cannot have seen.
-        seen: dict[str, int] = {}
-        since = time.time()
-        for episode in await unfinished(tag):
-            seen[str(episode.pk)] = episode.sequence
-            yield snapshot_event(episode)
-        while True:
             event = await subscriber.next()
-            if event is None:
-                missed = await patiently(partial(catch_up, tag, seen, since))
+            if event is not None and event.sequence <= last:
+                missed = []
+            elif event is None or event.sequence > last + 1:
+                stored = await patiently(lambda: get_or_none(EpisodeLog, episode_id))
+                if stored is None:
+                    return
+                missed = stored_events(stored, after=last)
             else:
                 missed = [event]
+
+
+async def follow_tag(
+    hub: EventHub, log: EventsLog, tag: str | None, after: str | None = None
+) -> AsyncGenerator[EpisodeEvent]:
+    """Status events of every episode with `tag` (any tag when None), each with its events-log
+    id. Without `after`: a SNAPSHOT of each unfinished episode, then every status change. With
+    `after` (a log id a client saw): every status change since then, terminal ones included,
+    or, when the log no longer reaches back that far, a CURSOR_EXPIRED event and the snapshots.
+    Never ends by itself; a dropped or overflowing subscription re-reads the log, so nothing is
+    missed or repeated."""
+    async with hub.subscribe(keys.EPISODES_CHANNEL) as subscriber:
+        seen: dict[str, int] = {}
+        """The last sequence sent per unfinished episode (the snapshots' included)."""
+        if after is not None and not await log.expired(after):
+            position = after
+        else:
+            position = await log.head()
+            if after is not None:
+                yield EpisodeEvent(
+                    type=EventKind.CURSOR_EXPIRED,
+                    episode_id="",
+                    sequence=0,
+                    at=time.time(),
+                    log_id=position,
+                    reason=f"events after {after} are no longer kept; the current state follows",
+                )
+            for episode in await unfinished(tag):
+                seen[str(episode.pk)] = episode.sequence
+                yield snapshot_event(episode).model_copy(update={"log_id": position})
+        missed = await patiently(partial(log.since, position))
+        while True:
             for item in missed:
-                if (tag is not None and item.tag != tag) or item.sequence <= seen.get(
-                    item.episode_id, 0
-                ):
+                assert item.log_id is not None
+                if log_position(item.log_id) <= log_position(position):
+                    continue
+                position = item.log_id
+                if tag is not None and item.tag != tag:
+                    continue
+                if item.sequence <= seen.get(item.episode_id, 0):
                     continue
                 seen[item.episode_id] = item.sequence
-                since = max(since, item.at)
                 yield item
                 if item.terminal:
                     del seen[item.episode_id]
+            event = await subscriber.next()
+            if event is None or event.log_id is None:
+                missed = await patiently(partial(log.since, position))
+            else:
+                missed = [event]
 
 
 async def patiently[T](read: Callable[[], Awaitable[T]], patience: float = 60.0) -> T:
@@ -301,19 +332,3 @@ async def unfinished(tag: str | None, limit: int = 100) -> list[EpisodeLog]:
     for status in UNFINISHED:
         found += await tagged(tag, status, limit)
     return found
-
-
-async def catch_up(tag: str | None, seen: dict[str, int], since: float) -> list[EpisodeEvent]:
-    """Status events missed while the hub was away or this subscriber fell behind: those after
-    the last sent for episodes it follows, and those after `since` for any other."""
-    candidates = {str(e.pk): e for e in await unfinished(tag)}
-    candidates.update({str(e.pk): e for e in await tagged(tag)})
-    for pk in list(seen):
-        if pk not in candidates and (episode := await get_or_none(EpisodeLog, pk)) is not None:
-            candidates[pk] = episode
-    missed: list[EpisodeEvent] = []
-    for pk, episode in candidates.items():
-        for event in stored_events(episode, seen.get(pk, 0)):
-            if event.type == EventKind.STATUS and (pk in seen or event.at > since):
-                missed.append(event)
-    return sorted(missed, key=lambda e: (e.at, e.sequence))

@@ -17,7 +17,7 @@ from engine.llm import ModelRegistry
 from lifecycle.follow import EventHub
 from lifecycle.jobs import JobQueue
 from lifecycle.settings import RunSettings
-from lifecycle.transitions import EpisodeStore
+from lifecycle.transitions import DEFAULT_RETENTION, EpisodeStore, EventsLog
 from storage.runtime import redis_storage
 
 
@@ -27,12 +27,16 @@ class Services:
     store: EpisodeStore
     jobs: JobQueue
     hub: EventHub
+    log: EventsLog
     models: ModelRegistry
 
     @classmethod
-    def over(cls, client: redis.Redis, models: ModelRegistry) -> Services:
+    def over(
+        cls, client: redis.Redis, models: ModelRegistry, retention: float = DEFAULT_RETENTION
+    ) -> Services:
         """The services over a prepared client (the hub is not started)."""
-        return cls(client, EpisodeStore(client), JobQueue(client), EventHub(client), models)
+        store = EpisodeStore(client, retention)
+        return cls(client, store, JobQueue(client), EventHub(client), EventsLog(client), models)
 
 
 @contextlib.asynccontextmanager
@@ -43,7 +47,7 @@ async def open_services(settings: RunSettings, *, seed_if_empty: bool) -> AsyncI
         )
         registry = ModelRegistry(settings.models_file, settings.data_dir)
         stack.push_async_callback(registry.aclose)
-        services = Services.over(client, registry)
+        services = Services.over(client, registry, settings.event_retention_seconds)
         await services.jobs.ensure_group()
         await services.hub.start()
         stack.push_async_callback(services.hub.stop)

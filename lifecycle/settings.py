@@ -38,3 +38,9 @@ class RunSettings(BaseSettings):
     max_attempts: int = Field(
         default=3, ge=1, description="Starts per episode before it fails as 'worker lost'."
     )
+    event_retention_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How long status events stay in the events log that episodeUpdates resumes "
+        "from (older cursors get CURSOR_EXPIRED and a snapshot).",
+    )

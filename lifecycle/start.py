@@ -13,6 +13,7 @@ from engine.errors import UnknownModelError
 from engine.llm import ModelCatalog
 from engine.models import DEFAULT_MODEL
 from engine.types import TurnOrder
+from lifecycle import failpoints
 from lifecycle.services import Services
 from lifecycle.transitions import initial_history
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
@@ -146,10 +147,14 @@ async def start_many(
     if errors:
         return [], errors
     episodes = [new_episode(valid) for valid, _ in checked if valid is not None]
+    failpoints.reached("start:before-write")
+    # Claiming the idempotency keys is part of this one write: there is no point in between.
     ids = await services.store.create(episodes, services.jobs.stream)
+    failpoints.reached("start:after-write")
     fresh = {str(e.pk): e for e in episodes}
     earlier = [pk for pk in ids if pk not in fresh]
     found = {str(e.pk): e for e in await get_many(services.client, earlier)}
+    failpoints.reached("start:before-answer")
     return [fresh[pk] if pk in fresh else found[pk] for pk in ids], []
 
 

@@ -31,11 +31,14 @@ Status = EpisodeStatus
 
 
 class EventKind(StrEnum):
-    """SNAPSHOT is the stored state when a stream starts; then STATUS changes and TURNs."""
+    """SNAPSHOT is the stored state when a stream starts; then STATUS changes and TURNs.
+    CURSOR_EXPIRED says a resuming stream's cursor is older than what is kept: snapshots of the
+    current state follow it instead of the missed events."""
 
     SNAPSHOT = "snapshot"
     STATUS = "status"
     TURN = "turn"
+    CURSOR_EXPIRED = "cursor_expired"
 
 
 class EpisodeEvent(BaseModel):
@@ -131,7 +134,7 @@ def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
 
 _LOG = """
 local function log_and_publish(log, minid, event, channels)
-  local id = redis.call('XADD', log, 'MINID', '~', minid, '*', 'event', event)
+  local id = redis.call('XADD', log, 'MINID', minid, '*', 'event', event)
   local payload = string.sub(event, 1, -2) .. ',"log_id":"' .. id .. '"}'
   for _, channel in ipairs(channels) do redis.call('PUBLISH', channel, payload) end
   return id
@@ -430,3 +433,50 @@ class EpisodeStore:
             else:
                 found.append((Status(data["$.status"][0]), int(data["$.attempt"][0] or 0)))
         return found
+
+
+def log_position(log_id: str) -> tuple[int, int]:
+    """An events-log id ("<ms>-<n>") as a comparable pair; a malformed one is a ValueError."""
+    ms, _, n = log_id.partition("-")
+    return int(ms), int(n or 0)
+
+
+class EventsLog:
+    """Reads the events log: what a stream resuming from a cursor missed."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    async def head(self) -> str:
+        """The id of the newest entry ("0-0" when the log is empty)."""
+        newest: Any = await self.client.xrevrange(keys.EVENTS_LOG, count=1)
+        return str(newest[0][0]) if newest else "0-0"
+
+    async def expired(self, after: str) -> bool:
+        """Whether entries newer than `after` may have been trimmed away.
+
+        Trimming removes the oldest entries; `after` came from the log, so if the oldest entry
+        left is newer than it, `after` and what followed it may be gone.
+        """
+        try:
+            info: Any = await self.client.xinfo_stream(keys.EVENTS_LOG)
+        except redis.ResponseError:
+            return False  # no log yet: nothing was ever trimmed
+        if int(info["entries-added"]) == int(info["length"]):
+            return False
+        first = info.get("first-entry")
+        oldest = str(first[0]) if first else str(info["last-generated-id"])
+        return log_position(oldest) > log_position(after)
+
+    async def since(self, after: str, page: int = 500) -> list[EpisodeEvent]:
+        """Every logged status event after `after`, oldest first."""
+        found: list[EpisodeEvent] = []
+        start = f"({after}"
+        while True:
+            entries: Any = await self.client.xrange(keys.EVENTS_LOG, min=start, count=page)
+            for entry_id, fields in entries:
+                event = parse_event(fields["event"])
+                found.append(event.model_copy(update={"log_id": str(entry_id)}))
+            if len(entries) < page:
+                return found
+            start = f"({entries[-1][0]}"

@@ -147,3 +147,32 @@ async def test_token_goes_in_headers_and_connection_init(
         events = await follow(typed, episode_id)
     assert events[0].kind == EpisodeEventKind.SNAPSHOT
     assert events[-1].status == EpisodeStatus.COMPLETED
+
+
+async def test_a_dropped_subscription_resumes_from_its_cursor(
+    client: ParleyClient, fake_llm: FakeLLM
+) -> None:
+    """A client that loses its websocket after a few events subscribes again with the last
+    cursor it saw and gets exactly the events after it: none twice, none missing."""
+    fake_llm.delay = 0.05
+    tag = "typed-client-resume"
+    scenario, agents = await make_world(tag)
+    episode_id = await start(client, scenario, agents, fake_llm.model_name(), tag)
+    first: list[WatchEpisodeEpisodeEvents] = []
+    async for message in client.watch_episode(episode_id):
+        first.append(message.episode_events)
+        if len(first) == 3:
+            break  # the connection goes away here
+    rest = await follow_after(client, episode_id, first[-1].cursor)
+    assert rest[0].kind != EpisodeEventKind.SNAPSHOT
+    sequences = [e.sequence for e in first + rest]
+    assert sequences == list(range(sequences[0], sequences[0] + len(sequences)))
+    assert rest[-1].status == EpisodeStatus.COMPLETED
+    assert all(e.cursor == str(e.sequence) for e in first + rest)
+
+
+async def follow_after(
+    client: ParleyClient, episode_id: str, cursor: str
+) -> list[WatchEpisodeEpisodeEvents]:
+    stream = client.watch_episode(episode_id, after=cursor)
+    return [message.episode_events async for message in stream]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from lifecycle.follow import EventHub, everything, follow
-from lifecycle.transitions import EpisodeEvent, EpisodeStore, EventKind
+from lifecycle.follow import EventHub, everything, follow, follow_tag
+from lifecycle.transitions import EpisodeEvent, EpisodeStore, EventKind, EventsLog
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.support.episodes import queued
@@ -132,3 +132,90 @@ async def test_a_malformed_payload_is_counted_and_the_stream_goes_on(
 
     await the_stream_sees_every_stored_event(hub, redis_client, publish_garbage)
     assert hub.malformed == 2
+
+
+async def updates_until(stream: AsyncIterator[EpisodeEvent], count: int) -> list[EpisodeEvent]:
+    found: list[EpisodeEvent] = []
+    async with asyncio.timeout(WAIT):
+        async for event in stream:
+            found.append(event)
+            if len(found) == count:
+                return found
+    return found
+
+
+async def test_a_dashboard_that_reconnects_with_its_cursor_misses_nothing(
+    hub: EventHub, redis_client: redis.Redis
+) -> None:
+    """episodeUpdates: the subscriber goes away after the first events; while it is away every
+    episode runs to its end; back with its last cursor it gets each missed change once, the
+    terminal ones included, in log order, then goes live."""
+    store = EpisodeStore(redis_client)
+    log = EventsLog(redis_client)
+    tag = f"dash-{time.time_ns()}"
+    first = await queued(redis_client, store, tag)
+    stream = follow_tag(hub, log, tag)
+    snapshot = await updates_until(stream, 1)
+    assert snapshot[0].type == EventKind.SNAPSHOT and snapshot[0].episode_id == first
+    await store.transition(first, Status.RUNNING, fence=0, begin="restart")
+    (running,) = await updates_until(stream, 1)
+    await stream.aclose()  # the dashboard's connection drops here
+    second = await queued(redis_client, store, tag)
+    await queued(redis_client, store, "another-tag")
+    await run_rest(store, first)
+    await run_to_the_end(store, second, turns=2)
+    assert running.log_id is not None
+    back = follow_tag(hub, log, tag, after=running.log_id)
+    missed = await updates_until(back, 6)
+    assert [(e.episode_id, e.status) for e in missed] == [
+        (second, Status.QUEUED),
+        (first, Status.EVALUATING),
+        (first, Status.COMPLETED),
+        (second, Status.RUNNING),
+        (second, Status.EVALUATING),
+        (second, Status.COMPLETED),
+    ]
+    ids = [e.log_id for e in missed]
+    assert all(i is not None for i in ids) and len(set(ids)) == 6
+    third = await queued(redis_client, store, tag)  # live again
+    (live,) = await updates_until(back, 1)
+    assert (live.episode_id, live.status) == (third, Status.QUEUED)
+    await back.aclose()
+
+
+async def run_rest(store: EpisodeStore, pk: str) -> None:
+    await store.transition(pk, Status.EVALUATING, fence=1)
+    await store.transition(pk, Status.COMPLETED, fence=1)
+
+
+async def test_a_cursor_older_than_the_log_gets_cursor_expired_and_a_snapshot(
+    hub: EventHub, redis_client: redis.Redis
+) -> None:
+    brief = EpisodeStore(redis_client, retention=0.001)  # keeps a millisecond of events
+    log = EventsLog(redis_client)
+    tag = f"old-{time.time_ns()}"
+    pk = await queued(redis_client, brief, tag)
+    old_cursor = await log.head()
+    await asyncio.sleep(0.01)
+    await brief.transition(pk, Status.RUNNING, fence=0, begin="restart")  # trims what came before
+    await asyncio.sleep(0.01)
+    await queued(redis_client, brief, "elsewhere")
+    assert await log.expired(old_cursor)
+    stream = follow_tag(hub, log, tag, after=old_cursor)
+    expired, snapshot = await updates_until(stream, 2)
+    await stream.aclose()
+    assert expired.type == EventKind.CURSOR_EXPIRED and "no longer kept" in (expired.reason or "")
+    assert snapshot.type == EventKind.SNAPSHOT and snapshot.status == Status.RUNNING
+    assert snapshot.log_id == expired.log_id
+
+
+async def test_episode_events_after_a_sequence_skip_the_snapshot(
+    hub: EventHub, redis_client: redis.Redis
+) -> None:
+    store = EpisodeStore(redis_client)
+    pk = await queued(redis_client, store)
+    await run_to_the_end(store, pk, turns=2)
+    rest = await collect(follow(hub, pk, everything, after=3))
+    assert [e.sequence for e in rest] == [4, 5, 6]
+    assert rest[-1].status == Status.COMPLETED
+    assert await collect(follow(hub, pk, everything, after=6)) == []

@@ -57,7 +57,7 @@ async def test_start_returns_queued_at_once_in_sotopia_shape(
     assert stored["messages"] == [] and stored["rewards"] == [] and stored["status"] == "QUEUED"
     full = (await gql.data(EPISODE, {"id": episode_id}))["episode"]
     assert full["statusHistory"] == [
-        {"status": "QUEUED", "attempt": 0, "reason": None, "sequence": 1}
+        {"status": "QUEUED", "attempt": 0, "reason": None, "sequence": 1, "resumedFromTurn": None}
     ]
     listed = await gql.data(LIST, {"filter": {"tag": "api-start", "status": "QUEUED"}})
     assert [n["id"] for n in listed["episodes"]["nodes"]] == [episode_id]

@@ -18,7 +18,7 @@ from lifecycle import start
 from lifecycle.follow import EventHub
 from lifecycle.jobs import JobQueue
 from lifecycle.services import Services
-from lifecycle.transitions import EpisodeStore
+from lifecycle.transitions import EpisodeStore, EventsLog
 from lifecycle.worker import Worker, WorkerConfig, running_worker
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.engine.conftest import FAST_RETRY
@@ -35,7 +35,14 @@ async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[S
     jobs = JobQueue(redis_client, stream=name, group=f"{name}:workers")
     await jobs.ensure_group()
     registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
-    yield Services(redis_client, EpisodeStore(redis_client), jobs, EventHub(redis_client), registry)
+    yield Services(
+        redis_client,
+        EpisodeStore(redis_client),
+        jobs,
+        EventHub(redis_client),
+        EventsLog(redis_client),
+        registry,
+    )
     await registry.aclose()
     await redis_client.delete(name)
 
@@ -193,6 +200,10 @@ async def test_stopping_hands_running_jobs_back_at_once(
     await burst(services, lease_seconds=30)
     episode = await EpisodeLog.get(pk)
     assert episode.status == Status.COMPLETED and episode.attempt == 2
+    assert episode.losses == 0  # handed back, not lost: it costs nothing toward the cap
+    second = [c for c in episode.status_history if c.status == Status.RUNNING][1]
+    assert second.reason == "handed back by leaving when it stopped"
+    assert second.resumed_from is not None and second.resumed_from >= 1
 
 
 async def test_an_episode_whose_records_were_deleted_fails_with_the_reason(
@@ -214,3 +225,59 @@ async def turns_of(pk: str, at_least: int) -> bool:
 
 async def idle(worker: Worker) -> bool:
     return not worker.running
+
+
+async def test_a_taken_over_episode_resumes_from_its_stored_turns(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """The dead worker had stored two turns: the new attempt keeps them, asks the agents only
+    for the rest, and says so on its RUNNING change."""
+    (pk,) = await queue(services, fake_llm.model_name(), turns=4)
+    await die_holding(services, pk)
+    for turn, (seat, name) in enumerate([(0, "Ava0"), (1, "Ava1")]):
+        kept = {
+            "turn": turn,
+            "agent_index": seat,
+            "agent_name": name,
+            "action_type": "speak",
+            "argument": f"kept line {turn}",
+            "to": [],
+        }
+        assert await services.store.append_turn(pk, 1, kept, turn + 1, []) is not None
+    await asyncio.sleep(1.1)
+    await burst(services)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.COMPLETED and episode.attempt == 2
+    assert [t.argument for t in episode.turns[:2]] == ["kept line 0", "kept line 1"]
+    assert len(episode.turns) == 4 and len(episode.messages) == 5
+    resumed = [c for c in episode.status_history if c.status == Status.RUNNING][1]
+    assert resumed.resumed_from == 2 and resumed.reason == "a worker stopped renewing its lease"
+    assert len(fake_llm.requests_of("action")) == 2
+    assert episode.losses == 1
+
+
+async def test_a_restart_episode_plays_again_from_the_start(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    scenario, agents = await make_world(f"restart-{uuid.uuid4().hex[:8]}")
+    model = fake_llm.model_name()
+    fields = {
+        "scenario_id": scenario,
+        "agent_ids": agents,
+        "agent_models": [model],
+        "judge_model": model,
+        "max_turns": 2,
+        "redelivery": "restart",
+    }
+    episode, errors = await start.start(services, fields)
+    assert not errors and episode is not None
+    pk = str(episode.pk)
+    await die_holding(services, pk)
+    stale = {"turn": 0, "agent_index": 0, "agent_name": "Ava0", "action_type": "speak"}
+    await services.store.append_turn(pk, 1, {**stale, "argument": "old", "to": []}, 1, [])
+    await asyncio.sleep(1.1)
+    await burst(services)
+    done = await EpisodeLog.get(pk)
+    assert done.status == Status.COMPLETED and done.attempt == 2
+    assert "old" not in [t.argument for t in done.turns] and len(done.turns) == 2
+    assert len(fake_llm.requests_of("action")) == 2

@@ -33,7 +33,7 @@ EPISODE = """
 query($id: ID!) {
   episode(id: $id) {
     id status attempt error progress { turn maxTurns }
-    statusHistory { status attempt reason sequence }
+    statusHistory { status attempt reason sequence resumedFromTurn }
     turns { turn speaker actionType argument sequence }
     rewards { agentIndex overall dimensions { dimension score } }
     messages reasoning agentModels judgeModel

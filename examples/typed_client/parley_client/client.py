@@ -44,12 +44,13 @@ class ParleyClient(AsyncBaseClient):
         return StartSimulation.model_validate(data)
 
     async def watch_episode(
-        self, id: str, **kwargs: Any
+        self, id: str, after: Union[Optional[str], UnsetType] = UNSET, **kwargs: Any
     ) -> AsyncIterator[WatchEpisode]:
         query = gql("""
-            subscription WatchEpisode($id: ID!) {
-              episodeEvents(id: $id) {
+            subscription WatchEpisode($id: ID!, $after: String) {
+              episodeEvents(id: $id, after: $after) {
                 kind
+                cursor
                 sequence
                 status
                 attempt
@@ -62,7 +63,7 @@ class ParleyClient(AsyncBaseClient):
               }
             }
             """)
-        variables: dict[str, object] = {"id": id}
+        variables: dict[str, object] = {"id": id, "after": after}
         async for data in self.execute_ws(
             query=query, operation_name="WatchEpisode", variables=variables, **kwargs
         ):

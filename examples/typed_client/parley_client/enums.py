@@ -16,6 +16,7 @@ class EpisodeEventKind(str, Enum):
     SNAPSHOT = "SNAPSHOT"
     STATUS = "STATUS"
     TURN = "TURN"
+    CURSOR_EXPIRED = "CURSOR_EXPIRED"
 
 
 class EpisodeStatus(str, Enum):
@@ -25,6 +26,11 @@ class EpisodeStatus(str, Enum):
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+
+
+class Redelivery(str, Enum):
+    RESUME = "RESUME"
+    RESTART = "RESTART"
 
 
 class RelationshipType(str, Enum):

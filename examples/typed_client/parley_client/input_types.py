@@ -6,7 +6,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import EpisodeStatus, RelationshipType, TurnOrder
+from .enums import EpisodeStatus, Redelivery, RelationshipType, TurnOrder
 
 
 class AgentFilter(BaseModel):
@@ -203,6 +203,8 @@ class StartSimulationInput(BaseModel):
     "Label for the batch."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "Retrying with the same key within a day returns the same episode."
+    redelivery: Redelivery = Redelivery.RESUME
+    "If its worker is lost: go on from the stored turns (RESUME) or start over."
 
 
 class UpdateAgentInput(BaseModel):

@@ -15,6 +15,7 @@ class WatchEpisode(BaseModel):
 
 class WatchEpisodeEpisodeEvents(BaseModel):
     kind: EpisodeEventKind
+    cursor: str
     sequence: int
     status: EpisodeStatus
     attempt: int
