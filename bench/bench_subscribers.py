@@ -59,7 +59,9 @@ async def main(subscribers: int, episodes: int, rate: float) -> None:
             for status in AFTER_QUEUED:
                 for episode_id in ids:
                     restart = status == EpisodeStatus.RUNNING
-                    result = await store.transition(episode_id, status, begin="restart" if restart else "none")
+                    result = await store.transition(
+                        episode_id, status, begin="restart" if restart else "none"
+                    )
                     assert result.ok, result
                     await asyncio.sleep(gap)
             await asyncio.wait_for(asyncio.gather(*tasks), 120)

@@ -35,6 +35,7 @@ from strawberry.types.unset import UNSET, UnsetType
 from graph.context import Context
 from graph.errors import RETRY_AFTER_SECONDS, unavailable
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
+from graph.request_ids import RequestIds
 from graph.schema import Limits, build_schema
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
@@ -286,6 +287,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 allow_methods=["GET", "POST"],
                 allow_headers=["authorization", "content-type"],
             ),
+            Middleware(RequestIds),
             Middleware(BodySizeLimit, limit=settings.max_body_bytes),
             Middleware(BearerAuth, checker=checker, open_prefixes=open_prefixes),
         ],

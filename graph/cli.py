@@ -3,13 +3,13 @@
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lifecycle import logs
 from lifecycle.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def serve(settings: "Settings") -> None:
         host=settings.host,
         port=settings.port,
         timeout_graceful_shutdown=10,
-        log_level="info",
+        log_config=None,  # uvicorn's loggers go through Parley's handler (lifecycle/logs.py)
     )
 
 
@@ -117,7 +117,6 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     overrides: dict[str, Any] = {
         key: value
         for key, value in {
@@ -132,6 +131,7 @@ def main(argv: list[str] | None = None) -> None:
         overrides["seed"] = False
     if getattr(args, "no_worker", False):
         overrides["worker"] = False
+    logs.configure(RunSettings(**overrides).log_format)
     if args.command == "export-schema":
         export_schema(args.output)
     elif args.command == "serve":

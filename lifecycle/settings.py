@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lifecycle.logs import LogFormat
+
 
 def default_data_dir() -> Path:
     return Path.home() / ".parley"
@@ -43,4 +45,9 @@ class RunSettings(BaseSettings):
         gt=0,
         description="How long status events stay in the events log that episodeUpdates resumes "
         "from (older cursors get CURSOR_EXPIRED and a snapshot).",
+    )
+    log_format: LogFormat = Field(
+        default="plain",
+        description="plain text lines, or json: one JSON object per line (episode, attempt, "
+        "worker and request ids as fields).",
     )

@@ -1,6 +1,7 @@
 """Starting an episode: validate against the stored world, then store it QUEUED, announce it and
 queue its job in one transaction; also cancelling and deleting one."""
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -13,7 +14,7 @@ from engine.errors import UnknownModelError
 from engine.llm import ModelCatalog
 from engine.models import DEFAULT_MODEL
 from engine.types import TurnOrder
-from lifecycle import failpoints
+from lifecycle import failpoints, logs
 from lifecycle.services import Services
 from lifecycle.transitions import initial_history
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
@@ -30,6 +31,7 @@ from storage.models import (
     Redelivery,
 )
 
+log = logging.getLogger(__name__)
 MAX_AGENTS = 10
 MAX_BATCH = 1000
 
@@ -155,6 +157,9 @@ async def start_many(
     earlier = [pk for pk in ids if pk not in fresh]
     found = {str(e.pk): e for e in await get_many(services.client, earlier)}
     failpoints.reached("start:before-answer")
+    for pk in ids:
+        with logs.about(episode=pk):
+            log.info("queued" if pk in fresh else "start repeated: the idempotency key's episode")
     return [fresh[pk] if pk in fresh else found[pk] for pk in ids], []
 
 
@@ -173,6 +178,9 @@ async def cancel(services: Services, pk: str) -> tuple[EpisodeLog | None, list[U
     if not storable(pk):
         return None, [not_found("episode", pk)]
     result = await services.store.transition(pk, EpisodeStatus.CANCELLED, reason="cancelled")
+    if result.ok:
+        with logs.about(episode=pk):
+            log.info("cancelled")
     if result.status is None:
         return None, [not_found("episode", pk)]
     episode = await get_or_none(EpisodeLog, pk)

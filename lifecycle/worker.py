@@ -40,6 +40,7 @@ from engine.types import (
     Transcript,
     TurnEvent,
 )
+from lifecycle import logs
 from lifecycle.jobs import Job
 from lifecycle.services import Services, open_services
 from lifecycle.settings import RunSettings
@@ -149,7 +150,7 @@ class Worker:
         unfinished jobs are then handed back for redelivery."""
         self._burst = burst
         await self.jobs.ensure_group()
-        log.info("worker started", extra={"consumer": self.config.consumer})
+        log.info("worker started", extra={"worker": self.config.consumer})
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._every(self.config.lease_seconds / 3, self._renew))
@@ -211,7 +212,6 @@ class Worker:
         idle_ms = int(self.config.lease_seconds * 1000)
         for job in await self.jobs.reclaim(self.config.consumer, idle_ms, free):
             if job.entry_id not in self.running:
-                log.info("took over job", extra={"episode": job.episode_id})
                 await self._launch(job)
 
     async def _renew(self) -> None:
@@ -245,7 +245,14 @@ class Worker:
                 continue  # it finished while the states were read
             if state is None or state[0] not in ACTIVE or state[1] != item.attempt:
                 item.task.cancel()
-                log.info("stopped episode", extra={"episode": item.job.episode_id})
+                log.info(
+                    "stopping: the episode ended or moved on without this worker",
+                    extra={
+                        "episode": item.job.episode_id,
+                        "attempt": item.attempt,
+                        "worker": self.config.consumer,
+                    },
+                )
 
     async def _launch(self, job: Job) -> None:
         await self._slots.acquire()
@@ -274,6 +281,10 @@ class Worker:
             await self.jobs.release(self.config.consumer, [i.job.entry_id for i in items], idle_ms)
 
     async def _run_job(self, job: Job) -> None:
+        with logs.about(episode=job.episode_id, worker=self.config.consumer):
+            await self._deliver(job)
+
+    async def _deliver(self, job: Job) -> None:
         done = False
         try:
             done = await self._run(job)
@@ -287,7 +298,7 @@ class Worker:
             # Not acked: the job is redelivered once its lease lapses and the episode resumes.
             log.warning("left the episode for redelivery: %s", err)
         except Exception:
-            log.exception("episode crashed", extra={"episode": job.episode_id})
+            log.exception("episode crashed")
             attempt = self.running[job.entry_id].attempt if job.entry_id in self.running else None
             with contextlib.suppress(redis.RedisError):
                 await self.store.transition(
@@ -333,6 +344,15 @@ class Worker:
             return started.status is None or started.status.terminal
         mine = episode.attempt + 1
         self.running[job.entry_id].attempt = mine
+        with logs.about(attempt=mine):
+            return await self._attempt(job, episode, start, mine)
+
+    async def _attempt(self, job: Job, episode: EpisodeLog, start: Begin, mine: int) -> bool:
+        episode_id = str(episode.pk)
+        kept = len(episode.turns) if start.mode == "resume" else 0
+        log.info(
+            "attempt started%s", f": {start.reason}, {kept} turns kept" if start.reason else ""
+        )
         try:
             setup = await self._durably(lambda: load_setup(episode))
         except SetupError as err:
@@ -348,6 +368,7 @@ class Worker:
                 raise Fenced from err
             mine += 1
             self.running[job.entry_id].attempt = mine
+            log.warning("restarted as attempt %d: %s", mine, err)
             played = await self._play(episode_id, mine, setup, [])
         except EpisodeFailed as failed:
             await self._fail(episode_id, mine, failed.reason, failed.stats)
@@ -373,6 +394,7 @@ class Worker:
         )
         if not finished.ok:
             raise Fenced
+        log.info("episode completed")
         return True
 
     async def _begin(self, episode_id: str, attempt: int, start: Begin) -> TransitionResult:
@@ -432,6 +454,7 @@ class Worker:
     async def _fail(
         self, episode_id: str, attempt: int, reason: str, stats: GenerationStats
     ) -> None:
+        log.info("episode failed: %s", reason)
         await self._durably(
             lambda: self.store.transition(
                 episode_id,

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import random
 import re
 import socket
 import subprocess
@@ -165,8 +166,11 @@ def default_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
 class FakeLLM:
     """The fake server; a context manager that starts and stops it."""
 
-    def __init__(self, delay: float = 0.0) -> None:
+    def __init__(self, delay: float = 0.0, faults: dict[str, float] | None = None) -> None:
         self.delay = delay
+        self.faults = faults or {}
+        """Chance of each unscripted answer going wrong: "500", "429", "garbage", "hang"."""
+        self._chance = random.Random(0)
         self._lock = threading.Lock()
         self._rules: list[Rule] = []
         self._requests: list[RecordedRequest] = []
@@ -226,11 +230,24 @@ class FakeLLM:
                 return rule
         return None
 
+    def _fault(self) -> Rule | None:
+        """A random fault by the configured chances (checked in turn), or None."""
+        roll = self._chance.random()
+        for fault, chance in self.faults.items():
+            if roll < chance:
+                if fault == "garbage":
+                    return Rule(content="Sure! Here you go: {not json", times=None)
+                if fault == "hang":
+                    return Rule(hang=True, times=None)
+                return Rule(status=int(fault), times=None)
+            roll -= chance
+        return None
+
     # --- endpoints ---------------------------------------------------------------
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
         kind, schema, text = classify(body)
-        rule = self._take_rule(kind, text)
+        rule = self._take_rule(kind, text) or self._fault()
         status = rule.status if rule else 200
         with self._lock:
             peer = f"{request.client.host}:{request.client.port}" if request.client else ""
@@ -328,7 +345,7 @@ class FakeLLM:
 
 
 @contextlib.contextmanager
-def fake_llm_process(port: int, delay: float = 0.0) -> Iterator[tuple[str, int]]:
+def fake_llm_process(port: int, delay: float = 0.0, faults: str = "") -> Iterator[tuple[str, int]]:
     """The fake in a process of its own (so its CPU is not the caller's); yields its base URL
     and pid once it answers, and stops it by pid."""
     process = subprocess.Popen(
@@ -368,8 +385,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Serve the fake OpenAI-compatible LLM.")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument(
+        "--faults",
+        default="",
+        help='chances of unscripted faults, e.g. "500=0.08,429=0.03,garbage=0.04,hang=0.01"',
+    )
     args = parser.parse_args()
-    fake = FakeLLM(delay=args.delay)
+    faults = {k: float(v) for k, v in (f.split("=") for f in args.faults.split(",") if f)}
+    fake = FakeLLM(delay=args.delay, faults=faults)
     fake.port = args.port
     with fake:
         print(fake.base_url, flush=True)

@@ -51,8 +51,15 @@ class Process:
 
 
 class ApiProcess(Process):
-    def __init__(self, env: dict[str, str], log: Path, *extra: str, seed: bool = False) -> None:
-        self.port = free_port()
+    def __init__(
+        self,
+        env: dict[str, str],
+        log: Path,
+        *extra: str,
+        seed: bool = False,
+        port: int | None = None,
+    ) -> None:
+        self.port = port or free_port()
         flags = [] if seed else ["--no-seed"]
         super().__init__(["serve", "--port", str(self.port), *flags, *extra], env, log)
         self.url = f"http://127.0.0.1:{self.port}"
