@@ -836,6 +836,7 @@ async def run(args: argparse.Namespace, python: Path, venv: Path) -> Table:
     counts = QUICK if args.quick else FULL
     only = set(args.only)
     table = Table()
+    load_before = os.getloadavg()[0]
     with (
         run_dir(args.logs) as tmp,
         fake_llm_process(free_port(), DELAY) as (fake, _),
@@ -872,6 +873,11 @@ async def run(args: argparse.Namespace, python: Path, venv: Path) -> Table:
             async with both(python, tmp / "reads", model, worker=False) as systems:
                 await reads_rows(systems, counts.stored, args.repeats, table)
     table.notes.append(f"Sotopia environment: {sotopia_versions(venv)}")
+    cores = os.cpu_count()
+    table.notes.append(
+        f"machine: {cores} cores, load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after"
+    )
     return table
 
 
