@@ -33,6 +33,11 @@ class Settings(RunSettings):
         default=10.0, gt=0, description="Seconds a websocket may take to send connection_init."
     )
     worker: bool = Field(default=True, description="Run a worker inside `parley serve`.")
+    ws_per_message_deflate: bool = Field(
+        default=True,
+        description="Offer permessage-deflate on websockets (compressed frames cost the API "
+        "CPU per subscriber; turn it off on a LAN).",
+    )
 
 
 def split(value: str) -> list[str]:

@@ -34,6 +34,12 @@ async def wrapped(
         raise UserInputError(f"no episode with id {episode_id!r}") from None
 
 
+def shared_event(item: object) -> object | None:
+    """What streams share of an item they yield: the event hub's one object for a live event
+    (graph/fanout.py executes a selection once per such object)."""
+    return item.event if isinstance(item, EpisodeEvent) else None
+
+
 def by_sequence(event: Event) -> str:
     return str(event.sequence)
 
