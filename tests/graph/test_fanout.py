@@ -271,6 +271,7 @@ async def test_permessage_deflate_can_be_turned_off(
         async with websockets.connect(
             ws_url(api.url), subprotocols=[TRANSPORT_WS], compression="deflate", open_timeout=WAIT
         ) as ws:
+            assert ws.response is not None
             extensions = ws.response.headers.get("Sec-WebSocket-Extensions", "")
             assert ("permessage-deflate" in extensions) is deflate
             await init(ws)
