@@ -284,3 +284,25 @@ async def test_permessage_deflate_can_be_turned_off(
             published = await run_to_the_end(store, pk, turns=1)
             frames = await until_complete(ws, "1")
     assert len(frames) == published
+
+
+async def test_a_stream_that_raises_ends_with_its_coded_error_then_complete(
+    app: tuple[str, Starlette],
+) -> None:
+    url, _ = app
+    async with socket(url) as ws:
+        await init(ws)
+        payload = {"query": EVENTS, "variables": {"id": "no-such-episode"}}
+        await send(ws, {"id": "e", "type": "subscribe", "payload": payload})
+        frames = await until_complete(ws, "e")
+    assert [json.loads(payload_of(raw, "e")) for raw in frames] == [
+        {
+            "data": None,
+            "errors": [
+                {
+                    "message": "no episode with id 'no-such-episode'",
+                    "extensions": {"code": "BAD_USER_INPUT"},
+                }
+            ],
+        }
+    ]
