@@ -7,6 +7,10 @@ decides their result (the document, the operation name and the variables: nothin
 depends on which token asked, README "Threat model"), executes the selection once per such event
 for each group and encodes the `next` payload once; every subscriber sends that text behind its
 own operation id. Events only one stream has (a snapshot, a refill) are executed for it alone.
+
+This path does what the schema's extensions (graph/schema.py) do for a subscription itself:
+the same validation rules and token limit, the same error policy; a new extension with
+per-operation hooks would need its counterpart here.
 """
 
 import asyncio

@@ -306,3 +306,27 @@ async def test_a_stream_that_raises_ends_with_its_coded_error_then_complete(
             ],
         }
     ]
+
+
+async def test_a_selection_that_reads_storage_is_also_executed_once_per_event(
+    app: tuple[str, Starlette], redis_client: redis.Redis, store: EpisodeStore
+) -> None:
+    """`episode` is read from Redis when asked for: an execution that awaits, shared too."""
+    url, _ = app
+    query = "subscription($id: ID!) { episodeEvents(id: $id) { kind sequence episode { status } } }"
+    pk = await queued(redis_client, store)
+    ids = [f"reader-{i}" for i in range(3)]
+    async with AsyncExitStack() as stack:
+        sockets = [await subscribed(stack, url, i, query, {"id": pk}) for i in ids]
+        before = await metrics(url)
+        published = await run_to_the_end(store, pk, turns=1)
+        received = [await until_complete(ws, i) for ws, i in zip(sockets, ids, strict=True)]
+    after = await metrics(url)
+    payloads = [
+        [payload_of(raw, i) for raw in frames] for frames, i in zip(received, ids, strict=True)
+    ]
+    assert payloads[1] == payloads[0] and payloads[2] == payloads[0]
+    events = [json.loads(p)["data"]["episodeEvents"] for p in payloads[0]]
+    assert [e["sequence"] for e in events] == list(range(2, 2 + published))
+    assert all(e["episode"]["status"] in {"RUNNING", "EVALUATING", "COMPLETED"} for e in events)
+    assert after["subscription_executions"] - before["subscription_executions"] == published
