@@ -41,7 +41,7 @@ from graph.request_ids import RequestIds
 from graph.schema import Limits, build_schema, validation_rules
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
-from graph.subscription import shared_event
+from graph.subscription import event_content, shared_event
 from lifecycle.services import Services, open_services
 from lifecycle.worker import Worker, WorkerConfig, running_worker
 
@@ -179,6 +179,7 @@ class GraphQLApp(GraphQL[Context, None]):
             validation_rules(limits),
             limits.max_tokens,
             identity=shared_event,
+            content=event_content,
             client_errors=client_errors,
         )
 

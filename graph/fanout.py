@@ -6,7 +6,9 @@ is one object, parsed once by the process's event hub. A `Fanout` groups subscri
 decides their result (the document, the operation name and the variables: nothing in the schema
 depends on which token asked, README "Threat model"), executes the selection once per such event
 for each group and encodes the `next` payload once; every subscriber sends that text behind its
-own operation id. Events only one stream has (a snapshot, a refill) are executed for it alone.
+own operation id. An event that a stream re-read from storage (a snapshot, a refill after an
+overflow or a gap) is a new object but the same content: it shares the payload that content
+had, so subscribers that resync together do not each execute the same events.
 
 This path does what the schema's extensions (graph/schema.py) do for a subscription itself:
 the same validation rules and token limit, the same error policy; a new extension with
@@ -16,7 +18,7 @@ per-operation hooks would need its counterpart here.
 import asyncio
 import json
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Iterator, Sequence
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -38,11 +40,16 @@ from graphql.execution.executor import Executor
 from graphql.pyutils import is_awaitable
 from graphql.utilities import get_operation_ast
 
-RECENT_EVENTS = 64
-"""Encoded events a group keeps for subscribers that reach them later (they lag at most a few)."""
+RECENT_OBJECTS = 256
+"""Shared objects a group remembers the payload of (a live subscriber lags a few behind)."""
+RECENT_CONTENTS = 1024
+"""Event contents likewise: subscribers that resync re-read the same recent events."""
 
 Identity = Callable[[object], object | None]
 """The object an item of a subscription's stream shares with other streams (None: its own)."""
+Content = Callable[[object], Hashable]
+"""What decides a shared item's result: equal for an event and its re-read copy."""
+type Payload = str | asyncio.Future[str]
 ClientErrors = Callable[[list[GraphQLError]], list[GraphQLError]]
 """Errors as a client may see them (the schema's masking and codes)."""
 Key = tuple[str, str | None, str]
@@ -74,27 +81,30 @@ def next_prefix(operation_id: str) -> str:
 
 @dataclass(eq=False)
 class Group:
-    """The subscriptions that share one key: one executor for its events, recent payloads."""
+    """The subscriptions that share one key: one executor for its events, recent payloads by
+    the object streams share and by its content (what a resync re-reads is a new object)."""
 
     executor: Executor[Any]
     fanout: "Fanout"
     members: int = 0
-    recent: OrderedDict[int, tuple[object, "str | asyncio.Future[str]"]] = field(
-        default_factory=OrderedDict
-    )
+    by_object: OrderedDict[int, tuple[object, Payload]] = field(default_factory=OrderedDict)
+    by_content: OrderedDict[Hashable, Payload] = field(default_factory=OrderedDict)
 
     def payload(self, item: object) -> "str | Awaitable[str]":
         """The encoded `next` payload of one stream item; executed once for a shared item."""
         shared = self.fanout.identity(item)
         if shared is None:
             return self._execute(item)
-        hit = self.recent.get(id(shared))
+        hit = self.by_object.get(id(shared))
         if hit is None or hit[0] is not shared:
-            done = self._execute(item)
-            hit = (shared, done if isinstance(done, str) else asyncio.ensure_future(done))
-            self.recent[id(shared)] = hit  # holding `shared` keeps its id from being reused
-            if len(self.recent) > RECENT_EVENTS:
-                self.recent.popitem(last=False)
+            key = self.fanout.content(item)
+            found = self.by_content.get(key)
+            if found is None:
+                done = self._execute(item)
+                found = done if isinstance(done, str) else asyncio.ensure_future(done)
+                remember(self.by_content, key, found, RECENT_CONTENTS)
+            hit = (shared, found)  # holding `shared` keeps its id from being reused
+            remember(self.by_object, id(shared), hit, RECENT_OBJECTS)
         payload = hit[1]
         return payload if isinstance(payload, str) else asyncio.shield(payload)
 
@@ -109,6 +119,12 @@ class Group:
         return self.fanout.encode(await result)
 
 
+def remember[K, V](recent: OrderedDict[K, V], key: K, value: V, limit: int) -> None:
+    recent[key] = value
+    if len(recent) > limit:
+        recent.popitem(last=False)
+
+
 class Fanout:
     """The process's groups of subscriptions, and the documents they were checked against."""
 
@@ -118,10 +134,12 @@ class Fanout:
         rules: Sequence[type[ASTValidationRule]],
         max_tokens: int,
         identity: Identity,
+        content: Content,
         client_errors: ClientErrors,
     ) -> None:
         self.schema = schema
         self.identity = identity
+        self.content = content
         self.client_errors = client_errors
         self.groups: dict[Key, Group] = {}
         self.executions = 0

@@ -56,7 +56,7 @@ async def test_a_shared_group_keeps_only_its_recent_events() -> None:
     schema = strawberry.Schema(
         query=Query, subscription=Subscription, execution_context_class=EventScopedExecutor
     )
-    fanout = Fanout(schema, [], 5_000, identity=lambda item: item, client_errors=list)
+    fanout = Fanout(schema, [], 5_000, identity=lambda item: item, content=repr, client_errors=list)
     held: list[int] = []
 
     async def send(text: str) -> None:
