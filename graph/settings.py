@@ -34,9 +34,9 @@ class Settings(RunSettings):
     )
     worker: bool = Field(default=True, description="Run a worker inside `parley serve`.")
     ws_per_message_deflate: bool = Field(
-        default=True,
-        description="Offer permessage-deflate on websockets (compressed frames cost the API "
-        "CPU per subscriber; turn it off on a LAN).",
+        default=False,
+        description="Offer permessage-deflate on websockets: smaller frames for clients on slow "
+        "links, at about twice the API's CPU per delivered event (bench/RESULTS.md, issue 11).",
     )
 
 
