@@ -19,12 +19,13 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
+from starlette.websockets import WebSocket, WebSocketDisconnect
+from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
+    Operation,
 )
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
@@ -33,12 +34,14 @@ from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context
-from graph.errors import RETRY_AFTER_SECONDS, unavailable
+from graph.errors import RETRY_AFTER_SECONDS, client_errors, unavailable
+from graph.fanout import Disconnected, Fanout, Subscribe
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from graph.request_ids import RequestIds
-from graph.schema import Limits, build_schema
+from graph.schema import Limits, build_schema, validation_rules
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
+from graph.subscription import event_content, shared_event
 from lifecycle.services import Services, open_services
 from lifecycle.worker import Worker, WorkerConfig, running_worker
 
@@ -104,13 +107,42 @@ def without_data(response: GraphQLHTTPResponse) -> GraphQLHTTPResponse:
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
-    """graphql-transport-ws, closing 4400 on a frame that would crash Strawberry's handler."""
+    """graphql-transport-ws, closing 4400 on a frame that would crash Strawberry's handler, and
+    running subscriptions through the app's fanout (graph/fanout.py): one execution and one
+    encoding of each shared event for all who subscribed with the same document and variables.
+    Everything else, and every error before the stream starts, goes Strawberry's own way."""
 
     async def handle_message(self, message: Message) -> None:
         if well_formed(message, "subscribe"):
             await super().handle_message(message)
         else:
             await self.handle_invalid_message("Failed to parse message")
+
+    async def run_operation(self, operation: Operation[Context, None]) -> None:
+        assert isinstance(self.view, GraphQLApp) and isinstance(
+            self.websocket, ASGIWebSocketAdapter
+        )
+        socket, services = self.websocket.ws, self.context.services
+
+        async def send(text: str) -> None:
+            try:
+                await socket.send_text(text)
+            except WebSocketDisconnect as exc:
+                raise Disconnected from exc
+
+        request = Subscribe(
+            operation.id, operation.query, operation.variables, operation.operation_name
+        )
+        try:
+            served = await self.view.fanout.serve(
+                request, self.context, lambda: Context(services=services), send
+            )
+        except Disconnected:
+            return
+        if served:
+            await operation.send_operation_message({"id": operation.id, "type": "complete"})
+        else:
+            await super().run_operation(operation)
 
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
@@ -132,8 +164,9 @@ class GraphQLApp(GraphQL[Context, None]):
             max_tokens=settings.max_tokens,
             introspection=settings.introspection,
         )
+        schema = build_schema(limits)
         super().__init__(
-            build_schema(limits),
+            schema,
             graphql_ide="graphiql" if settings.graphiql else None,
             connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
             keep_alive=True,  # legacy graphql-ws only: "ka" messages
@@ -141,6 +174,14 @@ class GraphQLApp(GraphQL[Context, None]):
             allowed_origins=split(settings.allowed_origins),
         )
         self.checker = checker
+        self.fanout = Fanout(
+            schema,
+            validation_rules(limits),
+            limits.max_tokens,
+            identity=shared_event,
+            content=event_content,
+            client_errors=client_errors,
+        )
 
     def decode_json(self, data: str | bytes) -> object:
         """JSON as Strawberry reads it, but a number Python will not convert (an integer of over
@@ -255,6 +296,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 "hub_reconnects": hub.reconnects,
                 "malformed_events": hub.malformed,
                 "tasks": len(asyncio.all_tasks()),
+                "subscription_groups": len(graphql.fanout.groups),
+                "subscription_executions": graphql.fanout.executions,
             }
         )
 

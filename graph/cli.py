@@ -49,6 +49,7 @@ def serve(settings: "Settings") -> None:
         host=settings.host,
         port=settings.port,
         timeout_graceful_shutdown=10,
+        ws_per_message_deflate=settings.ws_per_message_deflate,
         log_config=None,  # uvicorn's loggers go through Parley's handler (lifecycle/logs.py)
     )
 

@@ -58,6 +58,12 @@ class ErrorPolicy(MaskErrors):
         return _with(masked, masked.message, INTERNAL)
 
 
+def client_errors(errors: list[GraphQLError]) -> list[GraphQLError]:
+    """Errors as ErrorPolicy hands them to clients (for results made outside Strawberry's
+    pipeline, graph/fanout.py)."""
+    return ErrorPolicy()._process_errors(errors)
+
+
 def _coded(error: GraphQLError) -> GraphQLError:
     original = error.original_error
     if isinstance(original, BadArgument):

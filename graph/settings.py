@@ -33,6 +33,11 @@ class Settings(RunSettings):
         default=10.0, gt=0, description="Seconds a websocket may take to send connection_init."
     )
     worker: bool = Field(default=True, description="Run a worker inside `parley serve`.")
+    ws_per_message_deflate: bool = Field(
+        default=False,
+        description="Offer permessage-deflate on websockets: smaller frames for clients on slow "
+        "links, at about twice the API's CPU per delivered event (bench/RESULTS.md, issue 11).",
+    )
 
 
 def split(value: str) -> list[str]:

@@ -34,6 +34,19 @@ async def wrapped(
         raise UserInputError(f"no episode with id {episode_id!r}") from None
 
 
+def shared_event(item: object) -> object | None:
+    """What streams share of an item they yield: the event hub's one object for a live event
+    (graph/fanout.py executes a selection once per such object)."""
+    return item.event if isinstance(item, EpisodeEvent) else None
+
+
+def event_content(item: object) -> tuple[str, str]:
+    """What a stream item shows: its cursor and its event less what no field reads (the live
+    event carries its events-log id and the re-read one its tag, graph/fanout.py)."""
+    assert isinstance(item, EpisodeEvent)
+    return item.cursor, item.event.model_dump_json(exclude={"log_id", "tag"})
+
+
 def by_sequence(event: Event) -> str:
     return str(event.sequence)
 

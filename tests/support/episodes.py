@@ -11,8 +11,15 @@ from storage.models import EpisodeLog, EpisodeStatus
 
 async def queued(client: redis.Redis, store: EpisodeStore, tag: str | None = "store") -> str:
     """A QUEUED episode of made-up records, announced as startSimulation would; its id."""
+    episode = queued_episode(tag)
+    await store.create([episode], keys.JOBS)
+    return str(episode.pk)
+
+
+def queued_episode(tag: str | None) -> EpisodeLog:
+    """A QUEUED episode of made-up records, not yet stored."""
     now = time.time()
-    episode = EpisodeLog(
+    return EpisodeLog(
         environment="env",
         agents=["a", "b"],
         status=EpisodeStatus.QUEUED,
@@ -21,5 +28,3 @@ async def queued(client: redis.Redis, store: EpisodeStore, tag: str | None = "st
         created_at=now,
         tag=tag,
     )
-    await store.create([episode], keys.JOBS)
-    return str(episode.pk)

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import uvicorn
 import websockets
+from starlette.applications import Starlette
 from websockets.asyncio.client import ClientConnection
 
 from graph.app import create_app
@@ -60,10 +61,20 @@ class GraphQLClient:
 async def serve(redis_url: str, data_dir: Path, **overrides: Any) -> AsyncIterator[str]:
     """The app with `overrides` on test settings (no seeding, no worker unless overridden); yields
     its base URL."""
+    async with serve_app(redis_url, data_dir, **overrides) as (url, _):
+        yield url
+
+
+@asynccontextmanager
+async def serve_app(
+    redis_url: str, data_dir: Path, **overrides: Any
+) -> AsyncIterator[tuple[str, Starlette]]:
+    """As `serve`, yielding the app too (its state holds the running services)."""
     options: dict[str, Any] = {"seed": False, "worker": False, **overrides}
     settings = Settings(redis_url=redis_url, data_dir=data_dir, **options)
     port = free_port()
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    app = create_app(settings)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -72,7 +83,7 @@ async def serve(redis_url: str, data_dir: Path, **overrides: Any) -> AsyncIterat
             raise RuntimeError("uvicorn stopped before it started")
         await asyncio.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", app
     finally:
         server.should_exit = True
         await task
