@@ -1,5 +1,6 @@
-"""Starting an episode: validate against the stored world, then store it QUEUED, announce it and
-queue its job in one transaction; also cancelling and deleting one."""
+"""Starting an episode: validate its values and models, then, in one Redis script (one round
+trip), check that the records it names exist and store it QUEUED, announce it and queue its job;
+also cancelling and deleting one."""
 
 import logging
 import time
