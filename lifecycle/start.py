@@ -1,5 +1,6 @@
-"""Starting an episode: validate against the stored world, then store it QUEUED, announce it and
-queue its job in one transaction; also cancelling and deleting one."""
+"""Starting an episode: validate its values and models, then, in one Redis script (one round
+trip), check that the records it names exist and store it QUEUED, announce it and queue its job;
+also cancelling and deleting one."""
 
 import logging
 import time
@@ -62,6 +63,63 @@ class SimulationFields(BaseModel, extra="forbid"):
         return self.agent_models
 
 
+Reference = tuple[type[Record], str]
+
+
+def parse(
+    fields: dict[str, Any], prefix: Sequence[str]
+) -> tuple[SimulationFields | None, list[UserError]]:
+    try:
+        return SimulationFields(**fields), []
+    except ValidationError as err:
+        invalid = from_validation(err)
+        return None, [UserError([*prefix, *e.field[1:]], e.message, e.code) for e in invalid]
+
+
+def references(valid: SimulationFields) -> list[Reference]:
+    """The stored records a request names: its scenario, its agents, its dimension list."""
+    list_id = valid.evaluation_dimension_list_id
+    refs: list[Reference] = [(EnvironmentProfile, valid.scenario_id)]
+    refs += [(AgentProfile, pk) for pk in valid.agent_ids]
+    refs += [(CustomEvaluationDimensionList, list_id)] if list_id else []
+    return refs
+
+
+def reference_errors(
+    valid: SimulationFields, found: Sequence[bool], prefix: Sequence[str]
+) -> list[UserError]:
+    """NOT_FOUND for each of `references(valid)` that `found` says is not stored."""
+    scenario_found, *agents_found = found
+    errors: list[UserError] = []
+    if not scenario_found:
+        message = f"no scenario with id {valid.scenario_id!r}"
+        errors.append(UserError([*prefix, "scenarioId"], message, ErrorCode.NOT_FOUND))
+    for i, pk in enumerate(valid.agent_ids):
+        if not agents_found[i]:
+            message = f"no agent with id {pk!r}"
+            errors.append(UserError([*prefix, "agentIds", str(i)], message, ErrorCode.NOT_FOUND))
+    list_id = valid.evaluation_dimension_list_id
+    if list_id and not agents_found[-1]:
+        message = f"no evaluation dimension list with id {list_id!r}"
+        field = [*prefix, "evaluationDimensionListId"]
+        errors.append(UserError(field, message, ErrorCode.NOT_FOUND))
+    return errors
+
+
+def model_errors(
+    valid: SimulationFields, models: ModelCatalog, prefix: Sequence[str]
+) -> list[UserError]:
+    errors: list[UserError] = []
+    for field, names in (("agentModels", valid.agent_models), ("judgeModel", [valid.judge_model])):
+        for i, name in enumerate(names):
+            try:
+                models.resolve(name)
+            except UnknownModelError as err:
+                path = [field, str(i)] if field == "agentModels" else [field]
+                errors.append(UserError([*prefix, *path], str(err), ErrorCode.INVALID))
+    return errors
+
+
 async def check(
     client: redis.Redis,
     fields: dict[str, Any],
@@ -69,36 +127,11 @@ async def check(
     prefix: Sequence[str] = ("input",),
 ) -> tuple[SimulationFields | None, list[UserError]]:
     """Validate a request against the stored world; nothing is written."""
-    try:
-        valid = SimulationFields(**fields)
-    except ValidationError as err:
-        invalid = from_validation(err)
-        return None, [UserError([*prefix, *e.field[1:]], e.message, e.code) for e in invalid]
-    errors: list[UserError] = []
-
-    def fail(field: list[str], message: str, code: ErrorCode) -> None:
-        errors.append(UserError([*prefix, *field], message, code))
-
-    list_id = valid.evaluation_dimension_list_id
-    refs: list[tuple[type[Record], str]] = [(EnvironmentProfile, valid.scenario_id)]
-    refs += [(AgentProfile, pk) for pk in valid.agent_ids]
-    refs += [(CustomEvaluationDimensionList, list_id)] if list_id else []
-    scenario_found, *found = await exist(client, refs)
-    if not scenario_found:
-        fail(["scenarioId"], f"no scenario with id {valid.scenario_id!r}", ErrorCode.NOT_FOUND)
-    for i, pk in enumerate(valid.agent_ids):
-        if not found[i]:
-            fail(["agentIds", str(i)], f"no agent with id {pk!r}", ErrorCode.NOT_FOUND)
-    if list_id and not found[-1]:
-        message = f"no evaluation dimension list with id {list_id!r}"
-        fail(["evaluationDimensionListId"], message, ErrorCode.NOT_FOUND)
-    for field, names in (("agentModels", valid.agent_models), ("judgeModel", [valid.judge_model])):
-        for i, name in enumerate(names):
-            try:
-                models.resolve(name)
-            except UnknownModelError as err:
-                path = [field, str(i)] if field == "agentModels" else [field]
-                fail(path, str(err), ErrorCode.INVALID)
+    valid, errors = parse(fields, prefix)
+    if valid is None:
+        return None, errors
+    found = await exist(client, references(valid))
+    errors = reference_errors(valid, found, prefix) + model_errors(valid, models, prefix)
     return (None, errors) if errors else (valid, [])
 
 
@@ -141,17 +174,28 @@ async def start_many(
     if len(batch) > MAX_BATCH:
         message = f"at most {MAX_BATCH} simulations per call, got {len(batch)}"
         return [], [UserError(["inputs"], message, ErrorCode.INVALID)]
-    checked = [
-        await check(services.client, f, services.models, prefix or ("inputs", str(i)))
-        for i, f in enumerate(batch)
-    ]
-    errors = [e for _, errs in checked for e in errs]
-    if errors:
-        return [], errors
-    episodes = [new_episode(valid) for valid, _ in checked if valid is not None]
+    prefixes = [prefix or ("inputs", str(i)) for i in range(len(batch))]
+    parsed = [parse(f, p) for f, p in zip(batch, prefixes, strict=True)]
+    valids = [valid for valid, _ in parsed if valid is not None]
+    if len(valids) < len(batch) or any(
+        model_errors(v, services.models, p) for v, p in zip(valids, prefixes, strict=True)
+    ):
+        # Refused already: report each request's errors, the stored world's included.
+        checked = [
+            await check(services.client, f, services.models, p)
+            for f, p in zip(batch, prefixes, strict=True)
+        ]
+        return [], [e for _, errs in checked for e in errs]
+    episodes = [new_episode(valid) for valid in valids]
+    refs = [references(valid) for valid in valids]
+    required = [model.make_primary_key(pk) for named in refs for model, pk in named]
     failpoints.reached("start:before-write")
-    # Claiming the idempotency keys is part of this one write: there is no point in between.
-    ids = await services.store.create(episodes, services.jobs.stream)
+    # The references are checked and the idempotency keys claimed in this one write: there is
+    # no point in between.
+    created = await services.store.create_if_present(episodes, services.jobs.stream, required)
+    if created.missing:
+        return [], missing_errors(valids, refs, prefixes, set(created.missing))
+    ids = created.ids
     failpoints.reached("start:after-write")
     fresh = {str(e.pk): e for e in episodes}
     earlier = [pk for pk in ids if pk not in fresh]
@@ -161,6 +205,22 @@ async def start_many(
         with logs.about(episode=pk):
             log.info("queued" if pk in fresh else "start repeated: the idempotency key's episode")
     return [fresh[pk] if pk in fresh else found[pk] for pk in ids], []
+
+
+def missing_errors(
+    valids: list[SimulationFields],
+    refs: list[list[Reference]],
+    prefixes: list[tuple[str, ...]],
+    missing: set[int],
+) -> list[UserError]:
+    """Each request's NOT_FOUND errors, from the positions of the missing keys among all refs."""
+    errors: list[UserError] = []
+    offset = 0
+    for valid, named, prefix in zip(valids, refs, prefixes, strict=True):
+        found = [offset + i not in missing for i in range(len(named))]
+        errors += reference_errors(valid, found, prefix)
+        offset += len(named)
+    return errors
 
 
 async def get_many(client: redis.Redis, pks: list[str]) -> list[EpisodeLog]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -146,20 +146,37 @@ published with its log id, which episodeUpdates streams resume from."""
 _CREATE = (
     _LOG
     + """
-local id, document, event, ttl, prefix, minid, keyed = unpack(ARGV)
-if keyed == '1' then
-  local earlier = redis.call('GET', KEYS[1])
-  if earlier and redis.call('EXISTS', prefix .. earlier) == 1 then return earlier end
-  redis.call('SET', KEYS[1], id, 'EX', ttl)  -- new, or left by an episode that is gone
+local jobs, events_log, everyone = KEYS[1], KEYS[2], KEYS[3]
+local ttl, prefix, minid = ARGV[1], ARGV[2], ARGV[3]
+local required, count = tonumber(ARGV[4]), tonumber(ARGV[5])
+local missing = {}
+for i = 1, required do
+  if redis.call('EXISTS', KEYS[3 + i]) == 0 then missing[#missing + 1] = i end
 end
-redis.call('JSON.SET', KEYS[2], '$', document)
-log_and_publish(KEYS[6], minid, event, {KEYS[3], KEYS[4]})
-redis.call('XADD', KEYS[5], '*', 'episode', id)
-return id
+if #missing > 0 then return {0, missing} end
+local ids = {}
+for n = 0, count - 1 do
+  local k, a = 3 + required + 3 * n, 5 + 4 * n
+  local id, document, event, keyed = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local earlier = keyed == '1' and redis.call('GET', KEYS[k + 1])
+  if earlier and redis.call('EXISTS', prefix .. earlier) == 1 then
+    ids[#ids + 1] = earlier
+  else
+    if keyed == '1' then
+      redis.call('SET', KEYS[k + 1], id, 'EX', ttl)  -- new, or left by an episode that is gone
+    end
+    redis.call('JSON.SET', KEYS[k + 2], '$', document)
+    log_and_publish(events_log, minid, event, {KEYS[k + 3], everyone})
+    redis.call('XADD', jobs, '*', 'episode', id)
+    ids[#ids + 1] = id
+  end
+end
+return {1, ids}
 """
 )
-"""Store a QUEUED episode, announce it and queue its job, claiming its idempotency key in the
-same step: a crash leaves either all of it or none of it."""
+"""Store QUEUED episodes, announce them and queue their jobs, claiming their idempotency keys
+in the same step, once every required key exists: a crash leaves either all of it or none of it,
+and a record deleted meanwhile cannot be referenced."""
 
 _TRANSITION = (
     _LOG
@@ -254,6 +271,14 @@ return seq
 
 
 @dataclass(frozen=True)
+class Created:
+    ids: list[str]
+    """The episodes' ids in request order (an earlier episode's where its key named one)."""
+    missing: list[int] = field(default_factory=list)
+    """Positions in `required` of the keys that did not exist (then nothing was written)."""
+
+
+@dataclass(frozen=True)
 class TransitionResult:
     ok: bool
     fenced: bool
@@ -300,34 +325,42 @@ class EpisodeStore:
         """Store QUEUED episodes, announce them and queue their jobs (on stream `jobs`), in one
         transaction. An episode whose idempotency key names a stored episode is not written:
         that episode's id is returned in its place."""
+        created = await self.create_if_present(episodes, jobs, [])
+        return created.ids
+
+    async def create_if_present(
+        self, episodes: list[EpisodeLog], jobs: str, required: Sequence[str]
+    ) -> Created:
+        """`create`, in one round trip, provided every key in `required` exists; otherwise
+        nothing is written and the positions of the missing keys are returned."""
         prefix = EpisodeLog.make_primary_key("")
-        async with self.client.pipeline(transaction=True) as pipe:
-            for episode in episodes:
-                pk = str(episode.pk)
-                key = episode.idempotency_key
-                event = status_event(episode, episode.status_history[-1], None)
-                await self._create(
-                    keys=[
-                        keys.idempotency(key) if key else keys.idempotency(pk),
-                        EpisodeLog.make_primary_key(pk),
-                        keys.episode_channel(pk),
-                        keys.EPISODES_CHANNEL,
-                        jobs,
-                        keys.EVENTS_LOG,
-                    ],
-                    args=[
-                        pk,
-                        episode.model_dump_json(),
-                        event.model_dump_json(exclude_none=True),
-                        IDEMPOTENCY_TTL,
-                        prefix,
-                        self._log_floor(),
-                        "1" if key else "0",
-                    ],
-                    client=pipe,
-                )
-            ids: list[str] = await pipe.execute()
-        return [str(i) for i in ids]
+        script_keys: list[str] = [jobs, keys.EVENTS_LOG, keys.EPISODES_CHANNEL, *required]
+        args: list[str | int] = [
+            IDEMPOTENCY_TTL,
+            prefix,
+            self._log_floor(),
+            len(required),
+            len(episodes),
+        ]
+        for episode in episodes:
+            pk = str(episode.pk)
+            key = episode.idempotency_key
+            event = status_event(episode, episode.status_history[-1], None)
+            script_keys += [
+                keys.idempotency(key) if key else keys.idempotency(pk),
+                EpisodeLog.make_primary_key(pk),
+                keys.episode_channel(pk),
+            ]
+            args += [
+                pk,
+                episode.model_dump_json(),
+                event.model_dump_json(exclude_none=True),
+                "1" if key else "0",
+            ]
+        done, values = await self._create(keys=script_keys, args=args)
+        if not done:
+            return Created(ids=[], missing=[int(i) - 1 for i in values])
+        return Created(ids=[str(v) for v in values])
 
     async def transition(
         self,

@@ -160,3 +160,25 @@ def test_a_payload_of_another_shape_is_refused() -> None:
         parse_event('{"type": "status", "episode_id": "e", "at": 1}')
     with pytest.raises(MalformedEvent, match="extra"):
         parse_event('{"type": "turn", "episode_id": "e", "sequence": 1, "at": 1, "colour": 2}')
+
+
+async def test_create_writes_nothing_while_a_required_key_is_missing(redis_client: Any) -> None:
+    store = EpisodeStore(redis_client)
+    present = f"test:required:{time.time_ns()}"
+    await redis_client.set(present, "1")
+    episode = EpisodeLog(
+        environment="env",
+        agents=["a", "b"],
+        status=Status.QUEUED,
+        sequence=1,
+        status_history=initial_history(time.time()),
+        created_at=time.time(),
+    )
+    jobs = await redis_client.xlen(keys.JOBS)
+    refused = await store.create_if_present([episode], keys.JOBS, [present, "test:gone", present])
+    assert refused.ids == [] and refused.missing == [1]
+    assert not await redis_client.exists(EpisodeLog.make_primary_key(str(episode.pk)))
+    assert await redis_client.xlen(keys.JOBS) == jobs
+    created = await store.create_if_present([episode], keys.JOBS, [present])
+    assert created.ids == [str(episode.pk)] and created.missing == []
+    assert await redis_client.xlen(keys.JOBS) == jobs + 1
