@@ -8,9 +8,11 @@ from strawberry.scalars import JSON
 from engine.models import ModelInfo
 from graph.context import Info
 from graph.enums import ActionType, EpisodeStatus, EventKind, TurnOrder
+from graph.listed import Listed
+from graph.projection import Reads
 from graph.types import Agent, Relationship, Scenario, load_agent
 from lifecycle.transitions import EpisodeEvent as StoredEvent
-from resolvers import episodes, relationships, scenarios
+from resolvers import episodes, relationships
 from storage import models
 
 
@@ -75,10 +77,17 @@ class DimensionScore:
     score: float = strawberry.field(description="The judge's score.")
 
 
+async def reward_agent(root: "Reward", info: Info) -> Agent | None:
+    return await load_agent(info, root.agent_id) if root.agent_id else None
+
+
 @strawberry.type(description="The judge's scores for one agent.")
 class Reward:
+    agent_id: strawberry.Private[str | None]
     agent_index: int = strawberry.field(description="Seat of the agent.")
-    agent: Agent | None = strawberry.field(description="The agent; null if deleted.")
+    agent: Agent | None = strawberry.field(
+        resolver=reward_agent, description="The agent; null if deleted."
+    )
     overall: float | None = strawberry.field(
         description="Unweighted mean of the dimensions; null when the judge failed (Sotopia 0.0)."
     )
@@ -134,8 +143,8 @@ class Episode:
         return strawberry.ID(self.record.environment)
 
     @strawberry.field(description="The scenario; null if it was deleted.")
-    async def scenario(self) -> Scenario | None:
-        record = await scenarios.get_scenario(self.record.environment)
+    async def scenario(self, info: Info) -> Scenario | None:
+        record = await info.context.scenarios.load(self.record.environment)
         return Scenario(record=record) if record else None
 
     @strawberry.field(description="Ids of the agents, in seat order.")
@@ -144,7 +153,8 @@ class Episode:
 
     @strawberry.field(description="The agents in seat order; null where one was deleted.")
     async def agents(self, info: Info) -> list[Agent | None]:
-        return [await load_agent(info, pk) for pk in self.record.agents]
+        found = await info.context.agents.load_many(self.record.agents)
+        return [Agent(record=r) if r is not None else None for r in found]
 
     @strawberry.field(description="Stored relationships among this episode's agents.")
     async def relationships(self) -> list[Relationship]:
@@ -189,13 +199,12 @@ class Episode:
         return [[list(m) for m in turn] for turn in self.record.messages]
 
     @strawberry.field(description="The judge's scores per agent, once COMPLETED.")
-    async def rewards(self, info: Info) -> list[Reward]:
+    def rewards(self) -> list[Reward]:
         out = []
         for i, reward in enumerate(self.record.rewards):
             pk = self.record.agents[i] if i < len(self.record.agents) else None
-            agent = await load_agent(info, pk) if pk else None
             if isinstance(reward, float | int):
-                out.append(Reward(agent_index=i, agent=agent, overall=None, dimensions=[]))
+                out.append(Reward(agent_index=i, agent_id=pk, overall=None, dimensions=[]))
                 continue
             overall, detail = reward
             dims = [
@@ -203,7 +212,7 @@ class Episode:
                 for k, v in detail.items()
                 if k != "overall_score"
             ]
-            out.append(Reward(agent_index=i, agent=agent, overall=overall, dimensions=dims))
+            out.append(Reward(agent_index=i, agent_id=pk, overall=overall, dimensions=dims))
         return out
 
     @strawberry.field(description="The judge's reasoning.")
@@ -233,6 +242,45 @@ class Episode:
     @strawberry.field(description="When it reached its end.")
     def finished_at(self) -> datetime | None:
         return when(self.record.finished_at)
+
+
+class ListedEpisode(Listed[models.EpisodeLog], Episode):  # type: ignore[override]
+    pass
+
+
+EPISODE_OWN_TYPES = {
+    "Episode": frozenset({"StatusChange", "Progress", "Turn", "Reward", "DimensionScore"})
+}
+"""The types of the values an episode's answer is made of that read nothing but its record."""
+
+EPISODE_READS = Reads.of(
+    id=("pk",),
+    status=("status",),
+    status_history=("status_history",),
+    attempt=("attempt",),
+    sequence=("sequence",),
+    progress=("progress", "max_turns"),
+    scenario_id=("environment",),
+    scenario=("environment",),
+    agent_ids=("agents",),
+    agents=("agents",),
+    relationships=("agents",),
+    agent_models=("models",),
+    judge_model=("models",),
+    turn_order=("turn_order",),
+    evaluation_dimension_list_id=("evaluation_dimension_list_id",),
+    tag=("tag",),
+    turns=("turns",),
+    messages=("messages",),
+    rewards=("rewards", "agents"),
+    reasoning=("reasoning",),
+    error=("error",),
+    termination_reason=("termination_reason",),
+    generation_stats=("generation_stats",),
+    created_at=("created_at",),
+    started_at=("started_at",),
+    finished_at=("finished_at",),
+)
 
 
 @strawberry.type(description="Something that happened to an episode, in sequence order.")

@@ -6,10 +6,22 @@ import strawberry
 
 from graph.connection import Connection, to_connection
 from graph.context import Info
-from graph.episode_types import Episode, Model
+from graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
 from graph.errors import UserInputError
 from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
-from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
+from graph.projection import fields_for
+from graph.types import (
+    AGENT_READS,
+    RELATIONSHIP_READS,
+    SCENARIO_READS,
+    Agent,
+    EvaluationDimensionList,
+    ListedAgent,
+    ListedRelationship,
+    ListedScenario,
+    Relationship,
+    Scenario,
+)
 from resolvers import agents, dimensions, episodes, relationships, scenarios
 
 FIRST = "How many items to return, 0..100 (default 20)."
@@ -26,6 +38,7 @@ class Query:
     @strawberry.field(description="Agents, oldest first.")
     async def agents(
         self,
+        info: Info,
         filter: AgentFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
@@ -38,8 +51,9 @@ class Query:
             name=f.name,
             first=first,
             after=after,
+            fields=fields_for(info, AGENT_READS),
         )
-        return to_connection(page, lambda r: Agent(record=r))
+        return to_connection(page, ListedAgent)
 
     @strawberry.field(description="One scenario by id; null if there is none.")
     async def scenario(self, id: strawberry.ID) -> Scenario | None:
@@ -49,15 +63,20 @@ class Query:
     @strawberry.field(description="Scenarios, oldest first.")
     async def scenarios(
         self,
+        info: Info,
         filter: ScenarioFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
     ) -> Connection[Scenario]:
         f = filter or ScenarioFilter()
         page = await scenarios.list_scenarios(
-            tag=f.tag, codename=f.codename, first=first, after=after
+            tag=f.tag,
+            codename=f.codename,
+            first=first,
+            after=after,
+            fields=fields_for(info, SCENARIO_READS),
         )
-        return to_connection(page, lambda r: Scenario(record=r))
+        return to_connection(page, ListedScenario)
 
     @strawberry.field(description="One relationship by id; null if there is none.")
     async def relationship(self, id: strawberry.ID) -> Relationship | None:
@@ -67,6 +86,7 @@ class Query:
     @strawberry.field(description="Relationships, oldest first.")
     async def relationships(
         self,
+        info: Info,
         filter: RelationshipFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
@@ -81,8 +101,9 @@ class Query:
             tag=f.tag,
             first=first,
             after=after,
+            fields=fields_for(info, RELATIONSHIP_READS),
         )
-        return to_connection(page, lambda r: Relationship(record=r))
+        return to_connection(page, ListedRelationship)
 
     @strawberry.field(description="The relationship between two agents, in either order.")
     async def relationship_between(
@@ -99,20 +120,22 @@ class Query:
     @strawberry.field(description="Episodes, newest first.")
     async def episodes(
         self,
+        info: Info,
         filter: EpisodeFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
     ) -> Connection[Episode]:
         f = filter or EpisodeFilter()
-        page = await episodes.list_episodes(
+        page = await episodes.find_episodes(
             tag=f.tag,
             status=f.status,
             agent_id=f.agent_id,
             scenario_id=f.scenario_id,
             first=first,
             after=after,
+            fields=fields_for(info, EPISODE_READS),
         )
-        return to_connection(page, lambda r: Episode(record=r))
+        return to_connection(page, ListedEpisode)
 
     @strawberry.field(description="Models simulations can use, and whether each is usable now.")
     def models(self, info: Info) -> list[Model]:

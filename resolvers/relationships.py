@@ -1,5 +1,6 @@
 """Relationships between two agents: Sotopia RelationshipProfile records, one per pair."""
 
+from collections.abc import Collection
 from typing import Any
 
 import redis.asyncio as redis
@@ -8,8 +9,9 @@ from pydantic import ValidationError, model_validator
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import LongText, RecordId, ShortText
-from resolvers.pagination import Page, fetch_page, searchable
+from resolvers.pagination import Page, fetch_hits, searchable
 from resolvers.records import get_or_none, insert, update_fields
+from resolvers.search import Hit, search_all
 from storage import keys
 from storage.models import AgentProfile, RelationshipProfile, RelationshipType
 
@@ -61,7 +63,8 @@ async def list_relationships(
     tag: str | None = None,
     first: int | None = None,
     after: str | None = None,
-) -> Page[RelationshipProfile]:
+    fields: Collection[str] | None = None,
+) -> Page[Hit[RelationshipProfile]]:
     terms: list[Any] = []
     if agent_id:
         terms.append(
@@ -74,14 +77,14 @@ async def list_relationships(
         terms.append(RelationshipProfile.relationship == int(relationship))
     if tag:
         terms.append(RelationshipProfile.tag == tag)
-    return await fetch_page(RelationshipProfile.find(*terms).sort_by("pk"), first, after)
+    return await fetch_hits(RelationshipProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 
 async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
     query = RelationshipProfile.find(
         (RelationshipProfile.agent_1_id == agent_id) | (RelationshipProfile.agent_2_id == agent_id)
     )
-    return list(await query.sort_by("pk").all())
+    return await search_all(query.sort_by("pk"))
 
 
 async def create_relationship(

@@ -1,14 +1,17 @@
 """Scenarios: Sotopia EnvironmentProfile records."""
 
+from collections.abc import Collection
 from typing import Annotated, Any
 
+import redis.asyncio as redis
 from pydantic import Field, ValidationError
 
 from resolvers.errors import UserError, from_validation, not_found
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import LIST_MAX, LongText, RequiredText, ShortText
-from resolvers.pagination import Page, fetch_page
+from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
+from resolvers.search import Hit
 from storage.models import EnvironmentProfile, RelationshipType
 
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
@@ -42,13 +45,14 @@ async def list_scenarios(
     codename: str | None = None,
     first: int | None = None,
     after: str | None = None,
-) -> Page[EnvironmentProfile]:
+    fields: Collection[str] | None = None,
+) -> Page[Hit[EnvironmentProfile]]:
     terms: list[Any] = []
     if tag:
         terms.append(EnvironmentProfile.tag == tag)
     if codename:
         terms.append(EnvironmentProfile.codename == codename)
-    return await fetch_page(EnvironmentProfile.find(*terms).sort_by("pk"), first, after)
+    return await fetch_hits(EnvironmentProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 
 async def create_scenario(
@@ -77,3 +81,10 @@ async def delete_scenario(pk: str) -> list[UserError]:
         return [not_found("scenario", pk)]
     await EnvironmentProfile.delete(pk)
     return []
+
+
+async def get_scenarios(client: redis.Redis, pks: list[str]) -> list[EnvironmentProfile | None]:
+    """Several scenarios in one round trip, in the order asked, None where missing."""
+    keys = [EnvironmentProfile.make_primary_key(pk) for pk in pks]
+    documents: list[list[dict[str, Any]] | None] = await client.json().mget(keys, "$")  # type: ignore[assignment]
+    return [EnvironmentProfile.model_validate(doc[0]) if doc else None for doc in documents]
