@@ -10,11 +10,11 @@ of chat-completion request bodies, one JSON object per line (a bare body, or a r
 with the body under "body"), one episode per file, in the order they were sent: another
 client's requests (Sotopia's, say) are counted exactly like ours.
 
-What is counted, per request (`request_parts`): the `response_format` object when there is one,
-as compact JSON, then every message as `<role>: <content>`, each on its own line and encoded on
-its own with tiktoken's cl100k_base (`count_tokens`). The schema comes first because that is
-where OpenAI puts it (it is cached as a prefix of the system message); the model name, sampling
-settings and stop strings are not counted.
+What is counted, per request (`request_parts`): the `tools` and `response_format` objects when
+there are any, as compact JSON, then every message as `<role>: <content>`, each part on its own
+line and encoded on its own with tiktoken's cl100k_base (`count_tokens`). The schema comes first
+because that is where OpenAI puts it (it is cached as a prefix of the system message); the
+model name, sampling settings and stop strings are not counted.
 
 - total: the sum of every request's tokens;
 - uncached: what an ideal prefix cache would still have to process. Such a cache (OpenAI's,
@@ -62,11 +62,12 @@ def _content(content: Any) -> str:
 
 
 def request_parts(body: dict[str, Any]) -> list[str]:
-    """What is counted of one request body: its response_format, then each message."""
-    parts = []
-    fmt = body.get("response_format")
-    if fmt:
-        parts.append(json.dumps(fmt, separators=(",", ":"), ensure_ascii=False) + "\n")
+    """What is counted of one request body: its tools and response_format, then each message."""
+    parts = [
+        json.dumps(body[key], separators=(",", ":"), ensure_ascii=False) + "\n"
+        for key in ("tools", "response_format")
+        if body.get(key)
+    ]
     for message in body.get("messages") or []:
         parts.append(f"{message.get('role', '')}: {_content(message.get('content'))}\n")
     return parts
@@ -77,8 +78,9 @@ def request_text(body: dict[str, Any]) -> str:
 
 
 def schema_tokens(body: dict[str, Any]) -> int:
-    parts = request_parts(body)
-    return len(_encode(parts[0])) if body.get("response_format") else 0
+    """The tokens of the request's tools and response_format."""
+    schemas = sum(1 for key in ("tools", "response_format") if body.get(key))
+    return sum(len(_encode(part)) for part in request_parts(body)[:schemas])
 
 
 def _encode(text: str) -> list[int]:
