@@ -21,14 +21,17 @@ from engine.models import ModelInfo
 from engine.parsing import InvalidOutput, parse_action, parse_text_action
 from engine.prompts import (
     ACTION_SCHEMA_NAME,
-    action_messages,
+    action_json,
     action_schema,
     agent_background,
+    agent_context,
     short_context,
     text_action_messages,
     text_prefill,
+    turn_message,
 )
 from engine.render import (
+    action_line,
     action_text,
     agent_viewer,
     first_observation,
@@ -73,7 +76,10 @@ class _Episode:
         n = len(self.names)
         backgrounds = [agent_background(setup, i) for i in range(n)]
         first = [first_observation(b) for b in backgrounds]
-        self.inbox: list[list[str]] = [[obs] for obs in first]
+        self.dialogues: list[list[dict[str, str]]] = [[] for _ in range(n)]
+        """Each JSON-action agent's conversation so far: it only grows (see engine.prompts)."""
+        self.unseen: list[list[str]] = [[] for _ in range(n)]
+        """What each agent saw the others do since its last turn."""
         self.lines: list[list[str]] = [[] for _ in range(n)]
         self.contexts: list[str | None] = [None] * n
         self.said: list[set[str]] = [set() for _ in range(n)]
@@ -120,12 +126,11 @@ class _Episode:
                 action = await ask(self.llm, info.name, request, parse, self.stats, hotter())
             else:
                 types = list(ACTION_TYPES)
-                history = "\n".join(self.inbox[i])
                 request = ChatRequest(
-                    messages=action_messages(name, history, turn, types, recipients),
+                    messages=[*self.dialogues[i], self.turn_prompt(i, turn)],
                     max_tokens=400,
                     temperature=0.7,
-                    schema=action_schema(types, recipients),
+                    schema=action_schema(types),
                     schema_name=ACTION_SCHEMA_NAME,
                 )
                 parse = self.fresh(i, lambda text: parse_action(text, types, name, recipients))
@@ -165,6 +170,22 @@ class _Episode:
 
         return check
 
+    def turn_prompt(self, i: int, turn: int) -> dict[str, str]:
+        """The next user message of agent `i`'s conversation; its context leads the first."""
+        text = turn_message(self.unseen[i], turn)
+        if not self.dialogues[i]:
+            text = f"{agent_context(self.setup, i, list(ACTION_TYPES))}\n\n{text}"
+        return {"role": "user", "content": text}
+
+    def record(self, turn: int, chosen: dict[int, AgentAction]) -> None:
+        """Extend the conversations of the JSON-action agents that acted in `turn`."""
+        for i, action in chosen.items():
+            if not self.infos[i].text_actions:
+                prompt = self.turn_prompt(i, turn)
+                reply = {"role": "assistant", "content": action_json(action)}
+                self.dialogues[i] += [prompt, reply]
+                self.unseen[i] = []
+
     def observe(self, turn: int, chosen: dict[int, AgentAction]) -> None:
         """Append the observation of `turn` for every viewer (private actions filtered)."""
         observations: list[Triple] = []
@@ -175,8 +196,12 @@ class _Episode:
                 if not a.to or viewer == i or name in a.to
             ]
             text = turn_observation(turn, visible)
-            self.inbox[viewer].append(text)
             observations.append((ENV, name, text))
+            self.unseen[viewer] += [
+                action_line(speaker, action)
+                for speaker, action in visible
+                if speaker != name and action.action_type != ActionType.NONE
+            ]
             for speaker, action in visible:
                 if action.action_type == ActionType.SPEAK:
                     self.lines[viewer].append(f'{speaker}: "{action.argument}"')
@@ -266,6 +291,7 @@ async def simulate(
                 if record.agent_index not in given:
                     await on_turn(TurnEvent(turn=record, messages=list(current)))
         stale = stale + 1 if all(a.action_type == ActionType.NONE for a in chosen.values()) else 0
+        episode.record(turn, chosen)
         episode.observe(turn, chosen)
         turn += 1
         if turn >= setup.max_turns:

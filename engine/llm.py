@@ -210,7 +210,8 @@ def _request_kwargs(info: ModelInfo, request: ChatRequest, use_schema: bool) -> 
             "json_schema": {"name": request.schema_name, "schema": request.schema},
         }
     elif request.schema is not None:
-        target = next(m for m in reversed(messages) if m["role"] == "user")
+        # In the first user message, where it stays as the conversation grows (prefix caches).
+        target = next(m for m in messages if m["role"] == "user")
         target["content"] += f"\n{SCHEMA_INSTRUCTION} {json.dumps(request.schema)}"
     kwargs["messages"] = messages
     stop = list(request.stop or [])

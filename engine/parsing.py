@@ -80,7 +80,7 @@ def parse_action(
         raise InvalidOutput('"to" must be a list of names')
     to: list[str] = []
     for item in raw_to:
-        name = _match_name(str(item), recipients)
+        name = _match_name(str(item), [*recipients, sender])
         if name is None:
             raise InvalidOutput(f"invalid recipient {item!r} in 'to'; allowed: {recipients}")
         if name != sender and name not in to:

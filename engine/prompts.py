@@ -1,19 +1,30 @@
-"""The prompts we send: agent actions (JSON or one line of text) and the judge."""
+"""The prompts we send: agent actions (JSON or one line of text) and the judge.
+
+Each agent's JSON-action prompt is one conversation that only grows: its context and first
+turn, then for every turn its reply and what it saw since. The judge's requests differ only at
+their end (the agent they evaluate). So a provider's prefix cache reuses all but the new part.
+"""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from typing import Any
 
 from engine.render import (
     ENVIRONMENT,
+    action_line,
     action_text,
     agent_viewer,
     background_text,
+    join_names,
     own_bio,
     partner_bio,
+    partner_profile,
+    profile_text,
     render_tagged,
 )
-from engine.types import ActionType, DimensionSpec, EpisodeSetup, Transcript
+from engine.types import ActionType, AgentAction, DimensionSpec, EpisodeSetup, Transcript
 
 ACTION_SCHEMA_NAME = "agent_action"
 DIMENSION_SCHEMA_NAME = "dimension_score"
@@ -22,16 +33,11 @@ EPISODE_EVALUATION_SCHEMA_NAME = "episode_evaluation"
 SCORE_SCHEMA_NAME = "score"
 
 _ACTION_HELP = {
-    "none": '"none": do nothing this turn',
-    "speak": '"speak": say something; the argument is the words you say',
-    "non-verbal communication": (
-        '"non-verbal communication": a gesture or facial expression; the argument describes it'
-    ),
-    "action": '"action": a physical action; the argument describes it',
-    "leave": (
-        '"leave": leave the conversation (when your goal is reached, the conversation makes you '
-        "uncomfortable, you lose interest, or for any other reason)"
-    ),
+    "none": '"none"',
+    "speak": '"speak" (argument: your words)',
+    "non-verbal communication": '"non-verbal communication" (argument: a gesture)',
+    "action": '"action" (argument: a physical action)',
+    "leave": '"leave" (goal reached, uncomfortable or bored)',
 }
 
 
@@ -51,52 +57,70 @@ def agent_background(setup: EpisodeSetup, viewer: int) -> str:
     return background_text(scenario, names, backgrounds, goals)
 
 
-def environment_background(setup: EpisodeSetup) -> str:
-    """The judge's view: everything, secrets and goals included."""
-    names = [a.name for a in setup.agents]
-    backgrounds = [own_bio(a) for a in setup.agents]
-    goals = [render_tagged(setup.goal_of(j), ENVIRONMENT) for j in range(len(setup.agents))]
-    scenario = render_tagged(setup.scenario.scenario, ENVIRONMENT)
-    return background_text(scenario, names, backgrounds, goals)
+def environment_context(setup: EpisodeSetup) -> str:
+    """The judge's view, compact: the scenario and everyone's profile, secret and goal."""
+    lines = [f"Scenario: {render_tagged(setup.scenario.scenario, ENVIRONMENT)}"]
+    for j, agent in enumerate(setup.agents):
+        goal = render_tagged(setup.goal_of(j), ENVIRONMENT)
+        lines.append(f"{agent.name}: {profile_text(agent)} Goal: {goal}")
+    return "\n".join(lines)
 
 
-def action_schema(action_types: list[ActionType], recipients: list[str]) -> dict[str, Any]:
-    to_items: dict[str, Any] = {"type": "string"}
-    if recipients:
-        to_items["enum"] = recipients
+def action_schema(action_types: list[ActionType]) -> dict[str, Any]:
+    """The same for every agent (recipients are checked when parsing), so a prompt cache that
+    keeps the schema as a prefix shares it across agents."""
     return {
         "type": "object",
         "properties": {
-            "action_type": {"type": "string", "enum": list(action_types)},
+            "action_type": {"enum": list(action_types)},
             "argument": {"type": "string"},
-            "to": {"type": "array", "items": to_items},
+            "to": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["action_type", "argument", "to"],
         "additionalProperties": False,
     }
 
 
-def action_messages(
-    name: str,
-    history: str,
-    turn: int,
-    action_types: list[ActionType],
-    recipients: list[str],
-) -> list[dict[str, str]]:
-    """Full action prompt: the agent's whole observation history, answer as JSON."""
-    options = "\n".join(f"- {_ACTION_HELP[t]}" for t in action_types)
-    text = (
-        f"You are {name}. Act and speak as {name} would, pursuing {name}'s social goal.\n"
-        "Your goal and your secret are known only to you; the context below shows what you "
-        "know about the others. Stay consistent with your character, be natural, and do not "
-        "repeat what others have already said.\n\n"
-        f"{history.strip()}\n\n"
-        f"It is turn #{turn}. Choose one action type:\n{options}\n"
-        f'To make an action private, list its recipients in "to" (any of: '
-        f'{", ".join(recipients)}); leave "to" empty to address everyone.\n'
-        'Reply with one JSON object with the keys "action_type", "argument" and "to".'
-    )
-    return [{"role": "user", "content": text}]
+def agent_context(setup: EpisodeSetup, viewer: int, action_types: list[ActionType]) -> str:
+    """What an agent is told before its first turn.
+
+    The rules, the scenario and the participants come first: they are the same for every
+    agent of the episode, so a prompt cache shares them. Then what only this agent knows.
+    """
+    me = setup.agents[viewer]
+    options = ", ".join(_ACTION_HELP[t] for t in action_types)
+    lines = [
+        "Play your character; each turn, answer with a JSON action. "
+        f"action_type: {options}. "
+        '"to": private recipients ([] for everyone). '
+        "Pursue your goal in character, be natural, never repeat what was said. "
+        "Only you know your goal and secret.",
+        f"Scenario: {render_tagged(setup.scenario.scenario, agent_viewer(viewer))}",
+        f"Participants: {join_names([a.name for a in setup.agents])}",
+        f"You are {me.name}. {profile_text(me)}",
+    ]
+    for j, agent in enumerate(setup.agents):
+        seen = partner_profile(agent, setup.relationship_between(viewer, j)) if j != viewer else ""
+        if seen:
+            lines.append(f"{agent.name}: {seen}")
+    lines.append(f"Your goal: {render_tagged(setup.goal_of(viewer), agent_viewer(viewer))}")
+    return "\n".join(lines)
+
+
+def turn_message(seen: list[str], turn: int) -> str:
+    """What an agent saw since its last turn, then the turn it is asked for."""
+    return "".join(f"{line}\n" for line in seen) + f"Turn #{turn}."
+
+
+def action_json(action: AgentAction) -> str:
+    """An action as the agent's reply in its own conversation: compact JSON, empty fields
+    left out."""
+    data: dict[str, Any] = {"action_type": str(action.action_type)}
+    if action.argument:
+        data["argument"] = action.argument
+    if action.to:
+        data["to"] = action.to
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 def text_action_messages(
@@ -156,10 +180,34 @@ def integer_schema(dim: DimensionSpec) -> dict[str, Any]:
 
 
 def evaluation_schema(dims: list[DimensionSpec]) -> dict[str, Any]:
+    """Every dimension's reasoning and score (the answer's length is bounded by max_tokens).
+
+    A score range that several dimensions share is defined once under $defs and referred to,
+    which is shorter than repeating it; a range used once stays inline.
+    """
+    ranges = Counter((d.range_low, d.range_high) for d in dims)
+    shared = {r: f"s{k}" for k, r in enumerate(r for r, n in ranges.items() if n > 1)}
+    properties: dict[str, Any] = {}
+    for d in dims:
+        name = shared.get((d.range_low, d.range_high))
+        properties[d.name] = {"$ref": f"#/$defs/{name}"} if name else _reasoned_score(d)
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "required": [d.name for d in dims],
+        "additionalProperties": False,
+    }
+    if shared:
+        by_range = {(d.range_low, d.range_high): d for d in dims}
+        schema["$defs"] = {name: _reasoned_score(by_range[r]) for r, name in shared.items()}
+    return schema
+
+
+def _reasoned_score(dim: DimensionSpec) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {d.name: score_schema(d, 1000) for d in dims},
-        "required": [d.name for d in dims],
+        "properties": {"reasoning": {"type": "string"}, "score": integer_schema(dim)},
+        "required": ["reasoning", "score"],
         "additionalProperties": False,
     }
 
@@ -185,37 +233,37 @@ def episode_evaluation_schema(
 
 
 def judge_history(setup: EpisodeSetup, transcript: Transcript) -> str:
-    """The whole episode as the environment saw it (private actions marked)."""
-
-    lines = [environment_background(setup), ""]
+    """The whole episode as the environment saw it (private actions marked); a turn is
+    numbered only when several agents acted in it."""
+    done = [r for r in transcript.actions if r.action_type != ActionType.NONE]
+    crowded = {t for t in {r.turn for r in done} if sum(r.turn == t for r in done) > 1}
+    lines = [environment_context(setup), ""]
     current = -1
-    for record in transcript.actions:
-        if record.action_type == ActionType.NONE:
-            continue
-        if record.turn != current:
-            current = record.turn
-            lines.append(f"Turn #{current}")
-        lines.append(f"{record.agent_name} {action_text(record)}")
-    if current == -1:
+    for record in done:
+        if record.turn in crowded and record.turn != current:
+            lines.append(f"Turn #{record.turn}")
+        current = record.turn
+        lines.append(action_line(record.agent_name, record))
+    if not done:
         lines.append("(nobody did anything)")
     return "\n".join(lines)
 
 
 def _dimension_lines(dims: list[DimensionSpec]) -> str:
-    return "\n".join(
-        f"- {d.name} (integer from {d.range_low} to {d.range_high}): {d.description}" for d in dims
-    )
+    return "\n".join(f"- {d.name} ({d.range_low} to {d.range_high}): {d.description}" for d in dims)
 
 
 def agent_judge_messages(
     history: str, name: str, dims: list[DimensionSpec], termination: str
 ) -> list[dict[str, str]]:
+    """One agent's evaluation; only the last sentence names the agent, so the requests for the
+    agents of an episode share everything before it."""
     text = (
+        "Score one participant of this interaction from their point of view and goal: per "
+        "dimension, a short reasoning and an integer in its range.\n"
+        f"{_dimension_lines(dims)}\n\n"
         f"{history}\n\nThe episode ended: {termination.strip() or 'no reason given'}\n\n"
-        f"Evaluate how well {name} did in this interaction, from {name}'s point of view and "
-        f"goal. For each dimension below give a short reasoning and an integer score within "
-        f"its range.\n{_dimension_lines(dims)}\n"
-        'Reply with one JSON object mapping each dimension name to {"reasoning", "score"}.'
+        f"Evaluate how well {name} did."
     )
     return [{"role": "user", "content": text}]
 

@@ -51,6 +51,33 @@ def partner_bio(agent: AgentSpec, relationship: RelationshipType) -> str:
     return text
 
 
+def profile_text(agent: AgentSpec, personality: bool = True, secret: bool = True) -> str:
+    """A compact profile for prompts (the name is said by the caller)."""
+    adjective = _GENDER_ADJECTIVE.get(agent.gender.strip().lower(), "")
+    age = f"{agent.age}-year-old" if agent.age > 0 else ""
+    parts = [" ".join(part for part in (age, adjective, agent.occupation.lower()) if part)]
+    if agent.gender_pronoun:
+        parts.append(f"({agent.gender_pronoun})")
+    text = " ".join(p for p in parts if p)
+    text = f"{text}." if text else ""
+    if agent.public_info:
+        text += f" {agent.public_info}"
+    if personality and agent.personality_and_values:
+        text += f" Personality: {agent.personality_and_values}"
+    if secret and agent.secret:
+        text += f" Secret: {agent.secret}"
+    return text.strip()
+
+
+def partner_profile(agent: AgentSpec, relationship: RelationshipType) -> str:
+    """`profile_text` as a partner sees it (the levels of `partner_bio`); "" for a stranger."""
+    if relationship <= RelationshipType.STRANGER:
+        return ""
+    if relationship == RelationshipType.KNOW_BY_NAME:
+        return "known to you by name only."
+    return profile_text(agent, relationship > RelationshipType.ACQUAINTANCE, secret=False)
+
+
 def render_tagged(text: str, viewer: str) -> str:
     """Render Sotopia's XML-tagged text for one viewer.
 
@@ -128,6 +155,14 @@ def action_text(action: AgentAction) -> str:
     if action.to:
         return f"[private to {action.to!r}] {body}"
     return body
+
+
+def action_line(name: str, action: AgentAction) -> str:
+    """One action in a prompt: public speech as `Name: "words"`, anything else as Sotopia
+    words it."""
+    if action.action_type == ActionType.SPEAK and not action.to:
+        return f'{name}: "{action.argument}"'
+    return f"{name} {action_text(action)}"
 
 
 def first_observation(background: str) -> str:

@@ -105,8 +105,8 @@ SOTOPIA_DIMENSIONS: list[DimensionSpec] = [
     DimensionSpec(
         name="believability",
         description=(
-            "Does the agent behave like a natural, realistic person (no confusion about who it "
-            "is, no parroting others, no excessive politeness), consistent with its profile?"
+            "Acts like a natural, realistic person true to its profile (no confusion about "
+            "who it is, no parroting)."
         ),
         range_low=0,
         range_high=10,
@@ -114,52 +114,42 @@ SOTOPIA_DIMENSIONS: list[DimensionSpec] = [
     DimensionSpec(
         name="relationship",
         description=(
-            "Compare the relationship between the participants before and after the "
-            "interaction: negative if it was harmed, positive if it improved, 0 if unchanged. "
-            "Consider social status and reputation too."
+            "The relationship after versus before, social status and reputation included: "
+            "negative harmed, 0 unchanged, positive improved."
         ),
         range_low=-5,
         range_high=5,
     ),
     DimensionSpec(
         name="knowledge",
-        description="Did the agent gain new and important information through the interaction?",
+        description="New, important information the agent gained.",
         range_low=0,
         range_high=10,
     ),
     DimensionSpec(
         name="secret",
-        description=(
-            "Did the agent keep its secret or secret intentions? -10 means a critical leak, "
-            "0 means nothing was revealed."
-        ),
+        description="Kept its secrets and secret intentions: -10 a critical leak, 0 none.",
         range_low=-10,
         range_high=0,
     ),
     DimensionSpec(
         name="social_rules",
-        description=(
-            "Did the agent break moral rules or laws? 0 means no violation, negative values "
-            "mean violations, worse for more serious ones."
-        ),
+        description="Broke moral rules or laws: 0 never, lower for worse violations.",
         range_low=-10,
         range_high=0,
     ),
     DimensionSpec(
         name="financial_and_material_benefits",
         description=(
-            "Short-term (money, goods) and long-term (jobs, opportunities) gains or losses "
-            "for the agent: positive for gains, negative for losses."
+            "Money, goods, jobs or opportunities gained (positive) or lost (negative), short "
+            "and long term."
         ),
         range_low=-5,
         range_high=5,
     ),
     DimensionSpec(
         name="goal",
-        description=(
-            "Restate the agent's social goal and judge how far it was achieved: 0 not at all, "
-            "10 completely."
-        ),
+        description="Restate the agent's social goal, then how far it was reached: 0 to fully.",
         range_low=0,
         range_high=10,
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from engine.episode_log import episode_log_parts
 from engine.errors import EpisodeFailed
 from engine.judge import evaluate
 from engine.llm import ModelRegistry
+from engine.prompts import evaluation_schema
 from engine.types import SOTOPIA_DIMENSIONS, DimensionSpec
 from tests.support.factories import ALICE, make_setup
 from tests.support.fake_llm import FakeLLM, Rule
@@ -164,3 +166,25 @@ async def test_whole_episode_judge_fills_gaps_per_dimension(
     assert evaluation.stats.repairs >= 1 and evaluation.stats.fallbacks == 1
     reask = fake_llm.requests_of("judge")[1]
     assert "Alice Smith: missing" in reask.text and "outside the range -4..-2" in reask.text
+
+
+def test_evaluation_schema_defines_a_shared_range_once() -> None:
+    schema = evaluation_schema(SOTOPIA_DIMENSIONS)
+    defs = schema["$defs"]
+
+    def resolved(prop: dict[str, Any]) -> dict[str, Any]:
+        return defs[prop["$ref"].rsplit("/", 1)[1]] if "$ref" in prop else prop
+
+    for dim in SOTOPIA_DIMENSIONS:
+        entry = resolved(schema["properties"][dim.name])
+        assert entry["required"] == ["reasoning", "score"]
+        score = entry["properties"]["score"]
+        assert (score["minimum"], score["maximum"]) == (dim.range_low, dim.range_high)
+    assert len(defs) == 3  # 0..10, -5..5 and -10..0
+    assert schema["required"] == [d.name for d in SOTOPIA_DIMENSIONS]
+    inline = evaluation_schema(DIMS)  # every range used once: nothing to share
+    assert "$defs" not in inline and inline["properties"]["greed"]["properties"]["score"] == {
+        "type": "integer",
+        "minimum": -4,
+        "maximum": -2,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from engine.episode import simulate
 from engine.llm import ModelRegistry
@@ -81,11 +82,9 @@ async def test_private_message_hidden_from_others(
     fake_llm.add_rule(Rule.action(ALICE.name, "speak", "Psst, the money is gone.", [CAROL.name]))
     setup = make_setup(fake_llm.model_name(), agents=[ALICE, BOB, CAROL], max_turns=3)
     transcript = await simulate(setup, registry)
-    prompts = {
-        name: r.text for r in fake_llm.requests_of("action") for name in [r.text.split(".")[0]]
-    }
-    assert "Psst, the money is gone." not in prompts["You are Bob Jones"]
-    assert "Psst, the money is gone." in prompts["You are Carol White"]
+    prompts = {name: r.text for r in fake_llm.requests_of("action") for name in _seats(r.text)}
+    assert "Psst, the money is gone." not in prompts[BOB.name]
+    assert "Psst, the money is gone." in prompts[CAROL.name]
     obs = {receiver: text for _, receiver, text in transcript.messages[1][:3]}
     assert obs[BOB.name] == "Turn #0: \n"
     expected = (
@@ -121,3 +120,9 @@ async def test_random_order_is_seeded(fake_llm: FakeLLM, registry: ModelRegistry
         runs.append([r.agent_index for r in transcript.actions])
     assert runs[0] == runs[1]
     assert len(set(runs[0])) > 1
+
+
+def _seats(prompt: str) -> list[str]:
+    """The agent whose conversation this is (its context says "You are <name>.")."""
+    found = re.search(r"You are ([^.\n]+)\.", prompt)
+    return [found.group(1)] if found else []

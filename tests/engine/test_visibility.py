@@ -6,8 +6,8 @@ import pytest
 
 from engine.episode import simulate
 from engine.llm import ModelRegistry
-from engine.prompts import agent_background
-from engine.types import RelationshipSpec
+from engine.prompts import agent_background, agent_context
+from engine.types import ACTION_TYPES, RelationshipSpec
 from tests.support.factories import ALICE, BOB, make_setup
 from tests.support.fake_llm import FakeLLM
 
@@ -21,7 +21,7 @@ EXPECTED = {
     5: {"name", "public", "personality"},
 }
 FRAGMENTS = {
-    "public": ["41-year-old male teacher", "He/him pronouns", BOB.public_info],
+    "public": ["41-year-old male teacher", "(He/him)", BOB.public_info],
     "personality": [BOB.personality_and_values],
 }
 
@@ -35,22 +35,32 @@ async def test_partner_profile_follows_relationship(
     (request,) = fake_llm.requests_of("action")
     prompt = request.text
     assert "You are Alice Smith." in prompt
-    background_line = next(
-        line for line in prompt.splitlines() if line.startswith("Bob Jones's background")
-    )
+    about_bob = [line for line in prompt.splitlines() if line.startswith("Bob Jones: ")]
     for part, fragments in FRAGMENTS.items():
         for fragment in fragments:
             assert (fragment in prompt) == (part in EXPECTED[relationship]), (part, fragment)
     if relationship == 0:
-        assert background_line == "Bob Jones's background: Unknown"
+        assert about_bob == []
     elif relationship == 1:
-        assert background_line == "Bob Jones's background: Bob Jones"
+        assert about_bob == ["Bob Jones: known to you by name only."]
+    else:
+        assert len(about_bob) == 1
     # never the partner's secret or goal; always the own ones
     assert BOB.secret not in prompt
     assert "Keep your savings intact" not in prompt
-    assert "Bob Jones's goal: Unknown" in prompt
     assert ALICE.secret in prompt
     assert "Borrow 500 dollars" in prompt
+
+
+def test_prompt_follows_pair_relationship_and_own_hints() -> None:
+    pair = RelationshipSpec(agent_1_id=BOB.pk, agent_2_id=ALICE.pk, relationship=2)
+    setup = make_setup("m", relationship=5, relationships=[pair])
+    alice, bob = (agent_context(setup, i, list(ACTION_TYPES)) for i in (0, 1))
+    assert BOB.public_info in alice and BOB.personality_and_values not in alice
+    assert "Borrow 500 dollars from the other person You need it by Friday." in alice
+    assert "<extra_info>" not in alice and "Offer help of another kind" not in alice
+    assert "Keep your savings intact Offer help of another kind." in bob
+    assert "You need it by Friday" not in bob
 
 
 def test_stranger_background_reads_unknown_when_own_bio_present() -> None:

@@ -67,7 +67,7 @@ class Rule(BaseModel):
         """`agent` leaves (at `turn`, for JSON-action prompts)."""
         contains = [f"You are {agent}."]
         if turn is not None:
-            contains.append(f"It is turn #{turn}.")
+            contains.append(f"Turn #{turn}.")
         return cls(
             kind="action",
             contains=contains,
@@ -128,13 +128,16 @@ def classify(body: dict[str, Any]) -> tuple[Kind, dict[str, Any] | None, str]:
     return "other", None, text
 
 
-def sample(schema: dict[str, Any]) -> Any:
+def sample(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
     """A valid value for the simple schemas the engine sends (integers mid-range)."""
+    root = root or schema
+    if "$ref" in schema:  # "#/$defs/<name>"
+        return sample(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root)
     kind = schema.get("type")
     if "enum" in schema:
         return schema["enum"][0]
     if kind == "object":
-        return {k: sample(v) for k, v in schema.get("properties", {}).items()}
+        return {k: sample(v, root) for k, v in schema.get("properties", {}).items()}
     if kind == "integer":
         low, high = int(schema.get("minimum", 0)), int(schema.get("maximum", 10))
         return (low + high) // 2
@@ -151,9 +154,9 @@ def sample(schema: dict[str, Any]) -> Any:
 def default_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
     if kind == "action":
         who = re.search(r"You are ([^.\n]+)\.", text)
-        turn = re.search(r"It is turn #(\d+)", text)
+        turns = re.findall(r"Turn #(\d+)\.", text)  # the last one: the turn asked for
         name = who.group(1) if who else "someone"
-        argument = f"Hello, this is {name} at turn {turn.group(1) if turn else '?'}."
+        argument = f"Hello, this is {name} at turn {turns[-1] if turns else '?'}."
         return json.dumps({"action_type": "speak", "argument": argument, "to": []})
     if kind == "text_action":
         # A different line each turn (agents do not repeat themselves word for word).
