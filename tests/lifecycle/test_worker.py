@@ -5,6 +5,8 @@ mode (`run(burst=True)`) returns once nothing is left to take.
 """
 
 import asyncio
+import dataclasses
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from lifecycle.follow import EventHub
 from lifecycle.jobs import JobQueue
 from lifecycle.services import Services
 from lifecycle.transitions import EpisodeStore, EventsLog
-from lifecycle.worker import Worker, WorkerConfig, running_worker
+from lifecycle.worker import EPISODE_HEADROOM, Worker, WorkerConfig, running_worker
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.engine.conftest import FAST_RETRY
 from tests.support.fake_llm import FakeLLM
@@ -281,3 +283,35 @@ async def test_a_restart_episode_plays_again_from_the_start(
     assert done.status == Status.COMPLETED and done.attempt == 2
     assert "old" not in [t.argument for t in done.turns] and len(done.turns) == 2
     assert len(fake_llm.requests_of("action")) == 2
+
+
+async def test_a_worker_runs_about_twice_the_episodes_its_model_takes_calls(
+    services: Services, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    models = tmp_path / "models.json"
+    entry = {"name": "one-at-a-time", "base_url": fake_llm.base_url, "model": "fake"}
+    fixed = {"min_concurrency": 1, "max_concurrency": 1}
+    models.write_text(json.dumps({"models": [{**entry, **fixed}]}))
+    registry = ModelRegistry(models, tmp_path, retry=FAST_RETRY)
+    limited = dataclasses.replace(services, models=registry)
+    fake_llm.delay = 0.01
+    ids = await queue(limited, "one-at-a-time", count=20, turns=1)
+    worker = Worker(limited, config())
+    peak = 0
+
+    async def watch() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, len(worker.running))
+            await asyncio.sleep(0.002)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await asyncio.wait_for(worker.run(burst=True), BURST_TIMEOUT)
+        assert worker.episode_limit() == 2 * 1 + EPISODE_HEADROOM
+    finally:
+        watcher.cancel()
+        await registry.aclose()
+    assert 1 < peak <= 2 * 1 + EPISODE_HEADROOM
+    episodes = [await EpisodeLog.get(i) for i in ids]
+    assert {e.status for e in episodes} == {Status.COMPLETED}
