@@ -20,8 +20,9 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-INITIAL = 16
-"""The first limit of an adaptive endpoint (TCP starts at 10 segments)."""
+INITIAL = 32
+"""The first limit of an adaptive endpoint: few servers mind 32 requests at once (vLLM and
+llama.cpp queue them, TGI admits 128), and from it slow start reaches 256 in three round trips."""
 SMOOTHING = 0.2
 """Weight of each new latency in the recent average."""
 FORGETTING = 0.02

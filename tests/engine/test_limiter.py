@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.limiter import AdaptiveLimit
+from engine.limiter import INITIAL, AdaptiveLimit
 from engine.llm import ChatRequest, ModelRegistry, RetryPolicy
 from engine.stats import GenerationStats
 from tests.support.fake_llm import FakeLLM, RateLimit
@@ -255,7 +255,7 @@ async def test_over_http_a_busy_endpoint_gets_fewer_calls_and_each_succeeds(
     assert replies == ["OK"] * 40
     assert fake_llm.rejected > 0
     assert limit.overloads == fake_llm.rejected == stats.rate_limited
-    assert limit.limit < 16  # cut from its first limit
+    assert limit.limit < INITIAL  # cut from its first limit
     assert registry.capacity() == 0  # closed: no endpoint in use
 
 
