@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 
 from bench.common import bench_redis
 from storage.embedded import free_port
@@ -48,6 +49,7 @@ class Run:
     failed: int = 0
     served: int = 0
     rejected: int = 0
+    worker_cpu: float = 0.0
     trace: list[tuple[float, int]] = field(default_factory=list)
 
 
@@ -57,9 +59,17 @@ async def fake_stats(client: httpx.AsyncClient, base: str) -> dict[str, int]:
     return stats
 
 
-async def run_batch(api_url: str, base: str, inputs: list[dict[str, object]]) -> Run:
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+async def run_batch(
+    api_url: str, base: str, inputs: list[dict[str, object]], worker_pid: int
+) -> Run:
     """Queue the batch, wait until every episode has ended, sampling the fake meanwhile."""
     run = Run()
+    cpu = cpu_seconds(worker_pid)
     async with httpx.AsyncClient(timeout=10) as client:
         before = await fake_stats(client, base)
         began = time.perf_counter()
@@ -80,6 +90,7 @@ async def run_batch(api_url: str, base: str, inputs: list[dict[str, object]]) ->
                 break
             await asyncio.sleep(SAMPLE_SECONDS)
         after = await fake_stats(client, base)
+    run.worker_cpu = cpu_seconds(worker_pid) - cpu
     run.served = after["served"] - before["served"]
     run.rejected = after["rejected"] - before["rejected"]
     return run
@@ -104,10 +115,10 @@ async def with_worker(
             one = start_input(scenario, agents, model, maxTurns=turns)
             with (
                 api_process(env, Path(tmp) / "api.log", "--no-worker") as api,
-                worker_process(env, Path(tmp) / "worker.log", concurrency=None),
+                worker_process(env, Path(tmp) / "worker.log", concurrency=None) as worker,
             ):
                 await asyncio.sleep(1)
-                return [await run_batch(api.url, base, [one] * n) for n in batches]
+                return [await run_batch(api.url, base, [one] * n, worker.pid) for n in batches]
 
 
 def trace_lines(trace: list[tuple[float, int]], points: int = 40, width: int = 10) -> list[str]:
@@ -126,7 +137,8 @@ def report(name: str, run: Run) -> None:
     rate = run.served / run.seconds if run.seconds else 0.0
     print(
         f"{name}: {run.seconds:.2f} s, {run.completed} completed, {run.failed} failed, "
-        f"{run.served} calls served ({rate:.0f}/s), {run.rejected} answered 429"
+        f"{run.served} calls served ({rate:.0f}/s), {run.rejected} answered 429, "
+        f"worker CPU {run.worker_cpu:.2f} s"
     )
     peak = max((n for _, n in run.trace), default=0)
     mean = sum(n for _, n in run.trace) / len(run.trace) if run.trace else 0.0
@@ -149,6 +161,18 @@ async def main(opts: argparse.Namespace) -> None:
             f"(ratio {many.seconds / single.seconds:.2f}x), {many.failed} failed"
         )
         report("batch", many)
+        if opts.fixed:
+            entry = {"max_concurrency": opts.fixed, "min_concurrency": opts.fixed}
+            single, many = await with_worker(
+                opts.delay, RateLimit(), entry, [1, opts.episodes], opts.turns
+            )
+            print(f"== for comparison: a fixed limit of {opts.fixed} in a models file")
+            print(f"one episode alone:     {single.seconds:.2f} s")
+            print(
+                f"{opts.episodes} episodes at once: {many.seconds:.2f} s "
+                f"(ratio {many.seconds / single.seconds:.2f}x)"
+            )
+            report("batch", many)
     limits = {
         "in-flight": (RateLimit(in_flight=opts.in_flight), opts.in_flight),
         "per-second": (
@@ -181,4 +205,7 @@ if __name__ == "__main__":
     parser.add_argument("--in-flight", type=int, default=40)
     parser.add_argument("--per-second", type=int, default=200)
     parser.add_argument("--parts", default="defaults,in-flight,per-second")
+    parser.add_argument(
+        "--fixed", type=int, default=0, help="also run the defaults part with this fixed limit"
+    )
     asyncio.run(main(parser.parse_args()))
