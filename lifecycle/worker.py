@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from engine.backoff import Backoff
 from engine.episode import HistoryMismatch, Played, play
 from engine.errors import EpisodeFailed
+from engine.limiter import INITIAL
 from engine.stats import GenerationStats
 from engine.types import (
     SOTOPIA_DIMENSIONS,
@@ -214,8 +215,10 @@ class Worker:
         """Episodes mostly wait on their model, so a worker runs about twice as many as its
         models take calls at once (their adaptive limits, added up): each free call has an
         episode ready to make it, and a slow or rate-limited model draws no more jobs than it
-        serves, which leaves them to other workers. Never more than `concurrency`."""
-        return min(self.config.concurrency, 2 * self.llm.capacity() + EPISODE_HEADROOM)
+        serves, which leaves them to other workers. Before any model is called, each counts
+        as a new endpoint's first limit. Never more than `concurrency`."""
+        calls = self.llm.capacity() or INITIAL
+        return min(self.config.concurrency, 2 * calls + EPISODE_HEADROOM)
 
     async def _wait_for_room(self) -> int:
         """The number of episodes this worker may start now, once it is at least one."""
