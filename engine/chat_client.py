@@ -76,6 +76,11 @@ def _status_error(status: int, text: str, response: aiohttp.ClientResponse) -> C
 
 
 def _retry_after(response: aiohttp.ClientResponse) -> float | None:
+    """Seconds from `retry-after-ms` (as OpenAI sends) or `Retry-After` (seconds)."""
+    try:
+        return float(response.headers["retry-after-ms"]) / 1000
+    except (KeyError, ValueError):
+        pass
     try:
         return float(response.headers.get("retry-after", ""))
     except ValueError:

@@ -1,4 +1,5 @@
-"""One way to call every model: the OpenAI chat API, our retries, a concurrency cap per model."""
+"""One way to call every model: the OpenAI chat API, our retries, an adaptive concurrency cap per
+endpoint (engine/limiter.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 from engine.backoff import Backoff
 from engine.chat_client import ChatClient, ChatError
 from engine.errors import LLMTransportError, LocalModelError, UnknownModelError
+from engine.limiter import AdaptiveLimit
 from engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
 from engine.models import (
     LOCAL_MODEL,
@@ -68,14 +70,20 @@ class LLMRouter(ModelCatalog, Protocol):
 @dataclass
 class _Endpoint:
     client: ChatClient
-    semaphore: asyncio.Semaphore
+    limit: AdaptiveLimit
+    """Shared by every model at the same base URL."""
     schema_rejected: bool = False
+
+
+def _overloaded(exc: ChatError) -> bool:
+    """Errors that say the endpoint has too much to do: fewer calls at once, then."""
+    return exc.kind in ("rate_limited", "timeout") or (exc.status or 0) >= 500
 
 
 class ModelRegistry:
     """Knows every usable model name and calls them; `aclose()` stops what it started.
 
-    One registry serves one event loop (its semaphores and locks are bound to it).
+    One registry serves one event loop (its limits are bound to it).
     """
 
     def __init__(
@@ -92,6 +100,16 @@ class ModelRegistry:
         self.retry = retry or RetryPolicy()
         self.local = LocalModelServer(data_dir, threads=local_threads)
         self._endpoints: dict[str, _Endpoint] = {}
+        self._limits: dict[str, AdaptiveLimit] = {}
+
+    def capacity(self) -> int:
+        """Calls the endpoints in use take at once now: their limits added up (0 before any
+        model is called)."""
+        return sum(limit.limit for limit in self._limits.values())
+
+    def limits(self) -> dict[str, AdaptiveLimit]:
+        """Each endpoint's limit, by base URL."""
+        return dict(self._limits)
 
     def list_models(self) -> list[ModelInfo]:
         problem = local_model_problem()
@@ -140,9 +158,20 @@ class ModelRegistry:
                 await endpoint.client.aclose()
             key = os.environ.get(info.api_key_env or "", "") or "EMPTY"
             client = ChatClient(base_url, key, info.timeout)
-            endpoint = _Endpoint(client, asyncio.Semaphore(info.max_concurrency))
+            endpoint = _Endpoint(client, self._limit(client.base_url, info))
             self._endpoints[info.name] = endpoint
+            used = {e.client.base_url for e in self._endpoints.values()}
+            self._limits = {url: limit for url, limit in self._limits.items() if url in used}
         return endpoint, base_url
+
+    def _limit(self, base_url: str, info: ModelInfo) -> AdaptiveLimit:
+        limit = self._limits.get(base_url)
+        if limit is None:
+            limit = AdaptiveLimit(info.max_concurrency, info.min_concurrency)
+            self._limits[base_url] = limit
+        else:
+            limit.narrow(info.max_concurrency, info.min_concurrency)
+        return limit
 
     async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str:
         """Send one chat request, retrying transport failures; return the reply text."""
@@ -160,8 +189,13 @@ class ModelRegistry:
             try:
                 stats.requests += 1
                 t0 = time.monotonic()
-                async with endpoint.semaphore:
-                    response = await endpoint.client.create(kwargs)
+                async with endpoint.limit.slot() as slot:
+                    try:
+                        response = await endpoint.client.create(kwargs)
+                    except ChatError as exc:
+                        if _overloaded(exc):
+                            slot.overload(exc.retry_after)
+                        raise
                 stats.llm_seconds += time.monotonic() - t0
                 usage = response.get("usage") or {}
                 stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
@@ -196,6 +230,7 @@ class ModelRegistry:
 
     async def aclose(self) -> None:
         endpoints, self._endpoints = list(self._endpoints.values()), {}
+        self._limits = {}
         for endpoint in endpoints:
             await endpoint.client.aclose()
         await self.local.aclose()

@@ -47,6 +47,9 @@ LOCAL_SAMPLING: dict[str, Any] = {
     "top_p": 0.95,
 }
 """llama.cpp sampling settings for the embedded model (measured in bench/RESULTS.md)."""
+DEFAULT_CEILING = 256
+"""Most calls in flight to one endpoint unless the models file says otherwise: about what one
+worker's CPU drives at 200 ms a call (bench/RESULTS.md, issue 11)."""
 
 
 class ModelInfo(BaseModel):
@@ -66,7 +69,10 @@ class ModelInfo(BaseModel):
     judge_mode: JudgeMode = "per_agent"
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Further keys of every request body (sampling settings the endpoint understands)."""
-    max_concurrency: int = 8
+    max_concurrency: int = DEFAULT_CEILING
+    """Ceiling of the adaptive limit on calls in flight to its endpoint (engine/limiter.py)."""
+    min_concurrency: int = 1
+    """Floor of that limit; equal to the ceiling, a fixed limit."""
     timeout: float = 60.0
     """Seconds allowed for one HTTP request."""
     available: bool = True
@@ -85,8 +91,15 @@ class ConfiguredModel(BaseModel):
     text_actions: bool = False
     judge_mode: JudgeMode = "per_agent"
     extra_body: dict[str, Any] = Field(default_factory=dict)
-    max_concurrency: int = Field(default=4, ge=1)
+    max_concurrency: int = Field(default=DEFAULT_CEILING, ge=1)
+    min_concurrency: int = Field(default=1, ge=1)
     timeout: float = Field(default=60.0, gt=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ConfiguredModel:
+        if self.min_concurrency > self.max_concurrency:
+            raise ValueError("min_concurrency must not exceed max_concurrency")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -124,6 +137,7 @@ def local_model_info(available: bool, reason: str | None) -> ModelInfo:
         judge_mode="per_episode",
         extra_body=LOCAL_SAMPLING,
         max_concurrency=SLOTS,
+        min_concurrency=SLOTS,
         timeout=180.0,
         available=available,
         reason=reason,
@@ -157,6 +171,7 @@ def configured_model_info(entry: ConfiguredModel) -> ModelInfo:
         judge_mode=entry.judge_mode,
         extra_body=entry.extra_body,
         max_concurrency=entry.max_concurrency,
+        min_concurrency=entry.min_concurrency,
         timeout=entry.timeout,
         available=not missing,
         reason=f"environment variable {entry.api_key_env} is not set" if missing else None,

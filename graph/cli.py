@@ -105,7 +105,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, help="episodes the in-process worker runs at once")
 
     work = commands.add_parser("worker", help="run episodes from the queue (no API)")
-    work.add_argument("--concurrency", type=int, help="episodes run at once (default 8)")
+    work.add_argument("--concurrency", type=int, help="most episodes run at once (default 512)")
     work.add_argument("--data-dir", type=Path, help="where embedded data lives")
 
     export = commands.add_parser("export-schema", help="print the GraphQL SDL")

@@ -33,7 +33,12 @@ class RunSettings(BaseSettings):
     models_file: Path | None = Field(
         default=None, description="JSON file of named OpenAI-compatible model endpoints."
     )
-    concurrency: int = Field(default=8, ge=1, description="Episodes one worker runs at once.")
+    concurrency: int = Field(
+        default=512,
+        ge=1,
+        description="Most episodes one worker runs at once; below it, about twice the calls "
+        "its models' adaptive limits take at once.",
+    )
     lease_seconds: float = Field(
         default=30.0, gt=0, description="A dead worker's jobs are taken over after this long."
     )

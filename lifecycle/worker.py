@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from engine.backoff import Backoff
 from engine.episode import HistoryMismatch, Played, play
 from engine.errors import EpisodeFailed
+from engine.limiter import INITIAL
 from engine.stats import GenerationStats
 from engine.types import (
     SOTOPIA_DIMENSIONS,
@@ -63,9 +64,18 @@ Status = EpisodeStatus
 ACTIVE = (Status.RUNNING, Status.EVALUATING)
 
 
+MAX_EPISODES = 512
+"""Default cap on a worker's episodes at once: about 60 MiB of episode state (bench/RESULTS.md);
+Redis connections do not grow with it (the client's pool is bounded and waits)."""
+EPISODE_HEADROOM = 8
+ROOM_POLL = 0.1
+"""Seconds between looks at the models' limits while a worker is full (they grow meanwhile)."""
+
+
 @dataclass(frozen=True)
 class WorkerConfig:
-    concurrency: int = 8
+    concurrency: int = MAX_EPISODES
+    """Most episodes at once; below it the models' adaptive limits decide (`episode_limit`)."""
     lease_seconds: float = 30.0
     """A job whose lease is not renewed for this long is taken over by another worker."""
     max_attempts: int = 3
@@ -139,7 +149,8 @@ class Worker:
         self.jobs = services.jobs
         self.store = services.store
         self.running: dict[str, Running] = {}
-        self._slots = asyncio.Semaphore(self.config.concurrency)
+        self._room = asyncio.Event()
+        """Set when an episode ends: its place is free."""
         self._stopping = asyncio.Event()
         self._burst = False
         self._renewed_at = time.monotonic()
@@ -179,7 +190,7 @@ class Worker:
 
     async def _read_loop(self) -> None:
         while True:
-            free = await self._wait_for_slot()
+            free = await self._wait_for_room()
             block_ms = 100 if self._burst else 1000
             try:
                 jobs = await self.jobs.read(self.config.consumer, free, block_ms=block_ms)
@@ -200,13 +211,26 @@ class Worker:
             await self._sweep()
         return not self.running
 
-    async def _wait_for_slot(self) -> int:
-        await self._slots.acquire()
-        self._slots.release()
-        return self.config.concurrency - len(self.running)
+    def episode_limit(self) -> int:
+        """Episodes mostly wait on their model, so a worker runs about twice as many as its
+        models take calls at once (their adaptive limits, added up): each free call has an
+        episode ready to make it, and a slow or rate-limited model draws no more jobs than it
+        serves, which leaves them to other workers. Before any model is called, each counts
+        as a new endpoint's first limit. Never more than `concurrency`."""
+        calls = self.llm.capacity() or INITIAL
+        return min(self.config.concurrency, 2 * calls + EPISODE_HEADROOM)
+
+    async def _wait_for_room(self) -> int:
+        """The number of episodes this worker may start now, once it is at least one."""
+        while (free := self.episode_limit() - len(self.running)) <= 0:
+            self._room.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(ROOM_POLL):
+                    await self._room.wait()
+        return free
 
     async def _sweep(self) -> None:
-        free = self.config.concurrency - len(self.running)
+        free = self.episode_limit() - len(self.running)
         if free <= 0:
             return
         idle_ms = int(self.config.lease_seconds * 1000)
@@ -255,14 +279,14 @@ class Worker:
                 )
 
     async def _launch(self, job: Job) -> None:
-        await self._slots.acquire()
+        await self._wait_for_room()
         task = asyncio.create_task(self._run_job(job))
         self.running[job.entry_id] = Running(job=job, attempt=0, task=task)
         task.add_done_callback(lambda _: self._finished(job))
 
     def _finished(self, job: Job) -> None:
         self.running.pop(job.entry_id, None)
-        self._slots.release()
+        self._room.set()
 
     async def _hand_back(self) -> None:
         """Cancel what runs and make its entries reclaimable at once (not acked: redelivered),

@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from tests.support.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM, RateLimit
 
 CLIENT = """
 import json, sys, httpx
@@ -46,3 +46,43 @@ async def test_fixed_delay_and_models(fake_llm: FakeLLM) -> None:
         response = await client.post("/chat/completions", json=body)
         assert time.perf_counter() - started >= 0.2
     assert response.json()["choices"][0]["message"]["content"] == "OK"
+
+
+async def test_a_limit_on_requests_at_once_answers_429_beyond_it(fake_llm: FakeLLM) -> None:
+    fake_llm.delay = 1.0
+    fake_llm.limit = RateLimit(in_flight=2)
+    body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
+    async with httpx.AsyncClient(base_url=fake_llm.base_url, timeout=30) as client:
+        answers = await asyncio.gather(
+            *(client.post("/chat/completions", json=body) for _ in range(5))
+        )
+        stats = (await client.get(fake_llm.base_url.removesuffix("/v1") + "/_fake/stats")).json()
+    assert sorted(a.status_code for a in answers) == [200, 200, 429, 429, 429]
+    assert not any("retry-after" in a.headers for a in answers)
+    assert stats == {"in_flight": 0, "peak_in_flight": 2, "served": 2, "rejected": 3}
+
+
+async def test_a_limit_per_second_says_when_to_come_back(fake_llm: FakeLLM) -> None:
+    fake_llm.limit = RateLimit(per_second=2)
+    body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
+    async with httpx.AsyncClient(base_url=fake_llm.base_url, timeout=30) as client:
+        answers = [await client.post("/chat/completions", json=body) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 429]
+    refused = answers[2].headers
+    assert refused["retry-after"] == "1"
+    assert 0 < int(refused["retry-after-ms"]) <= 1000
+    assert fake_llm.rejected == 1
+
+
+async def test_a_limit_at_once_can_say_retry_after(fake_llm: FakeLLM) -> None:
+    fake_llm.delay = 1.0
+    fake_llm.limit = RateLimit(in_flight=1, retry_after=0.25)
+    body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
+    async with httpx.AsyncClient(base_url=fake_llm.base_url, timeout=30) as client:
+        first = asyncio.create_task(client.post("/chat/completions", json=body))
+        while fake_llm.in_flight == 0:  # noqa: ASYNC110 - set in the server's thread
+            await asyncio.sleep(0.01)
+        refused = await client.post("/chat/completions", json=body)
+        assert (await first).status_code == 200
+    assert refused.status_code == 429
+    assert (refused.headers["retry-after"], refused.headers["retry-after-ms"]) == ("1", "250")

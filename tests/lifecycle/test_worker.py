@@ -5,6 +5,8 @@ mode (`run(burst=True)`) returns once nothing is left to take.
 """
 
 import asyncio
+import dataclasses
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,13 +15,14 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from engine.limiter import INITIAL
 from engine.llm import ModelRegistry
 from lifecycle import start
 from lifecycle.follow import EventHub
 from lifecycle.jobs import JobQueue
 from lifecycle.services import Services
 from lifecycle.transitions import EpisodeStore, EventsLog
-from lifecycle.worker import Worker, WorkerConfig, running_worker
+from lifecycle.worker import EPISODE_HEADROOM, Worker, WorkerConfig, running_worker
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.engine.conftest import FAST_RETRY
 from tests.support.fake_llm import FakeLLM
@@ -281,3 +284,39 @@ async def test_a_restart_episode_plays_again_from_the_start(
     assert done.status == Status.COMPLETED and done.attempt == 2
     assert "old" not in [t.argument for t in done.turns] and len(done.turns) == 2
     assert len(fake_llm.requests_of("action")) == 2
+
+
+async def test_a_worker_runs_about_twice_the_episodes_its_model_takes_calls(
+    services: Services, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    models = tmp_path / "models.json"
+    entry = {"name": "one-at-a-time", "base_url": fake_llm.base_url, "model": "fake"}
+    fixed = {"min_concurrency": 1, "max_concurrency": 1}
+    models.write_text(json.dumps({"models": [{**entry, **fixed}]}))
+    registry = ModelRegistry(models, tmp_path, retry=FAST_RETRY)
+    limited = dataclasses.replace(services, models=registry)
+    ids = await queue(limited, "one-at-a-time", count=100, turns=1)
+    worker = Worker(limited, config())
+    first, then = 2 * INITIAL + EPISODE_HEADROOM, 2 * 1 + EPISODE_HEADROOM
+    samples: list[int] = []
+
+    async def watch() -> None:
+        while True:
+            samples.append(len(worker.running))
+            await asyncio.sleep(0.002)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await asyncio.wait_for(worker.run(burst=True), BURST_TIMEOUT)
+        assert worker.episode_limit() == then
+    finally:
+        watcher.cancel()
+        await registry.aclose()
+    # Before its first call the model counts as a new endpoint (limit 32); once the first
+    # episodes have drained, the worker holds no more than its model's limit says.
+    assert max(samples) <= first
+    top = samples.index(max(samples))
+    settled = next(i for i in range(top, len(samples)) if samples[i] <= then)
+    assert 1 < max(samples[settled:]) <= then
+    episodes = [await EpisodeLog.get(i) for i in ids]
+    assert {e.status for e in episodes} == {Status.COMPLETED}

@@ -12,8 +12,14 @@ hangs, out-of-range scores, leaving); every request is recorded.
         model = fake.model_name()                          # custom/fake@http://127.0.0.1:…/v1
 
 Other processes can script it too: POST /_fake/rules (a JSON list of rules),
-POST /_fake/reset, GET /_fake/requests. `python -m tests.support.fake_llm` serves one
-until interrupted.
+POST /_fake/reset, GET /_fake/requests, GET /_fake/stats. `python -m tests.support.fake_llm`
+serves one until interrupted.
+
+A rate limit answers 429 beyond it, with Retry-After (and OpenAI's retry-after-ms) when it
+knows when to come back:
+
+    FakeLLM(delay=0.2, limit=RateLimit(in_flight=40))      # 429 without Retry-After
+    FakeLLM(delay=0.2, limit=RateLimit(per_second=200))    # 429 with the seconds to wait
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import random
 import re
 import socket
@@ -30,6 +37,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import deque
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -87,6 +95,17 @@ class Rule(BaseModel):
         return cls(
             kind="action", contains=[f"You are {agent}."], content=json.dumps(body), times=times
         )
+
+
+class RateLimit(BaseModel):
+    """At most `in_flight` requests at once and `per_second` in any second; beyond either, 429."""
+
+    in_flight: int | None = None
+    per_second: int | None = None
+    retry_after: float | None = None
+    """Seconds to wait, said with a 429 for too many at once (None: nothing said, as TGI and
+    Ollama do); one over the per-second limit is told when the oldest request of the last
+    second ages out."""
 
 
 class RecordedRequest(BaseModel):
@@ -169,8 +188,19 @@ def default_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
 class FakeLLM:
     """The fake server; a context manager that starts and stops it."""
 
-    def __init__(self, delay: float = 0.0, faults: dict[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        delay: float = 0.0,
+        faults: dict[str, float] | None = None,
+        limit: RateLimit | None = None,
+    ) -> None:
         self.delay = delay
+        self.limit = limit or RateLimit()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.rejected = 0
+        """Requests answered 429 by the rate limit."""
+        self._admitted: deque[float] = deque()
         self.faults = faults or {}
         """Chance of each unscripted answer going wrong: "500", "429", "garbage", "hang"."""
         self._chance = random.Random(0)
@@ -188,6 +218,7 @@ class FakeLLM:
                 Route("/_fake/rules", self._post_rules, methods=["POST"]),
                 Route("/_fake/reset", self._post_reset, methods=["POST"]),
                 Route("/_fake/requests", self._get_requests, methods=["GET"]),
+                Route("/_fake/stats", self._get_stats, methods=["GET"]),
             ]
         )
 
@@ -204,9 +235,12 @@ class FakeLLM:
             self._rules.extend(rules)
 
     def reset(self) -> None:
+        """No rules, no recorded requests, no rate limit."""
         with self._lock:
             self._rules.clear()
             self._requests.clear()
+        self.limit = RateLimit()
+        self.peak_in_flight = self.rejected = 0
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -246,8 +280,40 @@ class FakeLLM:
             roll -= chance
         return None
 
+    def _over_limit(self) -> tuple[bool, float | None]:
+        """Whether the rate limit refuses this request (else it is admitted), and the seconds
+        to tell the client to wait."""
+        now = time.monotonic()
+        window = self._admitted
+        while window and window[0] <= now - 1.0:
+            window.popleft()
+        if self.limit.in_flight is not None and self.in_flight >= self.limit.in_flight:
+            return True, self.limit.retry_after
+        if self.limit.per_second is not None and len(window) >= self.limit.per_second:
+            return True, window[0] + 1.0 - now
+        if self.limit.per_second is not None:
+            window.append(now)
+        return False, None
+
     # --- endpoints ---------------------------------------------------------------
     async def _chat(self, request: Request) -> Response:
+        refused, wait = self._over_limit()
+        if refused:
+            self.rejected += 1
+            headers = {}
+            if wait is not None:
+                headers["retry-after"] = str(math.ceil(wait))
+                headers["retry-after-ms"] = f"{wait * 1000:.0f}"
+            error = {"error": {"message": "rate limit reached", "type": "rate_limit"}}
+            return JSONResponse(error, status_code=429, headers=headers)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: Request) -> Response:
         body = await request.json()
         kind, schema, text = classify(body)
         rule = self._take_rule(kind, text) or self._fault()
@@ -309,6 +375,18 @@ class FakeLLM:
     async def _get_requests(self, request: Request) -> Response:
         return JSONResponse([r.model_dump() for r in self.requests])
 
+    async def _get_stats(self, request: Request) -> Response:
+        with self._lock:
+            served = len(self._requests)
+        return JSONResponse(
+            {
+                "in_flight": self.in_flight,
+                "peak_in_flight": self.peak_in_flight,
+                "served": served,
+                "rejected": self.rejected,
+            }
+        )
+
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> FakeLLM:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -348,9 +426,17 @@ class FakeLLM:
 
 
 @contextlib.contextmanager
-def fake_llm_process(port: int, delay: float = 0.0, faults: str = "") -> Iterator[tuple[str, int]]:
+def fake_llm_process(
+    port: int, delay: float = 0.0, faults: str = "", limit: RateLimit | None = None
+) -> Iterator[tuple[str, int]]:
     """The fake in a process of its own (so its CPU is not the caller's); yields its base URL
     and pid once it answers, and stops it by pid."""
+    limit = limit or RateLimit()
+    limits = [] if limit.retry_after is None else ["--retry-after", str(limit.retry_after)]
+    if limit.in_flight is not None:
+        limits += ["--max-in-flight", str(limit.in_flight)]
+    if limit.per_second is not None:
+        limits += ["--per-second", str(limit.per_second)]
     process = subprocess.Popen(
         [
             sys.executable,
@@ -360,6 +446,7 @@ def fake_llm_process(port: int, delay: float = 0.0, faults: str = "") -> Iterato
             str(port),
             "--delay",
             str(delay),
+            *limits,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -393,9 +480,15 @@ def main() -> None:
         default="",
         help='chances of unscripted faults, e.g. "500=0.08,429=0.03,garbage=0.04,hang=0.01"',
     )
+    parser.add_argument("--max-in-flight", type=int, help="429 beyond this many at once")
+    parser.add_argument("--per-second", type=int, help="429 beyond this many in any second")
+    parser.add_argument("--retry-after", type=float, help="seconds said with a 429 (at once)")
     args = parser.parse_args()
     faults = {k: float(v) for k, v in (f.split("=") for f in args.faults.split(",") if f)}
-    fake = FakeLLM(delay=args.delay, faults=faults)
+    limit = RateLimit(
+        in_flight=args.max_in_flight, per_second=args.per_second, retry_after=args.retry_after
+    )
+    fake = FakeLLM(delay=args.delay, faults=faults, limit=limit)
     fake.port = args.port
     with fake:
         print(fake.base_url, flush=True)

@@ -89,8 +89,12 @@ def api_process(env: dict[str, str], log: Path, *extra: str) -> Iterator[ApiProc
 
 
 @contextmanager
-def worker_process(env: dict[str, str], log: Path, concurrency: int = 4) -> Iterator[Process]:
-    process = Process(["worker", "--concurrency", str(concurrency)], env, log)
+def worker_process(
+    env: dict[str, str], log: Path, concurrency: int | None = 4
+) -> Iterator[Process]:
+    """A `parley worker`; `concurrency=None` leaves it at its default."""
+    flags = [] if concurrency is None else ["--concurrency", str(concurrency)]
+    process = Process(["worker", *flags], env, log)
     try:
         yield process
     finally:
