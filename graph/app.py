@@ -39,6 +39,7 @@ from graph.request_ids import RequestIds
 from graph.schema import Limits, build_schema
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
+from graph.webapp import APP_PATH, webapp_routes
 from lifecycle.services import Services, open_services
 from lifecycle.worker import Worker, WorkerConfig, running_worker
 
@@ -273,10 +274,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/readyz", readyz),
         Route("/metrics", metrics),
     ]
-    open_prefixes: tuple[str, ...] = ()
+    routes += webapp_routes()
+    open_prefixes: tuple[str, ...] = (APP_PATH + "/",)
     if settings.graphiql:
         routes.append(graphiql_assets())
-        open_prefixes = (ASSETS_PATH + "/",)
+        open_prefixes += (ASSETS_PATH + "/",)
     return Starlette(
         routes=routes,
         lifespan=lifespan,
