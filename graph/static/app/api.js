@@ -61,6 +61,7 @@ export class Api {
     }
     if (response.status === 401) {
       const error = new ApiError(token.get() ? TOKEN_REFUSED : "This server needs a token.", "auth");
+      error.refused = Boolean(token.get());
       this.onAuthError(error);
       throw error;
     }
@@ -130,6 +131,7 @@ export class Api {
             if (error && error.code === 4403) {
               stopped = true;
               const refused = new ApiError(TOKEN_REFUSED, "auth");
+              refused.refused = true;
               this.onAuthError(refused);
               handlers.failed(refused);
             } else if (error && error.code >= 4400 && error.code < 4500) {

@@ -108,12 +108,7 @@ async function enter(api) {
   try {
     await api.request("Probe");
   } catch (error) {
-    if (error instanceof ApiError && error.kind === "auth") {
-      const refused = Boolean(token.get());
-      token.clear();
-      tokenGate(api, refused ? TOKEN_REFUSED : null);
-      return;
-    }
+    if (error instanceof ApiError && error.kind === "auth") return; // onAuthError shows the gate
     clear(main).append(errorBox(error));
     return;
   }
@@ -125,7 +120,7 @@ async function start() {
   const api = new Api(operations, "graphql");
   api.onAuthError = (error) => {
     token.clear();
-    tokenGate(api, error.message);
+    tokenGate(api, error.refused ? TOKEN_REFUSED : null);
   };
   window.addEventListener("hashchange", () => render(api));
   await enter(api);

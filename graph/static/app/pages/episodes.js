@@ -85,7 +85,7 @@ export async function episodesPage({ api, query, main, setConnection }) {
         h("li", { dataset: { status } }, h("a", { href: link }, statusBadge(status), " ", h("span", { class: "count" }, String(count)))),
       );
     }
-    total.textContent = `${sum} episodes match${filter.status ? "; " + list.episodes.totalCount + " " + words(filter.status) : ""}.`;
+    total.textContent = `${sum} ${sum === 1 ? "episode matches" : "episodes match"} the tag, agent and scenario.`;
   };
   showCounts(counts);
 
@@ -123,6 +123,10 @@ export async function episodesPage({ api, query, main, setConnection }) {
     const row = body.querySelector(`tr[data-episode="${CSS.escape(event.episodeId)}"]`);
     if (row) {
       row.querySelector(".status-cell").replaceChildren(statusBadge(event.status));
+      if (event.kind === "STATUS") {
+        const found = await api.request("EpisodeRowById", { id: event.episodeId });
+        if (found.episode && row.isConnected) row.replaceWith(episodeRow(found.episode));
+      }
     } else if (event.kind === "STATUS" && event.status === "QUEUED" && !after) {
       const found = await api.request("EpisodeRowById", { id: event.episodeId });
       const episode = found.episode;
