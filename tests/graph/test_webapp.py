@@ -19,7 +19,7 @@ from graph.webapp import CONTENT_SECURITY_POLICY
 from storage import sample
 from storage.models import EpisodeLog
 from tests.support.browser import PHONE, WAIT_MS, AppPage, chromium, launch
-from tests.support.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.processes import ApiProcess, parley_env, worker_process
 from tests.support.server import CANCEL, serve
 from tests.support.simulation import episode, make_world, post, start, start_input
@@ -297,9 +297,13 @@ async def test_the_page_resumes_after_the_api_restarts_with_exactly_the_stored_t
     scenario, agents = await make_world(tag)
     variables = start_input(scenario, agents, MODEL, maxTurns=10, tag=tag)
     episode_id = await start(service.url, variables)
-    async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
+    async with (
+        AppPage.open(browser, service.url, f"#/?tag={tag}") as watcher,
+        AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab,
+    ):
         connection = tab.page.locator("#connection")
         await expect(connection).to_have_attribute("data-state", "live")
+        await expect(watcher.page.locator("#connection")).to_have_attribute("data-state", "live")
         with service.worker("worker"):
             await wait_for_turns(tab, 2)
             service.stop()
@@ -323,7 +327,10 @@ async def test_the_page_resumes_after_the_api_restarts_with_exactly_the_stored_t
         assert statuses == [h["status"] for h in stored["statusHistory"]]
         await expect(connection).not_to_have_attribute("data-state", "reconnecting")
         await snap(tab, shots, "episode-resumed")
-        assert await tab.clean() == []
+        row = watcher.page.locator(f'tr[data-episode="{episode_id}"] .status')
+        await expect(row).to_have_text("COMPLETED")  # the list's stream resumed too
+        assert any(v.get("after") for v in watcher.subscribe_variables()[1:])
+        assert await tab.clean() == [] and await watcher.clean() == []
 
 
 async def test_a_lost_worker_shows_the_new_attempt_resetting_the_transcript(
@@ -362,6 +369,77 @@ async def test_a_lost_worker_shows_the_new_attempt_resetting_the_transcript(
         await expect(runs.nth(1)).to_contain_text(reason)
         await expect(page.locator("#transcript-title")).to_have_text("Transcript (attempt 2)")
         await snap(tab, shots, "episode-attempt-2-completed")
+        assert await tab.clean() == []
+
+
+async def test_each_kind_of_action_is_drawn_differently_and_private_lines_name_recipients(
+    browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM
+) -> None:
+    tag = unique("kinds")
+    scenario, agents = await make_world(tag, agents=3)
+    one, two, three = (f"Ava{i} {tag}" for i in range(3))
+    fake_llm.add_rule(
+        Rule.action(one, "non-verbal communication", "waves from across the room"),
+        Rule.action(two, "action", "pulls out a chair"),
+        Rule.action(three, "speak", "Keep this between us.", to=[one]),
+        Rule.action(one, "leave"),
+    )
+    episode_id = await start(service.url, start_input(scenario, agents, MODEL, maxTurns=4))
+    async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
+        with service.worker("worker"):
+            await completed(tab)
+        page = tab.page
+        kinds = await page.locator(TURNS).evaluate_all("items => items.map(i => i.dataset.kind)")
+        assert kinds == ["NON_VERBAL_COMMUNICATION", "ACTION", "SPEAK", "LEAVE"]
+        await expect(page.locator(".turn-non_verbal_communication em")).to_contain_text("waves")
+        await expect(page.locator(".turn-action .tag")).to_have_text("action")
+        private = page.locator(".turn.private")
+        await expect(private).to_have_count(1)
+        await expect(private.locator(".private-to")).to_have_text(f" (privately to {one})")
+        await expect(page.locator(".turn-leave")).to_contain_text("left the conversation")
+        await expect(page.locator("figure.scores")).to_have_count(3)
+        await snap(tab, shots, "episode-kinds")
+        assert await tab.clean() == []
+
+
+async def test_cancel_from_the_page_keeps_the_partial_transcript(
+    browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.delay = 0.3
+    tag = unique("cancel")
+    scenario, agents = await make_world(tag)
+    episode_id = await start(service.url, start_input(scenario, agents, MODEL, maxTurns=40))
+    async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
+        page = tab.page
+        with service.worker("worker"):
+            await wait_for_turns(tab, 2)
+            await page.get_by_role("button", name="Cancel episode").click()
+            await expect(page.locator("main h1")).to_have_attribute(
+                "data-status", "CANCELLED", timeout=WAIT_MS
+            )
+        stored = await episode(service.url, episode_id)
+        assert stored["status"] == "CANCELLED" and 2 <= len(stored["turns"]) < 40
+        await expect(page.locator(TURNS)).to_have_count(len(stored["turns"]))
+        assert await sequences(tab) == [t["sequence"] for t in stored["turns"]]
+        await expect(page.get_by_role("button", name="Cancel episode")).to_have_count(0)
+        await snap(tab, shots, "episode-cancelled")
+        assert await tab.clean() == []
+
+
+async def test_an_episode_of_100_turns_is_drawn_whole_and_the_page_stays_usable(
+    browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM
+) -> None:
+    tag = unique("long")
+    scenario, agents = await make_world(tag)
+    episode_id = await start(service.url, start_input(scenario, agents, MODEL, maxTurns=100))
+    async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
+        with service.worker("worker"):
+            await completed(tab)
+        await expect(tab.page.locator(TURNS)).to_have_count(100)
+        stored = await episode(service.url, episode_id)
+        assert await sequences(tab) == [t["sequence"] for t in stored["turns"]]
+        await tab.page.get_by_role("link", name="Episodes").click()
+        await expect(tab.page.locator("main h1")).to_have_text("Episodes")
         assert await tab.clean() == []
 
 

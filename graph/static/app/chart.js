@@ -13,11 +13,9 @@ export const SOTOPIA_RANGES = {
   goal: [0, 10],
 };
 
-const WIDTH = 420;
-const LABEL = 190;
-const BAR_LEFT = LABEL + 10;
-const BAR_WIDTH = 170;
-const ROW = 26;
+const BAR_WIDTH = 300;
+const WIDTH = BAR_WIDTH + 90;
+const ROW = 38;
 
 function label(name) {
   return name.replaceAll("_", " ");
@@ -31,25 +29,25 @@ export function scoreChart(reward, ranges) {
   const parts = [svg("title", {}, `Scores of ${name}`)];
   rows.forEach((row, i) => {
     const [low, high] = ranges[row.dimension] || [Math.min(0, row.score), Math.max(10, row.score)];
-    const x = (value) => BAR_LEFT + ((Math.min(high, Math.max(low, value)) - low) / (high - low || 1)) * BAR_WIDTH;
-    const y = 5 + i * ROW;
+    const x = (value) => ((Math.min(high, Math.max(low, value)) - low) / (high - low || 1)) * BAR_WIDTH;
+    const y = 4 + i * ROW;
     const zero = x(0);
     const end = x(row.score);
     parts.push(
       svg(
         "g",
         { class: "dimension", "data-dimension": row.dimension, "data-score": row.score },
-        svg("text", { x: LABEL, y: y + 15, "text-anchor": "end", class: "dimension-label" }, label(row.dimension)),
-        svg("rect", { x: BAR_LEFT, y: y + 3, width: BAR_WIDTH, height: 16, class: "track" }),
+        svg("text", { x: 0, y: y + 11, class: "dimension-label" }, label(row.dimension)),
+        svg("rect", { x: 0, y: y + 16, width: BAR_WIDTH, height: 14, class: "track" }),
         svg("rect", {
           x: Math.min(zero, end),
-          y: y + 3,
+          y: y + 16,
           width: Math.max(1.5, Math.abs(end - zero)),
-          height: 16,
+          height: 14,
           class: row.score < 0 ? "bar negative" : "bar",
         }),
-        svg("line", { x1: zero, x2: zero, y1: y, y2: y + 22, class: "zero" }),
-        svg("text", { x: BAR_LEFT + BAR_WIDTH + 6, y: y + 15, class: "score" }, `${row.score} (${low}..${high})`),
+        svg("line", { x1: zero, x2: zero, y1: y + 14, y2: y + 32, class: "zero" }),
+        svg("text", { x: BAR_WIDTH + 6, y: y + 28, class: "score" }, `${row.score} (${low}..${high})`),
       ),
     );
   });
@@ -61,7 +59,7 @@ export function scoreChart(reward, ranges) {
     svg(
       "svg",
       {
-        viewBox: `0 0 ${WIDTH + 90} ${height}`,
+        viewBox: `0 0 ${WIDTH} ${height}`,
         role: "img",
         "aria-label": `${name}: ` + rows.map((r) => `${label(r.dimension)} ${r.score}`).join(", "),
         class: "chart",

@@ -60,6 +60,7 @@ async function render(api) {
       }
       stopPage = stop || null;
       clear(main).append(page_);
+      if (turn > 1) main.focus({ preventScroll: true }); // a new page: start reading at its top
     } catch (error) {
       if (turn !== rendering) return;
       if (error instanceof ApiError && error.kind === "auth") return; // the gate shows itself

@@ -136,8 +136,12 @@ export async function episodePage({ api, main, setConnection }, id) {
         "tr",
         {},
         h("td", {}, String(i + 1)),
-        h("td", {}, agent ? h("a", { href: `#/agents/${encodeURIComponent(agent.id)}` }, agent.name) : `${agentId} (deleted)`),
-        h("td", {}, agent ? `${agent.occupation || ""}${agent.age ? ", " + agent.age : ""}` : ""),
+        h(
+          "td",
+          {},
+          agent ? h("a", { href: `#/agents/${encodeURIComponent(agent.id)}` }, agent.name) : `${agentId} (deleted)`,
+          agent ? h("span", { class: "who" }, `${agent.occupation || ""}${agent.age ? ", " + agent.age : ""}`) : null,
+        ),
         h("td", {}, h("code", {}, episode.agentModels[i] || episode.agentModels[0] || "")),
         h("td", { class: "goal" }, goals[i] || ""),
       );
@@ -161,7 +165,15 @@ export async function episodePage({ api, main, setConnection }, id) {
         "table",
         { class: "agents" },
         h("caption", {}, "Agents, in seat order"),
-        h("thead", {}, h("tr", {}, ["Seat", "Agent", "Who", "Model", "Goal"].map((t) => h("th", { scope: "col" }, t)))),
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            ["Seat", "Agent", "Model", "Goal"].map((t) => h("th", { scope: "col", class: t.toLowerCase() }, t)),
+          ),
+        ),
         h("tbody", {}, rows),
       ),
       h("h3", {}, "Relationship"),
