@@ -204,6 +204,16 @@ async def test_the_app_shows_the_sample_data_and_filters_the_list(
             await expect(counts.locator("[data-status=CANCELLED] .count")).to_have_text("1")
             await expect(counts.locator("[data-status=COMPLETED] .count")).to_have_text("0")
 
+            await tab.go(f"#/?tag={tag}&first=2")
+            await expect(rows).to_have_count(2)
+            await page.get_by_role("link", name="Next page").click()
+            await expect(rows).to_have_count(1)
+            assert await rows.first.get_attribute("data-episode") == ids[0]
+            await expect(page.get_by_role("link", name="Next page")).to_have_count(0)
+            await page.get_by_role("link", name="Previous page").click()
+            await expect(rows).to_have_count(2)
+            assert await rows.first.get_attribute("data-episode") == ids[-1]
+
             await page.get_by_label("Status", exact=True).select_option("CANCELLED")
             await expect(rows).to_have_count(1)
             assert await rows.first.get_attribute("data-episode") == ids[0]
@@ -499,6 +509,11 @@ async def test_agents_and_relationships_are_created_and_edited_with_field_errors
         await expect(page.locator("main h1")).to_have_text(f"Noor {last}")
         await expect(page.locator(".facts")).to_contain_text("Potter")
         agent_id = agent_url.rsplit("/", 1)[-1]
+        await tab.go("#/agents")
+        await page.get_by_label("Name").fill(f"noor {last}")
+        await page.get_by_role("button", name="Search").click()
+        await expect(page.locator("table.records tbody tr")).to_have_count(1)
+        await expect(page.get_by_role("link", name=f"Noor {last}")).to_be_visible()
 
         await tab.go(f"#/relationships/new?agentId={agent_id}")
         await page.get_by_label("Second agent").select_option(label="Gideon Osei")

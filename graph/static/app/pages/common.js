@@ -41,24 +41,35 @@ export function episodeTable(episodes, caption) {
   );
 }
 
-/** Previous / next links over cursor pages; `stack` holds the cursors of earlier pages. */
+/** Previous / next links over cursor pages; `stack` holds the `after` of each earlier page. */
 export function pager(link, params, pageInfo, stack) {
   const previous = stack.length
-    ? h("a", { href: link({ ...params, after: stack.at(-1) || null, back: stack.slice(0, -1).join(",") || null }), rel: "prev" }, "← Previous page")
+    ? h("a", { href: link({ ...params, after: stack.at(-1), back: stack.length > 1 ? JSON.stringify(stack.slice(0, -1)) : null }), rel: "prev" }, "← Previous page")
     : null;
   const next = pageInfo.hasNextPage
     ? h(
         "a",
-        { href: link({ ...params, after: pageInfo.endCursor, back: [...stack, params.after || ""].join(",") }), rel: "next" },
+        { href: link({ ...params, after: pageInfo.endCursor, back: JSON.stringify([...stack, params.after || null]) }), rel: "next" },
         "Next page →",
       )
     : null;
   return h("nav", { class: "pager", "aria-label": "Pages" }, previous, next);
 }
 
+/** Items per page: the address's `first` (1..100), or 25. */
+export function pageSize(query) {
+  const wanted = Number.parseInt(query.get("first") || "", 10);
+  return Number.isInteger(wanted) ? Math.min(100, Math.max(1, wanted)) : 25;
+}
+
+/** The `after` cursors of the pages before this one (null for the first page), from `back`. */
 export function backStack(query) {
-  const back = query.get("back");
-  return back === null ? [] : back.split(",");
+  try {
+    const back = JSON.parse(query.get("back") || "[]");
+    return Array.isArray(back) ? back : [];
+  } catch {
+    return [];
+  }
 }
 
 /**

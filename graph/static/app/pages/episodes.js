@@ -1,9 +1,7 @@
 // The episodes list: newest first, filters, status counts, cursor pages, live statuses.
 
 import { clear, h, routeLink, statusBadge, words } from "../dom.js";
-import { STATUSES, backStack, episodeRow, episodeTable, pager } from "./common.js";
-
-const PAGE_SIZE = 25;
+import { STATUSES, backStack, episodeRow, episodeTable, pageSize, pager } from "./common.js";
 
 function filterOf(query) {
   const filter = {};
@@ -43,7 +41,7 @@ export async function episodesPage({ api, query, main, setConnection }) {
     STATUSES.map((status) => [status.toLowerCase(), { ...filter, status }]),
   );
   const [list, counts, choices] = await Promise.all([
-    api.request("EpisodeList", { filter, first: PAGE_SIZE, after }),
+    api.request("EpisodeList", { filter, first: pageSize(query), after }),
     api.request("EpisodeCounts", countFilters),
     api.request("StartOptions"),
   ]);
@@ -93,7 +91,7 @@ export async function episodesPage({ api, query, main, setConnection }) {
   const body = table.querySelector("tbody");
   const empty = h("p", { class: "empty", hidden: list.episodes.nodes.length > 0 }, "No episodes match.");
   const link = (params) => routeLink("/", params);
-  const paging = pager(link, { ...filter, after }, list.episodes.pageInfo, stack);
+  const paging = pager(link, { ...filter, first: query.get("first"), after }, list.episodes.pageInfo, stack);
 
   main.append(
     h("h1", {}, "Episodes"),

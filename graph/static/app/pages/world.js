@@ -2,9 +2,7 @@
 // created and edited through one form description per kind.
 
 import { h, routeLink, words } from "../dom.js";
-import { RELATIONSHIPS, backStack, episodeTable, pager, showFieldErrors } from "./common.js";
-
-const PAGE_SIZE = 25;
+import { RELATIONSHIPS, backStack, episodeTable, pageSize, pager, showFieldErrors } from "./common.js";
 
 // kind: text | textarea | int | list (comma-separated) | lines (one per line) | enum
 const AGENT_FIELDS = [
@@ -140,7 +138,7 @@ function listPage({ path, title, operation, filterFields, columns, newLabel }) {
     const filter = {};
     for (const [name] of filterFields) if (query.get(name)) filter[name] = query.get(name);
     const after = query.get("after");
-    const data = await api.request(operation, { filter, first: PAGE_SIZE, after });
+    const data = await api.request(operation, { filter, first: pageSize(query), after });
     const connection = Object.values(data)[0];
     main.append(
       h("h1", {}, title),
@@ -153,7 +151,7 @@ function listPage({ path, title, operation, filterFields, columns, newLabel }) {
         h("thead", {}, h("tr", {}, columns.map(([label]) => h("th", { scope: "col" }, label)))),
         h("tbody", {}, connection.nodes.map((node) => h("tr", {}, columns.map(([, cell]) => h("td", {}, cell(node)))))),
       ),
-      pager((params) => routeLink(path, params), { ...filter, after }, connection.pageInfo, backStack(query)),
+      pager((params) => routeLink(path, params), { ...filter, first: query.get("first"), after }, connection.pageInfo, backStack(query)),
     );
   };
 }
@@ -195,7 +193,7 @@ const relationshipsPage = async ({ api, query, main }) => {
   if (query.get("agentId")) filter.agentId = query.get("agentId");
   if (query.get("relationship")) filter.relationship = query.get("relationship");
   const after = query.get("after");
-  const data = await api.request("RelationshipList", { filter, first: PAGE_SIZE, after });
+  const data = await api.request("RelationshipList", { filter, first: pageSize(query), after });
   const form = h(
     "form",
     { class: "filters", role: "search" },
@@ -233,7 +231,7 @@ const relationshipsPage = async ({ api, query, main }) => {
     form,
     h("p", { class: "total" }, `${data.relationships.totalCount} found.`),
     h("table", { class: "records" }, h("thead", {}, h("tr", {}, ["Agent", "Other agent", "Kind", "Story"].map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows)),
-    pager((params) => routeLink("/relationships", params), { ...filter, after }, data.relationships.pageInfo, backStack(query)),
+    pager((params) => routeLink("/relationships", params), { ...filter, first: query.get("first"), after }, data.relationships.pageInfo, backStack(query)),
   );
 };
 
