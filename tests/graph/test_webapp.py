@@ -72,6 +72,8 @@ async def browser() -> AsyncIterator[Browser]:
         if os.environ.get("PARLEY_REQUIRE_BROWSER") == "1":
             pytest.fail(f"{reason}, and PARLEY_REQUIRE_BROWSER=1 requires it")
         pytest.skip(reason)
+    # What the page must come to show may take a while on a busy machine (assertions, not timings).
+    expect.set_options(timeout=WAIT_MS)
     async with launch(executable) as launched:
         yield launched
 
@@ -187,6 +189,9 @@ async def test_the_app_shows_the_sample_data_and_filters_the_list(
             await tab.go("#/scenarios")
             await expect(page.get_by_role("link", name="used_van_sale")).to_be_visible()
             await snap(tab, shots, "scenarios")
+            await page.get_by_role("link", name="used_van_sale").click()
+            await expect(page.locator(".facts")).to_contain_text("Two strangers meet")
+            await snap(tab, shots, "scenario")
             await tab.go("#/relationships")
             await expect(page.locator("table.records tbody tr").first).to_be_visible()
             assert await page.locator("table.records tbody tr").count() >= 9
@@ -368,7 +373,9 @@ async def test_a_lost_worker_shows_the_new_attempt_resetting_the_transcript(
         stored = await episode(service.url, episode_id)
         assert stored["attempt"] == 2
         lengths: list[int] = await page.evaluate("window.transcriptLengths")
-        assert lengths[0] == 0  # the first attempt's turns went away at once
+        after_reset = lengths[lengths.index(0) :]  # the first attempt's turns went away at once
+        grown = [n for i, n in enumerate(after_reset) if i == 0 or after_reset[i - 1] != n]
+        assert grown == [0, 1, 2, 3, 4, 5]
         shown = await sequences(tab)
         assert shown == [t["sequence"] for t in stored["turns"]] and len(shown) == 5
         assert min(shown) > max(first_attempt)
@@ -446,6 +453,7 @@ async def test_an_episode_of_100_turns_is_drawn_whole_and_the_page_stays_usable(
         with service.worker("worker"):
             await completed(tab)
         await expect(tab.page.locator(TURNS)).to_have_count(100)
+        await snap(tab, shots, "episode-100-turns")
         stored = await episode(service.url, episode_id)
         assert await sequences(tab) == [t["sequence"] for t in stored["turns"]]
         await tab.page.get_by_role("link", name="Episodes").click()
@@ -521,6 +529,7 @@ async def test_agents_and_relationships_are_created_and_edited_with_field_errors
         await page.get_by_label("Background story").fill("Met at a kiln workshop")
         await page.get_by_role("button", name="Create").click()
         await expect(page.locator("main h1")).to_have_text(f"Noor {last} and Gideon Osei")
+        await snap(tab, shots, "relationship")
         await tab.go(f"#/relationships/new?agentId={agent_id}")
         await page.get_by_label("Second agent").select_option(label="Gideon Osei")
         await page.get_by_role("button", name="Create").click()
