@@ -42,6 +42,7 @@ from graph.schema import Limits, build_schema, validation_rules
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
 from graph.subscription import event_content, shared_event
+from graph.webapp import APP_PATH, webapp_routes
 from lifecycle.services import Services, open_services
 from lifecycle.worker import Worker, WorkerConfig, running_worker
 
@@ -316,10 +317,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/readyz", readyz),
         Route("/metrics", metrics),
     ]
-    open_prefixes: tuple[str, ...] = ()
+    routes += webapp_routes()
+    open_prefixes: tuple[str, ...] = (APP_PATH + "/",)
     if settings.graphiql:
         routes.append(graphiql_assets())
-        open_prefixes = (ASSETS_PATH + "/",)
+        open_prefixes += (ASSETS_PATH + "/",)
     return Starlette(
         routes=routes,
         lifespan=lifespan,

@@ -166,3 +166,42 @@ class GraphiQLPage:
         """The headers of each GraphQL POST the page sent."""
         posts = [r for r in self.requests if r.method == "POST" and r.url.endswith("/graphql")]
         return [await r.all_headers() for r in posts]
+
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+
+
+class AppPage(GraphiQLPage):
+    """One tab on Parley's web app at `/`, recording requests and frames like GraphiQLPage."""
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, browser: Browser, origin: str, route: str = "", viewport: dict[str, int] = DESKTOP
+    ) -> AsyncIterator["AppPage"]:
+        context = await browser.new_context(viewport=viewport)  # type: ignore[arg-type]
+        try:
+            await context.add_init_script(RECORD_CSP_VIOLATIONS)
+            await context.route("**/*", lambda route: cls._local_only(route, origin))
+            tab = cls(await context.new_page(), origin)
+            await tab.page.goto(origin + "/" + route, wait_until="load")
+            yield tab
+        finally:
+            await context.close()
+
+    async def go(self, route: str) -> None:
+        """Follow an in-app link (a hash route) as a click would, without reloading."""
+        await self.page.evaluate("(route) => { location.hash = route; }", route)
+
+    def subscribe_variables(self) -> list[dict[str, Any]]:
+        """The variables of every graphql-transport-ws `subscribe` frame sent so far."""
+        return [
+            (f.get("payload") or {}).get("variables") or {}
+            for f in self.sent_frames
+            if f.get("type") == "subscribe"
+        ]
+
+    async def clean(self) -> list[str]:
+        """Whatever went wrong on the page: requests elsewhere, CSP violations, script errors."""
+        return self.foreign_requests() + await self.csp_violations() + self.errors

@@ -1,0 +1,102 @@
+// Pieces several pages share: episode rows, paging, field errors.
+
+import { h, statusBadge, when } from "../dom.js";
+
+export const STATUSES = ["QUEUED", "RUNNING", "EVALUATING", "COMPLETED", "FAILED", "CANCELLED"];
+export const TERMINAL = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
+export const RELATIONSHIPS = [
+  "STRANGER",
+  "KNOW_BY_NAME",
+  "ACQUAINTANCE",
+  "FRIEND",
+  "ROMANTIC_RELATIONSHIP",
+  "FAMILY_MEMBER",
+];
+
+export function episodeRow(episode) {
+  const agents = episode.agents.map((a) => (a ? a.name : "(deleted)")).join(", ");
+  return h(
+    "tr",
+    { dataset: { episode: episode.id } },
+    h("td", {}, h("a", { href: `#/episodes/${encodeURIComponent(episode.id)}` }, when(episode.createdAt) || episode.id)),
+    h("td", {}, episode.scenario ? episode.scenario.codename || episode.scenario.id : "(deleted)"),
+    h("td", {}, agents),
+    h("td", { class: "status-cell" }, statusBadge(episode.status)),
+    h("td", {}, `${episode.progress.turn} / ${episode.progress.maxTurns}`),
+    h("td", {}, episode.tag || ""),
+  );
+}
+
+export function episodeTable(episodes, caption) {
+  return h(
+    "table",
+    { class: "episodes" },
+    caption ? h("caption", {}, caption) : null,
+    h(
+      "thead",
+      {},
+      h("tr", {}, ["Created", "Scenario", "Agents", "Status", "Turns", "Tag"].map((t) => h("th", { scope: "col" }, t))),
+    ),
+    h("tbody", {}, episodes.map(episodeRow)),
+  );
+}
+
+/** Previous / next links over cursor pages; `stack` holds the `after` of each earlier page. */
+export function pager(link, params, pageInfo, stack) {
+  const previous = stack.length
+    ? h("a", { href: link({ ...params, after: stack.at(-1), back: stack.length > 1 ? JSON.stringify(stack.slice(0, -1)) : null }), rel: "prev" }, "← Previous page")
+    : null;
+  const next = pageInfo.hasNextPage
+    ? h(
+        "a",
+        { href: link({ ...params, after: pageInfo.endCursor, back: JSON.stringify([...stack, params.after || null]) }), rel: "next" },
+        "Next page →",
+      )
+    : null;
+  return h("nav", { class: "pager", "aria-label": "Pages" }, previous, next);
+}
+
+/** Items per page: the address's `first` (1..100), or 25. */
+export function pageSize(query) {
+  const wanted = Number.parseInt(query.get("first") || "", 10);
+  return Number.isInteger(wanted) ? Math.min(100, Math.max(1, wanted)) : 25;
+}
+
+/** The `after` cursors of the pages before this one (null for the first page), from `back`. */
+export function backStack(query) {
+  try {
+    const back = JSON.parse(query.get("back") || "[]");
+    return Array.isArray(back) ? back : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Show userErrors next to their fields: each error's path (["input", "maxTurns", ...]) names
+ * the element with data-field="maxTurns"; the rest go to the form's own alert.
+ */
+export function showFieldErrors(form, errors) {
+  for (const old of form.querySelectorAll(".field-error")) old.remove();
+  for (const field of form.querySelectorAll("[aria-invalid]")) field.removeAttribute("aria-invalid");
+  const general = form.querySelector(".form-errors");
+  general.replaceChildren();
+  for (const error of errors) {
+    const name = error.field[0] === "input" || error.field[0] === "inputs" ? error.field[1] : error.field[0];
+    const target = name ? form.querySelector(`[data-field="${CSS.escape(name)}"]`) : null;
+    if (!target) {
+      general.append(h("p", { role: "alert" }, error.message));
+      continue;
+    }
+    const id = `${target.id || name}-error`;
+    const message = h("p", { class: "field-error", id, role: "alert", dataset: { for: name } }, error.message);
+    const control = target.matches("input, select, textarea") ? target : target.querySelector("input, select, textarea");
+    if (control) {
+      control.setAttribute("aria-invalid", "true");
+      control.setAttribute("aria-describedby", id);
+    }
+    (target.closest(".field") || target).append(message);
+  }
+  const first = form.querySelector("[aria-invalid]");
+  if (first) first.focus();
+}

@@ -1,0 +1,349 @@
+// One episode, live: setup, status timeline, the transcript as it grows, then the scores.
+
+import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
+import { clear, h, statusBadge, when, words } from "../dom.js";
+import { TERMINAL } from "./common.js";
+
+const ACTIONS = {
+  SPEAK: (turn) => h("q", { class: "line" }, turn.argument),
+  NON_VERBAL_COMMUNICATION: (turn) => h("em", { class: "line" }, "[non-verbal] ", turn.argument),
+  ACTION: (turn) => h("span", { class: "line" }, h("span", { class: "tag" }, "action"), " ", turn.argument),
+  LEAVE: () => h("span", { class: "line" }, "left the conversation."),
+  NONE: () => h("span", { class: "line" }, "did nothing."),
+};
+
+export function turnItem(turn) {
+  const draw = ACTIONS[turn.actionType] || ACTIONS.SPEAK;
+  const recipients = turn.to && turn.to.length ? turn.to : null;
+  return h(
+    "li",
+    {
+      class: `turn turn-${turn.actionType.toLowerCase()}${recipients ? " private" : ""}`,
+      dataset: { sequence: turn.sequence, turn: turn.turn, kind: turn.actionType },
+    },
+    h("span", { class: "turn-number" }, `#${turn.turn}`),
+    " ",
+    h("strong", { class: "speaker" }, turn.speaker),
+    recipients ? h("span", { class: "private-to" }, ` (privately to ${recipients.join(", ")})`) : null,
+    " ",
+    draw(turn),
+  );
+}
+
+/** The RUNNING change that began the current attempt, when that attempt is not the first. */
+function newAttemptChange(episode) {
+  if (episode.attempt < 2) return null;
+  return episode.statusHistory.findLast((c) => c.status === "RUNNING" && c.attempt === episode.attempt) || null;
+}
+
+function resetNotice(episode, live) {
+  const change = newAttemptChange(episode);
+  if (!change) return null;
+  const why = change.reason ? ` (${change.reason})` : "";
+  const kept =
+    change.resumedFromTurn
+      ? `It kept the ${change.resumedFromTurn} turn(s) stored before; the transcript below continues from them.`
+      : "It started over: the earlier attempt's turns were discarded and the transcript starts again.";
+  return h(
+    "div",
+    { class: `attempt-reset${live ? " fresh" : ""}`, role: "status", dataset: { attempt: episode.attempt } },
+    h("strong", {}, `Attempt ${episode.attempt} began`),
+    `${why}. ${kept}`,
+  );
+}
+
+function rangesOf(episode, lists) {
+  if (!episode.evaluationDimensionListId) return SOTOPIA_RANGES;
+  const list = lists.find((l) => l.id === episode.evaluationDimensionListId);
+  if (!list) return SOTOPIA_RANGES;
+  return Object.fromEntries(list.dimensions.map((d) => [d.name, [d.rangeLow, d.rangeHigh]]));
+}
+
+export async function episodePage({ api, main, setConnection }, id) {
+  const first = await api.request("EpisodeDetail", { id });
+  if (!first.episode) {
+    main.append(
+      h("h1", {}, "Episode not found"),
+      h("p", { class: "error", role: "alert" }, "There is no episode with the id ", h("code", {}, id), ". It may have been deleted, or the address is mistyped."),
+      h("p", {}, h("a", { href: "#/" }, "See all episodes")),
+    );
+    return null;
+  }
+  let episode = first.episode;
+  const lists = first.evaluationDimensionLists;
+
+  const title = h("h1", {});
+  const summary = h("p", { class: "summary" });
+  const actions = h("div", { class: "actions" });
+  const progress = h("div", { class: "progress" });
+  const setup = h("section", { class: "setup", "aria-labelledby": "setup-title" });
+  const timeline = h("ol", { class: "timeline" });
+  const notice = h("div", { class: "notice-slot" });
+  const transcriptTitle = h("h2", { id: "transcript-title" }, "Transcript");
+  const transcript = h("ol", { class: "transcript", "aria-live": "polite" });
+  const scores = h("section", { class: "results", "aria-labelledby": "results-title" });
+  const streamNote = h("p", { class: "stream-note", role: "status" });
+
+  const drawHeader = () => {
+    const scenario = episode.scenario;
+    title.replaceChildren(scenario ? scenario.codename || "Episode" : "Episode (scenario deleted)", " ", statusBadge(episode.status));
+    title.dataset.status = episode.status;
+    summary.replaceChildren(
+      `Episode ${episode.id}`,
+      episode.tag ? ` · tag ${episode.tag}` : "",
+      episode.attempt ? ` · attempt ${episode.attempt}` : " · not started yet",
+    );
+    actions.replaceChildren();
+    if (!TERMINAL.has(episode.status)) {
+      const cancel = h("button", { type: "button", class: "danger" }, "Cancel episode");
+      cancel.addEventListener("click", async () => {
+        cancel.disabled = true;
+        try {
+          const result = await api.request("CancelEpisode", { id: episode.id });
+          const errors = result.cancelSimulation.userErrors;
+          if (errors.length) actions.append(h("p", { class: "error", role: "alert" }, errors.map((e) => e.message).join("; ")));
+        } catch (error) {
+          actions.append(h("p", { class: "error", role: "alert" }, error.message));
+          cancel.disabled = false;
+        }
+      });
+      actions.append(cancel);
+    }
+  };
+
+  const drawProgress = () => {
+    const { turn, maxTurns } = episode.progress;
+    const phase = {
+      QUEUED: "Waiting for a worker",
+      RUNNING: `Turn ${turn} of ${maxTurns}`,
+      EVALUATING: "The judge is scoring",
+      COMPLETED: `Done: ${turn} of ${maxTurns} turns, scored`,
+      FAILED: `Failed after ${turn} of ${maxTurns} turns`,
+      CANCELLED: `Cancelled after ${turn} of ${maxTurns} turns`,
+    }[episode.status];
+    progress.replaceChildren(
+      h("label", { for: "episode-progress" }, phase),
+      h("progress", { id: "episode-progress", max: maxTurns, value: turn }, `${turn} / ${maxTurns}`),
+    );
+  };
+
+  const drawSetup = () => {
+    const scenario = episode.scenario;
+    const goals = scenario ? scenario.agentGoals : [];
+    const rows = episode.agentIds.map((agentId, i) => {
+      const agent = episode.agents[i];
+      return h(
+        "tr",
+        {},
+        h("td", {}, String(i + 1)),
+        h(
+          "td",
+          {},
+          agent ? h("a", { href: `#/agents/${encodeURIComponent(agent.id)}` }, agent.name) : `${agentId} (deleted)`,
+          agent ? h("span", { class: "who" }, `${agent.occupation || ""}${agent.age ? ", " + agent.age : ""}`) : null,
+        ),
+        h("td", {}, h("code", {}, episode.agentModels[i] || episode.agentModels[0] || "")),
+        h("td", { class: "goal" }, goals[i] || ""),
+      );
+    });
+    const relationships = episode.relationships.map((r) =>
+      h(
+        "li",
+        {},
+        `${r.agent ? r.agent.name : "?"} and ${r.otherAgent ? r.otherAgent.name : "?"}: `,
+        h("strong", {}, words(r.relationship)),
+        r.backgroundStory ? ` (${r.backgroundStory})` : "",
+      ),
+    );
+    const list = lists.find((l) => l.id === episode.evaluationDimensionListId);
+    setup.replaceChildren(
+      h("h2", { id: "setup-title" }, "Setup"),
+      scenario
+        ? h("p", { class: "scenario" }, h("a", { href: `#/scenarios/${encodeURIComponent(scenario.id)}` }, scenario.codename || "Scenario"), ": ", scenario.scenario)
+        : h("p", {}, `Scenario ${episode.scenarioId} was deleted.`),
+      h(
+        "table",
+        { class: "agents" },
+        h("caption", {}, "Agents, in seat order"),
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            ["Seat", "Agent", "Model", "Goal"].map((t) => h("th", { scope: "col", class: t.toLowerCase() }, t)),
+          ),
+        ),
+        h("tbody", {}, rows),
+      ),
+      h("h3", {}, "Relationship"),
+      relationships.length
+        ? h("ul", { class: "relationships" }, relationships)
+        : h("p", {}, scenario ? `None stored; the scenario assumes ${words(scenario.relationship)}.` : "None stored."),
+      h(
+        "dl",
+        { class: "facts" },
+        h("dt", {}, "Judge"),
+        h("dd", {}, h("code", {}, episode.judgeModel || "")),
+        h("dt", {}, "Turn order"),
+        h("dd", {}, words(episode.turnOrder)),
+        h("dt", {}, "Dimensions"),
+        h("dd", {}, list ? list.name : "Sotopia's seven"),
+        h("dt", {}, "Created"),
+        h("dd", {}, when(episode.createdAt)),
+      ),
+    );
+  };
+
+  const drawTimeline = () => {
+    timeline.replaceChildren(
+      ...episode.statusHistory.map((change) =>
+        h(
+          "li",
+          { dataset: { status: change.status, attempt: change.attempt } },
+          statusBadge(change.status),
+          " ",
+          h("time", { datetime: change.at }, when(change.at)),
+          change.attempt ? ` · attempt ${change.attempt}` : "",
+          change.resumedFromTurn ? ` · resumed from turn ${change.resumedFromTurn}` : "",
+          change.reason ? h("span", { class: "reason" }, ` · ${change.reason}`) : "",
+        ),
+      ),
+    );
+  };
+
+  const drawTranscript = (live = false) => {
+    notice.replaceChildren(resetNotice(episode, live) || "");
+    transcriptTitle.textContent = episode.attempt > 1 ? `Transcript (attempt ${episode.attempt})` : "Transcript";
+    transcript.replaceChildren(...episode.turns.map(turnItem));
+  };
+
+  const drawResults = () => {
+    clear(scores);
+    if (episode.status === "FAILED" && episode.error) {
+      scores.append(h("h2", { id: "results-title" }, "Failure"), h("p", { class: "error", role: "alert" }, episode.error));
+    }
+    if (!episode.rewards.length) return;
+    const ranges = rangesOf(episode, lists);
+    scores.append(
+      h("h2", { id: "results-title" }, "Scores"),
+      h("div", { class: "charts" }, episode.rewards.map((reward) => scoreChart(reward, ranges))),
+      h("h3", {}, "The judge's reasoning"),
+      h("div", { class: "reasoning" }, episode.reasoning.split(/\n+/).map((para) => h("p", {}, para))),
+      episode.terminationReason ? h("p", {}, `The conversation ended: ${episode.terminationReason}`) : null,
+    );
+  };
+
+  const drawAll = (live = false) => {
+    drawHeader();
+    drawProgress();
+    drawSetup();
+    drawTimeline();
+    drawTranscript(live);
+    drawResults();
+  };
+
+  main.append(
+    title,
+    summary,
+    actions,
+    progress,
+    streamNote,
+    h(
+      "div",
+      { class: "columns" },
+      h(
+        "div",
+        { class: "column-main" },
+        h("section", { class: "transcript-section", "aria-labelledby": "transcript-title" }, transcriptTitle, notice, transcript),
+        scores,
+      ),
+      h(
+        "div",
+        { class: "column-side" },
+        setup,
+        h("section", { "aria-labelledby": "timeline-title" }, h("h2", { id: "timeline-title" }, "Status timeline"), timeline),
+      ),
+    ),
+  );
+  drawAll();
+  if (TERMINAL.has(episode.status)) return null;
+
+  // Events are applied in sequence order exactly once: anything at or below the sequence the
+  // page already shows is skipped. A gap (a snapshot newer than the page, an expired cursor)
+  // re-reads the episode; events that arrive meanwhile wait and are applied after it.
+  let pending = null;
+  let stopped = false;
+  const refresh = async (live = false) => {
+    if (pending) return;
+    pending = [];
+    for (let tries = 0; !stopped; tries += 1) {
+      try {
+        const data = await api.request("EpisodeDetail", { id });
+        if (data.episode) episode = data.episode;
+        drawAll(live);
+        break;
+      } catch (error) {
+        streamNote.textContent = `Could not re-read the episode (${error.message}); trying again…`;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(4000, 250 * 2 ** tries)));
+      }
+    }
+    const waiting = pending;
+    pending = null;
+    waiting.forEach(apply);
+  };
+
+  const apply = (event) => {
+    if (event.sequence <= episode.sequence) return;
+    if (event.kind === "SNAPSHOT" || event.kind === "CURSOR_EXPIRED") {
+      refresh();
+      return;
+    }
+    episode.sequence = event.sequence;
+    if (event.kind === "TURN") {
+      episode.turns.push(event.turn);
+      episode.progress.turn = Math.max(episode.progress.turn, event.turn.turn + 1);
+      transcript.append(turnItem(event.turn));
+      drawProgress();
+      return;
+    }
+    const beginsAttempt = event.attempt > episode.attempt && episode.attempt > 0;
+    episode.status = event.status;
+    episode.statusHistory.push({
+      status: event.status,
+      at: event.occurredAt,
+      sequence: event.sequence,
+      attempt: event.attempt,
+      reason: event.reason,
+      resumedFromTurn: event.resumedFromTurn,
+    });
+    episode.attempt = event.attempt;
+    if (beginsAttempt) {
+      const kept = event.resumedFromTurn || 0;
+      episode.turns = episode.turns.filter((turn) => turn.turn < kept);
+      episode.progress.turn = kept;
+      drawTranscript(true);
+    }
+    drawHeader();
+    drawProgress();
+    drawTimeline();
+    if (TERMINAL.has(event.status)) refresh();
+  };
+
+  const stop = api.follow("WatchEpisode", { id }, {
+    event: (event) => (pending ? pending.push(event) : apply(event)),
+    state: (state) => {
+      setConnection(state);
+      streamNote.textContent = state === "reconnecting" ? "The live connection dropped; reconnecting and resuming from the last event…" : "";
+      streamNote.dataset.state = state;
+    },
+    failed: (error) => {
+      streamNote.textContent = error.message;
+      streamNote.classList.add("error");
+    },
+  });
+  return () => {
+    stopped = true;
+    stop();
+  };
+}

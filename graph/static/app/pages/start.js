@@ -1,0 +1,161 @@
+// Start a simulation: scenario, agents (searchable, in seat order), models, limits; field
+// errors from userErrors beside their fields; on success, the live episode page.
+
+import { h, words } from "../dom.js";
+import { showFieldErrors } from "./common.js";
+
+function field(name, label, control, hint) {
+  return h(
+    "div",
+    { class: "field", dataset: { field: name } },
+    h("label", { for: control.id }, label),
+    control,
+    hint ? h("p", { class: "hint", id: `${control.id}-hint` }, hint) : null,
+  );
+}
+
+function searchable(id, label, items, describe, multiple) {
+  const search = h("input", { id: `${id}-search`, type: "search", placeholder: "Search", "aria-controls": `${id}-options` });
+  const options = h("ul", { id: `${id}-options`, class: "choices", role: "list" });
+  for (const item of items) {
+    const input = h("input", { type: multiple ? "checkbox" : "radio", name: id, value: item.id, id: `${id}-${item.id}` });
+    options.append(h("li", { dataset: { text: describe(item).toLowerCase() } }, input, h("label", { for: input.id }, describe(item))));
+  }
+  search.addEventListener("input", () => {
+    const wanted = search.value.trim().toLowerCase();
+    for (const li of options.children) li.hidden = wanted !== "" && !li.dataset.text.includes(wanted);
+  });
+  return h(
+    "fieldset",
+    { class: "field", dataset: { field: id }, id },
+    h("legend", {}, label),
+    h("label", { for: search.id, class: "visually-hidden" }, `Search ${label.toLowerCase()}`),
+    search,
+    options,
+  );
+}
+
+function modelSelect(id, models) {
+  return h(
+    "select",
+    { id, name: id },
+    models.map((m) =>
+      h(
+        "option",
+        { value: m.name, disabled: !m.available },
+        m.available ? `${m.name} (${m.provider})` : `${m.name}: unavailable, ${m.reason || "no reason given"}`,
+      ),
+    ),
+  );
+}
+
+export async function startPage({ api, main }) {
+  const options = await api.request("StartOptions");
+  const models = options.models;
+  const scenarios = options.scenarios.nodes;
+  const agents = options.agents.nodes;
+
+  const seats = [];
+  const seatList = h("ol", { class: "seats", "aria-live": "polite" });
+  const drawSeats = () => {
+    seatList.replaceChildren(
+      ...seats.map((agentId) => h("li", {}, agents.find((a) => a.id === agentId).name)),
+    );
+    if (!seats.length) seatList.append(h("li", { class: "hint" }, "Pick two or more agents; the order you pick them in is the seat order."));
+  };
+
+  const scenarioField = searchable("scenarioId", "Scenario", scenarios, (s) => `${s.codename || s.id}: ${s.scenario}`, false);
+  const agentField = searchable("agentIds", "Agents", agents, (a) => `${a.name}${a.occupation ? ", " + a.occupation : ""}`, true);
+  agentField.append(h("p", { class: "hint" }, "Seats:"), seatList);
+  agentField.addEventListener("change", (event) => {
+    const box = event.target;
+    const at = seats.indexOf(box.value);
+    if (box.checked && at < 0) seats.push(box.value);
+    if (!box.checked && at >= 0) seats.splice(at, 1);
+    drawSeats();
+  });
+  drawSeats();
+
+  const usable = models.filter((m) => m.available);
+  const unusable = models.filter((m) => !m.available);
+  const agentModel = modelSelect("agentModel", models);
+  const judgeModel = modelSelect("judgeModel", models);
+  if (usable.length) agentModel.value = judgeModel.value = usable[0].name;
+  const otherModel = h("input", { id: "otherModel", name: "otherModel", type: "text", placeholder: "custom/<model>@<base_url>" });
+
+  const maxTurns = h("input", { id: "maxTurns", name: "maxTurns", type: "number", value: "10", min: "1", max: "100", required: true });
+  const turnOrder = h("select", { id: "turnOrder", name: "turnOrder" }, ["ROUND_ROBIN", "SIMULTANEOUS", "RANDOM"].map((o) => h("option", { value: o }, words(o))));
+  const dimensions = h(
+    "select",
+    { id: "evaluationDimensionListId", name: "evaluationDimensionListId" },
+    h("option", { value: "" }, "Sotopia's seven"),
+    options.evaluationDimensionLists.map((l) => h("option", { value: l.id }, `${l.name} (${l.dimensions.map((d) => d.name).join(", ")})`)),
+  );
+  const tag = h("input", { id: "tag", name: "tag", type: "text" });
+  const redelivery = h(
+    "select",
+    { id: "redelivery", name: "redelivery" },
+    h("option", { value: "RESUME" }, "resume from the stored turns"),
+    h("option", { value: "RESTART" }, "start over"),
+  );
+  const submit = h("button", { type: "submit" }, "Start simulation");
+
+  const form = h(
+    "form",
+    { class: "start-form", novalidate: true, "aria-labelledby": "start-title" },
+    h("div", { class: "form-errors", role: "alert" }),
+    scenarioField,
+    agentField,
+    field("agentModels", "Agents' model", agentModel),
+    field("judgeModel", "Judge's model", judgeModel),
+    field("otherModel", "Or another model for both", otherModel, "Any OpenAI-compatible endpoint, as custom/<model>@<base_url>."),
+    unusable.length
+      ? h(
+          "details",
+          { class: "unavailable" },
+          h("summary", {}, `${unusable.length} model(s) unavailable`),
+          h("ul", {}, unusable.map((m) => h("li", {}, h("code", {}, m.name), `: ${m.reason || "unavailable"}`))),
+        )
+      : null,
+    field("maxTurns", "Turn limit", maxTurns, "1 to 100."),
+    field("turnOrder", "Turn order", turnOrder),
+    field("evaluationDimensionListId", "Dimensions", dimensions),
+    field("tag", "Tag", tag),
+    field("redelivery", "If its worker is lost", redelivery),
+    submit,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const chosen = form.querySelector('input[name="scenarioId"]:checked');
+    const other = otherModel.value.trim();
+    const input = {
+      scenarioId: chosen ? chosen.value : "",
+      agentIds: seats,
+      agentModels: [other || agentModel.value],
+      judgeModel: other || judgeModel.value,
+      maxTurns: Number.parseInt(maxTurns.value, 10),
+      turnOrder: turnOrder.value,
+      evaluationDimensionListId: dimensions.value || null,
+      tag: tag.value.trim(),
+      redelivery: redelivery.value,
+    };
+    const local = [];
+    if (!chosen) local.push({ field: ["input", "scenarioId"], message: "Pick a scenario." });
+    if (!Number.isInteger(input.maxTurns)) local.push({ field: ["input", "maxTurns"], message: "A whole number of turns, 1 to 100." });
+    if (local.length) return showFieldErrors(form, local);
+    submit.disabled = true;
+    try {
+      const result = await api.request("StartSimulation", { input });
+      const { episode, userErrors } = result.startSimulation;
+      if (userErrors.length) return showFieldErrors(form, userErrors);
+      location.hash = `#/episodes/${encodeURIComponent(episode.id)}`;
+    } catch (error) {
+      showFieldErrors(form, [{ field: [], message: error.message }]);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+
+  main.append(h("h1", { id: "start-title" }, "Start a simulation"), form);
+  return null;
+}
