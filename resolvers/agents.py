@@ -6,7 +6,7 @@ from typing import Any
 import redis.asyncio as redis
 from pydantic import ValidationError
 
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import Age, LongText, Name, ShortText, Tags
 from resolvers.pagination import Page, fetch_hits
@@ -56,7 +56,7 @@ async def list_agents(
 ) -> Page[Hit[AgentProfile]]:
     terms: list[Any] = []
     if tag:
-        terms.append(AgentProfile.tag == tag)
+        terms.append(AgentProfile.tag == searchable_tag(tag))
     if gender:
         terms.append(AgentProfile.gender == gender)
     if occupation:

@@ -3,6 +3,7 @@
 from collections.abc import Collection
 from typing import Any
 
+from resolvers.errors import searchable_tag
 from resolvers.pagination import Page, fetch_hits, fetch_page
 from resolvers.records import get_or_none
 from resolvers.search import Hit
@@ -23,7 +24,7 @@ def episode_query(
     """Newest first."""
     terms: list[Any] = []
     if tag:
-        terms.append(EpisodeLog.tag == tag)
+        terms.append(EpisodeLog.tag == searchable_tag(tag))
     if status is not None:
         terms.append(EpisodeLog.status == status.value)
     if agent_id:

@@ -45,3 +45,11 @@ def from_validation(error: ValidationError, prefix: str = "input") -> list[UserE
 
 def not_found(kind: str, pk: str, field: str = "id") -> UserError:
     return UserError(["input", field], f"no {kind} with id {pk!r}", ErrorCode.NOT_FOUND)
+
+
+def searchable_tag(tag: str) -> str:
+    """`tag`, if RediSearch can look it up: its query syntax cannot express DEL (U+007F), escaped
+    or not, and a query holding one fails as a whole."""
+    if "\x7f" in tag:
+        raise BadArgument("A tag filter cannot contain the DEL character (U+007F).")
+    return tag

@@ -6,7 +6,7 @@ from typing import Any
 import redis.asyncio as redis
 from pydantic import ValidationError, model_validator
 
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import LongText, RecordId, ShortText
 from resolvers.pagination import Page, fetch_hits, searchable
@@ -76,7 +76,7 @@ async def list_relationships(
     if relationship is not None:
         terms.append(RelationshipProfile.relationship == int(relationship))
     if tag:
-        terms.append(RelationshipProfile.tag == tag)
+        terms.append(RelationshipProfile.tag == searchable_tag(tag))
     return await fetch_hits(RelationshipProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 

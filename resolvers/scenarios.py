@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import Field, ValidationError
 
-from resolvers.errors import UserError, from_validation, not_found
+from resolvers.errors import UserError, from_validation, not_found, searchable_tag
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import LIST_MAX, LongText, RequiredText, ShortText
 from resolvers.pagination import Page, fetch_hits
@@ -49,7 +49,7 @@ async def list_scenarios(
 ) -> Page[Hit[EnvironmentProfile]]:
     terms: list[Any] = []
     if tag:
-        terms.append(EnvironmentProfile.tag == tag)
+        terms.append(EnvironmentProfile.tag == searchable_tag(tag))
     if codename:
         terms.append(EnvironmentProfile.codename == codename)
     return await fetch_hits(EnvironmentProfile.find(*terms).sort_by("pk"), first, after, fields)

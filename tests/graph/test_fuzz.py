@@ -979,3 +979,28 @@ async def test_subscription_answers_random_arguments_cleanly(
             if result is not None:
                 check_event(name, result[name], variables)
             event("error" if message["payload"].get("errors") else "data")
+
+
+LISTS_BY_TAG = ["episodes", "agents", "scenarios", "relationships"]
+
+
+@pytest.mark.parametrize("field", LISTS_BY_TAG)
+async def test_a_tag_filter_redis_cannot_search_is_refused(gql: GraphQLClient, field: str) -> None:
+    """RediSearch has no way to write DEL in a query (found by the subscription fuzz test)."""
+    query = f"query($tag: String) {{ {field}(filter: {{tag: $tag}}) {{ totalCount }} }}"
+    body = await gql.post(query, {"tag": "a\x7fb"})
+    assert [e["extensions"]["code"] for e in body["errors"]] == ["BAD_USER_INPUT"], body
+    assert "DEL" in body["errors"][0]["message"], body
+
+
+async def test_a_tag_subscription_redis_cannot_search_is_refused(api_url: str) -> None:
+    document, _ = SUBSCRIPTIONS["episodeUpdates"]
+    url = api_url.replace("http://", "ws://") + "/graphql"
+    talk = await converse(url, document, {"tag": "\x7f"}, QUIET)
+    assert talk.closed is None, talk
+    errors = [m for m in talk.messages if m["type"] in ("error", "next")]
+    assert errors, talk
+    payload = errors[0]["payload"]
+    found = payload if isinstance(payload, list) else payload.get("errors", [])
+    assert found and "DEL" in found[0]["message"], talk
+    check_errors(found)
