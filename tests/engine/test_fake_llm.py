@@ -10,7 +10,8 @@ import time
 
 import httpx
 
-from tests.support.fake_llm import FakeLLM, RateLimit
+from storage.embedded import free_port
+from tests.support.fake_llm import FakeLLM, RateLimit, fake_llm_process
 
 CLIENT = """
 import json, sys, httpx
@@ -86,3 +87,11 @@ async def test_a_limit_at_once_can_say_retry_after(fake_llm: FakeLLM) -> None:
         assert (await first).status_code == 200
     assert refused.status_code == 429
     assert (refused.headers["retry-after"], refused.headers["retry-after-ms"]) == ("1", "250")
+
+
+def test_a_fake_in_its_own_process_has_the_faults_it_is_given() -> None:
+    body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
+    with fake_llm_process(free_port(), faults="500=1.0") as (faulty, _):
+        assert httpx.post(faulty + "/chat/completions", json=body).status_code == 500
+    with fake_llm_process(free_port()) as (healthy, _):
+        assert httpx.post(healthy + "/chat/completions", json=body).status_code == 200

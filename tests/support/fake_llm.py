@@ -446,6 +446,8 @@ def fake_llm_process(
             str(port),
             "--delay",
             str(delay),
+            "--faults",
+            faults,
             *limits,
         ],
         stdout=subprocess.DEVNULL,
