@@ -8,6 +8,7 @@ from strawberry.scalars import JSON
 from engine.models import ModelInfo
 from graph.context import Info
 from graph.enums import ActionType, EpisodeStatus, EventKind, TurnOrder
+from graph.projection import Reads
 from graph.types import Agent, Relationship, Scenario, load_agent
 from lifecycle.transitions import EpisodeEvent as StoredEvent
 from resolvers import episodes, relationships, scenarios
@@ -233,6 +234,36 @@ class Episode:
     @strawberry.field(description="When it reached its end.")
     def finished_at(self) -> datetime | None:
         return when(self.record.finished_at)
+
+
+EPISODE_READS = Reads.of(
+    id=("pk",),
+    status=("status",),
+    status_history=("status_history",),
+    attempt=("attempt",),
+    sequence=("sequence",),
+    progress=("progress", "max_turns"),
+    scenario_id=("environment",),
+    scenario=("environment",),
+    agent_ids=("agents",),
+    agents=("agents",),
+    relationships=("agents",),
+    agent_models=("models",),
+    judge_model=("models",),
+    turn_order=("turn_order",),
+    evaluation_dimension_list_id=("evaluation_dimension_list_id",),
+    tag=("tag",),
+    turns=("turns",),
+    messages=("messages",),
+    rewards=("rewards", "agents"),
+    reasoning=("reasoning",),
+    error=("error",),
+    termination_reason=("termination_reason",),
+    generation_stats=("generation_stats",),
+    created_at=("created_at",),
+    started_at=("started_at",),
+    finished_at=("finished_at",),
+)
 
 
 @strawberry.type(description="Something that happened to an episode, in sequence order.")

@@ -6,10 +6,19 @@ import strawberry
 
 from graph.connection import Connection, to_connection
 from graph.context import Info
-from graph.episode_types import Episode, Model
+from graph.episode_types import EPISODE_READS, Episode, Model
 from graph.errors import UserInputError
 from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
-from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
+from graph.projection import fields_for
+from graph.types import (
+    AGENT_READS,
+    RELATIONSHIP_READS,
+    SCENARIO_READS,
+    Agent,
+    EvaluationDimensionList,
+    Relationship,
+    Scenario,
+)
 from resolvers import agents, dimensions, episodes, relationships, scenarios
 
 FIRST = "How many items to return, 0..100 (default 20)."
@@ -26,6 +35,7 @@ class Query:
     @strawberry.field(description="Agents, oldest first.")
     async def agents(
         self,
+        info: Info,
         filter: AgentFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
@@ -38,6 +48,7 @@ class Query:
             name=f.name,
             first=first,
             after=after,
+            fields=fields_for(info, AGENT_READS),
         )
         return to_connection(page, lambda r: Agent(record=r))
 
@@ -49,13 +60,18 @@ class Query:
     @strawberry.field(description="Scenarios, oldest first.")
     async def scenarios(
         self,
+        info: Info,
         filter: ScenarioFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
     ) -> Connection[Scenario]:
         f = filter or ScenarioFilter()
         page = await scenarios.list_scenarios(
-            tag=f.tag, codename=f.codename, first=first, after=after
+            tag=f.tag,
+            codename=f.codename,
+            first=first,
+            after=after,
+            fields=fields_for(info, SCENARIO_READS),
         )
         return to_connection(page, lambda r: Scenario(record=r))
 
@@ -67,6 +83,7 @@ class Query:
     @strawberry.field(description="Relationships, oldest first.")
     async def relationships(
         self,
+        info: Info,
         filter: RelationshipFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
@@ -81,6 +98,7 @@ class Query:
             tag=f.tag,
             first=first,
             after=after,
+            fields=fields_for(info, RELATIONSHIP_READS),
         )
         return to_connection(page, lambda r: Relationship(record=r))
 
@@ -99,6 +117,7 @@ class Query:
     @strawberry.field(description="Episodes, newest first.")
     async def episodes(
         self,
+        info: Info,
         filter: EpisodeFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
@@ -111,6 +130,7 @@ class Query:
             scenario_id=f.scenario_id,
             first=first,
             after=after,
+            fields=fields_for(info, EPISODE_READS),
         )
         return to_connection(page, lambda r: Episode(record=r))
 

@@ -5,6 +5,7 @@ import strawberry
 from graph.context import Info
 from graph.enums import ErrorCode, RelationshipType
 from graph.fields import reads
+from graph.projection import Reads
 from resolvers import relationships
 from resolvers.agents import AGENT
 from resolvers.dimensions import dimensions_of
@@ -39,6 +40,9 @@ class Agent:
         return [AgentRelationship(agent_id=str(self.record.pk), record=r) for r in records]
 
 
+AGENT_READS = Reads.of(AGENT, id=("pk",), name=("first_name", "last_name"), relationships=("pk",))
+
+
 @strawberry.type(
     description="A situation with one private goal per seat (Sotopia EnvironmentProfile)."
 )
@@ -49,6 +53,9 @@ class Scenario:
     @strawberry.field(description="The stored primary key.")
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
+
+
+SCENARIO_READS = Reads.of(SCENARIO, id=("pk",))
 
 
 @strawberry.type(description="How two agents relate (Sotopia RelationshipProfile); one per pair.")
@@ -75,6 +82,16 @@ class Relationship:
     @strawberry.field(description="The second agent; null if it no longer exists.")
     async def other_agent(self, info: Info) -> Agent | None:
         return await load_agent(info, self.record.agent_2_id)
+
+
+RELATIONSHIP_READS = Reads.of(
+    RELATIONSHIP,
+    id=("pk",),
+    agent_id=("agent_1_id",),
+    other_agent_id=("agent_2_id",),
+    agent=("agent_1_id",),
+    other_agent=("agent_2_id",),
+)
 
 
 @strawberry.type(description="One of an agent's relationships, seen from that agent.")

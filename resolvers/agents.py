@@ -1,5 +1,6 @@
 """Agents: Sotopia AgentProfile records."""
 
+from collections.abc import Collection
 from typing import Any
 
 import redis.asyncio as redis
@@ -50,6 +51,7 @@ async def list_agents(
     name: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    fields: Collection[str] | None = None,
 ) -> Page[AgentProfile]:
     terms: list[Any] = []
     if tag:
@@ -66,7 +68,7 @@ async def list_agents(
             )
         else:
             terms.append((AgentProfile.first_name == name) | (AgentProfile.last_name == name))
-    return await fetch_page(AgentProfile.find(*terms).sort_by("pk"), first, after)
+    return await fetch_page(AgentProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 
 async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, list[UserError]]:

@@ -1,5 +1,6 @@
 """Reading episodes."""
 
+from collections.abc import Collection
 from typing import Any
 
 from resolvers.pagination import Page, fetch_page
@@ -19,6 +20,7 @@ async def list_episodes(
     scenario_id: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    fields: Collection[str] | None = None,
 ) -> Page[EpisodeLog]:
     """Newest first."""
     terms: list[Any] = []
@@ -31,4 +33,4 @@ async def list_episodes(
     if scenario_id:
         terms.append(EpisodeLog.environment == scenario_id)
     query = EpisodeLog.find(*terms).sort_by("-created_at")
-    return await fetch_page(query, first, after)
+    return await fetch_page(query, first, after, fields)

@@ -2,11 +2,13 @@
 
 import base64
 import binascii
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from resolvers.errors import BadArgument
 from resolvers.records import has_utf8_form
+from resolvers.search import search
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -57,11 +59,15 @@ def searchable(query: Any) -> bool:
     return "\x00" not in text and has_utf8_form(text)
 
 
-async def fetch_page(query: Any, first: int | None, after: str | None) -> Page[Any]:
-    """Run a redis-om FindQuery for one page and its total count."""
+async def fetch_page(
+    query: Any, first: int | None, after: str | None, fields: Collection[str] | None = None
+) -> Page[Any]:
+    """One page of a redis-om FindQuery and its total count, in one round trip.
+
+    With `fields` (record field names), the records hold only those (see resolvers/search.py).
+    """
     offset, limit = window(first, after)
     if not searchable(query):
         return Page(items=[], offset=offset, total=0)
-    total = await query.count()
-    items = await query.page(offset=offset, limit=limit) if limit and offset < total else []
-    return Page(items=list(items), offset=offset, total=total)
+    found = await search(query, offset, limit, fields)
+    return Page(items=found.records, offset=offset, total=found.total)

@@ -1,5 +1,6 @@
 """Relationships between two agents: Sotopia RelationshipProfile records, one per pair."""
 
+from collections.abc import Collection
 from typing import Any
 
 import redis.asyncio as redis
@@ -61,6 +62,7 @@ async def list_relationships(
     tag: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    fields: Collection[str] | None = None,
 ) -> Page[RelationshipProfile]:
     terms: list[Any] = []
     if agent_id:
@@ -74,7 +76,7 @@ async def list_relationships(
         terms.append(RelationshipProfile.relationship == int(relationship))
     if tag:
         terms.append(RelationshipProfile.tag == tag)
-    return await fetch_page(RelationshipProfile.find(*terms).sort_by("pk"), first, after)
+    return await fetch_page(RelationshipProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 
 async def relationships_of(agent_id: str) -> list[RelationshipProfile]:

@@ -1,5 +1,6 @@
 """Scenarios: Sotopia EnvironmentProfile records."""
 
+from collections.abc import Collection
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
@@ -42,13 +43,14 @@ async def list_scenarios(
     codename: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    fields: Collection[str] | None = None,
 ) -> Page[EnvironmentProfile]:
     terms: list[Any] = []
     if tag:
         terms.append(EnvironmentProfile.tag == tag)
     if codename:
         terms.append(EnvironmentProfile.codename == codename)
-    return await fetch_page(EnvironmentProfile.find(*terms).sort_by("pk"), first, after)
+    return await fetch_page(EnvironmentProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 
 async def create_scenario(

@@ -1,0 +1,141 @@
+"""List queries over HTTP: a small page, and every record with every field in pages.
+
+Run: python -m bench.bench_reads [--repeat N]
+Starts an embedded Redis holding 1,000 episodes, agents, scenarios and relationships (half
+written as Sotopia writes them, half as Parley does) and one `parley serve --no-worker` process.
+Prints p50/p99 of one page of 50 selecting a few fields, per kind (episodes per writer), and the
+total time to read all 1,000 records of a kind with every field, 50 per page.
+"""
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.common import bench_redis, percentile
+from tests.support.processes import api_process, parley_env
+from tests.support.read_world import write_world
+
+PAGE = 50
+
+EPISODE_FIELDS = """
+  id status statusHistory { status at sequence attempt reason resumedFromTurn }
+  attempt sequence progress { turn maxTurns } scenarioId agentIds agentModels judgeModel
+  turnOrder evaluationDimensionListId tag
+  turns { turn agentIndex speaker actionType argument to sequence at }
+  messages rewards { agentIndex overall dimensions { dimension score } }
+  reasoning error terminationReason generationStats createdAt startedAt finishedAt
+"""
+AGENT_FIELDS = """
+  id name firstName lastName age occupation gender genderPronoun publicInfo bigFive moralValues
+  schwartzPersonalValues personalityAndValues decisionMakingStyle secret mbti modelId tag
+"""
+SCENARIO_FIELDS = """
+  id scenario agentGoals codename source relationship ageConstraint occupationConstraint tag
+"""
+RELATIONSHIP_FIELDS = "id relationship backgroundStory tag agentId otherAgentId"
+
+
+def page_query(root: str, filter_type: str, fields: str) -> str:
+    return (
+        f"query($after: String, $filter: {filter_type}) {{ {root}(first: {PAGE}, after: $after, "
+        f"filter: $filter) {{ totalCount pageInfo {{ hasNextPage endCursor }} "
+        f"nodes {{ {fields} }} }} }}"
+    )
+
+
+SMALL = {
+    "episodes": ("EpisodeFilter", "id status tag"),
+    "agents": ("AgentFilter", "id name tag"),
+    "scenarios": ("ScenarioFilter", "id codename tag"),
+    "relationships": ("RelationshipFilter", "id relationship tag"),
+}
+FULL = {
+    "episodes": ("EpisodeFilter", EPISODE_FIELDS),
+    "agents": ("AgentFilter", AGENT_FIELDS),
+    "scenarios": ("ScenarioFilter", SCENARIO_FIELDS),
+    "relationships": ("RelationshipFilter", RELATIONSHIP_FIELDS),
+}
+NESTED = page_query(
+    "episodes",
+    "EpisodeFilter",
+    "id status agents { id name } scenario { id codename } rewards { agent { id } overall }",
+)
+
+
+async def post(http: httpx.AsyncClient, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    response = await http.post("/graphql", json={"query": query, "variables": variables})
+    body: dict[str, Any] = response.json()
+    assert response.status_code == 200 and "errors" not in body, response.text[:500]
+    return body
+
+
+async def timed_page(
+    http: httpx.AsyncClient, query: str, filter: dict[str, Any] | None, n: int
+) -> list[float]:
+    times = []
+    for _ in range(n):
+        began = time.perf_counter()
+        await post(http, query, {"filter": filter})
+        times.append(time.perf_counter() - began)
+    return times
+
+
+async def read_all(http: httpx.AsyncClient, root: str, query: str) -> tuple[float, int]:
+    """Seconds to read every record of `root` page by page, and how many were read."""
+    began = time.perf_counter()
+    after: str | None = None
+    count = 0
+    while True:
+        body = await post(http, query, {"after": after})
+        connection = body["data"][root]
+        count += len(connection["nodes"])
+        if not connection["pageInfo"]["hasNextPage"]:
+            break
+        after = connection["pageInfo"]["endCursor"]
+    return time.perf_counter() - began, count
+
+
+def ms(values: list[float], q: float) -> str:
+    return f"{percentile([v * 1000 for v in values], q):7.2f}"
+
+
+async def main(repeat: int) -> None:
+    async with bench_redis() as (redis_url, tmp, client):
+        await write_world(client)
+        env = parley_env(redis_url, tmp / "data", seed="false")
+        with api_process(env, Path(tmp) / "api.log", "--no-worker") as api:
+            async with httpx.AsyncClient(base_url=api.url, timeout=60) as http:
+                print(f"one page of {PAGE} ({repeat} requests each)      p50 ms   p99 ms")
+                cases: list[tuple[str, str, dict[str, Any] | None]] = [
+                    ("episodes by Sotopia  id status tag", "episodes", {"tag": "bench-sotopia"}),
+                    ("episodes by Parley   id status tag", "episodes", {"tag": "bench-parley"}),
+                    ("agents               id name tag", "agents", None),
+                    ("scenarios            id codename tag", "scenarios", None),
+                    ("relationships        id relationship tag", "relationships", None),
+                ]
+                for label, root, filter in cases:
+                    query = page_query(root, *SMALL[root])
+                    await timed_page(http, query, filter, 10)  # warm up
+                    times = await timed_page(http, query, filter, repeat)
+                    print(f"  {label:40} {ms(times, 50)}  {ms(times, 99)}")
+                await timed_page(http, NESTED, None, 5)
+                times = await timed_page(http, NESTED, None, max(20, repeat // 5))
+                label = "episodes + agents, scenario, reward agents"
+                print(f"  {label:40} {ms(times, 50)}  {ms(times, 99)}")
+                print(f"all records, every field, {PAGE} per page (median of 5 passes)")
+                for root, (filter_type, fields) in FULL.items():
+                    query = page_query(root, filter_type, fields)
+                    await read_all(http, root, query)  # warm up
+                    passes = [await read_all(http, root, query) for _ in range(5)]
+                    total = sorted(seconds for seconds, _ in passes)[2]
+                    print(f"  {root:14} {passes[0][1]:5} records  {total * 1000:8.1f} ms")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=200, help="requests per small page")
+    asyncio.run(main(parser.parse_args().repeat))

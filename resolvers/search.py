@@ -1,0 +1,118 @@
+"""RediSearch queries that fetch only the fields a reader needs, in one round trip.
+
+redis-om's `FindQuery.page` sends every matching document whole and rebuilds each through its
+own read-side converters (a walk over the whole document per record) before pydantic validates
+it; `count` is a second round trip. Here one FT.SEARCH returns the total and the page, with
+`RETURN` of just the JSON paths asked for, and each record is validated from those fields alone.
+The query string and sort order are redis-om's own, so matches and their order are the same.
+"""
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, create_model
+
+from storage.models import Record
+
+DIALECT = "3"
+"""Every RETURN value comes back as a JSON array of its matches, so a string, a number, a
+list and null read back unambiguously (dialect 1 sends strings bare)."""
+
+WHOLE = "$"
+MAX_RESULTS = 1_000_000
+"""RediSearch refuses a LIMIT reaching past this (MAXSEARCHRESULTS); such a page is empty."""
+
+
+@dataclass(frozen=True)
+class Found[R: Record]:
+    total: int
+    records: list[R]
+
+
+def _names(model: type[Record], fields: Collection[str]) -> frozenset[str]:
+    return frozenset({"pk", *fields} & set(model.model_fields))
+
+
+def _paths(model: type[Record], fields: Collection[str] | None) -> list[str]:
+    return [WHOLE] if fields is None else [f"$.{name}" for name in sorted(_names(model, fields))]
+
+
+def search_args(
+    query: Any, offset: int, limit: int, fields: Collection[str] | None
+) -> list[str | int]:
+    """FT.SEARCH for one page of a redis-om FindQuery, returning `fields` (None: all)."""
+    paths = _paths(query.model, fields)
+    args: list[str | int] = ["FT.SEARCH", query.model.Meta.index_name, query.query]
+    args += ["LIMIT", offset, limit]
+    args += query.resolve_redisearch_sort_fields() or []
+    args += ["RETURN", len(paths), *paths, "DIALECT", DIALECT]
+    return args
+
+
+async def search(
+    query: Any, offset: int, limit: int, fields: Collection[str] | None = None
+) -> Found[Any]:
+    """The total number of matches and the records of one page.
+
+    With `fields`, each record holds those fields as stored (and its pk); the others keep their
+    defaults and must not be read. Without, each record is whole, validated as `get` does.
+    """
+    model: type[Record] = query.model
+    if offset + limit > MAX_RESULTS:
+        offset, limit = 0, 0
+    raw = await model.db().execute_command(*search_args(query, offset, limit, fields))  # type: ignore[no-untyped-call]
+    total, hits = _hits(raw)
+    if fields is None:
+        return Found(total, [_whole(model, key, values) for key, values in hits])
+    part = _part_model(model, _names(model, fields))
+    return Found(total, [_part(model, part, key, values) for key, values in hits])
+
+
+def _hits(raw: Any) -> tuple[int, list[tuple[str, dict[str, str]]]]:
+    """(total, [(key, {path: JSON text})]) from a RESP3 map or a RESP2 array."""
+    if isinstance(raw, dict):
+        hits = [(r["id"], r.get("extra_attributes") or {}) for r in raw["results"]]
+        return int(raw["total_results"]), hits
+    pairs = [(raw[i], raw[i + 1]) for i in range(1, len(raw), 2)]
+    return int(raw[0]), [(key, dict(zip(v[::2], v[1::2], strict=True))) for key, v in pairs]
+
+
+def _pk(model: type[Record], key: str, doc: dict[str, Any]) -> str:
+    pk = doc.get("pk")
+    return pk if isinstance(pk, str) else key.removeprefix(model.make_key(""))
+
+
+def _whole[R: Record](model: type[R], key: str, values: dict[str, str]) -> R:
+    doc: dict[str, Any] = json.loads(values[WHOLE])[0]
+    return model.model_validate({**doc, "pk": _pk(model, key, doc)})
+
+
+def _part[R: Record](model: type[R], part: type[BaseModel], key: str, values: dict[str, str]) -> R:
+    doc = {path[2:]: json.loads(text)[0] for path, text in values.items()}
+    doc["pk"] = _pk(model, key, doc)
+    return _holding(model, part.model_validate(doc).__dict__)
+
+
+def _holding[R: Record](model: type[R], values: dict[str, Any]) -> R:
+    """A `model` holding just `values`, as `model_construct` makes one but without filling in
+    the other fields' defaults (that cost more than the rest of the read). A field left out
+    reads as redis-om's class attribute, a query expression, never as data; which fields each
+    GraphQL field needs is declared beside it (graph/projection.py) and tested field by field."""
+    record = model.__new__(model)
+    object.__setattr__(record, "__dict__", dict(values))
+    object.__setattr__(record, "__pydantic_fields_set__", set(values))
+    object.__setattr__(record, "__pydantic_extra__", {})
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
+
+
+@lru_cache(maxsize=512)
+def _part_model(model: type[Record], fields: frozenset[str]) -> type[BaseModel]:
+    """A model of some of `model`'s fields, validating each exactly as `model` does."""
+    declared = {
+        name: (model.model_fields[name].annotation, model.model_fields[name]) for name in fields
+    }
+    return create_model(f"{model.__name__}Part", __config__=model.model_config, **declared)  # type: ignore[call-overload,no-any-return]
