@@ -76,10 +76,17 @@ class DimensionScore:
     score: float = strawberry.field(description="The judge's score.")
 
 
+async def reward_agent(root: "Reward", info: Info) -> Agent | None:
+    return await load_agent(info, root.agent_id) if root.agent_id else None
+
+
 @strawberry.type(description="The judge's scores for one agent.")
 class Reward:
+    agent_id: strawberry.Private[str | None]
     agent_index: int = strawberry.field(description="Seat of the agent.")
-    agent: Agent | None = strawberry.field(description="The agent; null if deleted.")
+    agent: Agent | None = strawberry.field(
+        resolver=reward_agent, description="The agent; null if deleted."
+    )
     overall: float | None = strawberry.field(
         description="Unweighted mean of the dimensions; null when the judge failed (Sotopia 0.0)."
     )
@@ -95,6 +102,9 @@ class Progress:
 @strawberry.type(description="One simulation run (Sotopia EpisodeLog) and its live state.")
 class Episode:
     record: strawberry.Private[models.EpisodeLog]
+    version: strawberry.Private[bytes | None] = None
+    """A digest of the stored fields `record` holds, when a list query read it (its answer
+    may then be reused while they are unchanged: graph/answer_cache.py)."""
 
     @strawberry.field(description="The stored primary key.")
     def id(self) -> strawberry.ID:
@@ -190,13 +200,12 @@ class Episode:
         return [[list(m) for m in turn] for turn in self.record.messages]
 
     @strawberry.field(description="The judge's scores per agent, once COMPLETED.")
-    async def rewards(self, info: Info) -> list[Reward]:
+    def rewards(self) -> list[Reward]:
         out = []
         for i, reward in enumerate(self.record.rewards):
             pk = self.record.agents[i] if i < len(self.record.agents) else None
-            agent = await load_agent(info, pk) if pk else None
             if isinstance(reward, float | int):
-                out.append(Reward(agent_index=i, agent=agent, overall=None, dimensions=[]))
+                out.append(Reward(agent_index=i, agent_id=pk, overall=None, dimensions=[]))
                 continue
             overall, detail = reward
             dims = [
@@ -204,7 +213,7 @@ class Episode:
                 for k, v in detail.items()
                 if k != "overall_score"
             ]
-            out.append(Reward(agent_index=i, agent=agent, overall=overall, dimensions=dims))
+            out.append(Reward(agent_index=i, agent_id=pk, overall=overall, dimensions=dims))
         return out
 
     @strawberry.field(description="The judge's reasoning.")
@@ -235,6 +244,9 @@ class Episode:
     def finished_at(self) -> datetime | None:
         return when(self.record.finished_at)
 
+
+OWN_TYPES = {"Episode": frozenset({"StatusChange", "Progress", "Turn", "Reward", "DimensionScore"})}
+"""The types of values an episode's answer is made of that read nothing but its record."""
 
 EPISODE_READS = Reads.of(
     id=("pk",),

@@ -20,6 +20,7 @@ from graph.types import (
     Scenario,
 )
 from resolvers import agents, dimensions, episodes, relationships, scenarios
+from resolvers.pagination import Page
 
 FIRST = "How many items to return, 0..100 (default 20)."
 AFTER = "Cursor of the item to start after (a previous page's endCursor)."
@@ -132,7 +133,9 @@ class Query:
             after=after,
             fields=fields_for(info, EPISODE_READS),
         )
-        return to_connection(page, lambda r: Episode(record=r))
+        versions: list[bytes | None] = [*page.versions] or [None] * len(page.items)
+        found = [Episode(record=r, version=v) for r, v in zip(page.items, versions, strict=True)]
+        return to_connection(Page(found, page.offset, page.total), lambda e: e)
 
     @strawberry.field(description="Models simulations can use, and whether each is usable now.")
     def models(self, info: Info) -> list[Model]:

@@ -5,8 +5,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import strawberry
-from graphql import ASTValidationRule
+from graphql import ASTValidationRule, GraphQLObjectType, GraphQLResolveInfo
+from graphql.execution.collect_fields import FieldDetailsList
 from graphql.execution.executor import Executor
+from graphql.pyutils import Path
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import (
     AddValidationRules,
@@ -20,6 +22,8 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
+from graph.answer_cache import AnswerCache, Shapes, cached_completion
+from graph.episode_types import OWN_TYPES
 from graph.errors import ErrorPolicy
 from graph.mutation import Mutation
 from graph.query import Query
@@ -27,6 +31,9 @@ from graph.subscription import Subscription
 
 CACHED_DOCUMENTS = 256
 """Parsed and validated documents kept (clients send the same few documents over and over)."""
+CACHED_ANSWERS = 2_000
+"""Completed list items kept (graph/answer_cache.py): a page of 50 full episodes with 20 turns
+each is about 1.5 MiB of answers, so this is some 60 MiB at most."""
 
 
 @dataclass(frozen=True)
@@ -77,14 +84,43 @@ class EventScopedExecutor(StrawberryGraphQLCoreExecutionContext):
         return executor
 
 
-def build_schema(limits: Limits | None = None) -> strawberry.Schema:
+class AnswerCachingExecutor(EventScopedExecutor):
+    """Reuses the completed answers of list items whose stored fields are unchanged."""
+
+    answers: AnswerCache
+    _shapes: Shapes | None = None
+
+    def complete_object_value(
+        self,
+        return_type: GraphQLObjectType,
+        field_details_list: FieldDetailsList,
+        info: GraphQLResolveInfo[Any],
+        path: Path,
+        result: Any,
+        position_context: Any,
+    ) -> Any:
+        def complete() -> Any:
+            return super(AnswerCachingExecutor, self).complete_object_value(
+                return_type, field_details_list, info, path, result, position_context
+            )
+
+        if self._shapes is None:
+            self._shapes = Shapes(OWN_TYPES, self.fragments)
+        errors = self.collected_errors.errors
+        return cached_completion(
+            self.answers, self._shapes, errors, return_type, field_details_list, result, complete
+        )
+
+
+def build_schema(limits: Limits | None = None, answers: int = CACHED_ANSWERS) -> strawberry.Schema:
+    executor = type("Executor", (AnswerCachingExecutor,), {"answers": AnswerCache(answers)})
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
         extensions=extensions(limits or Limits()),
         config=StrawberryConfig(disable_field_suggestions=True),
-        execution_context_class=EventScopedExecutor,
+        execution_context_class=executor,
     )
 
 

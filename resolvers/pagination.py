@@ -3,7 +3,7 @@
 import base64
 import binascii
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from resolvers.errors import BadArgument
@@ -20,6 +20,8 @@ class Page[T]:
     items: list[T]
     offset: int
     total: int
+    versions: list[bytes] = field(default_factory=list)
+    """Per item, a digest of what was read of it (resolvers/search.py); empty if not known."""
 
     @property
     def has_next(self) -> bool:
@@ -70,4 +72,4 @@ async def fetch_page(
     if not searchable(query):
         return Page(items=[], offset=offset, total=0)
     found = await search(query, offset, limit, fields)
-    return Page(items=found.records, offset=offset, total=found.total)
+    return Page(items=found.records, offset=offset, total=found.total, versions=found.versions)

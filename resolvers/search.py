@@ -7,6 +7,7 @@ it; `count` is a second round trip. Here one FT.SEARCH returns the total and the
 The query string and sort order are redis-om's own, so matches and their order are the same.
 """
 
+import hashlib
 import json
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ MAX_RESULTS = 1_000_000
 class Found[R: Record]:
     total: int
     records: list[R]
+    versions: list[bytes]
+    """Per record, a digest of its key and the stored JSON of the fields fetched: equal
+    digests mean equal stored values of those fields."""
 
 
 def _names(model: type[Record], fields: Collection[str]) -> frozenset[str]:
@@ -65,10 +69,18 @@ async def search(
         offset, limit = 0, 0
     raw = await model.db().execute_command(*search_args(query, offset, limit, fields))  # type: ignore[no-untyped-call]
     total, hits = _hits(raw)
+    versions = [_version(key, values) for key, values in hits]
     if fields is None:
-        return Found(total, [_whole(model, key, values) for key, values in hits])
+        return Found(total, [_whole(model, key, values) for key, values in hits], versions)
     part = _part_model(model, _names(model, fields))
-    return Found(total, [_part(model, part, key, values) for key, values in hits])
+    return Found(total, [_part(model, part, key, values) for key, values in hits], versions)
+
+
+def _version(key: str, values: dict[str, str]) -> bytes:
+    digest = hashlib.blake2b(key.encode(), digest_size=16)
+    for path in sorted(values):
+        digest.update(b"\x00" + path.encode() + b"\x00" + values[path].encode())
+    return digest.digest()
 
 
 def _hits(raw: Any) -> tuple[int, list[tuple[str, dict[str, str]]]]:
