@@ -8,6 +8,7 @@ from strawberry.scalars import JSON
 from engine.models import ModelInfo
 from graph.context import Info
 from graph.enums import ActionType, EpisodeStatus, EventKind, TurnOrder
+from graph.listed import Listed
 from graph.projection import Reads
 from graph.types import Agent, Relationship, Scenario, load_agent
 from lifecycle.transitions import EpisodeEvent as StoredEvent
@@ -102,9 +103,6 @@ class Progress:
 @strawberry.type(description="One simulation run (Sotopia EpisodeLog) and its live state.")
 class Episode:
     record: strawberry.Private[models.EpisodeLog]
-    version: strawberry.Private[bytes | None] = None
-    """A digest of the stored fields `record` holds, when a list query read it (its answer
-    may then be reused while they are unchanged: graph/answer_cache.py)."""
 
     @strawberry.field(description="The stored primary key.")
     def id(self) -> strawberry.ID:
@@ -245,8 +243,14 @@ class Episode:
         return when(self.record.finished_at)
 
 
-OWN_TYPES = {"Episode": frozenset({"StatusChange", "Progress", "Turn", "Reward", "DimensionScore"})}
-"""The types of values an episode's answer is made of that read nothing but its record."""
+class ListedEpisode(Listed[models.EpisodeLog], Episode):  # type: ignore[override]
+    pass
+
+
+EPISODE_OWN_TYPES = {
+    "Episode": frozenset({"StatusChange", "Progress", "Turn", "Reward", "DimensionScore"})
+}
+"""The types of the values an episode's answer is made of that read nothing but its record."""
 
 EPISODE_READS = Reads.of(
     id=("pk",),

@@ -6,7 +6,7 @@ import strawberry
 
 from graph.connection import Connection, to_connection
 from graph.context import Info
-from graph.episode_types import EPISODE_READS, Episode, Model
+from graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
 from graph.errors import UserInputError
 from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
 from graph.projection import fields_for
@@ -16,11 +16,13 @@ from graph.types import (
     SCENARIO_READS,
     Agent,
     EvaluationDimensionList,
+    ListedAgent,
+    ListedRelationship,
+    ListedScenario,
     Relationship,
     Scenario,
 )
 from resolvers import agents, dimensions, episodes, relationships, scenarios
-from resolvers.pagination import Page
 
 FIRST = "How many items to return, 0..100 (default 20)."
 AFTER = "Cursor of the item to start after (a previous page's endCursor)."
@@ -51,7 +53,7 @@ class Query:
             after=after,
             fields=fields_for(info, AGENT_READS),
         )
-        return to_connection(page, lambda r: Agent(record=r))
+        return to_connection(page, ListedAgent)
 
     @strawberry.field(description="One scenario by id; null if there is none.")
     async def scenario(self, id: strawberry.ID) -> Scenario | None:
@@ -74,7 +76,7 @@ class Query:
             after=after,
             fields=fields_for(info, SCENARIO_READS),
         )
-        return to_connection(page, lambda r: Scenario(record=r))
+        return to_connection(page, ListedScenario)
 
     @strawberry.field(description="One relationship by id; null if there is none.")
     async def relationship(self, id: strawberry.ID) -> Relationship | None:
@@ -101,7 +103,7 @@ class Query:
             after=after,
             fields=fields_for(info, RELATIONSHIP_READS),
         )
-        return to_connection(page, lambda r: Relationship(record=r))
+        return to_connection(page, ListedRelationship)
 
     @strawberry.field(description="The relationship between two agents, in either order.")
     async def relationship_between(
@@ -124,7 +126,7 @@ class Query:
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
     ) -> Connection[Episode]:
         f = filter or EpisodeFilter()
-        page = await episodes.list_episodes(
+        page = await episodes.find_episodes(
             tag=f.tag,
             status=f.status,
             agent_id=f.agent_id,
@@ -133,9 +135,7 @@ class Query:
             after=after,
             fields=fields_for(info, EPISODE_READS),
         )
-        versions: list[bytes | None] = [*page.versions] or [None] * len(page.items)
-        found = [Episode(record=r, version=v) for r, v in zip(page.items, versions, strict=True)]
-        return to_connection(Page(found, page.offset, page.total), lambda e: e)
+        return to_connection(page, ListedEpisode)
 
     @strawberry.field(description="Models simulations can use, and whether each is usable now.")
     def models(self, info: Info) -> list[Model]:

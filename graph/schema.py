@@ -23,11 +23,12 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from graph.answer_cache import AnswerCache, Shapes, cached_completion
-from graph.episode_types import OWN_TYPES
+from graph.episode_types import EPISODE_OWN_TYPES
 from graph.errors import ErrorPolicy
 from graph.mutation import Mutation
 from graph.query import Query
 from graph.subscription import Subscription
+from graph.types import OWN_TYPES
 
 CACHED_DOCUMENTS = 256
 """Parsed and validated documents kept (clients send the same few documents over and over)."""
@@ -105,7 +106,7 @@ class AnswerCachingExecutor(EventScopedExecutor):
             )
 
         if self._shapes is None:
-            self._shapes = Shapes(OWN_TYPES, self.fragments)
+            self._shapes = Shapes({**OWN_TYPES, **EPISODE_OWN_TYPES}, self.fragments)
         errors = self.collected_errors.errors
         return cached_completion(
             self.answers, self._shapes, errors, return_type, field_details_list, result, complete

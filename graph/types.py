@@ -5,6 +5,7 @@ import strawberry
 from graph.context import Info
 from graph.enums import ErrorCode, RelationshipType
 from graph.fields import reads
+from graph.listed import Listed
 from graph.projection import Reads
 from resolvers import relationships
 from resolvers.agents import AGENT
@@ -165,3 +166,24 @@ class EvaluationDimensionList:
 async def load_agent(info: Info, pk: str) -> Agent | None:
     record = await info.context.agents.load(pk)
     return Agent(record=record) if record is not None else None
+
+
+class ListedAgent(Listed[models.AgentProfile], Agent):  # type: ignore[override]
+    pass
+
+
+class ListedScenario(Listed[models.EnvironmentProfile], Scenario):  # type: ignore[override]
+    pass
+
+
+class ListedRelationship(Listed[models.RelationshipProfile], Relationship):  # type: ignore[override]
+    pass
+
+
+OWN_TYPES: dict[str, frozenset[str]] = {
+    "Agent": frozenset(),
+    "Scenario": frozenset(),
+    "Relationship": frozenset(),
+}
+"""Types whose answers read nothing but their record (their fields that reach other records,
+such as an agent's relationships, are of other types, so answers selecting them are not kept)."""

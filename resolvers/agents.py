@@ -9,9 +9,10 @@ from pydantic import ValidationError
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import Age, LongText, Name, ShortText, Tags
-from resolvers.pagination import Page, fetch_page
+from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
 from resolvers.relationships import delete_relationships
+from resolvers.search import Hit
 from storage.models import AgentProfile, RelationshipProfile
 
 AGENT = Exposed(
@@ -52,7 +53,7 @@ async def list_agents(
     first: int | None = None,
     after: str | None = None,
     fields: Collection[str] | None = None,
-) -> Page[AgentProfile]:
+) -> Page[Hit[AgentProfile]]:
     terms: list[Any] = []
     if tag:
         terms.append(AgentProfile.tag == tag)
@@ -68,7 +69,7 @@ async def list_agents(
             )
         else:
             terms.append((AgentProfile.first_name == name) | (AgentProfile.last_name == name))
-    return await fetch_page(AgentProfile.find(*terms).sort_by("pk"), first, after, fields)
+    return await fetch_hits(AgentProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 
 async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, list[UserError]]:

@@ -3,12 +3,12 @@
 import base64
 import binascii
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from resolvers.errors import BadArgument
 from resolvers.records import has_utf8_form
-from resolvers.search import search
+from resolvers.search import Hit, search
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -20,8 +20,6 @@ class Page[T]:
     items: list[T]
     offset: int
     total: int
-    versions: list[bytes] = field(default_factory=list)
-    """Per item, a digest of what was read of it (resolvers/search.py); empty if not known."""
 
     @property
     def has_next(self) -> bool:
@@ -61,9 +59,9 @@ def searchable(query: Any) -> bool:
     return "\x00" not in text and has_utf8_form(text)
 
 
-async def fetch_page(
+async def fetch_hits(
     query: Any, first: int | None, after: str | None, fields: Collection[str] | None = None
-) -> Page[Any]:
+) -> Page[Hit[Any]]:
     """One page of a redis-om FindQuery and its total count, in one round trip.
 
     With `fields` (record field names), the records hold only those (see resolvers/search.py).
@@ -72,4 +70,12 @@ async def fetch_page(
     if not searchable(query):
         return Page(items=[], offset=offset, total=0)
     found = await search(query, offset, limit, fields)
-    return Page(items=found.records, offset=offset, total=found.total, versions=found.versions)
+    return Page(items=found.hits, offset=offset, total=found.total)
+
+
+async def fetch_page(
+    query: Any, first: int | None, after: str | None, fields: Collection[str] | None = None
+) -> Page[Any]:
+    """`fetch_hits`, as records."""
+    page = await fetch_hits(query, first, after, fields)
+    return Page([hit.record for hit in page.items], page.offset, page.total)

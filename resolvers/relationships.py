@@ -9,8 +9,9 @@ from pydantic import ValidationError, model_validator
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import LongText, RecordId, ShortText
-from resolvers.pagination import Page, fetch_page, searchable
+from resolvers.pagination import Page, fetch_hits, searchable
 from resolvers.records import get_or_none, insert, update_fields
+from resolvers.search import Hit
 from storage import keys
 from storage.models import AgentProfile, RelationshipProfile, RelationshipType
 
@@ -63,7 +64,7 @@ async def list_relationships(
     first: int | None = None,
     after: str | None = None,
     fields: Collection[str] | None = None,
-) -> Page[RelationshipProfile]:
+) -> Page[Hit[RelationshipProfile]]:
     terms: list[Any] = []
     if agent_id:
         terms.append(
@@ -76,7 +77,7 @@ async def list_relationships(
         terms.append(RelationshipProfile.relationship == int(relationship))
     if tag:
         terms.append(RelationshipProfile.tag == tag)
-    return await fetch_page(RelationshipProfile.find(*terms).sort_by("pk"), first, after, fields)
+    return await fetch_hits(RelationshipProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 
 async def relationships_of(agent_id: str) -> list[RelationshipProfile]:

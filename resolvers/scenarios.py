@@ -8,8 +8,9 @@ from pydantic import Field, ValidationError
 from resolvers.errors import UserError, from_validation, not_found
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import LIST_MAX, LongText, RequiredText, ShortText
-from resolvers.pagination import Page, fetch_page
+from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
+from resolvers.search import Hit
 from storage.models import EnvironmentProfile, RelationshipType
 
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
@@ -44,13 +45,13 @@ async def list_scenarios(
     first: int | None = None,
     after: str | None = None,
     fields: Collection[str] | None = None,
-) -> Page[EnvironmentProfile]:
+) -> Page[Hit[EnvironmentProfile]]:
     terms: list[Any] = []
     if tag:
         terms.append(EnvironmentProfile.tag == tag)
     if codename:
         terms.append(EnvironmentProfile.codename == codename)
-    return await fetch_page(EnvironmentProfile.find(*terms).sort_by("pk"), first, after, fields)
+    return await fetch_hits(EnvironmentProfile.find(*terms).sort_by("pk"), first, after, fields)
 
 
 async def create_scenario(

@@ -9,9 +9,9 @@ The query string and sort order are redis-om's own, so matches and their order a
 
 import hashlib
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from pydantic import BaseModel, create_model
@@ -27,13 +27,34 @@ MAX_RESULTS = 1_000_000
 """RediSearch refuses a LIMIT reaching past this (MAXSEARCHRESULTS); such a page is empty."""
 
 
+class Hit[R: Record]:
+    """One match: a digest of what was fetched of it, and its record, built when first read
+    (a reader that can answer from the digest alone never pays for the parse)."""
+
+    __slots__ = ("_build", "_record", "version")
+
+    def __init__(self, version: bytes, build: Callable[[], R]) -> None:
+        self.version = version
+        """A digest of the key and the stored JSON of the fields fetched: equal digests mean
+        equal stored values of those fields."""
+        self._build = build
+        self._record: R | None = None
+
+    @property
+    def record(self) -> R:
+        if self._record is None:
+            self._record = self._build()
+        return self._record
+
+
 @dataclass(frozen=True)
 class Found[R: Record]:
     total: int
-    records: list[R]
-    versions: list[bytes]
-    """Per record, a digest of its key and the stored JSON of the fields fetched: equal
-    digests mean equal stored values of those fields."""
+    hits: list[Hit[R]]
+
+    @property
+    def records(self) -> list[R]:
+        return [hit.record for hit in self.hits]
 
 
 def _names(model: type[Record], fields: Collection[str]) -> frozenset[str]:
@@ -59,7 +80,7 @@ def search_args(
 async def search(
     query: Any, offset: int, limit: int, fields: Collection[str] | None = None
 ) -> Found[Any]:
-    """The total number of matches and the records of one page.
+    """The total number of matches and the hits of one page.
 
     With `fields`, each record holds those fields as stored (and its pk); the others keep their
     defaults and must not be read. Without, each record is whole, validated as `get` does.
@@ -69,11 +90,11 @@ async def search(
         offset, limit = 0, 0
     raw = await model.db().execute_command(*search_args(query, offset, limit, fields))  # type: ignore[no-untyped-call]
     total, hits = _hits(raw)
-    versions = [_version(key, values) for key, values in hits]
     if fields is None:
-        return Found(total, [_whole(model, key, values) for key, values in hits], versions)
+        return Found(total, [Hit(_version(k, v), partial(_whole, model, k, v)) for k, v in hits])
     part = _part_model(model, _names(model, fields))
-    return Found(total, [_part(model, part, key, values) for key, values in hits], versions)
+    build = [partial(_part, model, part, k, v) for k, v in hits]
+    return Found(total, [Hit(_version(k, v), b) for (k, v), b in zip(hits, build, strict=True)])
 
 
 def _version(key: str, values: dict[str, str]) -> bytes:

@@ -132,3 +132,24 @@ def test_the_cache_keeps_the_most_recently_used() -> None:
     cache.put(("s", b"3"), {"a": 3})
     assert cache.get(("s", b"2")) is None and cache.get(("s", b"1")) == {"a": 1}
     assert len(cache) == 2
+
+
+@pytest.mark.parametrize(
+    ("root", "selection", "kept"),
+    [
+        ("agents", "id name firstName moralValues", True),
+        ("agents", "id relationships { type }", False),
+        ("scenarios", "id codename agentGoals", True),
+        ("relationships", "id relationship backgroundStory", True),
+        ("relationships", "id agent { id }", False),
+    ],
+)
+async def test_profiles_are_kept_when_they_read_only_themselves(
+    world: None, context: Context, root: str, selection: str, kept: bool
+) -> None:
+    schema = build_schema()
+    query = f'{{ {root}(filter: {{tag: "{TAG}"}}) {{ nodes {{ {selection} }} }} }}'
+    first = await run(schema, context, query)
+    assert first[root]["nodes"]
+    assert len(answers_of(schema)) == (len(first[root]["nodes"]) if kept else 0)
+    assert await run(schema, context, query) == first
