@@ -8,7 +8,8 @@ from strawberry.types import Info as StrawberryInfo
 
 from lifecycle.services import Services
 from resolvers.agents import get_agents
-from storage.models import AgentProfile
+from resolvers.scenarios import get_scenarios
+from storage.models import AgentProfile, EnvironmentProfile
 
 
 @dataclass
@@ -18,12 +19,17 @@ class Context:
     services: Services
     connection_params: dict[str, Any] | None = None
     agents: DataLoader[str, AgentProfile | None] = field(init=False)
+    scenarios: DataLoader[str, EnvironmentProfile | None] = field(init=False)
 
     def __post_init__(self) -> None:
         async def load(pks: list[str]) -> list[AgentProfile | None]:
             return await get_agents(self.services.client, pks)
 
+        async def load_scenarios(pks: list[str]) -> list[EnvironmentProfile | None]:
+            return await get_scenarios(self.services.client, pks)
+
         self.agents = DataLoader(load_fn=load, cache=False)
+        self.scenarios = DataLoader(load_fn=load_scenarios, cache=False)
 
 
 Info = StrawberryInfo[Context, Any]

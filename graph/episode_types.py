@@ -12,7 +12,7 @@ from graph.listed import Listed
 from graph.projection import Reads
 from graph.types import Agent, Relationship, Scenario, load_agent
 from lifecycle.transitions import EpisodeEvent as StoredEvent
-from resolvers import episodes, relationships, scenarios
+from resolvers import episodes, relationships
 from storage import models
 
 
@@ -143,8 +143,8 @@ class Episode:
         return strawberry.ID(self.record.environment)
 
     @strawberry.field(description="The scenario; null if it was deleted.")
-    async def scenario(self) -> Scenario | None:
-        record = await scenarios.get_scenario(self.record.environment)
+    async def scenario(self, info: Info) -> Scenario | None:
+        record = await info.context.scenarios.load(self.record.environment)
         return Scenario(record=record) if record else None
 
     @strawberry.field(description="Ids of the agents, in seat order.")
@@ -153,7 +153,8 @@ class Episode:
 
     @strawberry.field(description="The agents in seat order; null where one was deleted.")
     async def agents(self, info: Info) -> list[Agent | None]:
-        return [await load_agent(info, pk) for pk in self.record.agents]
+        found = await info.context.agents.load_many(self.record.agents)
+        return [Agent(record=r) if r is not None else None for r in found]
 
     @strawberry.field(description="Stored relationships among this episode's agents.")
     async def relationships(self) -> list[Relationship]:

@@ -11,7 +11,7 @@ from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.limits import LongText, RecordId, ShortText
 from resolvers.pagination import Page, fetch_hits, searchable
 from resolvers.records import get_or_none, insert, update_fields
-from resolvers.search import Hit
+from resolvers.search import Hit, search_all
 from storage import keys
 from storage.models import AgentProfile, RelationshipProfile, RelationshipType
 
@@ -84,7 +84,7 @@ async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
     query = RelationshipProfile.find(
         (RelationshipProfile.agent_1_id == agent_id) | (RelationshipProfile.agent_2_id == agent_id)
     )
-    return list(await query.sort_by("pk").all())
+    return await search_all(query.sort_by("pk"))
 
 
 async def create_relationship(

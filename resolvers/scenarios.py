@@ -3,6 +3,7 @@
 from collections.abc import Collection
 from typing import Annotated, Any
 
+import redis.asyncio as redis
 from pydantic import Field, ValidationError
 
 from resolvers.errors import UserError, from_validation, not_found
@@ -80,3 +81,10 @@ async def delete_scenario(pk: str) -> list[UserError]:
         return [not_found("scenario", pk)]
     await EnvironmentProfile.delete(pk)
     return []
+
+
+async def get_scenarios(client: redis.Redis, pks: list[str]) -> list[EnvironmentProfile | None]:
+    """Several scenarios in one round trip, in the order asked, None where missing."""
+    keys = [EnvironmentProfile.make_primary_key(pk) for pk in pks]
+    documents: list[list[dict[str, Any]] | None] = await client.json().mget(keys, "$")  # type: ignore[assignment]
+    return [EnvironmentProfile.model_validate(doc[0]) if doc else None for doc in documents]

@@ -97,6 +97,16 @@ async def search(
     return Found(total, [Hit(_version(k, v), b) for (k, v), b in zip(hits, build, strict=True)])
 
 
+async def search_all(query: Any, batch: int = 1000) -> list[Any]:
+    """Every match of a redis-om FindQuery as whole records, in its order (as `all()` gives)."""
+    records: list[Any] = []
+    while True:
+        found = await search(query, len(records), batch)
+        records += found.records
+        if not found.hits or len(records) >= found.total:
+            return records
+
+
 def _version(key: str, values: dict[str, str]) -> bytes:
     digest = hashlib.blake2b(key.encode(), digest_size=16)
     for path in sorted(values):
