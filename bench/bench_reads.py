@@ -4,7 +4,8 @@ Run: python -m bench.bench_reads [--repeat N]
 Starts an embedded Redis holding 1,000 episodes, agents, scenarios and relationships (half
 written as Sotopia writes them, half as Parley does) and one `parley serve --no-worker` process.
 Prints p50/p99 of one page of 50 selecting a few fields, per kind (episodes per writer), and the
-total time to read all 1,000 records of a kind with every field, 50 per page.
+total time to read all 1,000 records of a kind with every field, 50 per page: the first pass
+(nothing read before), and the median of five more (finished answers may be reused then).
 """
 
 import argparse
@@ -59,6 +60,7 @@ FULL = {
     "scenarios": ("ScenarioFilter", SCENARIO_FIELDS),
     "relationships": ("RelationshipFilter", RELATIONSHIP_FIELDS),
 }
+TRIVIAL = "{ __typename }"
 NESTED = page_query(
     "episodes",
     "EpisodeFilter",
@@ -84,19 +86,22 @@ async def timed_page(
     return times
 
 
-async def read_all(http: httpx.AsyncClient, root: str, query: str) -> tuple[float, int]:
-    """Seconds to read every record of `root` page by page, and how many were read."""
+async def read_all(http: httpx.AsyncClient, root: str, query: str) -> tuple[float, int, int]:
+    """Seconds to read every record of `root` page by page, how many, and the response bytes."""
     began = time.perf_counter()
     after: str | None = None
-    count = 0
+    count = size = 0
     while True:
-        body = await post(http, query, {"after": after})
+        response = await http.post("/graphql", json={"query": query, "variables": {"after": after}})
+        body = response.json()
+        assert response.status_code == 200 and "errors" not in body, response.text[:500]
+        size += len(response.content)
         connection = body["data"][root]
         count += len(connection["nodes"])
         if not connection["pageInfo"]["hasNextPage"]:
             break
         after = connection["pageInfo"]["endCursor"]
-    return time.perf_counter() - began, count
+    return time.perf_counter() - began, count, size
 
 
 def ms(values: list[float], q: float) -> str:
@@ -110,6 +115,9 @@ async def main(repeat: int) -> None:
         with api_process(env, Path(tmp) / "api.log", "--no-worker") as api:
             async with httpx.AsyncClient(base_url=api.url, timeout=60) as http:
                 print(f"one page of {PAGE} ({repeat} requests each)      p50 ms   p99 ms")
+                await timed_page(http, TRIVIAL, None, 10)
+                times = await timed_page(http, TRIVIAL, None, repeat)
+                print(f"  {'(a trivial query, for scale)':40} {ms(times, 50)}  {ms(times, 99)}")
                 cases: list[tuple[str, str, dict[str, Any] | None]] = [
                     ("episodes by Sotopia  id status tag", "episodes", {"tag": "bench-sotopia"}),
                     ("episodes by Parley   id status tag", "episodes", {"tag": "bench-parley"}),
@@ -126,13 +134,16 @@ async def main(repeat: int) -> None:
                 times = await timed_page(http, NESTED, None, max(20, repeat // 5))
                 label = "episodes + agents, scenario, reward agents"
                 print(f"  {label:40} {ms(times, 50)}  {ms(times, 99)}")
-                print(f"all records, every field, {PAGE} per page (median of 5 passes)")
+                print(f"all records, every field, {PAGE} per page: first pass, median of 5 more")
                 for root, (filter_type, fields) in FULL.items():
                     query = page_query(root, filter_type, fields)
-                    await read_all(http, root, query)  # warm up
+                    first, count, size = await read_all(http, root, query)
                     passes = [await read_all(http, root, query) for _ in range(5)]
-                    total = sorted(seconds for seconds, _ in passes)[2]
-                    print(f"  {root:14} {passes[0][1]:5} records  {total * 1000:8.1f} ms")
+                    total = sorted(seconds for seconds, _, _ in passes)[2]
+                    print(
+                        f"  {root:14} {count:5} records {size / 2**20:6.2f} MiB "
+                        f"{first * 1000:8.1f} ms {total * 1000:8.1f} ms"
+                    )
 
 
 if __name__ == "__main__":
