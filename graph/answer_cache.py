@@ -16,6 +16,7 @@ deferred, and no answer that raised a field error.
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from graphql import (
     FieldNode,
@@ -29,6 +30,10 @@ from graphql import (
 from graphql.execution.collect_fields import FieldDetails
 
 Key = tuple[str, bytes]
+Printed = WeakKeyDictionary[FieldNode, tuple[tuple[int, ...], str | None]]
+"""Shapes already worked out, by the first field node of a selection (the parsed documents
+are cached, so the same nodes come back request after request): the ids of all its nodes, and
+the shape. An entry goes with its document."""
 
 
 class AnswerCache:
@@ -59,20 +64,35 @@ class Shapes:
     None when its answer may depend on more than the record."""
 
     def __init__(
-        self, own_types: Mapping[str, Collection[str]], fragments: Mapping[str, Any]
+        self,
+        own_types: Mapping[str, Collection[str]],
+        fragments: Mapping[str, Any],
+        printed: Printed,
     ) -> None:
         self.own_types = own_types
         self.fragments = fragments
+        self.printed = printed
         self._known: dict[int, str | None] = {}
         self._held: list[object] = []  # keeps the keyed lists alive, so their ids stay unique
 
     def of(self, return_type: GraphQLObjectType, details: list[FieldDetails]) -> str | None:
         known = self._known.get(id(details), ...)
         if known is ...:
-            known = self._shape(return_type, details)
+            known = self._remembered(return_type, details)
             self._known[id(details)] = known
             self._held.append(details)
         return known
+
+    def _remembered(
+        self, return_type: GraphQLObjectType, details: list[FieldDetails]
+    ) -> str | None:
+        ids = tuple(id(d.node) for d in details)
+        seen = self.printed.get(details[0].node)
+        if seen is not None and seen[0] == ids:
+            return seen[1]
+        shape = self._shape(return_type, details)
+        self.printed[details[0].node] = (ids, shape)
+        return shape
 
     def _shape(self, return_type: GraphQLObjectType, details: list[FieldDetails]) -> str | None:
         allowed = self.own_types.get(return_type.name)

@@ -22,7 +22,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from graph.answer_cache import AnswerCache, Shapes, cached_completion
+from graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion
 from graph.episode_types import EPISODE_OWN_TYPES
 from graph.errors import ErrorPolicy
 from graph.mutation import Mutation
@@ -89,6 +89,7 @@ class AnswerCachingExecutor(EventScopedExecutor):
     """Reuses the completed answers of list items whose stored fields are unchanged."""
 
     answers: AnswerCache
+    printed: Printed
     _shapes: Shapes | None = None
 
     def complete_object_value(
@@ -106,7 +107,8 @@ class AnswerCachingExecutor(EventScopedExecutor):
             )
 
         if self._shapes is None:
-            self._shapes = Shapes({**OWN_TYPES, **EPISODE_OWN_TYPES}, self.fragments)
+            own = {**OWN_TYPES, **EPISODE_OWN_TYPES}
+            self._shapes = Shapes(own, self.fragments, self.printed)
         errors = self.collected_errors.errors
         return cached_completion(
             self.answers, self._shapes, errors, return_type, field_details_list, result, complete
@@ -114,7 +116,8 @@ class AnswerCachingExecutor(EventScopedExecutor):
 
 
 def build_schema(limits: Limits | None = None, answers: int = CACHED_ANSWERS) -> strawberry.Schema:
-    executor = type("Executor", (AnswerCachingExecutor,), {"answers": AnswerCache(answers)})
+    caches = {"answers": AnswerCache(answers), "printed": Printed()}
+    executor = type("Executor", (AnswerCachingExecutor,), caches)
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
