@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import bench_redis, percentile
+from bench.common import bench_redis, percentile, rss_mib
 from tests.support.processes import api_process, parley_env
 from tests.support.read_world import write_world
 
@@ -134,6 +134,7 @@ async def main(repeat: int) -> None:
                 times = await timed_page(http, NESTED, None, max(20, repeat // 5))
                 label = "episodes + agents, scenario, reward agents"
                 print(f"  {label:40} {ms(times, 50)}  {ms(times, 99)}")
+                print(f"API process RSS before the full reads: {rss_mib(api.pid):.0f} MiB")
                 print(f"all records, every field, {PAGE} per page: first pass, median of 5 more")
                 for root, (filter_type, fields) in FULL.items():
                     query = page_query(root, filter_type, fields)
@@ -144,6 +145,7 @@ async def main(repeat: int) -> None:
                         f"  {root:14} {count:5} records {size / 2**20:6.2f} MiB "
                         f"{first * 1000:8.1f} ms {total * 1000:8.1f} ms"
                     )
+                print(f"API process RSS after: {rss_mib(api.pid):.0f} MiB")
 
 
 if __name__ == "__main__":
