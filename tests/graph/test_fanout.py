@@ -335,3 +335,14 @@ async def test_a_selection_that_reads_storage_is_also_executed_once_per_event(
     assert [e["sequence"] for e in events] == list(range(2, 2 + published))
     assert all(e["episode"]["status"] in {"RUNNING", "EVALUATING", "COMPLETED"} for e in events)
     assert after["subscription_executions"] - before["subscription_executions"] == published
+
+
+def test_what_the_content_key_leaves_out_is_shown_by_no_field() -> None:
+    """graph/subscription.py's `event_content` ignores an event's `tag` and `log_id` (they
+    differ between a live event and its re-read copy); a field showing either would make
+    streams share a payload they must not."""
+    from graph.episode_types import EpisodeEvent
+
+    definition = EpisodeEvent.__strawberry_definition__  # type: ignore[attr-defined]
+    shown = {field.python_name for field in definition.fields}
+    assert "cursor" in shown and not shown & {"tag", "log_id"}
