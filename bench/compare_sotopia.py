@@ -13,7 +13,8 @@ process, tests/support/fake_llm.py) under the same model name, `custom/structure
 are driven over HTTP by httpx. Repeats alternate which system goes first; figures are medians.
 
 Rows (the --only names):
-- tokens: one episode each; its chat requests from the fake's log, cl100k_base tokens.
+- tokens: one episode each; its chat requests from the fake's log, counted by
+  bench/bench_tokens.py (cl100k_base).
 - episodes: N episodes x 6 turns, LLM 200 ms, one worker process at its default settings
   (Parley: `parley worker`, 8 episodes at once; Sotopia: rq's worker, one job at a time, each in
   a forked work horse); wall time from the first start request to the last finished episode,
@@ -50,6 +51,7 @@ import psutil
 import redis.asyncio as redis
 from ulid import ULID
 
+from bench.bench_tokens import episode_token_figures
 from bench.common import percentile
 from lifecycle.settings import RunSettings
 from storage.embedded import EmbeddedRedis, free_port
@@ -580,22 +582,6 @@ async def reset_fake(base: str) -> None:
         await http.post(base.removesuffix("/v1") + "/_fake/reset")
 
 
-def token_figures(bodies: list[dict[str, Any]], python: Path) -> tuple[int, int]:
-    """Total and uncached-under-an-ideal-prefix-cache cl100k tokens of one episode's requests;
-    counted with Sotopia's environment, whose litellm ships tiktoken and the encoding file."""
-    done = subprocess.run(
-        [str(python), str(SIDE), "tokens"],
-        input=json.dumps(bodies),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"token count failed: {done.stderr[-2000:]}")
-    total, uncached = json.loads(done.stdout)
-    return int(total), int(uncached)
-
-
 @dataclass
 class Table:
     rows: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -615,16 +601,14 @@ def med(values: list[float]) -> float:
     return statistics.median(values)
 
 
-async def tokens_and_warmup(
-    systems: tuple[Sotopia, Parley], fake: str, python: Path, table: Table
-) -> None:
+async def tokens_and_warmup(systems: tuple[Sotopia, Parley], fake: str, table: Table) -> None:
     """One episode each, alone on the fake (also warms both workers up)."""
     figures: list[tuple[int, int, int]] = []
     for system in systems:
         await reset_fake(fake)
         _, _, ids = await run_episodes(system, 1, "bench-tokens")
         bodies = [r["body"] for r in await fake_requests(fake)]
-        total, uncached = await asyncio.to_thread(token_figures, bodies, python)
+        total, uncached = await asyncio.to_thread(episode_token_figures, bodies)
         figures.append((len(bodies), total, uncached))
         described = await system.describe_episode(ids[0])
         table.notes.append(f"{system.name} episode: {described}, {len(bodies)} LLM requests")
@@ -845,7 +829,7 @@ async def run(args: argparse.Namespace, python: Path, venv: Path) -> Table:
         if only & {"tokens", "episodes", "throughput"}:
             print("episodes (workers running)", flush=True)
             async with both(python, tmp / "episodes", model, worker=True) as systems:
-                await tokens_and_warmup(systems, fake, python, table)
+                await tokens_and_warmup(systems, fake, table)
                 if "episodes" in only:
                     label = (
                         f"{counts.episodes} episodes x {TURNS} turns, LLM 200 ms, "

@@ -2,7 +2,6 @@
 
     <sotopia-venv>/bin/python bench/sotopia_side.py api --port 8800   # Sotopia's FastAPI app
     <sotopia-venv>/bin/python bench/sotopia_side.py worker            # `rq worker default`
-    <sotopia-venv>/bin/python bench/sotopia_side.py tokens < bodies.json
 
 `api` and `worker` read REDIS_OM_URL (Sotopia connects to Redis when `sotopia.database` is
 imported). This file imports nothing of Parley, so it runs in that environment.
@@ -20,17 +19,11 @@ document, is untouched.
 The worker also imports `sotopia.api.fastapi_server` (and so litellm) before it starts, so each
 job's forked work horse inherits it instead of importing it again: Sotopia's best case.
 
-`tokens` computes `episode_token_figures` with tiktoken's cl100k_base, which litellm (a Sotopia
-dependency) installs together with the encoding file, so no download is needed.
 """
 
 import argparse
-import importlib.util
-import json
 import os
 import sys
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 
@@ -68,77 +61,17 @@ def run_worker() -> None:
     main()
 
 
-def request_text(body: dict[str, Any]) -> str:
-    """What a request puts before the model: its output schema, then each message."""
-    parts: list[str] = []
-    for key in ("tools", "response_format"):
-        if body.get(key):
-            parts.append(json.dumps(body[key]))
-    for message in body.get("messages") or []:
-        content = message.get("content") or ""
-        if isinstance(content, list):
-            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        parts.append(f"{message.get('role', '')}: {content}")
-    return "\n".join(parts)
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def token_figures(
-    bodies: list[dict[str, Any]], encode: Callable[[str], list[int]]
-) -> tuple[int, int]:
-    """Total prompt + schema tokens of one episode's chat requests (in the order they were
-    sent), and the tokens a perfect prefix cache would still have to process: for each request,
-    all but its longest token prefix shared with any earlier request."""
-    seen: list[list[int]] = []
-    total = uncached = 0
-    for body in bodies:
-        tokens = encode(request_text(body))
-        cached = max((common_prefix(tokens, s) for s in seen), default=0)
-        total += len(tokens)
-        uncached += len(tokens) - cached
-        seen.append(tokens)
-    return total, uncached
-
-
-def cl100k() -> Callable[[str], list[int]]:
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        spec = importlib.util.find_spec("litellm")
-        if spec is not None and spec.submodule_search_locations:
-            bundled = Path(spec.submodule_search_locations[0]) / "litellm_core_utils" / "tokenizers"
-            os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled)
-    import tiktoken  # type: ignore[import-not-found,unused-ignore]
-
-    encoding = tiktoken.get_encoding("cl100k_base")
-    return lambda text: encoding.encode(text, disallowed_special=())
-
-
-def episode_token_figures(bodies: list[dict[str, Any]]) -> tuple[int, int]:
-    """(total, uncached under an ideal prefix cache) cl100k_base tokens of one episode."""
-    return token_figures(bodies, cl100k())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     api = commands.add_parser("api", help="serve Sotopia's FastAPI app")
     api.add_argument("--port", type=int, default=8800)
     commands.add_parser("worker", help="run `rq worker default`")
-    commands.add_parser("tokens", help="token figures of the JSON list of bodies on stdin")
     args = parser.parse_args()
     if args.command == "api":
         serve_api(args.port)
-    elif args.command == "worker":
-        run_worker()
     else:
-        print(json.dumps(episode_token_figures(json.load(sys.stdin))))
+        run_worker()
 
 
 if __name__ == "__main__":
