@@ -48,9 +48,10 @@ def not_found(kind: str, pk: str, field: str = "id") -> UserError:
 
 
 def searchable_tag(tag: str) -> str:
-    """`tag`, if the search index can look it up. It cannot for two characters: `|` separates
-    values in the index's TAG fields (redis-om's choice, with no escape), and RediSearch's query
-    syntax cannot express DEL (U+007F), escaped or not; a query holding either fails as a whole."""
-    if "|" in tag or "\x7f" in tag:
-        raise BadArgument("A tag filter cannot contain '|' or the DEL character (U+007F).")
+    """`tag`, if the search index can look it up. It cannot for two values: a lone `|` (the
+    separator of the index's TAG fields, which redis-om drops from a query, leaving it malformed)
+    and anything holding DEL (U+007F), which RediSearch's query syntax cannot express, escaped or
+    not."""
+    if tag == "|" or "\x7f" in tag:
+        raise BadArgument("A tag filter cannot be '|' alone or contain the DEL character (U+007F).")
     return tag

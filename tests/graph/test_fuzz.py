@@ -984,16 +984,17 @@ async def test_subscription_answers_random_arguments_cleanly(
 LISTS_BY_TAG = ["episodes", "agents", "scenarios", "relationships"]
 
 
-@pytest.mark.parametrize("tag", ["a\x7fb", "|", "a|b"])
+@pytest.mark.parametrize("tag", ["a\x7fb", "|"])
 @pytest.mark.parametrize("field", LISTS_BY_TAG)
 async def test_a_tag_filter_redis_cannot_search_is_refused(
     gql: GraphQLClient, field: str, tag: str
 ) -> None:
-    """The index cannot look up `|` or DEL (both found by the subscription fuzz test)."""
+    """The index cannot look up a lone `|` or DEL (both found by the subscription fuzz test);
+    `a|b` and other punctuation are searched (tests/resolvers/test_agents.py)."""
     query = f"query($tag: String) {{ {field}(filter: {{tag: $tag}}) {{ totalCount }} }}"
     body = await gql.post(query, {"tag": tag})
     assert [e["extensions"]["code"] for e in body["errors"]] == ["BAD_USER_INPUT"], body
-    assert "cannot contain" in body["errors"][0]["message"], body
+    assert "A tag filter cannot" in body["errors"][0]["message"], body
 
 
 @pytest.mark.parametrize("tag", ["\x7f", "|"])
@@ -1006,5 +1007,5 @@ async def test_a_tag_subscription_redis_cannot_search_is_refused(api_url: str, t
     assert errors, talk
     payload = errors[0]["payload"]
     found = payload if isinstance(payload, list) else payload.get("errors", [])
-    assert found and "cannot contain" in found[0]["message"], talk
+    assert found and "A tag filter cannot" in found[0]["message"], talk
     check_errors(found)
