@@ -12,7 +12,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 from resolvers.limits import RecordId
 
@@ -45,9 +44,7 @@ class Exposed:
 
     def required(self, name: str) -> bool:
         """Whether a new record must be given this field."""
-        info = self.info(name)
-        no_default = info.default is PydanticUndefined and info.default_factory is None
-        return no_default or name in self.must_give
+        return self.info(name).is_required() or name in self.must_give
 
     def default(self, name: str) -> Any:
         return self.info(name).get_default(call_default_factory=True)
