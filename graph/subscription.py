@@ -73,6 +73,15 @@ def log_cursor(after: str | None) -> str | None:
     return after
 
 
+def one_episode(
+    info: Info, id: strawberry.ID, wanted: Callable[[Event], bool], after: str | None
+) -> AsyncGenerator[EpisodeEvent]:
+    """The events of one episode that `wanted` keeps, resuming after a sequence cursor."""
+    pk = episode_id(id)
+    stream = follow(info.context.services.hub, pk, wanted, sequence_cursor(after))
+    return wrapped(stream, by_sequence, pk)
+
+
 def episode_id(id: strawberry.ID) -> str:
     if not storable(id):
         raise UserInputError(f"no episode with id {id!r}")
@@ -90,9 +99,7 @@ class Subscription:
         id: strawberry.ID,
         after: Annotated[str | None, strawberry.argument(description=AFTER_SEQUENCE)] = None,
     ) -> AsyncGenerator[EpisodeEvent]:
-        pk = episode_id(id)
-        stream = follow(info.context.services.hub, pk, statuses_only, sequence_cursor(after))
-        async for item in wrapped(stream, by_sequence, pk):
+        async for item in one_episode(info, id, statuses_only, after):
             yield item
 
     @strawberry.subscription(
@@ -104,9 +111,7 @@ class Subscription:
         id: strawberry.ID,
         after: Annotated[str | None, strawberry.argument(description=AFTER_SEQUENCE)] = None,
     ) -> AsyncGenerator[EpisodeEvent]:
-        pk = episode_id(id)
-        stream = follow(info.context.services.hub, pk, everything, sequence_cursor(after))
-        async for item in wrapped(stream, by_sequence, pk):
+        async for item in one_episode(info, id, everything, after):
             yield item
 
     @strawberry.subscription(
