@@ -2,7 +2,6 @@
 against a real uvicorn, with no request leaving the host."""
 
 import asyncio
-import os
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -15,7 +14,7 @@ from playwright.async_api import Browser
 
 from graph.ide import ASSETS, ASSETS_PATH
 from graph.static.update_assets import load, problems
-from tests.support.browser import GraphiQLPage, chromium, launch
+from tests.support.browser import GraphiQLPage, browser_for_tests
 from tests.support.fake_llm import FakeLLM
 from tests.support.server import WAIT, queued_episode, serve
 
@@ -42,13 +41,7 @@ def subscription(episode_id: str) -> str:
 
 @pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    executable = chromium()
-    if executable is None:
-        reason = "Chromium is not installed (Debian: apt-get install chromium)"
-        if os.environ.get("PARLEY_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{reason}, and PARLEY_REQUIRE_BROWSER=1 requires it")
-        pytest.skip(reason)
-    async with launch(executable) as launched:
+    async with browser_for_tests() as launched:
         yield launched
 
 

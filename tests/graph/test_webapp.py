@@ -18,7 +18,7 @@ from playwright.async_api import Browser, expect
 from graph.webapp import CONTENT_SECURITY_POLICY
 from storage import sample
 from storage.models import EpisodeLog
-from tests.support.browser import PHONE, WAIT_MS, AppPage, chromium, launch
+from tests.support.browser import PHONE, WAIT_MS, AppPage, browser_for_tests
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.processes import ApiProcess, parley_env, worker_process
 from tests.support.server import CANCEL, serve
@@ -66,15 +66,9 @@ class Service:
 
 @pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    executable = chromium()
-    if executable is None:
-        reason = "Chromium is not installed (Debian: apt-get install chromium)"
-        if os.environ.get("PARLEY_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{reason}, and PARLEY_REQUIRE_BROWSER=1 requires it")
-        pytest.skip(reason)
     # What the page must come to show may take a while on a busy machine (assertions, not timings).
     expect.set_options(timeout=WAIT_MS)
-    async with launch(executable) as launched:
+    async with browser_for_tests() as launched:
         yield launched
 
 

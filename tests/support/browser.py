@@ -1,12 +1,14 @@
 """Headless Chromium through Playwright, and the GraphiQL page driven as a person would."""
 
 import json
+import os
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 from playwright.async_api import Browser, Page, Request, WebSocket, async_playwright
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
@@ -55,6 +57,20 @@ async def launch(executable: str) -> AsyncIterator[Browser]:
             yield browser
         finally:
             await browser.close()
+
+
+@asynccontextmanager
+async def browser_for_tests() -> AsyncIterator[Browser]:
+    """The installed Chromium, launched; the test is skipped without one, or fails when
+    PARLEY_REQUIRE_BROWSER=1 (as in CI) says it must run."""
+    executable = chromium()
+    if executable is None:
+        reason = "Chromium is not installed (Debian: apt-get install chromium)"
+        if os.environ.get("PARLEY_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{reason}, and PARLEY_REQUIRE_BROWSER=1 requires it")
+        pytest.skip(reason)
+    async with launch(executable) as launched:
+        yield launched
 
 
 def same_origin(url: str, origin: str) -> bool:
