@@ -164,6 +164,39 @@ class StoredTurn(Turn):
     at: float = 0.0
 
 
+class ModelUsage(BaseModel):
+    """Tokens one model spent on an episode (its agents' turns and the judge), summed over calls."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+    """True when some call's counts were estimated because the provider sent no `usage`."""
+    cost: float | None = None
+    """In US dollars, when the models file gives this model's prices per million tokens."""
+
+
+class EvaluationStatus(StrEnum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
+class Evaluation(BaseModel):
+    """A later judgement of a finished episode, kept beside the original (`rewards`)."""
+
+    id: str
+    judge_model: str
+    evaluation_dimension_list_id: str | None = None
+    status: EvaluationStatus = EvaluationStatus.QUEUED
+    rewards: list[tuple[float, dict[str, float]] | float] = []
+    reasoning: str = ""
+    error: str | None = None
+    created_at: float = 0.0
+    finished_at: float | None = None
+
+
 class EpisodeLog(Record, index=True):
     """Sotopia's EpisodeLog, plus the run state Parley adds as extra keys.
 
@@ -200,6 +233,9 @@ class EpisodeLog(Record, index=True):
     """Set by a worker that stopped and handed the episode back (it was not lost)."""
     losses: int = 0
     """Workers that stopped renewing their lease on this episode (died, hung, cut off)."""
+    experiment_id: str = Field(default="", index=True, description="The experiment it belongs to.")
+    usage: list[ModelUsage] = []
+    evaluations: list[Evaluation] = []
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     finished_at: float | None = None
