@@ -22,6 +22,7 @@ from graph.payloads import (
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
 from lifecycle import start as simulations
 from resolvers import agents, dimensions, relationships, scenarios
+from storage.results_index import ResultsIndex
 
 
 def changes(data: object) -> dict[str, object]:
@@ -109,9 +110,12 @@ class Mutation:
 
     @strawberry.mutation(description="Create a named list of evaluation dimensions.")
     async def create_evaluation_dimension_list(
-        self, input: inputs.CreateEvaluationDimensionListInput
+        self, info: Info, input: inputs.CreateEvaluationDimensionListInput
     ) -> EvaluationDimensionListPayload:
         record, errors = await dimensions.create_dimension_list(fields_of(input))
+        if record is not None:  # results can group its scores from the first episode on
+            names = [d.name for d in input.dimensions]
+            await ResultsIndex(info.context.services.client).ensure_dimensions(names)
         return EvaluationDimensionListPayload(
             evaluation_dimension_list=EvaluationDimensionList(record=record) if record else None,
             user_errors=user_errors(errors),

@@ -10,7 +10,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from storage import keys
-from storage.models import MODELS
+from storage.models import MODELS, CustomEvaluationDimension
+from storage.results_index import ResultsIndex
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +92,5 @@ async def prepare(client: redis.Redis) -> None:
     for model in MODELS:
         model._meta.database = client
     await Migrator().run()
+    dimensions = [d.name for d in await CustomEvaluationDimension.find().all()]
+    await ResultsIndex(client).prepare(dimensions)

@@ -49,3 +49,21 @@ HUB_KEEPALIVE = "parley:events:hub"
 
 CAPABILITY_PROBE = "parley:capability-probe"
 """Read (never written) at start-up to learn whether the JSON module is loaded."""
+
+RESULTS_INDEX = "parley:results:index"
+"""RediSearch index over episodes for grouped results: JSONPath fields per seat (model, agent,
+each dimension's score), aggregated with FT.AGGREGATE (storage/results_index.py)."""
+EVALUATIONS_INDEX = "parley:evaluations:index"
+"""The same fields over the evaluation records below, for results of a re-judging."""
+EVALUATION_PREFIX = "parley:evaluation:"
+
+
+def evaluation_record(rejudging_id: str, episode_id: str) -> str:
+    """One episode's evaluation of a re-judging, with the episode's fields the results group by
+    (JSON); the evaluation itself is kept in the episode's `evaluations`."""
+    return f"{EVALUATION_PREFIX}{rejudging_id}:{episode_id}"
+
+
+def rejudging(rejudging_id: str) -> str:
+    """A re-judging's settings and size (hash)."""
+    return f"parley:rejudging:{rejudging_id}"

@@ -42,6 +42,17 @@ class RelationshipType(str, Enum):
     FAMILY_MEMBER = "FAMILY_MEMBER"
 
 
+class ResultsGroupBy(str, Enum):
+    MODEL = "MODEL"
+    PARTNER_MODEL = "PARTNER_MODEL"
+    AGENT = "AGENT"
+    SEAT = "SEAT"
+    SCENARIO = "SCENARIO"
+    TAG = "TAG"
+    EXPERIMENT = "EXPERIMENT"
+    JUDGE_MODEL = "JUDGE_MODEL"
+
+
 class TurnOrder(str, Enum):
     ROUND_ROBIN = "ROUND_ROBIN"
     SIMULTANEOUS = "SIMULTANEOUS"

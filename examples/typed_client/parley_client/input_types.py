@@ -145,6 +145,27 @@ class EpisodeFilter(BaseModel):
     "Episodes of this scenario."
 
 
+class EpisodeResultsFilter(BaseModel):
+    """Which scores enter the results (all given must match)."""
+
+    experiment_id: Optional[str] = Field(alias="experimentId", default=None)
+    "Episodes of this experiment."
+    tag: Optional[str] = None
+    "Episodes with this tag."
+    model: Optional[str] = None
+    "The model in the seat a score is for."
+    partner_model: Optional[str] = Field(alias="partnerModel", default=None)
+    "The model in the other seat."
+    scenario_id: Optional[str] = Field(alias="scenarioId", default=None)
+    "Episodes of this scenario."
+    agent_id: Optional[str] = Field(alias="agentId", default=None)
+    "The agent in the seat a score is for."
+    judge_model: Optional[str] = Field(alias="judgeModel", default=None)
+    "Episodes this model judged (the episode's own judge)."
+    seat: Optional[int] = None
+    "0 or 1."
+
+
 class EvaluationDimensionInput(BaseModel):
     """One dimension of a new list; its score range needs low < high."""
 

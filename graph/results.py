@@ -1,0 +1,286 @@
+"""GraphQL types and root fields of grouped results (resolvers/results.py computes them)."""
+
+from typing import Annotated
+
+import strawberry
+
+from graph.context import Info
+from resolvers import rejudging
+from resolvers.results import Group, GroupBy, Results, ResultsFilter
+from resolvers.statistics import Interval, Paired, Summary
+
+strawberry.enum(
+    GroupBy,
+    name="ResultsGroupBy",
+    description=(
+        "What results are grouped by. MODEL and AGENT are those of the seat a score is for, "
+        "PARTNER_MODEL the other seat's."
+    ),
+)
+
+EVALUATION = "Which judgement to use: a re-judging's id, or null for the episodes' own rewards."
+
+
+@strawberry.input(description="Which scores enter the results (all given must match).")
+class EpisodeResultsFilter:
+    experiment_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Episodes of this experiment."
+    )
+    tag: str | None = strawberry.field(default=None, description="Episodes with this tag.")
+    model: str | None = strawberry.field(
+        default=None, description="The model in the seat a score is for."
+    )
+    partner_model: str | None = strawberry.field(
+        default=None, description="The model in the other seat."
+    )
+    scenario_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Episodes of this scenario."
+    )
+    agent_id: strawberry.ID | None = strawberry.field(
+        default=None, description="The agent in the seat a score is for."
+    )
+    judge_model: str | None = strawberry.field(
+        default=None, description="Episodes this model judged (the episode's own judge)."
+    )
+    seat: int | None = strawberry.field(default=None, description="0 or 1.")
+
+    def plain(self) -> ResultsFilter:
+        return ResultsFilter(
+            experiment_id=self.experiment_id,
+            tag=self.tag,
+            model=(self.model,) if self.model else (),
+            partner_model=self.partner_model,
+            scenario_id=self.scenario_id,
+            agent_id=self.agent_id,
+            judge_model=self.judge_model,
+            seat=self.seat,
+        )
+
+
+@strawberry.type(description="A 95% interval from Student's t distribution.")
+class ConfidenceInterval:
+    low: float = strawberry.field(description="The lower bound.")
+    high: float = strawberry.field(description="The upper bound.")
+    margin: float = strawberry.field(description="Half the width: the interval is mean ± margin.")
+    degrees_of_freedom: int = strawberry.field(description="Of the t distribution used.")
+
+    @classmethod
+    def of(cls, interval: Interval | None) -> "ConfidenceInterval | None":
+        if interval is None:
+            return None
+        return cls(
+            low=interval.low,
+            high=interval.high,
+            margin=interval.margin,
+            degrees_of_freedom=interval.degrees_of_freedom,
+        )
+
+
+@strawberry.type(description="The scores of one dimension in one group.")
+class DimensionResult:
+    dimension: str = strawberry.field(
+        description="The dimension's name; `overall` is each seat's overall score."
+    )
+    count: int = strawberry.field(description="Scores: one per episode and seat.")
+    mean: float = strawberry.field(description="The mean of the scores.")
+    sd: float | None = strawberry.field(
+        description="Sample standard deviation (n - 1); null below two scores."
+    )
+    confidence_interval: ConfidenceInterval | None = strawberry.field(
+        description="mean ± t(0.975, n - 1) * sd / √n; null below two scores."
+    )
+    sotopia_margin: float | None = strawberry.field(
+        description=(
+            "The margin `sotopia benchmark` prints after ±: t(0.975, n) * √(v / n), v the mean "
+            "of the sample variances of each (scenario, seat) cell (0 for a cell of one score); "
+            "its t quantile exact here, where Sotopia samples it."
+        )
+    )
+    settings: int = strawberry.field(
+        description="(scenario, seat) cells the scores fall in (Sotopia's setting_num)."
+    )
+
+    @classmethod
+    def of(cls, name: str, summary: Summary) -> "DimensionResult":
+        return cls(
+            dimension=name,
+            count=summary.count,
+            mean=summary.mean,
+            sd=summary.sd,
+            confidence_interval=ConfidenceInterval.of(summary.interval),
+            sotopia_margin=summary.sotopia_margin,
+            settings=summary.cells,
+        )
+
+
+def _text(group: Group, key: GroupBy) -> str | None:
+    value = group.key.get(key)
+    return None if value is None else str(value)
+
+
+def _id(group: Group, key: GroupBy) -> strawberry.ID | None:
+    value = _text(group, key)
+    return None if value is None else strawberry.ID(value)
+
+
+@strawberry.type(
+    description=(
+        "The scores of one group. Its key fields are set for the keys grouped by, null for "
+        "the others. Counts are of episode seats, like the scores."
+    )
+)
+class ResultGroup:
+    group: strawberry.Private[Group]
+
+    @strawberry.field(description="The seat's model.")
+    def model(self) -> str | None:
+        return _text(self.group, GroupBy.MODEL)
+
+    @strawberry.field(description="The other seat's model.")
+    def partner_model(self) -> str | None:
+        return _text(self.group, GroupBy.PARTNER_MODEL)
+
+    @strawberry.field(description="The seat, 0 or 1.")
+    def seat(self) -> int | None:
+        value = self.group.key.get(GroupBy.SEAT)
+        return value if isinstance(value, int) else None
+
+    @strawberry.field(description="The scenario.")
+    def scenario_id(self) -> strawberry.ID | None:
+        return _id(self.group, GroupBy.SCENARIO)
+
+    @strawberry.field(description="The seat's agent.")
+    def agent_id(self) -> strawberry.ID | None:
+        return _id(self.group, GroupBy.AGENT)
+
+    @strawberry.field(description="The episodes' tag.")
+    def tag(self) -> str | None:
+        return _text(self.group, GroupBy.TAG)
+
+    @strawberry.field(description="The experiment.")
+    def experiment_id(self) -> strawberry.ID | None:
+        return _id(self.group, GroupBy.EXPERIMENT)
+
+    @strawberry.field(description="The judge.")
+    def judge_model(self) -> str | None:
+        return _text(self.group, GroupBy.JUDGE_MODEL)
+
+    @strawberry.field(description="Scores in the means.")
+    def scored(self) -> int:
+        return self.group.scored
+
+    @strawberry.field(description="FAILED episodes (or failed re-judgements): not in the means.")
+    def failed(self) -> int:
+        return self.group.failed
+
+    @strawberry.field(description="CANCELLED episodes: not in the means.")
+    def cancelled(self) -> int:
+        return self.group.cancelled
+
+    @strawberry.field(description="Episodes (or re-judgements) not finished yet.")
+    def unfinished(self) -> int:
+        return self.group.unfinished
+
+    @strawberry.field(
+        description="Finished episodes whose judge gave no scores (Sotopia's 0.0 reward)."
+    )
+    def unscored(self) -> int:
+        return self.group.unscored
+
+    @strawberry.field(description="Per dimension, `overall` first.")
+    def dimensions(self) -> list[DimensionResult]:
+        return [DimensionResult.of(name, s) for name, s in self.group.summaries()]
+
+
+@strawberry.type(description="Grouped statistics of episode scores.")
+class EpisodeResults:
+    evaluation: strawberry.ID | None = strawberry.field(description=EVALUATION)
+    groups: list[ResultGroup] = strawberry.field(description="One per distinct key, sorted.")
+
+
+@strawberry.type(description="Model A's mean minus model B's on one dimension, paired.")
+class PairedDifference:
+    dimension: str = strawberry.field(description="The dimension's name, or `overall`.")
+    pairs: int = strawberry.field(
+        description="(scenario, seat, partner model) cells where both models have scores."
+    )
+    mean_difference: float = strawberry.field(
+        description="The mean over those cells of A's mean minus B's mean."
+    )
+    sd: float | None = strawberry.field(
+        description="Sample standard deviation of the differences; null below two pairs."
+    )
+    confidence_interval: ConfidenceInterval | None = strawberry.field(
+        description="mean difference ± t(0.975, pairs - 1) * sd / √pairs; null below two pairs."
+    )
+
+    @classmethod
+    def of(cls, name: str, result: Paired) -> "PairedDifference":
+        return cls(
+            dimension=name,
+            pairs=result.pairs,
+            mean_difference=result.mean_difference,
+            sd=result.sd,
+            confidence_interval=ConfidenceInterval.of(result.interval),
+        )
+
+
+@strawberry.type(description="Two models compared over the same scenarios, seats and partners.")
+class ModelComparison:
+    model_a: str = strawberry.field(description="The first model (the minuend).")
+    model_b: str = strawberry.field(description="The second model.")
+    evaluation: strawberry.ID | None = strawberry.field(description=EVALUATION)
+    dimensions: list[PairedDifference] = strawberry.field(description="`overall` first.")
+
+
+@strawberry.type
+class ResultsQuery:
+    @strawberry.field(
+        description=(
+            "Count, mean, standard deviation and 95% intervals of the scores, per group and "
+            "dimension, computed in Redis. Failed, cancelled, unfinished and unscored episodes "
+            "are counted apart, never averaged."
+        )
+    )
+    async def episode_results(
+        self,
+        info: Info,
+        filter: EpisodeResultsFilter | None = None,
+        group_by: list[GroupBy] | None = None,
+        evaluation: Annotated[
+            strawberry.ID | None, strawberry.argument(description=EVALUATION)
+        ] = None,
+    ) -> EpisodeResults:
+        client = info.context.services.client
+        await rejudging.check_exists(client, evaluation)
+        f = (filter or EpisodeResultsFilter()).plain()
+        keys = [GroupBy.MODEL] if group_by is None else group_by
+        groups = await Results(client, evaluation).groups(f, keys)
+        return EpisodeResults(evaluation=evaluation, groups=[ResultGroup(group=g) for g in groups])
+
+    @strawberry.field(
+        description=(
+            "Model A against model B, paired over (scenario, seat, partner model): the mean "
+            "difference per dimension with its 95% interval."
+        )
+    )
+    async def model_comparison(
+        self,
+        info: Info,
+        model_a: str,
+        model_b: str,
+        filter: EpisodeResultsFilter | None = None,
+        evaluation: Annotated[
+            strawberry.ID | None, strawberry.argument(description=EVALUATION)
+        ] = None,
+    ) -> ModelComparison:
+        client = info.context.services.client
+        await rejudging.check_exists(client, evaluation)
+        f = (filter or EpisodeResultsFilter()).plain()
+        compared = await Results(client, evaluation).compare(f, model_a, model_b)
+        return ModelComparison(
+            model_a=model_a,
+            model_b=model_b,
+            evaluation=evaluation,
+            dimensions=[PairedDifference.of(name, p) for name, p in compared],
+        )

@@ -1,0 +1,266 @@
+"""Grouped results over stored episodes, computed by RediSearch (FT.AGGREGATE), never by
+loading episodes.
+
+Every score is one seat's: an episode gives one per seat (seats 0 and 1). Per seat, one
+aggregation groups the scored episodes by the asked keys, the scenario and the dimension list,
+and reduces each dimension to a count, a sum and a standard deviation; a second counts the
+episodes without a score by status. Seats and rows are then merged exactly (resolvers/
+statistics.py). Failed and cancelled episodes, unfinished ones and finished ones whose judge gave
+no scores (Sotopia's bare `0.0`) are counted apart and never enter a mean.
+"""
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import redis.asyncio as redis
+
+from resolvers.errors import BadArgument
+from resolvers.records import get_or_none
+from resolvers.statistics import Moments, Paired, Summary, paired, summarize
+from storage import keys
+from storage.connection import TAG_SPECIALS
+from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
+from storage.results_index import OVERALL, SEATS, STANDARD, score_field
+
+MAX_ROWS = 1_000_000
+UNFINISHED = frozenset({"QUEUED", "RUNNING", "EVALUATING"})
+
+
+class GroupBy(StrEnum):
+    MODEL = "MODEL"
+    """The model in the seat the score is for."""
+    PARTNER_MODEL = "PARTNER_MODEL"
+    """The model in the other seat."""
+    AGENT = "AGENT"
+    SEAT = "SEAT"
+    SCENARIO = "SCENARIO"
+    TAG = "TAG"
+    EXPERIMENT = "EXPERIMENT"
+    JUDGE_MODEL = "JUDGE_MODEL"
+
+
+@dataclass(frozen=True)
+class ResultsFilter:
+    experiment_id: str | None = None
+    tag: str | None = None
+    model: Sequence[str] = ()
+    """The model in the seat the score is for (any of these)."""
+    partner_model: str | None = None
+    scenario_id: str | None = None
+    agent_id: str | None = None
+    """The agent in the seat the score is for."""
+    judge_model: str | None = None
+    seat: int | None = None
+
+
+@dataclass
+class Group:
+    key: dict[GroupBy, str | int | None]
+    cells: dict[str, dict[tuple[str, int], Moments]] = field(default_factory=dict)
+    """dimension -> (scenario, seat) -> moments of its scores."""
+    failed: int = 0
+    cancelled: int = 0
+    unfinished: int = 0
+    unscored: int = 0
+
+    def summaries(self) -> list[tuple[str, Summary]]:
+        order = [OVERALL, *STANDARD]
+        names = sorted(self.cells, key=lambda d: (order.index(d) if d in order else 99, d))
+        return [(name, summarize(self.cells[name].values())) for name in names]
+
+    @property
+    def scored(self) -> int:
+        return sum(m.count for m in self.cells.get(OVERALL, {}).values())
+
+
+def _escape(value: str) -> str:
+    return TAG_SPECIALS.sub(lambda m: "\\" + m.group(0), value)
+
+
+def _tag(name: str, *values: str) -> str:
+    return "@" + name + ":{" + "|".join(_escape(v) for v in values) + "}"
+
+
+def _seat_field(key: GroupBy, seat: int) -> str | None:
+    match key:
+        case GroupBy.MODEL:
+            return f"model_{seat}"
+        case GroupBy.PARTNER_MODEL:
+            return f"model_{1 - seat}"
+        case GroupBy.AGENT:
+            return f"agent_{seat}"
+        case GroupBy.SCENARIO:
+            return "scenario"
+        case GroupBy.TAG:
+            return "tag"
+        case GroupBy.EXPERIMENT:
+            return "experiment"
+        case GroupBy.JUDGE_MODEL:
+            return "judge"
+        case GroupBy.SEAT:
+            return None
+
+
+def _filters(f: ResultsFilter, seat: int, evaluation: str | None) -> list[str]:
+    terms = []
+    for name, value in (
+        ("experiment", f.experiment_id),
+        ("tag", f.tag),
+        ("scenario", f.scenario_id),
+        ("judge", f.judge_model),
+        (f"agent_{seat}", f.agent_id),
+        (f"model_{1 - seat}", f.partner_model),
+        ("evaluation", evaluation),
+    ):
+        if value:
+            terms.append(_tag(name, value))
+    if f.model:
+        terms.append(_tag(f"model_{seat}", *f.model))
+    return terms
+
+
+def _rows(reply: Any) -> list[dict[str, Any]]:
+    """FT.AGGREGATE's rows as dicts, from a RESP3 or a RESP2 reply."""
+    if isinstance(reply, dict):
+        return [row.get("extra_attributes", {}) for row in reply.get("results", [])]
+    rows = []
+    for flat in reply[1:]:
+        rows.append({str(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)})
+    return rows
+
+
+def _number(value: Any) -> float:
+    return float(value) if value not in (None, "") else 0.0
+
+
+class Results:
+    """Grouped results over one index: the episodes (`evaluation` None) or a re-judging's."""
+
+    def __init__(self, client: redis.Redis, evaluation: str | None = None) -> None:
+        self.client = client
+        self.evaluation = evaluation
+        self.index = keys.EVALUATIONS_INDEX if evaluation else keys.RESULTS_INDEX
+        self._dims: dict[str, list[str]] = {}
+
+    async def groups(self, f: ResultsFilter, group_by: Sequence[GroupBy]) -> list[Group]:
+        group_by = list(dict.fromkeys(group_by))
+        seats = [f.seat] if f.seat is not None else list(SEATS)
+        if any(s not in SEATS for s in seats):
+            raise BadArgument(f"seat must be one of {list(SEATS)}")
+        dims = await self._dimensions()
+        replies = await asyncio.gather(
+            *(self._aggregate(f, group_by, seat, dims) for seat in seats)
+        )
+        groups: dict[tuple[Any, ...], Group] = {}
+        lists = await self._list_dimensions()
+        for seat, reply in zip(seats, replies, strict=True):
+            for row in _rows(reply):
+                key = {k: _key_value(k, row, seat) for k in group_by}
+                target = groups.setdefault(tuple(key.values()), Group(key=key))
+                rows = int(_number(row.get("n")))
+                count = int(_number(row.get("scored")))
+                status = row.get("status")
+                if status == "FAILED":
+                    target.failed += rows
+                elif status == "CANCELLED":
+                    target.cancelled += rows
+                elif status in UNFINISHED:
+                    target.unfinished += rows
+                else:
+                    target.unscored += rows - count
+                if not count:
+                    continue
+                cell = (str(row.get("scenario") or ""), seat)
+                names = [OVERALL, *lists.get(str(row.get("dim_list") or ""), STANDARD)]
+                for i, dim in enumerate(dims):
+                    if dim not in names:
+                        continue
+                    total, sd = _number(row.get(f"sum{i}")), _number(row.get(f"sd{i}"))
+                    cells = target.cells.setdefault(dim, {})
+                    cells[cell] = cells.get(cell, Moments()).merge(Moments.of(count, total, sd))
+        return sorted(groups.values(), key=lambda g: tuple(str(v) for v in g.key.values()))
+
+    async def _aggregate(
+        self, f: ResultsFilter, group_by: list[GroupBy], seat: int, dims: list[str]
+    ) -> Any:
+        """One seat's rows: per group, scenario, dimension list and status, the episodes, those
+        with scores (a seat has its overall score exactly when it has scores), and per dimension
+        the sum and the standard deviation of the scores present (RediSearch's SUM and STDDEV
+        skip a missing value; its AVG would count it as 0)."""
+        query = " ".join(_filters(f, seat, self.evaluation)) or "*"
+        overall = f"@{score_field(seat, OVERALL)}"
+        fields = _group_fields(group_by, seat, "scenario", "dim_list", "status")
+        args: list[Any] = ["FT.AGGREGATE", self.index, query]
+        args += ["APPLY", f"exists({overall})", "AS", "has"]
+        args += ["GROUPBY", len(fields), *(f"@{name}" for name in fields)]
+        args += ["REDUCE", "COUNT", 0, "AS", "n", "REDUCE", "SUM", 1, "@has", "AS", "scored"]
+        for i, dim in enumerate(dims):
+            source = f"@{score_field(seat, dim)}"
+            args += ["REDUCE", "SUM", 1, source, "AS", f"sum{i}"]
+            args += ["REDUCE", "STDDEV", 1, source, "AS", f"sd{i}"]
+        args += ["LIMIT", 0, MAX_ROWS, "DIALECT", 2]
+        return await self.client.execute_command(*args)  # type: ignore[no-untyped-call]
+
+    async def _list_ids(self) -> list[str]:
+        reply = await self.client.execute_command("FT.TAGVALS", self.index, "dim_list")  # type: ignore[no-untyped-call]
+        return sorted(str(v) for v in reply)
+
+    async def _list_dimensions(self) -> dict[str, list[str]]:
+        """Each dimension list in the index -> its dimension names ("" for Sotopia's seven)."""
+        if not self._dims:
+            found: dict[str, list[str]] = {"": list(STANDARD)}
+            for list_id in await self._list_ids():
+                record = await get_or_none(CustomEvaluationDimensionList, list_id)
+                if record is None:
+                    found[list_id] = []
+                    continue
+                names = []
+                for pk in record.dimension_pks:
+                    dim = await get_or_none(CustomEvaluationDimension, pk)
+                    if dim is not None:
+                        names.append(dim.name)
+                found[list_id] = names
+            self._dims = found
+        return self._dims
+
+    async def _dimensions(self) -> list[str]:
+        lists = await self._list_dimensions()
+        return list(dict.fromkeys([OVERALL, *(d for names in lists.values() for d in names)]))
+
+    async def compare(
+        self, f: ResultsFilter, model_a: str, model_b: str
+    ) -> list[tuple[str, Paired]]:
+        """Per dimension: the mean difference A - B over the (scenario, seat, partner model)
+        cells where both have scores, each cell's difference of means counted once."""
+        both = ResultsFilter(**{**f.__dict__, "model": (model_a, model_b)})
+        keys_ = [GroupBy.MODEL, GroupBy.PARTNER_MODEL, GroupBy.SEAT]
+        means: dict[str, dict[tuple[Any, ...], dict[str, float]]] = defaultdict(dict)
+        for group in await self.groups(both, keys_):
+            model = str(group.key[GroupBy.MODEL])
+            for dim, cells in group.cells.items():
+                for (scenario, seat), moments in cells.items():
+                    if moments.count:
+                        cell = (scenario, seat, group.key[GroupBy.PARTNER_MODEL])
+                        means[dim].setdefault(cell, {})[model] = moments.mean
+        out = []
+        for dim in sorted(means, key=lambda d: (d != OVERALL, d)):
+            diffs = [m[model_a] - m[model_b] for m in means[dim].values() if len(m) == 2]
+            out.append((dim, paired(diffs)))
+        return out
+
+
+def _group_fields(group_by: list[GroupBy], seat: int, *more: str) -> list[str]:
+    fields = [_seat_field(k, seat) for k in group_by]
+    return list(dict.fromkeys([*(f for f in fields if f is not None), *more]))
+
+
+def _key_value(key: GroupBy, row: dict[str, Any], seat: int) -> str | int | None:
+    name = _seat_field(key, seat)
+    if name is None:
+        return seat
+    value = row.get(name)
+    return None if value is None else str(value)
