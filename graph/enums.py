@@ -5,7 +5,7 @@ import strawberry
 from engine.types import ActionType, RelationshipType, TurnOrder
 from lifecycle.transitions import EventKind
 from resolvers.errors import ErrorCode
-from storage.models import EpisodeStatus, Redelivery
+from storage.models import EpisodeStatus, EvaluationStatus, Redelivery
 
 strawberry.enum(
     RelationshipType,
@@ -13,6 +13,7 @@ strawberry.enum(
 )
 strawberry.enum(ErrorCode, name="UserErrorCode", description="Why a mutation refused its input.")
 strawberry.enum(EpisodeStatus, description="Where an episode is in its life.")
+strawberry.enum(EvaluationStatus, description="Where a re-judging's evaluation is.")
 strawberry.enum(
     Redelivery, description="What a new worker does with an episode whose worker was lost."
 )
@@ -28,6 +29,7 @@ __all__ = [
     "ActionType",
     "EpisodeStatus",
     "ErrorCode",
+    "EvaluationStatus",
     "EventKind",
     "Redelivery",
     "RelationshipType",

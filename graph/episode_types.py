@@ -7,7 +7,7 @@ from strawberry.scalars import JSON
 
 from engine.models import ModelInfo
 from graph.context import Info
-from graph.enums import ActionType, EpisodeStatus, EventKind, TurnOrder
+from graph.enums import ActionType, EpisodeStatus, EvaluationStatus, EventKind, TurnOrder
 from graph.listed import Listed
 from graph.projection import Reads
 from graph.types import Agent, Relationship, Scenario, load_agent
@@ -92,6 +92,66 @@ class Reward:
         description="Unweighted mean of the dimensions; null when the judge failed (Sotopia 0.0)."
     )
     dimensions: list[DimensionScore] = strawberry.field(description="Per-dimension scores.")
+
+
+def rewards_of(
+    rewards: list[tuple[float, dict[str, float]] | float], agents: list[str]
+) -> list[Reward]:
+    out = []
+    for i, reward in enumerate(rewards):
+        pk = agents[i] if i < len(agents) else None
+        if isinstance(reward, float | int):
+            out.append(Reward(agent_index=i, agent_id=pk, overall=None, dimensions=[]))
+            continue
+        overall, detail = reward
+        dims = [
+            DimensionScore(dimension=k, score=v) for k, v in detail.items() if k != "overall_score"
+        ]
+        out.append(Reward(agent_index=i, agent_id=pk, overall=overall, dimensions=dims))
+    return out
+
+
+@strawberry.type(description="A later judgement of a finished episode (one re-judging's).")
+class Evaluation:
+    record: strawberry.Private[models.Evaluation]
+    agents: strawberry.Private[list[str]]
+
+    @strawberry.field(description="The re-judging's id (shared by the episodes it judged).")
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(self.record.id)
+
+    @strawberry.field(description="The judge model.")
+    def judge_model(self) -> str:
+        return self.record.judge_model
+
+    @strawberry.field(description="The dimensions judged; null for Sotopia's seven.")
+    def evaluation_dimension_list_id(self) -> strawberry.ID | None:
+        list_id = self.record.evaluation_dimension_list_id
+        return None if list_id is None else strawberry.ID(list_id)
+
+    @strawberry.field(description="Where this evaluation is.")
+    def status(self) -> EvaluationStatus:
+        return self.record.status
+
+    @strawberry.field(description="The scores per agent, once COMPLETED.")
+    def rewards(self) -> list[Reward]:
+        return rewards_of(self.record.rewards, self.agents)
+
+    @strawberry.field(description="The judge's reasoning.")
+    def reasoning(self) -> str:
+        return self.record.reasoning
+
+    @strawberry.field(description="Why it FAILED, if it did.")
+    def error(self) -> str | None:
+        return self.record.error
+
+    @strawberry.field(description="When it was queued.")
+    def created_at(self) -> datetime | None:
+        return when(self.record.created_at)
+
+    @strawberry.field(description="When it ended.")
+    def finished_at(self) -> datetime | None:
+        return when(self.record.finished_at)
 
 
 @strawberry.type(description="Progress through the turn limit.")
@@ -200,20 +260,13 @@ class Episode:
 
     @strawberry.field(description="The judge's scores per agent, once COMPLETED.")
     def rewards(self) -> list[Reward]:
-        out = []
-        for i, reward in enumerate(self.record.rewards):
-            pk = self.record.agents[i] if i < len(self.record.agents) else None
-            if isinstance(reward, float | int):
-                out.append(Reward(agent_index=i, agent_id=pk, overall=None, dimensions=[]))
-                continue
-            overall, detail = reward
-            dims = [
-                DimensionScore(dimension=k, score=v)
-                for k, v in detail.items()
-                if k != "overall_score"
-            ]
-            out.append(Reward(agent_index=i, agent_id=pk, overall=overall, dimensions=dims))
-        return out
+        return rewards_of(self.record.rewards, self.record.agents)
+
+    @strawberry.field(
+        description="Later judgements (re-judgings), oldest first; `rewards` stays the original."
+    )
+    def evaluations(self) -> list["Evaluation"]:
+        return [Evaluation(record=e, agents=self.record.agents) for e in self.record.evaluations]
 
     @strawberry.field(description="The judge's reasoning.")
     def reasoning(self) -> str:
@@ -249,7 +302,9 @@ class ListedEpisode(Listed[models.EpisodeLog], Episode):  # type: ignore[overrid
 
 
 EPISODE_OWN_TYPES = {
-    "Episode": frozenset({"StatusChange", "Progress", "Turn", "Reward", "DimensionScore"})
+    "Episode": frozenset(
+        {"StatusChange", "Progress", "Turn", "Reward", "DimensionScore", "Evaluation"}
+    )
 }
 """The types of the values an episode's answer is made of that read nothing but its record."""
 
@@ -273,6 +328,7 @@ EPISODE_READS = Reads.of(
     turns=("turns",),
     messages=("messages",),
     rewards=("rewards", "agents"),
+    evaluations=("evaluations", "agents"),
     reasoning=("reasoning",),
     error=("error",),
     termination_reason=("termination_reason",),

@@ -19,6 +19,7 @@ from graph.payloads import (
     SimulationsPayload,
     user_errors,
 )
+from graph.rejudge import RejudgeMutation
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
 from lifecycle import start as simulations
 from resolvers import agents, dimensions, relationships, scenarios
@@ -36,7 +37,7 @@ def deleted(pk: str, errors: Sequence[object]) -> strawberry.ID | None:
 
 
 @strawberry.type(description="Change the stored world.")
-class Mutation:
+class Mutation(RejudgeMutation):
     @strawberry.mutation(description="Create an agent.")
     async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
         record, errors = await agents.create_agent(fields_of(input))

@@ -10,6 +10,7 @@ from graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
 from graph.errors import UserInputError
 from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
 from graph.projection import fields_for
+from graph.rejudge import RejudgeQuery
 from graph.results import ResultsQuery
 from graph.types import (
     AGENT_READS,
@@ -30,7 +31,7 @@ AFTER = "Cursor of the item to start after (a previous page's endCursor)."
 
 
 @strawberry.type(description="Read the stored world.")
-class Query(ResultsQuery):
+class Query(ResultsQuery, RejudgeQuery):
     @strawberry.field(description="One agent by id; null if there is none.")
     async def agent(self, id: strawberry.ID) -> Agent | None:
         record = await agents.get_agent(id)

@@ -19,13 +19,16 @@ from storage import keys
 class Job:
     entry_id: str
     episode_id: str
+    evaluation: str | None = None
+    """Set for a re-judging's job (lifecycle/rejudge.py): judge the finished episode again."""
 
 
 def _jobs(entries: list[Any]) -> list[Job]:
     jobs = []
     for entry_id, fields in entries:
         if fields and "episode" in fields:
-            jobs.append(Job(entry_id=entry_id, episode_id=fields["episode"]))
+            evaluation = fields.get("evaluation")
+            jobs.append(Job(entry_id, fields["episode"], evaluation))
     return jobs
 
 
@@ -53,6 +56,10 @@ class JobQueue:
     def add(self, pipe: Any, episode_id: str) -> None:
         """Queue an XADD for `episode_id` in a pipeline (so it commits with the episode)."""
         pipe.xadd(self.stream, {"episode": episode_id})
+
+    def add_evaluation(self, pipe: Any, episode_id: str, rejudging_id: str) -> None:
+        """Queue an XADD of a job that judges a finished episode again."""
+        pipe.xadd(self.stream, {"episode": episode_id, "evaluation": rejudging_id})
 
     async def read(self, consumer: str, count: int, block_ms: int) -> list[Job]:
         """New jobs for `consumer`, waiting up to `block_ms` for the first."""

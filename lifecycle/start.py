@@ -258,6 +258,10 @@ async def delete(services: Services, pk: str) -> list[UserError]:
         message = f"episode is {episode.status.value}: cancel it before deleting it"
         return [UserError(["input", "id"], message, ErrorCode.IN_USE)]
     await EpisodeLog.delete(pk)
+    if episode.evaluations:  # the re-judgings' records of it go with it
+        await services.client.delete(
+            *(keys.evaluation_record(e.id, pk) for e in episode.evaluations)
+        )
     if episode.idempotency_key:
         # the key named this episode only: a new start with it makes a new episode
         await services.client.delete(keys.idempotency(episode.idempotency_key))

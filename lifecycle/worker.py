@@ -43,6 +43,7 @@ from engine.types import (
 )
 from lifecycle import logs
 from lifecycle.jobs import Job
+from lifecycle.rejudge import Rejudger
 from lifecycle.services import Services, open_services
 from lifecycle.settings import RunSettings
 from lifecycle.transitions import TransitionResult
@@ -148,6 +149,7 @@ class Worker:
         self.llm = services.models
         self.jobs = services.jobs
         self.store = services.store
+        self.rejudger = Rejudger(services.client, services.models, self.config.max_attempts)
         self.running: dict[str, Running] = {}
         self._room = asyncio.Event()
         """Set when an episode ends: its place is free."""
@@ -346,6 +348,9 @@ class Worker:
 
     async def _run(self, job: Job) -> bool:
         """Run one delivery of a job; True when the job needs no further delivery."""
+        if job.evaluation is not None:
+            await self.rejudger.run(job.episode_id, job.evaluation)
+            return True
         episode_id = job.episode_id
         episode = await self._durably(lambda: get_or_none(EpisodeLog, episode_id))
         if episode is None or episode.status.terminal:

@@ -81,8 +81,14 @@ def _escape(value: str) -> str:
     return TAG_SPECIALS.sub(lambda m: "\\" + m.group(0), value)
 
 
-def _tag(name: str, *values: str) -> str:
+def tag_query(name: str, *values: str) -> str:
+    """A RediSearch query matching any of `values` exactly in the TAG field `name`."""
     return "@" + name + ":{" + "|".join(_escape(v) for v in values) + "}"
+
+
+async def aggregate_rows(client: redis.Redis, args: list[Any]) -> list[dict[str, Any]]:
+    reply = await client.execute_command(*args)  # type: ignore[no-untyped-call]
+    return _rows(reply)
 
 
 def _seat_field(key: GroupBy, seat: int) -> str | None:
@@ -117,9 +123,9 @@ def _filters(f: ResultsFilter, seat: int, evaluation: str | None) -> list[str]:
         ("evaluation", evaluation),
     ):
         if value:
-            terms.append(_tag(name, value))
+            terms.append(tag_query(name, value))
     if f.model:
-        terms.append(_tag(f"model_{seat}", *f.model))
+        terms.append(tag_query(f"model_{seat}", *f.model))
     return terms
 
 

@@ -28,6 +28,13 @@ class EpisodeStatus(str, Enum):
     CANCELLED = "CANCELLED"
 
 
+class EvaluationStatus(str, Enum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
 class Redelivery(str, Enum):
     RESUME = "RESUME"
     RESTART = "RESTART"

@@ -179,6 +179,23 @@ class EvaluationDimensionInput(BaseModel):
     "Highest score."
 
 
+class RejudgeEpisodesInput(BaseModel):
+    """Which finished episodes to judge again (exactly one of episodeIds, experimentId and tag), by which judge, on which dimensions."""
+
+    episode_ids: Optional[list[str]] = Field(alias="episodeIds", default=None)
+    "These episodes; each must be COMPLETED."
+    experiment_id: Optional[str] = Field(alias="experimentId", default=None)
+    "Every episode of this experiment (all must be COMPLETED)."
+    tag: Optional[str] = None
+    "Every episode with this tag (all must be COMPLETED)."
+    judge_model: str = Field(alias="judgeModel")
+    "The judge model."
+    evaluation_dimension_list_id: Optional[str] = Field(
+        alias="evaluationDimensionListId", default=None
+    )
+    "The dimensions to score; Sotopia's seven when omitted."
+
+
 class RelationshipFilter(BaseModel):
     """Narrows a relationship list."""
 

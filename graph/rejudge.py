@@ -1,0 +1,112 @@
+"""GraphQL of re-judging: the mutation that queues it, and a re-judging with its progress."""
+
+from datetime import datetime
+
+import strawberry
+
+from graph.context import Info
+from graph.episode_types import when
+from graph.payloads import user_errors
+from graph.types import UserError
+from lifecycle import rejudge
+from storage.models import EvaluationStatus
+
+
+@strawberry.input(
+    description="Which finished episodes to judge again (exactly one of episodeIds, "
+    "experimentId and tag), by which judge, on which dimensions."
+)
+class RejudgeEpisodesInput:
+    episode_ids: list[strawberry.ID] | None = strawberry.field(
+        default=None, description="These episodes; each must be COMPLETED."
+    )
+    experiment_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Every episode of this experiment (all must be COMPLETED)."
+    )
+    tag: str | None = strawberry.field(
+        default=None, description="Every episode with this tag (all must be COMPLETED)."
+    )
+    judge_model: str = strawberry.field(description="The judge model.")
+    evaluation_dimension_list_id: strawberry.ID | None = strawberry.field(
+        default=None, description="The dimensions to score; Sotopia's seven when omitted."
+    )
+
+
+@strawberry.type(description="A re-judging's evaluations by status.")
+class RejudgingProgress:
+    queued: int = strawberry.field(description="Waiting for a worker.")
+    running: int = strawberry.field(description="Being judged.")
+    completed: int = strawberry.field(description="Scored.")
+    failed: int = strawberry.field(description="The judge gave no valid scores (see the error).")
+
+
+@strawberry.type(
+    description="Finished episodes judged again: one evaluation per episode, stored beside "
+    "its original rewards; select it in results with `episodeResults(evaluation: id)`."
+)
+class Rejudging:
+    record: strawberry.Private[rejudge.Rejudging]
+
+    @strawberry.field(description="The id; also the id of each evaluation it makes.")
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(self.record.id)
+
+    @strawberry.field(description="The judge model.")
+    def judge_model(self) -> str:
+        return self.record.judge_model
+
+    @strawberry.field(description="The dimensions scored; null for Sotopia's seven.")
+    def evaluation_dimension_list_id(self) -> strawberry.ID | None:
+        list_id = self.record.evaluation_dimension_list_id
+        return None if list_id is None else strawberry.ID(list_id)
+
+    @strawberry.field(description="How many episodes it judges.")
+    def episodes(self) -> int:
+        return self.record.episodes
+
+    @strawberry.field(description="When it was queued.")
+    def created_at(self) -> datetime | None:
+        return when(self.record.created_at)
+
+    @strawberry.field(description="Its evaluations by status, now.")
+    async def progress(self, info: Info) -> RejudgingProgress:
+        counts = await rejudge.progress(info.context.services.client, self.record.id)
+        return RejudgingProgress(
+            queued=counts[EvaluationStatus.QUEUED],
+            running=counts[EvaluationStatus.RUNNING],
+            completed=counts[EvaluationStatus.COMPLETED],
+            failed=counts[EvaluationStatus.FAILED],
+        )
+
+
+@strawberry.type(description="Result of rejudgeEpisodes.")
+class RejudgePayload:
+    rejudging: Rejudging | None = strawberry.field(description="The re-judging; null on failure.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was queued.")
+
+
+@strawberry.type
+class RejudgeMutation:
+    @strawberry.mutation(
+        description="Judge finished episodes again with another judge or dimension list, as "
+        "queued jobs; each evaluation is kept beside the original rewards, which stay as they "
+        "are. At most 10,000 episodes per call."
+    )
+    async def rejudge_episodes(self, info: Info, input: RejudgeEpisodesInput) -> RejudgePayload:
+        services = info.context.services
+        fields = {k: v for k, v in vars(input).items() if v is not None}
+        record, errors = await rejudge.queue(
+            services.client, services.jobs, services.models, fields
+        )
+        return RejudgePayload(
+            rejudging=Rejudging(record=record) if record else None,
+            user_errors=user_errors(errors),
+        )
+
+
+@strawberry.type
+class RejudgeQuery:
+    @strawberry.field(description="One re-judging by id, with its progress; null if none.")
+    async def rejudging(self, info: Info, id: strawberry.ID) -> Rejudging | None:
+        record = await rejudge.get_rejudging(info.context.services.client, id)
+        return Rejudging(record=record) if record else None

@@ -1,0 +1,391 @@
+"""Re-judging finished episodes: queue one evaluation job per episode, and run such a job.
+
+A re-judging has an id shared by the evaluations it makes: each is an entry of its episode's
+`evaluations` (id = the re-judging's id; the original `rewards` are never touched) and, beside
+it, an evaluation record (storage/keys.py) holding the fields results group by, so
+`episodeResults(evaluation: id)` aggregates it like the episodes themselves. Jobs go through the
+episode job queue (lifecycle/jobs.py) as entries of their own kind, with the same leases and
+takeover; a judge that fails marks that one evaluation FAILED with the reason.
+"""
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import redis.asyncio as redis
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from ulid import ULID
+
+from engine.errors import EpisodeFailed, UnknownModelError
+from engine.judge import evaluate
+from engine.llm import LLMRouter, ModelCatalog
+from engine.stats import GenerationStats
+from engine.types import Transcript
+from lifecycle.jobs import JobQueue
+from resolvers.errors import ErrorCode, UserError, from_validation
+from resolvers.limits import RecordId, ShortText
+from resolvers.records import get_or_none, storable
+from resolvers.results import aggregate_rows, tag_query
+from storage import keys
+from storage.models import (
+    CustomEvaluationDimension,
+    CustomEvaluationDimensionList,
+    EpisodeLog,
+    EpisodeStatus,
+    Evaluation,
+    EvaluationStatus,
+)
+from storage.results_index import ResultsIndex
+
+log = logging.getLogger(__name__)
+MAX_EPISODES = 10_000
+BATCH = 500
+EPISODE_FIELDS = ("status", "environment", "agents", "tag", "experiment_id", "models")
+
+
+class RejudgeFields(BaseModel, extra="forbid"):
+    episode_ids: Annotated[list[RecordId], Field(max_length=MAX_EPISODES)] | None = None
+    experiment_id: RecordId | None = None
+    tag: ShortText | None = None
+    judge_model: ShortText
+    evaluation_dimension_list_id: RecordId | None = None
+
+    @model_validator(mode="after")
+    def one_selection(self) -> "RejudgeFields":
+        given = [x for x in (self.episode_ids, self.experiment_id, self.tag) if x is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of episode_ids, experiment_id and tag")
+        return self
+
+
+@dataclass(frozen=True)
+class Rejudging:
+    id: str
+    judge_model: str
+    evaluation_dimension_list_id: str | None
+    episodes: int
+    created_at: float
+
+
+def _error(field: str, message: str, code: ErrorCode = ErrorCode.INVALID) -> UserError:
+    return UserError(["input", field], message, code)
+
+
+async def _selected(client: redis.Redis, valid: RejudgeFields) -> list[str]:
+    """The episode ids a selection names (explicit ids as given, in order)."""
+    if valid.episode_ids is not None:
+        return list(dict.fromkeys(valid.episode_ids))
+    field, value = (
+        ("experiment", valid.experiment_id) if valid.experiment_id else ("tag", valid.tag)
+    )
+    assert value is not None
+    reply: Any = await client.execute_command(  # type: ignore[no-untyped-call]
+        "FT.SEARCH", keys.RESULTS_INDEX, tag_query(field, value), "NOCONTENT",
+        "LIMIT", 0, MAX_EPISODES + 1, "DIALECT", 2,
+    )  # fmt: skip
+    found = reply.get("results", []) if isinstance(reply, dict) else reply[1:]
+    prefix = EpisodeLog.make_primary_key("")
+    ids = [str(r["id"] if isinstance(r, dict) else r).removeprefix(prefix) for r in found]
+    return sorted(ids)
+
+
+async def _episode_fields(client: redis.Redis, ids: list[str]) -> list[dict[str, Any] | None]:
+    out: list[dict[str, Any] | None] = []
+    for start in range(0, len(ids), BATCH):
+        async with client.pipeline(transaction=False) as pipe:
+            for pk in ids[start : start + BATCH]:
+                pipe.json().get(
+                    EpisodeLog.make_primary_key(pk), *(f"$.{f}" for f in EPISODE_FIELDS)
+                )
+            replies = await pipe.execute()
+        for reply in replies:
+            if reply is None:
+                out.append(None)
+                continue
+            out.append({f: (reply.get(f"$.{f}") or [None])[0] for f in EPISODE_FIELDS})
+    return out
+
+
+async def _dimension_names(list_id: str | None) -> list[str] | None:
+    """The list's dimension names (Sotopia's seven for None); None if there is no such list."""
+    if list_id is None:
+        return []
+    record = await get_or_none(CustomEvaluationDimensionList, list_id)
+    if record is None:
+        return None
+    dims = [await get_or_none(CustomEvaluationDimension, pk) for pk in record.dimension_pks]
+    return [d.name for d in dims if d is not None]
+
+
+async def queue(
+    client: redis.Redis, jobs: JobQueue, models: ModelCatalog, fields: dict[str, Any]
+) -> tuple[Rejudging | None, list[UserError]]:
+    """Check the request, then write each episode's QUEUED evaluation, its evaluation record and
+    its job; nothing is written when anything is refused."""
+    try:
+        valid = RejudgeFields(**fields)
+    except ValidationError as err:
+        return None, from_validation(err)
+    errors = []
+    try:
+        models.resolve(valid.judge_model)
+    except UnknownModelError as err:
+        errors.append(_error("judgeModel", str(err)))
+    names = await _dimension_names(valid.evaluation_dimension_list_id)
+    if names is None:
+        message = f"no evaluation dimension list with id {valid.evaluation_dimension_list_id!r}"
+        errors.append(_error("evaluationDimensionListId", message, ErrorCode.NOT_FOUND))
+    ids = await _selected(client, valid)
+    if len(ids) > MAX_EPISODES:
+        errors.append(_error("episodeIds", f"at most {MAX_EPISODES} episodes per re-judging"))
+    found = await _episode_fields(client, [pk for pk in ids if storable(pk)])
+    episodes = dict(zip([pk for pk in ids if storable(pk)], found, strict=True))
+    missing = [pk for pk in ids if episodes.get(pk) is None]
+    unfinished = {
+        pk: e["status"]
+        for pk, e in episodes.items()
+        if e is not None and (e["status"] or EpisodeStatus.COMPLETED) != EpisodeStatus.COMPLETED
+    }
+    field = "episodeIds" if valid.episode_ids is not None else (
+        "experimentId" if valid.experiment_id else "tag"
+    )  # fmt: skip
+    if valid.episode_ids is not None and missing:
+        shown = ", ".join(repr(pk) for pk in missing[:5])
+        errors.append(_error(field, f"no episode with id {shown}", ErrorCode.NOT_FOUND))
+    if unfinished:
+        shown = ", ".join(f"{pk} is {status}" for pk, status in list(unfinished.items())[:5])
+        more = f" (and {len(unfinished) - 5} more)" if len(unfinished) > 5 else ""
+        message = f"only COMPLETED episodes can be re-judged: {shown}{more}"
+        errors.append(_error(field, message))
+    if not ids:
+        errors.append(_error(field, "no episodes to re-judge", ErrorCode.NOT_FOUND))
+    if errors:
+        return None, errors
+    assert names is not None
+    await ResultsIndex(client).ensure_dimensions(names)
+    rejudging = Rejudging(
+        id=str(ULID()),
+        judge_model=valid.judge_model,
+        evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
+        episodes=len(ids),
+        created_at=time.time(),
+    )
+    await _write(client, jobs, rejudging, [(pk, episodes[pk]) for pk in ids])
+    log.info("re-judging queued", extra={"rejudging": rejudging.id, "episodes": len(ids)})
+    return rejudging, []
+
+
+async def _write(
+    client: redis.Redis,
+    jobs: JobQueue,
+    rejudging: Rejudging,
+    episodes: list[tuple[str, dict[str, Any] | None]],
+) -> None:
+    entry = Evaluation(
+        id=rejudging.id,
+        judge_model=rejudging.judge_model,
+        evaluation_dimension_list_id=rejudging.evaluation_dimension_list_id,
+        created_at=rejudging.created_at,
+    ).model_dump(mode="json")
+    await client.hset(
+        keys.rejudging(rejudging.id),
+        mapping={
+            "judge_model": rejudging.judge_model,
+            "evaluation_dimension_list_id": rejudging.evaluation_dimension_list_id or "",
+            "episodes": rejudging.episodes,
+            "created_at": rejudging.created_at,
+        },
+    )
+    for start in range(0, len(episodes), BATCH):
+        async with client.pipeline(transaction=True) as pipe:
+            for pk, fields in episodes[start : start + BATCH]:
+                assert fields is not None
+                key = EpisodeLog.make_primary_key(pk)
+                pipe.execute_command("JSON.SET", key, "$.evaluations", "[]", "NX")
+                pipe.execute_command("JSON.ARRAPPEND", key, "$.evaluations", json.dumps(entry))
+                pipe.json().set(
+                    keys.evaluation_record(rejudging.id, pk), "$", record(rejudging, pk, fields)
+                )
+                jobs.add_evaluation(pipe, pk, rejudging.id)
+            await pipe.execute()
+
+
+def record(rejudging: Rejudging, episode_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """An evaluation record: what results group by, with the new judge in `models[0]`."""
+    models = list(fields.get("models") or [])
+    return {
+        "episode": episode_id,
+        "evaluation": rejudging.id,
+        "environment": fields.get("environment"),
+        "agents": fields.get("agents") or [],
+        "tag": fields.get("tag") or "",
+        "experiment_id": fields.get("experiment_id") or "",
+        "models": [rejudging.judge_model, *models[1:]],
+        "evaluation_dimension_list_id": rejudging.evaluation_dimension_list_id,
+        "status": EvaluationStatus.QUEUED.value,
+        "rewards": [],
+        "starts": 0,
+    }
+
+
+async def get_rejudging(client: redis.Redis, rejudging_id: str) -> Rejudging | None:
+    stored: Any = (
+        await client.hgetall(keys.rejudging(rejudging_id)) if storable(rejudging_id) else {}
+    )
+    if not stored:
+        return None
+    return Rejudging(
+        id=rejudging_id,
+        judge_model=stored["judge_model"],
+        evaluation_dimension_list_id=stored["evaluation_dimension_list_id"] or None,
+        episodes=int(stored["episodes"]),
+        created_at=float(stored["created_at"]),
+    )
+
+
+async def progress(client: redis.Redis, rejudging_id: str) -> dict[EvaluationStatus, int]:
+    """Evaluations of a re-judging by status (computed by the evaluations index)."""
+    rows = await aggregate_rows(
+        client,
+        [
+            "FT.AGGREGATE", keys.EVALUATIONS_INDEX, tag_query("evaluation", rejudging_id),
+            "GROUPBY", 1, "@status", "REDUCE", "COUNT", 0, "AS", "n", "DIALECT", 2,
+        ],
+    )  # fmt: skip
+    counts = dict.fromkeys(EvaluationStatus, 0)
+    for row in rows:
+        status = str(row.get("status"))
+        if status in EvaluationStatus.__members__:
+            counts[EvaluationStatus(status)] += int(float(row.get("n") or 0))
+    return counts
+
+
+SET_EVALUATION = """
+-- KEYS[1] the episode, KEYS[2] its evaluation record; ARGV[1] the evaluation id,
+-- ARGV[2] the entry (JSON), ARGV[3] its status, ARGV[4] its rewards (JSON),
+-- ARGV[5] 1 to count a start.  Returns the starts so far, or -1 if the episode is gone.
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local path = '$.evaluations[?(@.id=="' .. ARGV[1] .. '")]'
+redis.call('JSON.SET', KEYS[1], path, ARGV[2])
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+redis.call('JSON.SET', KEYS[2], '$.status', cjson.encode(ARGV[3]))
+redis.call('JSON.SET', KEYS[2], '$.rewards', ARGV[4])
+if ARGV[5] == '1' then
+  return tonumber(redis.call('JSON.NUMINCRBY', KEYS[2], '$.starts', 1):match('%d+'))
+end
+return 0
+"""
+
+
+class Rejudger:
+    """Runs evaluation jobs: one episode judged again by a re-judging's judge and dimensions."""
+
+    def __init__(self, client: redis.Redis, llm: LLMRouter, max_attempts: int) -> None:
+        self.client = client
+        self.llm = llm
+        self.max_attempts = max_attempts
+        self._set = client.register_script(SET_EVALUATION)
+
+    async def _store(self, episode_id: str, entry: Evaluation, count_start: bool = False) -> int:
+        result = await self._set(
+            keys=[
+                EpisodeLog.make_primary_key(episode_id),
+                keys.evaluation_record(entry.id, episode_id),
+            ],
+            args=[
+                entry.id,
+                entry.model_dump_json(),
+                entry.status.value,
+                json.dumps(entry.rewards),
+                "1" if count_start else "0",
+            ],
+        )
+        return int(result)
+
+    async def run(self, episode_id: str, rejudging_id: str) -> None:
+        """Judge once more; the evaluation ends COMPLETED with its scores or FAILED with why."""
+        episode = await get_or_none(EpisodeLog, episode_id)
+        entry = next(
+            (e for e in (episode.evaluations if episode else []) if e.id == rejudging_id), None
+        )
+        if episode is None or entry is None or entry.status in (
+            EvaluationStatus.COMPLETED, EvaluationStatus.FAILED
+        ):  # fmt: skip
+            return
+        running = entry.model_copy(update={"status": EvaluationStatus.RUNNING, "error": None})
+        starts = await self._store(episode_id, running, count_start=True)
+        if starts < 0:
+            return
+        if starts > self.max_attempts:
+            await self._fail(episode_id, running, f"worker lost {starts - 1} times")
+            return
+        try:
+            setup = await _setup(episode, entry)
+            transcript = stored_transcript(episode, [a.name for a in setup.agents])
+            judged = await evaluate(setup, transcript, self.llm)
+        except SetupFailed as err:
+            await self._fail(episode_id, running, str(err))
+            return
+        except EpisodeFailed as err:
+            await self._fail(episode_id, running, err.reason)
+            return
+        except redis.RedisError:
+            raise  # left for redelivery
+        except Exception:
+            log.exception("re-judging crashed", extra={"episode": episode_id})
+            await self._fail(episode_id, running, "internal error in the worker")
+            return
+        done = running.model_copy(
+            update={
+                "status": EvaluationStatus.COMPLETED,
+                "rewards": judged.rewards(),
+                "reasoning": judged.reasoning,
+                "finished_at": time.time(),
+            }
+        )
+        await self._store(episode_id, done)
+        log.info("re-judged", extra={"episode": episode_id, "rejudging": rejudging_id})
+
+    async def _fail(self, episode_id: str, entry: Evaluation, reason: str) -> None:
+        failed = entry.model_copy(
+            update={"status": EvaluationStatus.FAILED, "error": reason, "finished_at": time.time()}
+        )
+        await self._store(episode_id, failed)
+        log.info("re-judging failed: %s", reason, extra={"episode": episode_id})
+
+
+class SetupFailed(Exception):
+    pass
+
+
+async def _setup(episode: EpisodeLog, entry: Evaluation) -> Any:
+    from lifecycle.worker import SetupError, load_setup
+
+    if not episode.turns and any(episode.messages):
+        raise SetupFailed("the episode has no turn records to judge (only Sotopia's messages)")
+    models = list(episode.models or [])
+    judged = episode.model_copy(
+        update={
+            "models": [entry.judge_model, *models[1:]],
+            "evaluation_dimension_list_id": entry.evaluation_dimension_list_id,
+        }
+    )
+    try:
+        return await load_setup(judged)
+    except SetupError as err:
+        raise SetupFailed(str(err)) from err
+
+
+def stored_transcript(episode: EpisodeLog, names: list[str]) -> Transcript:
+    """What the judge reads, from the stored episode (its turns and Sotopia's messages)."""
+    return Transcript(
+        agent_names=names,
+        messages=[[tuple(m) for m in turn] for turn in episode.messages],
+        actions=list(episode.turns),
+        turns=episode.progress,
+        termination=[],
+        termination_reason=episode.termination_reason or "",
+        stats=GenerationStats(),
+    )

@@ -1,0 +1,286 @@
+"""Re-judging finished episodes: queued as jobs, run by the worker against a real Redis and the
+fake model server, stored beside the original rewards, selectable in results."""
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as redis
+
+from engine.llm import ModelRegistry
+from lifecycle import rejudge, start
+from lifecycle.follow import EventHub
+from lifecycle.jobs import JobQueue
+from lifecycle.services import Services
+from lifecycle.transitions import EpisodeStore, EventsLog
+from lifecycle.worker import Worker, WorkerConfig
+from resolvers.dimensions import create_dimension_list
+from resolvers.errors import ErrorCode
+from resolvers.results import GroupBy, Results, ResultsFilter
+from storage import keys
+from storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
+from tests.engine.conftest import FAST_RETRY
+from tests.support.fake_llm import FakeLLM, Rule
+from tests.support.server import GraphQLClient
+from tests.support.simulation import make_world
+
+
+@pytest.fixture
+async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[Services]:
+    name = f"test:jobs:{uuid.uuid4().hex}"
+    jobs = JobQueue(redis_client, stream=name, group=f"{name}:workers")
+    await jobs.ensure_group()
+    registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
+    yield Services(
+        redis_client,
+        EpisodeStore(redis_client),
+        jobs,
+        EventHub(redis_client),
+        EventsLog(redis_client),
+        registry,
+    )
+    await registry.aclose()
+    await redis_client.delete(name)
+
+
+async def burst(services: Services, **overrides: Any) -> None:
+    values: dict[str, Any] = {"lease_seconds": 1.0, "poll_seconds": 0.05, "consumer": "alive"}
+    worker = Worker(services, WorkerConfig(**{**values, **overrides}))
+    await asyncio.wait_for(worker.run(burst=True), 60)
+
+
+async def finished(services: Services, model: str, tag: str, count: int = 2) -> list[str]:
+    """COMPLETED episodes, played by the worker with the fake model."""
+    scenario, agents = await make_world(tag)
+    ids = []
+    for _ in range(count):
+        fields = {
+            "scenario_id": scenario,
+            "agent_ids": agents,
+            "agent_models": [model],
+            "judge_model": model,
+            "max_turns": 2,
+            "tag": tag,
+        }
+        episode, errors = await start.start(services, fields)
+        assert not errors and episode is not None
+        ids.append(str(episode.pk))
+    await burst(services)
+    for pk in ids:
+        assert (await EpisodeLog.get(pk)).status == EpisodeStatus.COMPLETED
+    return ids
+
+
+async def custom_list(name: str) -> str:
+    record, errors = await create_dimension_list(
+        {"name": name, "dimensions": [{"name": "warmth", "range_low": 0, "range_high": 10}]}
+    )
+    assert not errors and record is not None
+    return str(record.pk)
+
+
+async def test_a_rejudging_scores_again_beside_the_original(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
+    model = fake_llm.model_name()
+    ids = await finished(services, model, tag)
+    originals = {pk: (await EpisodeLog.get(pk)).rewards for pk in ids}
+    list_id = await custom_list(tag)
+    judge = fake_llm.model_name("second-judge")
+
+    rejudging, errors = await rejudge.queue(
+        services.client,
+        services.jobs,
+        services.models,
+        {"tag": tag, "judge_model": judge, "evaluation_dimension_list_id": list_id},
+    )
+    assert not errors and rejudging is not None
+    assert await rejudge.progress(services.client, rejudging.id) == {
+        EvaluationStatus.QUEUED: 2,
+        EvaluationStatus.RUNNING: 0,
+        EvaluationStatus.COMPLETED: 0,
+        EvaluationStatus.FAILED: 0,
+    }
+    await burst(services)
+
+    counts = await rejudge.progress(services.client, rejudging.id)
+    assert counts[EvaluationStatus.COMPLETED] == 2
+    for pk in ids:
+        episode = await EpisodeLog.get(pk)
+        assert episode.rewards == originals[pk]
+        [evaluation] = episode.evaluations
+        assert evaluation.id == rejudging.id and evaluation.status == EvaluationStatus.COMPLETED
+        assert evaluation.judge_model == judge
+        assert len(evaluation.rewards) == 2
+        first = evaluation.rewards[0]
+        assert not isinstance(first, float) and set(first[1]) == {"warmth", "overall_score"}
+    groups = await Results(services.client, rejudging.id).groups(
+        ResultsFilter(tag=tag), [GroupBy.JUDGE_MODEL]
+    )
+    [group] = groups
+    assert group.key[GroupBy.JUDGE_MODEL] == judge
+    summaries = dict(group.summaries())
+    assert set(summaries) == {"overall", "warmth"} and summaries["warmth"].count == 4
+    original = await Results(services.client).groups(ResultsFilter(tag=tag), [GroupBy.JUDGE_MODEL])
+    assert [g.key[GroupBy.JUDGE_MODEL] for g in original] == [model]
+
+
+async def test_a_failing_judge_fails_only_its_own_evaluation(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
+    model = fake_llm.model_name()
+    [pk] = await finished(services, model, tag, count=1)
+    original = await EpisodeLog.get(pk)
+    good, _ = await rejudge.queue(
+        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": model}
+    )
+    assert good is not None
+    await burst(services)
+    fake_llm.add_rule(Rule(kind="judge", status=500, times=None))
+
+    bad, _ = await rejudge.queue(
+        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": model}
+    )
+    assert bad is not None
+    await burst(services)
+
+    episode = await EpisodeLog.get(pk)
+    kept, failed = episode.evaluations
+    assert kept.id == good.id and kept.status == EvaluationStatus.COMPLETED and kept.rewards
+    assert kept == next(e for e in episode.evaluations if e.id == good.id)
+    assert failed.id == bad.id and failed.status == EvaluationStatus.FAILED
+    assert failed.error and "judge" in failed.error and failed.rewards == []
+    assert episode.rewards == original.rewards
+    counts = await rejudge.progress(services.client, bad.id)
+    assert counts[EvaluationStatus.FAILED] == 1
+    [group] = await Results(services.client, bad.id).groups(ResultsFilter(), [GroupBy.MODEL])
+    assert group.failed == 2 and group.scored == 0  # both seats, never averaged
+
+
+async def test_an_evaluation_whose_worker_died_is_taken_over(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
+    model = fake_llm.model_name()
+    [pk] = await finished(services, model, tag, count=1)
+    rejudging, _ = await rejudge.queue(
+        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": model}
+    )
+    assert rejudging is not None
+    taken = await services.jobs.read("dead-worker", 10, block_ms=100)
+    assert [(j.episode_id, j.evaluation) for j in taken] == [(pk, rejudging.id)]
+
+    await asyncio.sleep(1.2)  # the dead worker's lease (1 s) lapses
+    await burst(services)  # and this worker's sweep takes the job over
+
+    [evaluation] = (await EpisodeLog.get(pk)).evaluations
+    assert evaluation.status == EvaluationStatus.COMPLETED
+    assert await services.jobs.depth() == (0, 0)
+
+
+async def test_only_completed_episodes_can_be_rejudged(
+    services: Services, fake_llm: FakeLLM, unchanged: Any
+) -> None:
+    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
+    model = fake_llm.model_name()
+    [done] = await finished(services, model, tag, count=1)
+    scenario, agents = await make_world(f"{tag}-queued")
+    fields = {"scenario_id": scenario, "agent_ids": agents, "agent_models": [model]}
+    queued, _ = await start.start(services, {**fields, "judge_model": model})
+    assert queued is not None
+
+    async with unchanged():
+        _, errors = await rejudge.queue(
+            services.client,
+            services.jobs,
+            services.models,
+            {"episode_ids": [done, str(queued.pk)], "judge_model": model},
+        )
+        assert [(e.field, e.code) for e in errors] == [(["input", "episodeIds"], ErrorCode.INVALID)]
+        assert f"{queued.pk} is QUEUED" in errors[0].message
+        assert "only COMPLETED episodes" in errors[0].message
+
+        _, errors = await rejudge.queue(
+            services.client,
+            services.jobs,
+            services.models,
+            {"episode_ids": [done], "judge_model": model, "evaluation_dimension_list_id": "nope"},
+        )
+        assert [e.code for e in errors] == [ErrorCode.NOT_FOUND]
+
+        _, errors = await rejudge.queue(
+            services.client,
+            services.jobs,
+            services.models,
+            {"episode_ids": [done], "tag": tag, "judge_model": model},
+        )
+        assert [e.code for e in errors] == [ErrorCode.INVALID]
+
+
+REJUDGE = """mutation($input: RejudgeEpisodesInput!) {
+  rejudgeEpisodes(input: $input) {
+    rejudging { id judgeModel episodes progress { queued running completed failed } }
+    userErrors { field message code }
+  }
+}"""
+
+
+async def test_the_mutation_over_http(
+    redis_client: redis.Redis, gql: GraphQLClient, fake_llm: FakeLLM, unchanged: Any
+) -> None:
+    async with unchanged():
+        data = await gql.data(
+            REJUDGE, {"input": {"episodeIds": ["no-such-episode"], "judgeModel": "nobody/none"}}
+        )
+    errors = data["rejudgeEpisodes"]["userErrors"]
+    assert data["rejudgeEpisodes"]["rejudging"] is None
+    assert {(tuple(e["field"]), e["code"]) for e in errors} == {
+        (("input", "judgeModel"), "INVALID"),
+        (("input", "episodeIds"), "NOT_FOUND"),
+    }
+
+    pk = f"rejudge-http-{uuid.uuid4().hex[:8]}"
+    await redis_client.json().set(
+        EpisodeLog.make_primary_key(pk),
+        "$",
+        {
+            "pk": pk,
+            "environment": "env",
+            "agents": ["a", "b"],
+            "models": ["judge", "m0", "m1"],
+            "messages": [],
+            "rewards": [[1.0, {"goal": 1.0}], [2.0, {"goal": 2.0}]],
+        },
+    )  # as Sotopia writes it: no status, no evaluations
+    judge = fake_llm.model_name()
+    data = await gql.data(REJUDGE, {"input": {"episodeIds": [pk], "judgeModel": judge}})
+    payload = data["rejudgeEpisodes"]
+    assert payload["userErrors"] == []
+    rejudging = payload["rejudging"]
+    assert rejudging["episodes"] == 1 and rejudging["progress"]["queued"] == 1
+    data = await gql.data(
+        "query($id: ID!) { episode(id: $id) { rewards { overall } "
+        "evaluations { id judgeModel status rewards { overall } error } } }",
+        {"id": pk},
+    )
+    assert data["episode"]["rewards"] == [{"overall": 1.0}, {"overall": 2.0}]
+    assert data["episode"]["evaluations"] == [
+        {
+            "id": rejudging["id"],
+            "judgeModel": judge,
+            "status": "QUEUED",
+            "rewards": [],
+            "error": None,
+        }
+    ]
+    assert await redis_client.exists(keys.evaluation_record(rejudging["id"], pk))
+    data = await gql.data(
+        "query($id: ID!) { rejudging(id: $id) { episodes progress { queued } } }",
+        {"id": rejudging["id"]},
+    )
+    assert data["rejudging"] == {"episodes": 1, "progress": {"queued": 1}}
