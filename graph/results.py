@@ -1,6 +1,7 @@
 """GraphQL types and root fields of grouped results (resolvers/results.py computes them)."""
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import strawberry
 
@@ -109,7 +110,7 @@ class DimensionResult:
             sd=summary.sd,
             confidence_interval=ConfidenceInterval.of(summary.interval),
             sotopia_margin=summary.sotopia_margin,
-            settings=summary.cells,
+            settings=summary.cells or 0,
         )
 
 
@@ -233,6 +234,20 @@ class ModelComparison:
     dimensions: list[PairedDifference] = strawberry.field(description="`overall` first.")
 
 
+PER_CELL = frozenset({"sotopiaMargin", "settings"})
+"""Fields that need the scores per (scenario, seat): asked for, Redis groups by scenario too."""
+
+
+def asks(selections: Sequence[Any], names: frozenset[str]) -> bool:
+    """Whether any of `names` is selected anywhere below (fragments included)."""
+    for selection in selections:
+        if getattr(selection, "name", None) in names:
+            return True
+        if asks(getattr(selection, "selections", None) or [], names):
+            return True
+    return False
+
+
 @strawberry.type
 class ResultsQuery:
     @strawberry.field(
@@ -255,7 +270,8 @@ class ResultsQuery:
         await rejudging.check_exists(client, evaluation)
         f = (filter or EpisodeResultsFilter()).plain()
         keys = [GroupBy.MODEL] if group_by is None else group_by
-        groups = await Results(client, evaluation).groups(f, keys)
+        per_cell = asks(info.selected_fields, PER_CELL)
+        groups = await Results(client, evaluation).groups(f, keys, per_cell=per_cell)
         return EpisodeResults(evaluation=evaluation, groups=[ResultGroup(group=g) for g in groups])
 
     @strawberry.field(

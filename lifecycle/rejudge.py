@@ -27,7 +27,7 @@ from lifecycle.jobs import JobQueue
 from resolvers.errors import ErrorCode, UserError, from_validation
 from resolvers.limits import RecordId, ShortText
 from resolvers.records import get_or_none, storable
-from resolvers.results import aggregate_rows, tag_query
+from resolvers.results import WHOLE, aggregate_rows, tag_query
 from storage import keys
 from storage.models import (
     CustomEvaluationDimension,
@@ -83,7 +83,7 @@ async def _selected(client: redis.Redis, valid: RejudgeFields) -> list[str]:
     assert value is not None
     reply: Any = await client.execute_command(  # type: ignore[no-untyped-call]
         "FT.SEARCH", keys.RESULTS_INDEX, tag_query(field, value), "NOCONTENT",
-        "LIMIT", 0, MAX_EPISODES + 1, "DIALECT", 2,
+        "LIMIT", 0, MAX_EPISODES + 1, *WHOLE,
     )  # fmt: skip
     found = reply.get("results", []) if isinstance(reply, dict) else reply[1:]
     prefix = EpisodeLog.make_primary_key("")
@@ -251,7 +251,7 @@ async def progress(client: redis.Redis, rejudging_id: str) -> dict[EvaluationSta
         client,
         [
             "FT.AGGREGATE", keys.EVALUATIONS_INDEX, tag_query("evaluation", rejudging_id),
-            "GROUPBY", 1, "@status", "REDUCE", "COUNT", 0, "AS", "n", "DIALECT", 2,
+            "GROUPBY", 1, "@status", "REDUCE", "COUNT", 0, "AS", "n", *WHOLE,
         ],
     )  # fmt: skip
     counts = dict.fromkeys(EvaluationStatus, 0)

@@ -27,7 +27,11 @@ from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionL
 from storage.results_index import OVERALL, SEATS, STANDARD, score_field
 
 MAX_ROWS = 1_000_000
-UNFINISHED = frozenset({"QUEUED", "RUNNING", "EVALUATING"})
+WHOLE: list[Any] = ["TIMEOUT", 0, "DIALECT", 2]
+"""Options of every aggregation: no time limit, since RediSearch's default (500 ms, then
+`ON_TIMEOUT return`) would hand back partial counts as if they were all."""
+APART = ("FAILED", "CANCELLED", "QUEUED", "RUNNING", "EVALUATING")
+"""Statuses whose episodes (or evaluations) have no scores to average: counted apart."""
 
 
 class GroupBy(StrEnum):
@@ -60,6 +64,7 @@ class ResultsFilter:
 @dataclass
 class Group:
     key: dict[GroupBy, str | int | None]
+    per_cell: bool = True
     cells: dict[str, dict[tuple[str, int], Moments]] = field(default_factory=dict)
     """dimension -> (scenario, seat) -> moments of its scores."""
     failed: int = 0
@@ -70,7 +75,8 @@ class Group:
     def summaries(self) -> list[tuple[str, Summary]]:
         order = [OVERALL, *STANDARD]
         names = sorted(self.cells, key=lambda d: (order.index(d) if d in order else 99, d))
-        return [(name, summarize(self.cells[name].values())) for name in names]
+        cells = self.cells
+        return [(name, summarize(cells[name].values(), self.per_cell)) for name in names]
 
     @property
     def scored(self) -> int:
@@ -152,32 +158,33 @@ class Results:
         self.index = keys.EVALUATIONS_INDEX if evaluation else keys.RESULTS_INDEX
         self._dims: dict[str, list[str]] = {}
 
-    async def groups(self, f: ResultsFilter, group_by: Sequence[GroupBy]) -> list[Group]:
+    async def groups(
+        self, f: ResultsFilter, group_by: Sequence[GroupBy], per_cell: bool = True
+    ) -> list[Group]:
+        """The groups' scores; `per_cell` keeps them apart per (scenario, seat) as Sotopia's
+        margin needs (more rows for Redis to reduce: without it, that margin is not given)."""
         group_by = list(dict.fromkeys(group_by))
         seats = [f.seat] if f.seat is not None else list(SEATS)
         if any(s not in SEATS for s in seats):
             raise BadArgument(f"seat must be one of {list(SEATS)}")
         dims = await self._dimensions()
+        lists = await self._list_dimensions()
+        by_list = len(lists) > 1
         replies = await asyncio.gather(
-            *(self._aggregate(f, group_by, seat, dims) for seat in seats)
+            *(self._scores(f, group_by, seat, dims, per_cell, by_list) for seat in seats),
+            *(self._apart(f, group_by, seat) for seat in seats),
         )
         groups: dict[tuple[Any, ...], Group] = {}
-        lists = await self._list_dimensions()
-        for seat, reply in zip(seats, replies, strict=True):
+
+        def group(row: dict[str, Any], seat: int) -> Group:
+            key = {k: _key_value(k, row, seat) for k in group_by}
+            return groups.setdefault(tuple(key.values()), Group(key=key, per_cell=per_cell))
+
+        for seat, reply in zip(seats, replies[: len(seats)], strict=True):
             for row in _rows(reply):
-                key = {k: _key_value(k, row, seat) for k in group_by}
-                target = groups.setdefault(tuple(key.values()), Group(key=key))
-                rows = int(_number(row.get("n")))
+                target = group(row, seat)
                 count = int(_number(row.get("scored")))
-                status = row.get("status")
-                if status == "FAILED":
-                    target.failed += rows
-                elif status == "CANCELLED":
-                    target.cancelled += rows
-                elif status in UNFINISHED:
-                    target.unfinished += rows
-                else:
-                    target.unscored += rows - count
+                target.unscored += int(_number(row.get("n"))) - count
                 if not count:
                     continue
                 cell = (str(row.get("scenario") or ""), seat)
@@ -188,18 +195,37 @@ class Results:
                     total, sd = _number(row.get(f"sum{i}")), _number(row.get(f"sd{i}"))
                     cells = target.cells.setdefault(dim, {})
                     cells[cell] = cells.get(cell, Moments()).merge(Moments.of(count, total, sd))
+        for seat, reply in zip(seats, replies[len(seats) :], strict=True):
+            for row in _rows(reply):
+                target = group(row, seat)
+                rows = int(_number(row.get("n")))
+                match row.get("status"):
+                    case "FAILED":
+                        target.failed += rows
+                    case "CANCELLED":
+                        target.cancelled += rows
+                    case _:
+                        target.unfinished += rows
         return sorted(groups.values(), key=lambda g: tuple(str(v) for v in g.key.values()))
 
-    async def _aggregate(
-        self, f: ResultsFilter, group_by: list[GroupBy], seat: int, dims: list[str]
+    async def _scores(
+        self,
+        f: ResultsFilter,
+        group_by: list[GroupBy],
+        seat: int,
+        dims: list[str],
+        per_cell: bool,
+        by_list: bool,
     ) -> Any:
-        """One seat's rows: per group, scenario, dimension list and status, the episodes, those
-        with scores (a seat has its overall score exactly when it has scores), and per dimension
+        """One seat's finished episodes (status COMPLETED, or none as Sotopia writes them): per
+        group (and scenario, and dimension list when there are several), how many, how many
+        with scores (a seat has its overall score exactly when it has any), and per dimension
         the sum and the standard deviation of the scores present (RediSearch's SUM and STDDEV
         skip a missing value; its AVG would count it as 0)."""
-        query = " ".join(_filters(f, seat, self.evaluation)) or "*"
+        query = " ".join([*_filters(f, seat, self.evaluation), "-" + _apart_term()])
         overall = f"@{score_field(seat, OVERALL)}"
-        fields = _group_fields(group_by, seat, "scenario", "dim_list", "status")
+        more = [*(["scenario"] if per_cell else []), *(["dim_list"] if by_list else [])]
+        fields = _group_fields(group_by, seat, *more)
         args: list[Any] = ["FT.AGGREGATE", self.index, query]
         args += ["APPLY", f"exists({overall})", "AS", "has"]
         args += ["GROUPBY", len(fields), *(f"@{name}" for name in fields)]
@@ -208,7 +234,16 @@ class Results:
             source = f"@{score_field(seat, dim)}"
             args += ["REDUCE", "SUM", 1, source, "AS", f"sum{i}"]
             args += ["REDUCE", "STDDEV", 1, source, "AS", f"sd{i}"]
-        args += ["LIMIT", 0, MAX_ROWS, "DIALECT", 2]
+        args += ["LIMIT", 0, MAX_ROWS, *WHOLE]
+        return await self.client.execute_command(*args)  # type: ignore[no-untyped-call]
+
+    async def _apart(self, f: ResultsFilter, group_by: list[GroupBy], seat: int) -> Any:
+        """One seat's failed, cancelled and unfinished episodes, counted by status."""
+        query = " ".join([*_filters(f, seat, self.evaluation), _apart_term()])
+        fields = _group_fields(group_by, seat, "status")
+        args: list[Any] = ["FT.AGGREGATE", self.index, query, "GROUPBY", len(fields)]
+        args += [f"@{name}" for name in fields]
+        args += ["REDUCE", "COUNT", 0, "AS", "n", "LIMIT", 0, MAX_ROWS, *WHOLE]
         return await self.client.execute_command(*args)  # type: ignore[no-untyped-call]
 
     async def _list_ids(self) -> list[str]:
@@ -257,6 +292,10 @@ class Results:
             diffs = [m[model_a] - m[model_b] for m in means[dim].values() if len(m) == 2]
             out.append((dim, paired(diffs)))
         return out
+
+
+def _apart_term() -> str:
+    return tag_query("status", *APART)
 
 
 def _group_fields(group_by: list[GroupBy], seat: int, *more: str) -> list[str]:

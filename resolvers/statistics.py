@@ -78,8 +78,8 @@ class Summary:
     """mean ± t(0.975, n - 1) * sd / √n; None for fewer than two scores."""
     sotopia_margin: float | None
     """Sotopia's benchmark margin (module docstring); None for no scores."""
-    cells: int
-    """(scenario, seat) cells the scores fall in (Sotopia's `setting_num`)."""
+    cells: int | None
+    """(scenario, seat) cells the scores fall in (Sotopia's `setting_num`); None if not known."""
 
 
 def interval(moments: Moments) -> Interval | None:
@@ -91,15 +91,16 @@ def interval(moments: Moments) -> Interval | None:
     return Interval(moments.mean - margin, moments.mean + margin, margin, df)
 
 
-def summarize(cells: Iterable[Moments]) -> Summary:
-    """The summary of scores given per (scenario, seat) cell."""
+def summarize(cells: Iterable[Moments], per_cell: bool = True) -> Summary:
+    """The summary of scores given per (scenario, seat) cell (`per_cell`), or in any parts
+    (then Sotopia's margin, which needs the cells, is None)."""
     present = [c for c in cells if c.count]
     total = Moments()
     for cell in present:
         total = total.merge(cell)
     variance = total.variance
     sotopia = None
-    if total.count:
+    if total.count and per_cell:
         mean_variance = sum(c.variance or 0.0 for c in present) / len(present)
         sotopia = t_quantile(total.count) * math.sqrt(mean_variance / total.count)
     return Summary(
@@ -108,7 +109,7 @@ def summarize(cells: Iterable[Moments]) -> Summary:
         sd=math.sqrt(variance) if variance is not None else None,
         interval=interval(total),
         sotopia_margin=sotopia,
-        cells=len(present),
+        cells=len(present) if per_cell else None,
     )
 
 

@@ -305,3 +305,30 @@ async def test_results_of_an_unknown_rejudging_are_refused(gql: GraphQLClient) -
 
     assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
     assert "no re-judging" in body["errors"][0]["message"]
+
+
+async def test_without_sotopia_margin_the_means_are_the_same(
+    redis_client: redis.Redis, gql: GraphQLClient
+) -> None:
+    tag = f"results-{ULID()}"
+    docs = benchmark_sample(tag, seed=31)
+    await store(redis_client, docs)
+    plain = """query($filter: EpisodeResultsFilter) { episodeResults(filter: $filter) {
+      groups { model scored unscored dimensions { dimension count mean sd } } } }"""
+    fragment = """query($filter: EpisodeResultsFilter) { episodeResults(filter: $filter) {
+      groups { model dimensions { dimension ...margin } } } }
+      fragment margin on DimensionResult { sotopiaMargin settings }"""
+    variables = {"filter": {"tag": tag, "model": "model-b"}}
+
+    [group] = (await gql.data(plain, variables))["episodeResults"]["groups"]
+    [with_margin] = (await gql.data(fragment, variables))["episodeResults"]["groups"]
+
+    goal = next(d for d in group["dimensions"] if d["dimension"] == "goal")
+    scores = scores_of(docs, "model-b", "goal")
+    assert goal["count"] == len(scores) and group["scored"] == len(scores)
+    assert goal["mean"] == pytest.approx(statistics.fmean(scores))
+    assert goal["sd"] == pytest.approx(statistics.stdev(scores), rel=1e-6)
+    reference = sotopia_reference([d for d in docs if "model-b" in d["models"]], "model-b")
+    margin = next(d for d in with_margin["dimensions"] if d["dimension"] == "goal")
+    assert margin["sotopiaMargin"] == pytest.approx(reference["goal"][1], rel=1e-6)
+    assert margin["settings"] == 6
