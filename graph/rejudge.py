@@ -24,7 +24,8 @@ class RejudgeEpisodesInput:
         default=None, description="Every episode of this experiment (all must be COMPLETED)."
     )
     tag: str | None = strawberry.field(
-        default=None, description="Every episode with this tag (all must be COMPLETED)."
+        default=None,
+        description="Every episode with exactly this tag (case counts; all must be COMPLETED).",
     )
     judge_model: str = strawberry.field(description="The judge model.")
     evaluation_dimension_list_id: strawberry.ID | None = strawberry.field(

@@ -27,7 +27,9 @@ class EpisodeResultsFilter:
     experiment_id: strawberry.ID | None = strawberry.field(
         default=None, description="Episodes of this experiment."
     )
-    tag: str | None = strawberry.field(default=None, description="Episodes with this tag.")
+    tag: str | None = strawberry.field(
+        default=None, description="Episodes with exactly this tag (letter case counts)."
+    )
     model: str | None = strawberry.field(
         default=None, description="The model in the seat a score is for."
     )

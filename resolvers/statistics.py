@@ -11,14 +11,18 @@ Two intervals are offered, named apart:
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from scipy.special import stdtrit
+from functools import cache
 
 CONFIDENCE = 0.95
 
 
+@cache
 def t_quantile(df: int) -> float:
     """The two-sided 95% quantile of Student's t with `df` degrees of freedom."""
+    # Imported on first use: scipy takes about 0.4 s to import, which `parley worker` and a
+    # server that never answers a results query need not pay.
+    from scipy.special import stdtrit
+
     return float(stdtrit(df, 1 - (1 - CONFIDENCE) / 2))
 
 

@@ -151,7 +151,7 @@ class EpisodeResultsFilter(BaseModel):
     experiment_id: Optional[str] = Field(alias="experimentId", default=None)
     "Episodes of this experiment."
     tag: Optional[str] = None
-    "Episodes with this tag."
+    "Episodes with exactly this tag (letter case counts)."
     model: Optional[str] = None
     "The model in the seat a score is for."
     partner_model: Optional[str] = Field(alias="partnerModel", default=None)
@@ -187,7 +187,7 @@ class RejudgeEpisodesInput(BaseModel):
     experiment_id: Optional[str] = Field(alias="experimentId", default=None)
     "Every episode of this experiment (all must be COMPLETED)."
     tag: Optional[str] = None
-    "Every episode with this tag (all must be COMPLETED)."
+    "Every episode with exactly this tag (case counts; all must be COMPLETED)."
     judge_model: str = Field(alias="judgeModel")
     "The judge model."
     evaluation_dimension_list_id: Optional[str] = Field(
