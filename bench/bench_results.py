@@ -1,6 +1,8 @@
 """Grouped results over 100,000 stored episodes, over HTTP.
 
-Run: python -m bench.bench_results [--episodes N] [--repeat N]
+Run: python -m bench.bench_results [--episodes N] [--repeat N] [--write-only]
+First writes 20,000 episodes into a database without the results indexes and into one with
+them (the cost they add to every write, and their memory).
 Writes N episodes (pipelined JSON.SET) into an embedded Redis, shaped like benchmark runs: 50
 experiments of 2,000 episodes, each comparing two of 8 models against one partner model in both
 seats over 20 of 90 scenarios (5 agent pairs per scenario); a tag per 10 experiments; half
@@ -151,7 +153,29 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-async def main(episodes: int, repeat: int) -> None:
+async def write_cost(n: int) -> None:
+    """Seconds to write `n` episodes without the results indexes, then with them (fresh
+    databases), and the memory the results index takes."""
+    for with_index in (False, True):
+        async with bench_redis() as (_, _, client):
+            if not with_index:
+                for name in (keys.RESULTS_INDEX, keys.EVALUATIONS_INDEX):
+                    await client.execute_command("FT.DROPINDEX", name)  # type: ignore[no-untyped-call]
+            seconds = await write(client, n)
+            label = "with" if with_index else "without"
+            print(f"wrote {n} episodes {label} the results indexes in {seconds:.2f} s")
+            if with_index:
+                info = await client.execute_command("FT.INFO", keys.RESULTS_INDEX)  # type: ignore[no-untyped-call]
+                mib = float(info["total_index_memory_sz_mb"]) + float(
+                    info["sortable_values_size_mb"]
+                )
+                print(f"results index memory for {n} episodes: {mib:.1f} MiB")
+
+
+async def main(episodes: int, repeat: int, write_only: bool) -> None:
+    await write_cost(20_000)
+    if write_only:
+        return
     async with bench_redis() as (redis_url, tmp, client):
         seconds = await write(client, episodes)
         print(f"wrote {episodes} episodes in {seconds:.1f} s (pipelined JSON.SET, indexed)")
@@ -186,5 +210,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=100)
+    parser.add_argument("--write-only", action="store_true", help="only the cost of writing")
     args = parser.parse_args()
-    asyncio.run(main(args.episodes, args.repeat))
+    asyncio.run(main(args.episodes, args.repeat, args.write_only))
