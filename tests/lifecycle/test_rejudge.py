@@ -284,3 +284,22 @@ async def test_the_mutation_over_http(
         {"id": rejudging["id"]},
     )
     assert data["rejudging"] == {"episodes": 1, "progress": {"queued": 1}}
+
+
+async def test_deleting_an_episode_deletes_its_evaluation_records(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
+    model = fake_llm.model_name()
+    [pk] = await finished(services, model, tag, count=1)
+    rejudging, _ = await rejudge.queue(
+        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": model}
+    )
+    assert rejudging is not None
+    await burst(services)
+    assert await services.client.exists(keys.evaluation_record(rejudging.id, pk))
+
+    assert await start.delete(services, pk) == []
+
+    assert not await services.client.exists(keys.evaluation_record(rejudging.id, pk))
+    assert await Results(services.client, rejudging.id).groups(ResultsFilter(), []) == []
