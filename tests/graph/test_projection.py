@@ -51,6 +51,7 @@ EPISODE = {
     "turns": "turns { turn agentIndex speaker actionType argument to sequence at }",
     "messages": "messages",
     "rewards": "rewards { agentIndex agent { id } overall dimensions { dimension score } }",
+    "evaluations": "evaluations { id judgeModel status rewards { agent { id } overall } error }",
     "reasoning": "reasoning",
     "error": "error",
     "terminationReason": "terminationReason",
