@@ -80,7 +80,7 @@ class Group:
 
     @property
     def scored(self) -> int:
-        return sum(m.count for m in self.cells.get(OVERALL, {}).values())
+        return sum(m.n for m in self.cells.get(OVERALL, {}).values())
 
 
 def _escape(value: str) -> str:
@@ -193,8 +193,10 @@ class Results:
                     if dim not in names:
                         continue
                     total, sd = _number(row.get(f"sum{i}")), _number(row.get(f"sd{i}"))
+                    moments = Moments.of(count, total, sd)
                     cells = target.cells.setdefault(dim, {})
-                    cells[cell] = cells.get(cell, Moments()).merge(Moments.of(count, total, sd))
+                    before = cells.get(cell)
+                    cells[cell] = moments if before is None else before.merge(moments)
         for seat, reply in zip(seats, replies[len(seats) :], strict=True):
             for row in _rows(reply):
                 target = group(row, seat)
@@ -284,7 +286,7 @@ class Results:
             model = str(group.key[GroupBy.MODEL])
             for dim, cells in group.cells.items():
                 for (scenario, seat), moments in cells.items():
-                    if moments.count:
+                    if moments.n:
                         cell = (scenario, seat, group.key[GroupBy.PARTNER_MODEL])
                         means[dim].setdefault(cell, {})[model] = moments.mean
         out = []

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 CONFIDENCE = 0.95
 
@@ -26,11 +27,12 @@ def t_quantile(df: int) -> float:
     return float(stdtrit(df, 1 - (1 - CONFIDENCE) / 2))
 
 
-@dataclass(frozen=True)
-class Moments:
-    """Count, mean and sum of squared deviations of some scores; merged exactly (Chan et al.)."""
+class Moments(NamedTuple):
+    """Count, mean and sum of squared deviations of some scores; merged exactly (Chan et al.).
 
-    count: int = 0
+    A tuple, not a dataclass: a large grouped result makes tens of thousands of them."""
+
+    n: int = 0
     mean: float = 0.0
     m2: float = 0.0
 
@@ -48,21 +50,31 @@ class Moments:
             moments = moments.merge(cls(1, score, 0.0))
         return moments
 
+    @classmethod
+    def pooled(cls, parts: list["Moments"]) -> "Moments":
+        """All parts merged at once (the same as merging them one by one)."""
+        count = sum(p.n for p in parts)
+        if count == 0:
+            return cls()
+        mean = sum(p.n * p.mean for p in parts) / count
+        m2 = sum(p.m2 + p.n * (p.mean - mean) ** 2 for p in parts)
+        return cls(count, mean, m2)
+
     def merge(self, other: "Moments") -> "Moments":
-        if other.count == 0:
+        if other.n == 0:
             return self
-        if self.count == 0:
+        if self.n == 0:
             return other
-        count = self.count + other.count
+        count = self.n + other.n
         delta = other.mean - self.mean
-        mean = self.mean + delta * other.count / count
-        m2 = self.m2 + other.m2 + delta * delta * self.count * other.count / count
+        mean = self.mean + delta * other.n / count
+        m2 = self.m2 + other.m2 + delta * delta * self.n * other.n / count
         return Moments(count, mean, m2)
 
     @property
     def variance(self) -> float | None:
         """The sample variance (n - 1), None for fewer than two scores."""
-        return self.m2 / (self.count - 1) if self.count > 1 else None
+        return self.m2 / (self.n - 1) if self.n > 1 else None
 
 
 @dataclass(frozen=True)
@@ -90,25 +102,23 @@ def interval(moments: Moments) -> Interval | None:
     variance = moments.variance
     if variance is None:
         return None
-    df = moments.count - 1
-    margin = t_quantile(df) * math.sqrt(variance / moments.count)
+    df = moments.n - 1
+    margin = t_quantile(df) * math.sqrt(variance / moments.n)
     return Interval(moments.mean - margin, moments.mean + margin, margin, df)
 
 
 def summarize(cells: Iterable[Moments], per_cell: bool = True) -> Summary:
     """The summary of scores given per (scenario, seat) cell (`per_cell`), or in any parts
     (then Sotopia's margin, which needs the cells, is None)."""
-    present = [c for c in cells if c.count]
-    total = Moments()
-    for cell in present:
-        total = total.merge(cell)
+    present = [c for c in cells if c.n]
+    total = Moments.pooled(present)
     variance = total.variance
     sotopia = None
-    if total.count and per_cell:
+    if total.n and per_cell:
         mean_variance = sum(c.variance or 0.0 for c in present) / len(present)
-        sotopia = t_quantile(total.count) * math.sqrt(mean_variance / total.count)
+        sotopia = t_quantile(total.n) * math.sqrt(mean_variance / total.n)
     return Summary(
-        count=total.count,
+        count=total.n,
         mean=total.mean,
         sd=math.sqrt(variance) if variance is not None else None,
         interval=interval(total),
@@ -130,7 +140,7 @@ def paired(differences: Iterable[float]) -> Paired:
     moments = Moments.of_scores(differences)
     variance = moments.variance
     return Paired(
-        pairs=moments.count,
+        pairs=moments.n,
         mean_difference=moments.mean,
         sd=math.sqrt(variance) if variance is not None else None,
         interval=interval(moments),
