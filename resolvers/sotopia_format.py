@@ -211,6 +211,7 @@ def episode_line(
         full_name(a): goals[i] for i, a in enumerate(agents) if a is not None and i < len(goals)
     }
     line["social_interactions"] = social_interactions(line["raw_messages"] or [])
+    line["reasoning"] = line.pop("reasoning")  # Sotopia's order: after the derived fields
     rewards = line["raw_rewards"] or []
     line["rewards"] = rewards if all(isinstance(r, list) for r in rewards) else []
     return _with_extras(line, _extras(doc, set(EPISODE_RAW.values())))
