@@ -7,7 +7,7 @@ from typing import Any
 PROFILES = ":sotopia.database.persistent_profile"
 LOGS = ":sotopia.database.logs"
 
-NORA = {
+NORA: dict[str, Any] = {
     "pk": "01H5TNE5PAZABGW79HJ07TXA01",
     "first_name": "Nora",
     "last_name": "Lindqvist",
@@ -26,7 +26,7 @@ NORA = {
     "mbti": "ISTJ",
     "tag": "",
 }
-EMIL = {
+EMIL: dict[str, Any] = {
     **NORA,
     "pk": "01H5TNE5P83CZ1TDBVN74NXA02",
     "first_name": "Emil",
@@ -43,7 +43,7 @@ EMIL = {
     "secret": "His research permit expired last spring.",
     "mbti": "ENFP",
 }
-SCENARIO = {
+SCENARIO: dict[str, Any] = {
     "pk": "01H7VFHNN7XTR99319DS8KXA03",
     "codename": "last_ferry",
     "source": "hand-written",
@@ -60,7 +60,7 @@ SCENARIO = {
     "agent_constraint": None,
     "tag": "",
 }
-RELATIONSHIP = {
+RELATIONSHIP: dict[str, Any] = {
     "pk": "01H6HH3KG4M9E1J5H25WHQXA04",
     "agent_1_id": NORA["pk"],
     "agent_2_id": EMIL["pk"],
@@ -131,7 +131,7 @@ DIMENSIONS = {
     "financial_and_material_benefits": 0.0,
     "goal": 6.0,
 }
-EPISODE = {
+EPISODE: dict[str, Any] = {
     "pk": "01H9FG15A2NDTNH8K6F2T5XA05",
     "environment": SCENARIO["pk"],
     "agents": [NORA["pk"], EMIL["pk"]],
