@@ -108,7 +108,7 @@ async def parley_world(experiment: str) -> list[str]:
     records = [a, b, scenario, pair, *episodes]
     for record in records:
         await record.save()
-    return [record.key() for record in records]
+    return [type(r).make_primary_key(str(r.pk)) for r in records]
 
 
 async def documents(client: redis.Redis, keys: list[str]) -> dict[str, Any]:
