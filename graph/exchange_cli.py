@@ -5,6 +5,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -214,11 +215,18 @@ def serve_dump(settings: "Settings", dump: Path, serve: Callable[["Settings"], N
     except DumpError as err:
         sys.exit(f"parley serve: {err}")
     server = EmbeddedRedis(home)
+    # uvicorn re-raises the SIGTERM it stopped on once it is done: as an exception here, so
+    # that the Redis started for the dump is stopped too.
+    signal.signal(signal.SIGTERM, _stopped)
     try:
         url = asyncio.run(open_dump(server))
         serve(settings.model_copy(update={"redis_url": url, "seed": False}))
     finally:
         asyncio.run(server.stop())
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
 
 
 async def open_dump(server: Any) -> str:
