@@ -2,7 +2,6 @@
 Redis holding Sotopia-shaped records) served from a copy, indexed, browsable and kept."""
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -46,10 +45,9 @@ async def sotopia_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     client = redis.Redis.from_url(await server.start(), decode_responses=True)
     try:
         for key, doc in sotopia.RECORDS:
-            await client.execute_command("JSON.SET", key, "$", json.dumps(doc))
-        await client.execute_command(
-            "FT.CREATE", ":sotopia.database.logs.EpisodeLog:index", *SOTOPIA_EPISODE_INDEX.split()
-        )
+            await client.json().set(key, "$", doc)
+        index = ":sotopia.database.logs.EpisodeLog:index"
+        await client.execute_command("FT.CREATE", index, *SOTOPIA_EPISODE_INDEX.split())  # type: ignore[no-untyped-call]
         await client.save()
     finally:
         await client.aclose()
