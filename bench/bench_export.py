@@ -154,6 +154,8 @@ async def main() -> None:
                         args += ["--tag", "small"]
                     exports.append(measure(args, env))
                 lines = sum(1 for _ in out.open())
+                if lines != n:
+                    raise RuntimeError(f"exported {lines} episodes, not {n}")
                 size_mb = out.stat().st_size / 2**20
                 for _ in range(options.repeat):
                     target = EmbeddedRedis(Path(work) / "target")

@@ -90,11 +90,15 @@ def parse_kinds(text: str) -> list[fmt.Kind]:
 async def matching_keys(
     client: redis.Redis, model: type[Record], query: str, batch: int = BATCH
 ) -> AsyncIterator[list[str]]:
-    """The keys of the documents that match `query`, a batch at a time, through a cursor."""
+    """The keys of the documents that match `query`, a batch at a time, through a cursor.
+
+    With RediSearch's default query timeout (500 ms) a cursor on a busy server ends early,
+    without a warning, having returned only part of the matches: the query runs with none.
+    """
     index = index_name(model.__name__)
     raw = await client.execute_command(  # type: ignore[no-untyped-call]
         "FT.AGGREGATE", index, query, "LOAD", 1, "@__key",
-        "WITHCURSOR", "COUNT", batch, "DIALECT", DIALECT,
+        "WITHCURSOR", "COUNT", batch, "TIMEOUT", 0, "DIALECT", DIALECT,
     )  # fmt: skip
     cursor = 0
     try:
