@@ -51,6 +51,17 @@ def _remote(command: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: RunSettings) -> None:
+    import httpx
+
+    try:
+        _run(args, settings)
+    except httpx.HTTPError as err:
+        sys.exit(f"parley {args.command}: {args.url}: {err}")
+    except OSError as err:
+        sys.exit(f"parley {args.command}: {err}")
+
+
+def _run(args: argparse.Namespace, settings: RunSettings) -> None:
     token = args.token or os.environ.get(TOKEN_VARIABLE)
     if args.command == "export":
         params = export_params(args)
@@ -147,12 +158,14 @@ async def remote_import(url: str, token: str | None, source: IO[bytes]) -> "Impo
     limit = CHUNK_BYTES
     async with httpx.AsyncClient(base_url=url, headers=_auth(token), timeout=300) as http:
         pending: list[bytes] = []
+        size = 0
         first = 0  # lines before the pending ones
         async for line in _lines(source):
-            if pending and sum(map(len, pending)) + len(line) > limit:
+            if pending and size + len(line) > limit:
                 first, limit = await _post(http, pending, first, limit, report)
-                pending = []
+                pending, size = [], 0
             pending.append(line)
+            size += len(line)
         if pending:
             await _post(http, pending, first, limit, report)
     return report

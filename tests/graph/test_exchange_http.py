@@ -203,6 +203,8 @@ async def test_export_and_import_need_the_token(
             assert (await http.get("/export")).status_code == 401
             wrong = {"authorization": "Bearer nope"}
             assert (await http.get("/export", headers=wrong)).status_code == 401
+            browser = {"accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+            assert (await http.get("/export", headers=browser)).status_code == 401
         http.headers["authorization"] = "Bearer exchange-token"
         assert (await post_import(http, lines))["created"]["episodes"] == 1
         response = await http.get("/export", params={"kind": "agents"})

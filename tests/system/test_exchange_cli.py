@@ -167,8 +167,16 @@ async def test_a_failed_export_leaves_no_file(redis_url: str, tmp_path: Path) ->
         env=parley_env(redis_url, tmp_path),
     )
     assert bad.returncode != 0 and "CSV holds episodes only" in bad.stderr
+    unreachable = await run("export", "--url", "http://127.0.0.1:1", "-o", str(out), env=env)
+    assert unreachable.returncode != 0 and "parley export: http://127.0.0.1:1" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr
     assert out.read_text() == "what was there before\n"
     assert not (tmp_path / "kept.jsonl.partial").exists()
+    missing = await run(
+        "import", str(tmp_path / "missing.jsonl"), env=parley_env(redis_url, tmp_path)
+    )
+    assert missing.returncode != 0 and "No such file" in missing.stderr
+    assert "Traceback" not in missing.stderr
 
 
 async def test_remote_export_and_import_with_url_and_token(
