@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graph import exchange_cli
 from lifecycle import logs
 from lifecycle.settings import RunSettings
 
@@ -117,6 +116,8 @@ def parser() -> argparse.ArgumentParser:
 
     load = commands.add_parser("seed", help="load the sample data (idempotent)")
     load.add_argument("--data-dir", type=Path, help="where embedded data lives")
+    from graph import exchange_cli
+
     exchange_cli.add_commands(commands)
     return root
 
@@ -138,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     if getattr(args, "no_worker", False):
         overrides["worker"] = False
     logs.configure(RunSettings(**overrides).log_format)
+    from graph import exchange_cli
+
     if args.command == "export-schema":
         export_schema(args.output)
     elif args.command == "serve":

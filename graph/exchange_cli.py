@@ -4,6 +4,7 @@ layout, against the local database or a remote Parley (`--url`, over /export and
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -51,12 +52,12 @@ def _remote(command: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: RunSettings) -> None:
-    import httpx
+    import aiohttp
 
     try:
         _run(args, settings)
-    except httpx.HTTPError as err:
-        sys.exit(f"parley {args.command}: {args.url}: {err}")
+    except (aiohttp.ClientError, TimeoutError) as err:
+        sys.exit(f"parley {args.command}: {args.url}: {err or type(err).__name__}")
     except OSError as err:
         sys.exit(f"parley {args.command}: {err}")
 
@@ -98,21 +99,22 @@ def export_params(args: argparse.Namespace) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def output(path: Path | None) -> Iterator[IO[str]]:
+def output(path: Path | None) -> Iterator[IO[bytes]]:
     """stdout, or a file that appears only complete: written beside it, renamed at the end."""
     if path is None:
-        yield sys.stdout
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
         return
     partial = path.with_name(path.name + ".partial")
     try:
-        with partial.open("w", encoding="utf-8", newline="") as sink:
+        with partial.open("wb") as sink:
             yield sink
         partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)
 
 
-async def local_export(settings: RunSettings, params: dict[str, str], sink: IO[str]) -> None:
+async def local_export(settings: RunSettings, params: dict[str, str], sink: IO[bytes]) -> None:
     from resolvers.errors import BadArgument
     from resolvers.exporter import export_text, request
     from storage.runtime import redis_storage
@@ -123,21 +125,23 @@ async def local_export(settings: RunSettings, params: dict[str, str], sink: IO[s
         sys.exit(f"parley export: {err}")
     async with redis_storage(settings.redis_url, settings.data_dir) as client:
         async for text in export_text(client, kinds, episodes, form):
-            sink.write(text)
+            sink.write(text.encode())
 
 
-async def remote_export(url: str, token: str | None, params: dict[str, str], sink: IO[str]) -> None:
-    import httpx
+async def remote_export(
+    url: str, token: str | None, params: dict[str, str], sink: IO[bytes]
+) -> None:
+    import aiohttp
 
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=300)
     async with (
-        httpx.AsyncClient(base_url=url, headers=_auth(token), timeout=60) as http,
-        http.stream("GET", "/export", params=params) as response,
+        aiohttp.ClientSession(headers=_auth(token), timeout=timeout) as http,
+        http.get(url.rstrip("/") + "/export", params=params) as response,
     ):
-        if response.status_code != 200:
-            await response.aread()
-            sys.exit(f"parley export: {url} answered {response.status_code}: {response.text}")
-        async for text in response.aiter_text():
-            sink.write(text)
+        if response.status != 200:
+            sys.exit(f"parley export: {url} answered {response.status}: {await response.text()}")
+        async for chunk in response.content.iter_chunked(1 << 16):
+            sink.write(chunk)
 
 
 async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportReport":
@@ -150,24 +154,25 @@ async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportRepor
 
 async def remote_import(url: str, token: str | None, source: IO[bytes]) -> "ImportReport":
     """POST the file to /import in parts under the server's body limit, each whole lines."""
-    import httpx
+    import aiohttp
 
     from resolvers.importer import ImportReport
 
     report = ImportReport()
     limit = CHUNK_BYTES
-    async with httpx.AsyncClient(base_url=url, headers=_auth(token), timeout=300) as http:
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=300)
+    async with aiohttp.ClientSession(headers=_auth(token), timeout=timeout) as http:
         pending: list[bytes] = []
         size = 0
         first = 0  # lines before the pending ones
         async for line in _lines(source):
             if pending and size + len(line) > limit:
-                first, limit = await _post(http, pending, first, limit, report)
+                first, limit = await _post(http, url, pending, first, limit, report)
                 pending, size = [], 0
             pending.append(line)
             size += len(line)
         if pending:
-            await _post(http, pending, first, limit, report)
+            await _post(http, url, pending, first, limit, report)
     return report
 
 
@@ -177,25 +182,28 @@ async def _lines(source: IO[bytes]) -> AsyncIterator[bytes]:
 
 
 async def _post(
-    http: Any, lines: list[bytes], first: int, limit: int, report: "ImportReport"
+    http: Any, url: str, lines: list[bytes], first: int, limit: int, report: "ImportReport"
 ) -> tuple[int, int]:
     """Send `lines` (after `first` lines of the file), splitting them while the server says
     413; returns the lines sent so far and the part size that worked."""
     from resolvers.importer import ImportReport
 
-    response = await http.post(
-        "/import", content=b"".join(lines), headers={"content-type": "application/x-ndjson"}
-    )
-    if response.status_code == 413:
+    async with http.post(
+        url.rstrip("/") + "/import",
+        data=b"".join(lines),
+        headers={"content-type": "application/x-ndjson"},
+    ) as response:
+        status, body = response.status, await response.read()
+    if status == 413:
         if len(lines) == 1:
             report.refuse(first + 1, "the line is larger than the server accepts (HTTP 413)")
             return first + 1, limit
         half = len(lines) // 2
-        first, limit = await _post(http, lines[:half], first, limit // 2, report)
-        return await _post(http, lines[half:], first, limit, report)
-    if response.status_code != 200:
-        sys.exit(f"parley import: {http.base_url} answered {response.status_code}: {response.text}")
-    report.add(ImportReport.from_json(response.json()), line_offset=first)
+        first, limit = await _post(http, url, lines[:half], first, limit // 2, report)
+        return await _post(http, url, lines[half:], first, limit, report)
+    if status != 200:
+        sys.exit(f"parley import: {url} answered {status}: {body.decode(errors='replace')}")
+    report.add(ImportReport.from_json(json.loads(body)), line_offset=first)
     return first + len(lines), limit
 
 
@@ -247,14 +255,13 @@ async def open_dump(server: Any) -> str:
     import logging
 
     from storage.connection import open_client, prepare
-    from storage.dump import LOAD_TIMEOUT, adopt_episodes, wait_indexed
+    from storage.dump import LOAD_TIMEOUT, adopt_episodes
 
     url: str = await server.start(timeout=LOAD_TIMEOUT)
     client = open_client(url)
     try:
         await prepare(client)
         adopted = await adopt_episodes(client)
-        await wait_indexed(client)
     finally:
         await client.aclose()
     logging.getLogger(__name__).info("opened dump", extra={"episodes_adopted": adopted})

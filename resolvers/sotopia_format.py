@@ -305,16 +305,24 @@ def _constraint(value: Any) -> Any:
     return value
 
 
+NULLABLE = frozenset({"age_constraint", "occupation_constraint", "agent_constraint"})
+"""Scenario fields that may be null; any other null field reads as missing (its default)."""
+
+
 def agent_fields(line: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(id, Sotopia fields, extras) of an agent line."""
     pk = _get(line, "agent_id")
-    fields = {name: line[name] for name in AGENT_FIELDS if name in line}
+    fields = {name: line[name] for name in AGENT_FIELDS if line.get(name) is not None}
     return pk, fields, _extra_of(line)
 
 
 def scenario_fields(line: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
     pk = line["env_id"] if "env_id" in line else _get(line, "scenario_id")
-    fields = {name: line[name] for name in SCENARIO_FIELDS if name in line}
+    fields = {
+        name: line[name]
+        for name in SCENARIO_FIELDS
+        if name in line and (line[name] is not None or name in NULLABLE)
+    }
     if "relationship" in fields:
         fields["relationship"] = relationship_value(fields["relationship"])
     if "agent_constraint" in fields:

@@ -6,24 +6,16 @@ Sotopia wrote get the two fields Parley lists them by (status and creation time)
 up in filtered and sorted lists.
 """
 
-import asyncio
 import hashlib
 import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import redis.asyncio as redis
 from ulid import ULID
 
-from storage import keys
-from storage.models import MODELS, EpisodeLog, EpisodeStatus, Record
-
-
-def index_name(model: type[Record]) -> str:
-    return keys.index_name(model.__name__)
-
+from storage.models import EpisodeLog, EpisodeStatus
 
 RDB_MAGIC = b"REDIS"
 LOAD_TIMEOUT = 900.0
@@ -89,17 +81,3 @@ async def adopt_episodes(client: redis.Redis, batch: int = 1000) -> int:
     if keys:
         changed += await flush()
     return changed
-
-
-async def wait_indexed(client: redis.Redis, timeout: float = LOAD_TIMEOUT) -> None:
-    """Return once every Parley index has indexed the documents already stored."""
-    async with asyncio.timeout(timeout):
-        for model in MODELS:
-            while not _indexed(await client.execute_command("FT.INFO", index_name(model))):  # type: ignore[no-untyped-call]  # noqa: ASYNC110 - Redis has no event for it
-                await asyncio.sleep(0.1)
-
-
-def _indexed(info: Any) -> bool:
-    if isinstance(info, list):
-        info = dict(zip(info[::2], info[1::2], strict=True))
-    return int(info.get("indexing", 0)) == 0 and float(info.get("percent_indexed", 1)) >= 1.0

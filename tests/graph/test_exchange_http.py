@@ -171,6 +171,25 @@ async def test_a_good_line_beside_a_bad_one_is_written(gql: GraphQLClient) -> No
     assert (await gql.data('{ agent(id: "H4-b") { name } }'))["agent"] is None
 
 
+async def test_null_fields_read_as_their_defaults(gql: GraphQLClient) -> None:
+    agent, _, scenario, *_ = (json.loads(x) for x in sotopia.with_ids("H7"))
+    lines = [
+        json.dumps({**agent, "mbti": None, "public_info": None}),
+        json.dumps({**scenario, "source": None, "age_constraint": None}),
+    ]
+    report = await post_import(gql.http, lines)
+    assert report["created"] == {"agents": 1, "scenarios": 1}, report
+    found = await gql.data(
+        "query($a: ID!, $s: ID!) { agent(id: $a) { mbti publicInfo } "
+        "scenario(id: $s) { source ageConstraint } }",
+        {"a": agent["agent_id"], "s": scenario["env_id"]},
+    )
+    assert found == {
+        "agent": {"mbti": "", "publicInfo": ""},
+        "scenario": {"source": "", "ageConstraint": None},
+    }
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
