@@ -15,7 +15,6 @@ from typing import Any
 
 import redis.asyncio as redis
 from pydantic import TypeAdapter, ValidationError
-from ulid import ULID
 
 from resolvers import sotopia_format as fmt
 from resolvers.agents import AGENT, NewAgent
@@ -24,6 +23,7 @@ from resolvers.records import exist
 from resolvers.relationships import RELATIONSHIP, NewRelationship
 from resolvers.scenarios import SCENARIO, NewScenario
 from storage import keys
+from storage.dump import ulid_time
 from storage.models import (
     TERMINAL,
     AgentProfile,
@@ -130,14 +130,6 @@ def relationship_record(line: dict[str, Any]) -> RelationshipProfile:
     )
 
 
-def created_at_of(pk: str) -> float:
-    """When a record with a ULID primary key was made (as Sotopia's are); 0 for other ids."""
-    try:
-        return ULID.from_str(pk).timestamp
-    except ValueError:
-        return 0.0
-
-
 def episode_record(line: dict[str, Any]) -> EpisodeLog:
     doc = fmt.episode_document(line)
     doc["pk"] = _record_id(doc["pk"], "episode_id")
@@ -157,7 +149,7 @@ def episode_record(line: dict[str, Any]) -> EpisodeLog:
             f"raw_rewards has {len(record.rewards)} entries for {len(record.agents)} agents"
         )
     if not record.created_at:
-        record.created_at = created_at_of(str(record.pk)) or time.time()
+        record.created_at = ulid_time(str(record.pk)) or time.time()
     return record
 
 
