@@ -202,8 +202,9 @@ async def test_a_failed_export_leaves_no_file(redis_url: str, tmp_path: Path) ->
 
 
 async def test_remote_export_and_import_with_url_and_token(
-    redis_url: str, redis_client: redis.Redis, empty_redis: str, tmp_path: Path
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
+    """In-process servers use the session's Redis: an app binds the record models to its own."""
     await parley_world(redis_client, "exp-remote")
     local = parley_env(redis_url, tmp_path / "a")
     async with serve(redis_url, tmp_path / "api", tokens="cli-token") as url:
@@ -221,8 +222,8 @@ async def test_remote_export_and_import_with_url_and_token(
     file = tmp_path / "sotopia.jsonl"
     lines = sotopia.with_ids("C1")
     file.write_text("\n".join([*lines, '{"broken": ']) + "\n")
-    target = {**parley_env(empty_redis, tmp_path / "b"), "PARLEY_TOKEN": "t2"}
-    async with serve(empty_redis, tmp_path / "api2", tokens="t2", max_body_bytes=4000) as url:
+    target = {**parley_env(redis_url, tmp_path / "b"), "PARLEY_TOKEN": "t2"}
+    async with serve(redis_url, tmp_path / "api2", tokens="t2", max_body_bytes=4000) as url:
         result = await run("import", "--url", url, str(file), env=target)
     # The server takes 4,000 bytes a request: the profiles go in parts, the episode line is
     # larger than that and is refused, as is the broken line; the exit status says so.
