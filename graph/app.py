@@ -35,6 +35,7 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context
 from graph.errors import RETRY_AFTER_SECONDS, client_errors, unavailable
+from graph.exchange import EXCHANGE_PATHS, exchange_routes
 from graph.fanout import Disconnected, Fanout, Subscribe
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from graph.request_ids import RequestIds
@@ -318,6 +319,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/metrics", metrics),
     ]
     routes += webapp_routes()
+    routes += exchange_routes()
     open_prefixes: tuple[str, ...] = (APP_PATH + "/",)
     if settings.graphiql:
         routes.append(graphiql_assets())
@@ -334,6 +336,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
             ),
             Middleware(RequestIds),
             Middleware(BodySizeLimit, limit=settings.max_body_bytes),
-            Middleware(BearerAuth, checker=checker, open_prefixes=open_prefixes),
+            Middleware(
+                BearerAuth, checker=checker, open_prefixes=open_prefixes, guarded=EXCHANGE_PATHS
+            ),
         ],
     )

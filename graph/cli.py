@@ -103,6 +103,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--no-seed", action="store_true", help="do not load sample data")
     run.add_argument("--no-worker", action="store_true", help="serve the API only, run no episodes")
     run.add_argument("--concurrency", type=int, help="episodes the in-process worker runs at once")
+    run.add_argument(
+        "--open-dump", type=Path, help="serve a Redis dump.rdb (a copy of it) with its records"
+    )
 
     work = commands.add_parser("worker", help="run episodes from the queue (no API)")
     work.add_argument("--concurrency", type=int, help="most episodes run at once (default 512)")
@@ -113,6 +116,9 @@ def parser() -> argparse.ArgumentParser:
 
     load = commands.add_parser("seed", help="load the sample data (idempotent)")
     load.add_argument("--data-dir", type=Path, help="where embedded data lives")
+    from graph import exchange_cli
+
+    exchange_cli.add_commands(commands)
     return root
 
 
@@ -133,14 +139,24 @@ def main(argv: list[str] | None = None) -> None:
     if getattr(args, "no_worker", False):
         overrides["worker"] = False
     logs.configure(RunSettings(**overrides).log_format)
+    from graph import exchange_cli
+
     if args.command == "export-schema":
         export_schema(args.output)
     elif args.command == "serve":
         from graph.settings import Settings
 
         api_settings = Settings(**overrides)
+        if args.open_dump is not None:
+            exchange_cli.serve_dump(api_settings, args.open_dump, serve)
+            return
         preflight(api_settings)
         serve(api_settings)
+    elif args.command in ("export", "import"):
+        settings = RunSettings(**overrides)
+        if not args.url:
+            preflight(settings)
+        exchange_cli.run(args, settings)
     else:
         settings = RunSettings(**overrides)
         preflight(settings)

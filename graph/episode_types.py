@@ -12,7 +12,7 @@ from graph.listed import Listed
 from graph.projection import Reads
 from graph.types import Agent, Relationship, Scenario, load_agent
 from lifecycle.transitions import EpisodeEvent as StoredEvent
-from resolvers import episodes, relationships
+from resolvers import episodes, relationships, transcript
 from storage import models
 
 
@@ -250,7 +250,8 @@ class Episode:
 
     @strawberry.field(description="Each agent's actions, in order.")
     def turns(self) -> list[Turn]:
-        return [Turn(record=t) for t in self.record.turns]
+        # An episode Sotopia wrote stores no turns of its own: they are read from `messages`.
+        return [Turn(record=t) for t in transcript.episode_turns(self.record)]
 
     @strawberry.field(
         description="Sotopia's transcript: per turn, (sender, receiver, text) triples."
@@ -325,7 +326,7 @@ EPISODE_READS = Reads.of(
     turn_order=("turn_order",),
     evaluation_dimension_list_id=("evaluation_dimension_list_id",),
     tag=("tag",),
-    turns=("turns",),
+    turns=("turns", "messages"),
     messages=("messages",),
     rewards=("rewards", "agents"),
     evaluations=("evaluations", "agents"),

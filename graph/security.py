@@ -87,11 +87,17 @@ class BearerAuth:
     """
 
     def __init__(
-        self, app: ASGIApp, checker: TokenChecker, open_prefixes: tuple[str, ...] = ()
+        self,
+        app: ASGIApp,
+        checker: TokenChecker,
+        open_prefixes: tuple[str, ...] = (),
+        guarded: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.checker = checker
         self.open_prefixes = open_prefixes
+        self.guarded = guarded
+        """Paths that always need a token, also when a browser asks them for a page."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.checker.enabled or self._open(scope):
@@ -109,6 +115,8 @@ class BearerAuth:
 
     def _open(self, scope: Scope) -> bool:
         path: str = scope["path"]
+        if path in self.guarded:
+            return False
         if path in OPEN_PATHS or path.startswith(self.open_prefixes):
             return True
         accept = dict(scope["headers"]).get(b"accept", b"")

@@ -28,6 +28,7 @@ from resolvers.errors import ErrorCode, UserError, from_validation
 from resolvers.limits import RecordId, ShortText
 from resolvers.records import get_or_none, storable
 from resolvers.results import WHOLE, aggregate_rows, tag_query
+from resolvers.transcript import episode_turns
 from storage import keys
 from storage.models import (
     CustomEvaluationDimension,
@@ -363,13 +364,13 @@ class SetupFailed(Exception):
 async def _setup(episode: EpisodeLog, entry: Evaluation) -> Any:
     from lifecycle.worker import SetupError, load_setup
 
-    if not episode.turns and any(episode.messages):
-        raise SetupFailed("the episode has no turn records to judge (only Sotopia's messages)")
     models = list(episode.models or [])
     judged = episode.model_copy(
         update={
             "models": [entry.judge_model, *models[1:]],
             "evaluation_dimension_list_id": entry.evaluation_dimension_list_id,
+            # Sotopia's records keep no turn limit: the turns played stand in for it.
+            "max_turns": episode.max_turns or max(1, len(episode_turns(episode))),
         }
     )
     try:
@@ -379,12 +380,14 @@ async def _setup(episode: EpisodeLog, entry: Evaluation) -> Any:
 
 
 def stored_transcript(episode: EpisodeLog, names: list[str]) -> Transcript:
-    """What the judge reads, from the stored episode (its turns and Sotopia's messages)."""
+    """What the judge reads, from the stored episode: its turns (read from Sotopia's messages
+    when it has none of its own) and the messages."""
+    actions = episode_turns(episode)
     return Transcript(
         agent_names=names,
         messages=[[tuple(m) for m in turn] for turn in episode.messages],
-        actions=list(episode.turns),
-        turns=episode.progress,
+        actions=actions,
+        turns=episode.progress or len(actions),
         termination=[],
         termination_reason=episode.termination_reason or "",
         stats=GenerationStats(),

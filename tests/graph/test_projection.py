@@ -151,11 +151,13 @@ async def test_every_field_at_once_through_fragments_and_edges(
 
 
 async def test_sotopia_records_list_with_their_gaps(world: None, gql: GraphQLClient) -> None:
-    """Sotopia's episodes carry none of Parley's run state; its older agents lack later fields."""
+    """Sotopia's episodes carry none of Parley's run state (their turns are read from their
+    messages: one action a turn after the first); its older agents lack later fields."""
     selection = "status tag turns { turn } progress { turn }"
     nodes = await listed(gql, "episodes", selection, LISTS["episodes"][0])
+    turns = [{"turn": t} for t in range(1, 21)]
     assert {json.dumps(n) for n in nodes} == {
-        json.dumps({"status": "COMPLETED", "tag": TAGS[0], "turns": [], "progress": {"turn": 0}})
+        json.dumps({"status": "COMPLETED", "tag": TAGS[0], "turns": turns, "progress": {"turn": 0}})
     }
     agents = await listed(gql, "agents", "id tag mbti", LISTS["agents"][0])
     assert {"id": A1, "tag": "", "mbti": ""} in agents

@@ -23,6 +23,7 @@ from resolvers.results import GroupBy, Results, ResultsFilter
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
 from tests.engine.conftest import FAST_RETRY
+from tests.support import sotopia_records
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.server import GraphQLClient
 from tests.support.simulation import make_world
@@ -303,3 +304,34 @@ async def test_deleting_an_episode_deletes_its_evaluation_records(
 
     assert not await services.client.exists(keys.evaluation_record(rejudging.id, pk))
     assert await Results(services.client, rejudging.id).groups(ResultsFilter(), []) == []
+
+
+async def test_an_episode_sotopia_wrote_is_judged_from_turns_read_from_its_messages(
+    services: Services, redis_client: redis.Redis, fake_llm: FakeLLM
+) -> None:
+    suffix = uuid.uuid4().hex[:2].upper()
+    for key, doc in sotopia_records.RECORDS:
+        stored = {**doc, "pk": doc["pk"][:-2] + suffix}
+        if key.startswith(sotopia_records.LOGS):
+            stored["agents"] = [pk[:-2] + suffix for pk in doc["agents"]]
+            stored["environment"] = doc["environment"][:-2] + suffix
+        await redis_client.json().set(key[:-2] + suffix, "$", stored)
+    pk = sotopia_records.EPISODE["pk"][:-2] + suffix
+    judge = fake_llm.model_name("sotopia-judge")
+
+    rejudging, errors = await rejudge.queue(
+        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": judge}
+    )
+    assert not errors and rejudging is not None
+    await burst(services)
+
+    episode = await EpisodeLog.get(pk)
+    [evaluation] = episode.evaluations
+    assert evaluation.status == EvaluationStatus.COMPLETED, evaluation.error
+    assert len(evaluation.rewards) == 2
+    kept = await redis_client.json().get(EpisodeLog.make_primary_key(pk), "$.rewards")
+    assert kept == [sotopia_records.EPISODE["rewards"]]  # the original is kept
+    prompts = [r.text for r in fake_llm.requests_of("judge") if "ferry" in r.text]
+    assert prompts, "the judge was not asked about this episode"
+    for _, speaker, _, argument, _ in sotopia_records.EXPECTED_TURNS:
+        assert speaker in prompts[-1] and argument in prompts[-1]

@@ -1,0 +1,75 @@
+"""HTTP export and import, for `parley export|import --url` and other remote clients.
+
+`GET /export?kind=…&format=jsonl|csv&tag=…&experiment=…&status=…&agent=…&scenario=…` streams the
+records in Sotopia's layout as they are read; `POST /import` takes JSONL in the body (within
+the body limit, graph/security.py) and answers with the import's report. Both sit behind the
+same bearer tokens as /graphql.
+"""
+
+from collections.abc import AsyncIterator
+
+import redis.asyncio as redis
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from graph.errors import RETRY_AFTER_SECONDS
+from lifecycle.services import Services
+from resolvers import exporter
+from resolvers.errors import BadArgument
+from resolvers.importer import import_lines
+
+EXCHANGE_PATHS = frozenset({"/export", "/import"})
+MEDIA_TYPES = {exporter.Format.JSONL: "application/x-ndjson", exporter.Format.CSV: "text/csv"}
+
+
+def exchange_routes() -> list[BaseRoute]:
+    return [
+        Route("/export", export_records, methods=["GET"]),
+        Route("/import", import_records, methods=["POST"]),
+    ]
+
+
+def _error(status: int, message: str, code: str) -> JSONResponse:
+    headers = {"retry-after": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    body = {"errors": [{"message": message, "extensions": {"code": code}}]}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _unavailable(err: redis.RedisError) -> JSONResponse:
+    return _error(503, f"Redis is unreachable: {err}", "UNAVAILABLE")
+
+
+async def export_records(request: Request) -> Response:
+    services: Services = request.app.state.services
+    try:
+        kinds, episodes, form = exporter.request(dict(request.query_params))
+    except BadArgument as err:
+        return _error(400, str(err), "BAD_USER_INPUT")
+    text = exporter.export_text(services.client, kinds, episodes, form)
+    try:
+        first = await anext(text, "")  # Redis trouble is still an answer, not a cut stream
+    except (redis.ConnectionError, redis.TimeoutError) as err:
+        return _unavailable(err)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield first.encode()
+        async for part in text:
+            yield part.encode()
+
+    name = "parley-export." + form.value
+    return StreamingResponse(
+        body(),
+        media_type=f"{MEDIA_TYPES[form]}; charset=utf-8",
+        headers={"content-disposition": f'attachment; filename="{name}"'},
+    )
+
+
+async def import_records(request: Request) -> Response:
+    services: Services = request.app.state.services
+    body = await request.body()
+    try:
+        report = await import_lines(services.client, body.splitlines())
+    except (redis.ConnectionError, redis.TimeoutError) as err:
+        return _unavailable(err)
+    return JSONResponse(report.as_json())

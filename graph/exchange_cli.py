@@ -1,0 +1,268 @@
+"""`parley export`, `parley import` and `parley serve --open-dump`: records in Sotopia's JSONL
+layout, against the local database or a remote Parley (`--url`, over /export and /import)."""
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from lifecycle.settings import RunSettings
+
+if TYPE_CHECKING:
+    from graph.settings import Settings
+    from resolvers.importer import ImportReport
+
+CHUNK_BYTES = 256 * 1024
+"""Bytes of JSONL per request of a remote import (halved while the server answers 413)."""
+TOKEN_VARIABLE = "PARLEY_TOKEN"
+
+
+def add_commands(commands: Any) -> None:
+    out = commands.add_parser("export", help="write records as JSONL (Sotopia's layout) or CSV")
+    out.add_argument(
+        "--kind",
+        default="all",
+        help="all (default), or a comma-separated list of agents, scenarios, relationships, "
+        "episodes",
+    )
+    out.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="csv: episodes")
+    out.add_argument("--tag", help="only episodes with this tag")
+    out.add_argument("--experiment", help="only episodes of this experiment id")
+    out.add_argument("--status", help="only episodes in this status (e.g. COMPLETED)")
+    out.add_argument("--agent", help="only episodes this agent id took part in")
+    out.add_argument("--scenario", help="only episodes of this scenario id")
+    out.add_argument("--output", "-o", type=Path, help="write to this file (default stdout)")
+    _remote(out)
+
+    into = commands.add_parser("import", help="read JSONL records (idempotent, by id)")
+    into.add_argument("file", help="a JSONL file, or - for stdin")
+    _remote(into)
+
+
+def _remote(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--url", help="a Parley server to use (e.g. http://host:8000)")
+    command.add_argument("--token", help=f"its bearer token (default ${TOKEN_VARIABLE})")
+    command.add_argument("--data-dir", type=Path, help="where embedded data lives")
+
+
+def run(args: argparse.Namespace, settings: RunSettings) -> None:
+    import aiohttp
+
+    try:
+        _run(args, settings)
+    except (aiohttp.ClientError, TimeoutError) as err:
+        sys.exit(f"parley {args.command}: {args.url}: {err or type(err).__name__}")
+    except OSError as err:
+        sys.exit(f"parley {args.command}: {err}")
+
+
+def _run(args: argparse.Namespace, settings: RunSettings) -> None:
+    token = args.token or os.environ.get(TOKEN_VARIABLE)
+    if args.command == "export":
+        params = export_params(args)
+        with output(args.output) as sink:
+            if args.url:
+                asyncio.run(remote_export(args.url, token, params, sink))
+            else:
+                asyncio.run(local_export(settings, params, sink))
+        return
+    with contextlib.ExitStack() as stack:
+        source: IO[bytes] = (
+            sys.stdin.buffer if args.file == "-" else stack.enter_context(open(args.file, "rb"))
+        )
+        if args.url:
+            report = asyncio.run(remote_import(args.url, token, source))
+        else:
+            report = asyncio.run(local_import(settings, source))
+    print_report(report)
+    if report.invalid:
+        sys.exit(1)
+
+
+def export_params(args: argparse.Namespace) -> dict[str, str]:
+    given = {
+        "kind": args.kind,
+        "format": args.format,
+        "tag": args.tag,
+        "experiment": args.experiment,
+        "status": args.status,
+        "agent": args.agent,
+        "scenario": args.scenario,
+    }
+    return {k: v for k, v in given.items() if v}
+
+
+@contextlib.contextmanager
+def output(path: Path | None) -> Iterator[IO[bytes]]:
+    """stdout, or a file that appears only complete: written beside it, renamed at the end."""
+    if path is None:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("wb") as sink:
+            yield sink
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+async def local_export(settings: RunSettings, params: dict[str, str], sink: IO[bytes]) -> None:
+    from resolvers.errors import BadArgument
+    from resolvers.exporter import export_text, request
+    from storage.runtime import redis_storage
+
+    try:
+        kinds, episodes, form = request(params)
+    except BadArgument as err:
+        sys.exit(f"parley export: {err}")
+    async with redis_storage(settings.redis_url, settings.data_dir) as client:
+        async for text in export_text(client, kinds, episodes, form):
+            sink.write(text.encode())
+
+
+async def remote_export(
+    url: str, token: str | None, params: dict[str, str], sink: IO[bytes]
+) -> None:
+    import aiohttp
+
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=300)
+    async with (
+        aiohttp.ClientSession(headers=_auth(token), timeout=timeout) as http,
+        http.get(url.rstrip("/") + "/export", params=params) as response,
+    ):
+        if response.status != 200:
+            sys.exit(f"parley export: {url} answered {response.status}: {await response.text()}")
+        async for chunk in response.content.iter_chunked(1 << 16):
+            sink.write(chunk)
+
+
+async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportReport":
+    from resolvers.importer import import_lines
+    from storage.runtime import redis_storage
+
+    async with redis_storage(settings.redis_url, settings.data_dir) as client:
+        return await import_lines(client, source)
+
+
+async def remote_import(url: str, token: str | None, source: IO[bytes]) -> "ImportReport":
+    """POST the file to /import in parts under the server's body limit, each whole lines."""
+    import aiohttp
+
+    from resolvers.importer import ImportReport
+
+    report = ImportReport()
+    limit = CHUNK_BYTES
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=300)
+    async with aiohttp.ClientSession(headers=_auth(token), timeout=timeout) as http:
+        pending: list[bytes] = []
+        size = 0
+        first = 0  # lines before the pending ones
+        async for line in _lines(source):
+            if pending and size + len(line) > limit:
+                first, limit = await _post(http, url, pending, first, limit, report)
+                pending, size = [], 0
+            pending.append(line)
+            size += len(line)
+        if pending:
+            await _post(http, url, pending, first, limit, report)
+    return report
+
+
+async def _lines(source: IO[bytes]) -> AsyncIterator[bytes]:
+    for line in source:
+        yield line if line.endswith(b"\n") else line + b"\n"
+
+
+async def _post(
+    http: Any, url: str, lines: list[bytes], first: int, limit: int, report: "ImportReport"
+) -> tuple[int, int]:
+    """Send `lines` (after `first` lines of the file), splitting them while the server says
+    413; returns the lines sent so far and the part size that worked."""
+    from resolvers.importer import ImportReport
+
+    async with http.post(
+        url.rstrip("/") + "/import",
+        data=b"".join(lines),
+        headers={"content-type": "application/x-ndjson"},
+    ) as response:
+        status, body = response.status, await response.read()
+    if status == 413:
+        if len(lines) == 1:
+            report.refuse(first + 1, "the line is larger than the server accepts (HTTP 413)")
+            return first + 1, limit
+        half = len(lines) // 2
+        first, limit = await _post(http, url, lines[:half], first, limit // 2, report)
+        return await _post(http, url, lines[half:], first, limit, report)
+    if status != 200:
+        sys.exit(f"parley import: {url} answered {status}: {body.decode(errors='replace')}")
+    report.add(ImportReport.from_json(json.loads(body)), line_offset=first)
+    return first + len(lines), limit
+
+
+def _auth(token: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def print_report(report: "ImportReport") -> None:
+    def counts(values: dict[str, int]) -> str:
+        return ", ".join(f"{n} {kind}" for kind, n in sorted(values.items())) or "nothing"
+
+    print(f"created: {counts(report.created)}")
+    print(f"skipped (already stored): {counts(report.skipped)}")
+    print(f"invalid lines: {report.invalid}")
+    for problem in report.problems:
+        print(f"  line {problem.line}: {problem.reason}")
+    if report.invalid > len(report.problems):
+        print(f"  ... and {report.invalid - len(report.problems)} more")
+
+
+def serve_dump(settings: "Settings", dump: Path, serve: Callable[["Settings"], None]) -> None:
+    """Start the embedded Redis on a copy of `dump`, index what it holds, then `serve` it."""
+    from storage.dump import DumpError, working_copy
+    from storage.embedded import EmbeddedRedis
+
+    if settings.redis_url is not None:
+        sys.exit("parley serve: --open-dump starts its own Redis; unset REDIS_URL")
+    try:
+        home = working_copy(dump, settings.data_dir)
+    except DumpError as err:
+        sys.exit(f"parley serve: {err}")
+    server = EmbeddedRedis(home)
+    # uvicorn re-raises the SIGTERM it stopped on once it is done: as an exception here, so
+    # that the Redis started for the dump is stopped too.
+    signal.signal(signal.SIGTERM, _stopped)
+    try:
+        url = asyncio.run(open_dump(server))
+        serve(settings.model_copy(update={"redis_url": url, "seed": False}))
+    finally:
+        asyncio.run(server.stop())
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+async def open_dump(server: Any) -> str:
+    """Start `server` (an EmbeddedRedis on a dump's copy) and prepare what it holds."""
+    import logging
+
+    from storage.connection import open_client, prepare
+    from storage.dump import LOAD_TIMEOUT, adopt_episodes
+
+    url: str = await server.start(timeout=LOAD_TIMEOUT)
+    client = open_client(url)
+    try:
+        await prepare(client)
+        adopted = await adopt_episodes(client)
+    finally:
+        await client.aclose()
+    logging.getLogger(__name__).info("opened dump", extra={"episodes_adopted": adopted})
+    return url

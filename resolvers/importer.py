@@ -1,0 +1,292 @@
+"""Import of Sotopia-layout JSONL (resolvers/sotopia_format.py): idempotent, line by line.
+
+Each line is parsed and validated whole before anything of it is written, so an invalid line
+writes nothing; a record whose id is already stored is skipped, never overwritten. Writes go in
+pipelined batches, in file order (a relationship line first writes what came before it, so
+the agents it names may come earlier in the same file).
+"""
+
+import json
+import time
+from collections import Counter
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as redis
+from pydantic import TypeAdapter, ValidationError
+
+from resolvers import sotopia_format as fmt
+from resolvers.agents import AGENT, NewAgent
+from resolvers.limits import RecordId
+from resolvers.records import exist
+from resolvers.relationships import RELATIONSHIP, NewRelationship
+from resolvers.scenarios import SCENARIO, NewScenario
+from storage import keys
+from storage.dump import ulid_time
+from storage.models import (
+    TERMINAL,
+    AgentProfile,
+    EnvironmentProfile,
+    EpisodeLog,
+    EpisodeStatus,
+    Record,
+    RelationshipProfile,
+)
+from storage.results_index import ResultsIndex
+
+MAX_LISTED = 1000
+"""Invalid lines listed with their reasons in one report; the rest are only counted."""
+BATCH = 500
+_ID: TypeAdapter[str] = TypeAdapter(RecordId)
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int
+    reason: str
+
+
+@dataclass
+class ImportReport:
+    created: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    invalid: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    def refuse(self, line: int, reason: str) -> None:
+        self.invalid += 1
+        if len(self.problems) < MAX_LISTED:
+            self.problems.append(Problem(line, reason))
+
+    def add(self, other: "ImportReport", line_offset: int = 0) -> None:
+        """Fold in the report of a part of the file that started after `line_offset` lines."""
+        self.created.update(other.created)
+        self.skipped.update(other.skipped)
+        for problem in other.problems:
+            self.refuse(problem.line + line_offset, problem.reason)
+        self.invalid += other.invalid - len(other.problems)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "created": dict(self.created),
+            "skipped": dict(self.skipped),
+            "invalid": self.invalid,
+            "problems": [{"line": p.line, "reason": p.reason} for p in self.problems],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ImportReport":
+        report = cls(Counter(data["created"]), Counter(data["skipped"]), int(data["invalid"]))
+        report.problems = [Problem(int(p["line"]), str(p["reason"])) for p in data["problems"]]
+        return report
+
+
+def _reasons(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def _record_id(pk: Any, name: str) -> str:
+    try:
+        valid: str = _ID.validate_python(pk)
+    except ValidationError:
+        raise fmt.LineError(
+            f"{name} {pk!r} is not an id (1..100 letters, digits, '_', '-', '.')"
+        ) from None
+    return valid
+
+
+def _split(extra: dict[str, Any], exposed: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    checked = {k: v for k, v in extra.items() if k in exposed}
+    return checked, {k: v for k, v in extra.items() if k not in exposed}
+
+
+def agent_record(line: dict[str, Any]) -> AgentProfile:
+    pk, fields, extra = fmt.agent_fields(line)
+    checked, kept = _split(extra, set(AGENT.limits))
+    valid = NewAgent(pk=_record_id(pk, "agent_id"), **fields, **checked)
+    return AgentProfile(**valid.model_dump(), **kept)
+
+
+def scenario_record(line: dict[str, Any]) -> EnvironmentProfile:
+    pk, fields, extra = fmt.scenario_fields(line)
+    constraint = fields.pop("agent_constraint", None)
+    checked, kept = _split(extra, set(SCENARIO.limits))
+    valid = NewScenario(pk=_record_id(pk, "env_id"), **fields, **checked)
+    return EnvironmentProfile(**valid.model_dump(), agent_constraint=constraint, **kept)
+
+
+def relationship_record(line: dict[str, Any]) -> RelationshipProfile:
+    pk, fields, extra = fmt.relationship_fields(line)
+    checked, kept = _split(extra, set(RELATIONSHIP.limits))
+    valid = NewRelationship(pk=_record_id(pk, "relationship_id"), **fields, **checked)
+    values = valid.model_dump(exclude={"agent_id", "other_agent_id"})
+    return RelationshipProfile(
+        agent_1_id=valid.agent_id, agent_2_id=valid.other_agent_id, **values, **kept
+    )
+
+
+def episode_record(line: dict[str, Any]) -> EpisodeLog:
+    doc = fmt.episode_document(line)
+    doc["pk"] = _record_id(doc["pk"], "episode_id")
+    _record_id(doc["environment"], "environment_id")
+    if not isinstance(doc["agents"], list):
+        raise fmt.LineError("agent_ids must be a list of ids")
+    for agent in doc["agents"]:
+        _record_id(agent, "agent id")
+    record = EpisodeLog.model_validate(doc)
+    if record.status not in TERMINAL:
+        raise fmt.LineError(
+            f"the episode is {record.status.value}: only finished episodes (COMPLETED, "
+            "FAILED, CANCELLED) can be imported"
+        )
+    if record.status == EpisodeStatus.COMPLETED and len(record.rewards) != len(record.agents):
+        raise fmt.LineError(
+            f"raw_rewards has {len(record.rewards)} entries for {len(record.agents)} agents"
+        )
+    if not record.created_at:
+        record.created_at = ulid_time(str(record.pk)) or time.time()
+    return record
+
+
+BUILDERS = {
+    fmt.Kind.AGENTS: agent_record,
+    fmt.Kind.SCENARIOS: scenario_record,
+    fmt.Kind.RELATIONSHIPS: relationship_record,
+    fmt.Kind.EPISODES: episode_record,
+}
+
+
+def parse_line(text: str | bytes) -> tuple[fmt.Kind, Record]:
+    """The record a line holds; raises LineError saying what is wrong."""
+    try:
+        line = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise fmt.LineError(f"not valid JSON ({err})") from None
+    if not isinstance(line, dict):
+        raise fmt.LineError("not a JSON object")
+    kind = fmt.kind_of(line)
+    if kind is None:
+        if "combo_id" in line:
+            raise fmt.LineError("agent-scenario combinations (combo_id) are not imported")
+        shown = ", ".join(sorted(line)[:8]) or "none"
+        raise fmt.LineError(
+            "unknown kind of record: expected episode_id, agent_id, env_id or "
+            f"relationship_id (fields: {shown})"
+        )
+    try:
+        return kind, BUILDERS[kind](line)
+    except ValidationError as err:
+        raise fmt.LineError(f"{kind.value[:-1]} {_reasons(err)}") from None
+
+
+class Importer:
+    """Writes parsed records in order: profiles and episodes in pipelined batches,
+    relationships one by one (each needs its pair reserved and its agents present)."""
+
+    def __init__(self, client: redis.Redis, report: ImportReport) -> None:
+        self.client = client
+        self.report = report
+        self.pending: list[tuple[int, fmt.Kind, Record]] = []
+
+    async def add(self, number: int, kind: fmt.Kind, record: Record) -> None:
+        if isinstance(record, RelationshipProfile):
+            await self.flush()
+            await self._relationship(number, record)
+            return
+        self.pending.append((number, kind, record))
+        if len(self.pending) >= BATCH:
+            await self.flush()
+
+    async def flush(self) -> None:
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        # Scores on dimensions the results index has no fields for yet get them first.
+        await ResultsIndex(self.client).ensure_dimensions(
+            name
+            for _, _, record in batch
+            if isinstance(record, EpisodeLog)
+            for reward in record.rewards
+            if not isinstance(reward, float)
+            for name in reward[1]
+        )
+        async with self.client.pipeline(transaction=False) as pipe:
+            for _, _, record in batch:
+                # What redis-om's save(nx=True) writes, without its slow generic encoder.
+                key = type(record).make_primary_key(str(record.pk))
+                pipe.execute_command("JSON.SET", key, "$", record.model_dump_json(), "NX")
+            results = await pipe.execute()
+        for (_, kind, _), result in zip(batch, results, strict=True):
+            (self.report.created if result else self.report.skipped)[kind.value] += 1
+
+    async def _relationship(self, number: int, record: RelationshipProfile) -> None:
+        kind = fmt.Kind.RELATIONSHIPS.value
+        if (await exist(self.client, [(RelationshipProfile, str(record.pk))]))[0]:
+            self.report.skipped[kind] += 1
+            return
+        refs: list[tuple[type[Record], str]] = [
+            (AgentProfile, record.agent_1_id),
+            (AgentProfile, record.agent_2_id),
+        ]
+        missing = [
+            pk for (_, pk), ok in zip(refs, await exist(self.client, refs), strict=True) if not ok
+        ]
+        if missing:
+            self.report.refuse(
+                number,
+                f"relationship names agents that are not stored: {', '.join(missing)} "
+                "(import the agents first)",
+            )
+            return
+        lock = keys.relationship_pair(record.agent_1_id, record.agent_2_id)
+        if not await self.client.set(lock, str(record.pk), nx=True):
+            holder = str(await self.client.get(lock))
+            if holder == record.pk:
+                self.report.skipped[kind] += 1
+            else:
+                self.report.refuse(
+                    number, f"these agents already have another relationship ({holder})"
+                )
+            return
+        if await record.save(nx=True) is None:
+            self.report.skipped[kind] += 1
+        else:
+            self.report.created[kind] += 1
+
+
+async def import_lines(
+    client: redis.Redis, lines: Iterable[str | bytes] | AsyncIterable[str | bytes]
+) -> ImportReport:
+    """Import every line (numbered from 1); blank lines are passed over."""
+    report = ImportReport()
+    importer = Importer(client, report)
+    number = 0
+    async for text in _each(lines):
+        number += 1
+        if not text.strip():
+            continue
+        try:
+            kind, record = parse_line(text)
+        except fmt.LineError as err:
+            report.refuse(number, str(err))
+            continue
+        await importer.add(number, kind, record)
+    await importer.flush()
+    return report
+
+
+async def _each(
+    lines: Iterable[str | bytes] | AsyncIterable[str | bytes],
+) -> AsyncIterator[str | bytes]:
+    if isinstance(lines, AsyncIterable):
+        async for line in lines:
+            yield line
+    else:
+        for line in lines:
+            yield line
