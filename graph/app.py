@@ -35,7 +35,7 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context
 from graph.errors import RETRY_AFTER_SECONDS, client_errors, unavailable
-from graph.exchange import EXCHANGE_PATHS, exchange_routes
+from graph.exchange import exchange_routes
 from graph.fanout import Disconnected, Fanout, Subscribe
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from graph.request_ids import RequestIds
@@ -337,7 +337,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Middleware(RequestIds),
             Middleware(BodySizeLimit, limit=settings.max_body_bytes),
             Middleware(
-                BearerAuth, checker=checker, open_prefixes=open_prefixes, guarded=EXCHANGE_PATHS
+                BearerAuth, checker=checker, open_prefixes=open_prefixes
             ),
         ],
     )

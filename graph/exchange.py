@@ -19,7 +19,6 @@ from resolvers import exporter
 from resolvers.errors import BadArgument
 from resolvers.importer import import_lines
 
-EXCHANGE_PATHS = frozenset({"/export", "/import"})
 MEDIA_TYPES = {exporter.Format.JSONL: "application/x-ndjson", exporter.Format.CSV: "text/csv"}
 
 

@@ -10,6 +10,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 """Probes answer without a token (they reveal nothing)."""
+PAGE_PATHS = frozenset({"/", "/graphql"})
+"""The pages a browser opens (the web app, GraphiQL): without a token, as pages only; they ask
+for the token and send it with every request they make."""
 
 
 class TokenChecker:
@@ -91,13 +94,10 @@ class BearerAuth:
         app: ASGIApp,
         checker: TokenChecker,
         open_prefixes: tuple[str, ...] = (),
-        guarded: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.checker = checker
         self.open_prefixes = open_prefixes
-        self.guarded = guarded
-        """Paths that always need a token, also when a browser asks them for a page."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.checker.enabled or self._open(scope):
@@ -115,10 +115,10 @@ class BearerAuth:
 
     def _open(self, scope: Scope) -> bool:
         path: str = scope["path"]
-        if path in self.guarded:
-            return False
         if path in OPEN_PATHS or path.startswith(self.open_prefixes):
             return True
+        if path not in PAGE_PATHS:
+            return False
         accept = dict(scope["headers"]).get(b"accept", b"")
         # A GET with a `query` parameter is executed even when it asks for HTML, so only a
         # GET without one is the page.

@@ -97,10 +97,12 @@ async def test_probes_are_open_and_metrics_are_not(locked: str) -> None:
         healthz = await http.get("/healthz")
         readyz = await http.get("/readyz")
         metrics = await http.get("/metrics")
+        metrics_as_page = await http.get("/metrics", headers={"accept": BROWSER})
         metrics_with_token = await http.get("/metrics", headers={"authorization": "Bearer alpha"})
     assert healthz.json() == {"status": "ok"}
     assert readyz.json() == {"status": "ready"}
     assert metrics.status_code == 401
+    assert metrics_as_page.status_code == 401  # only the two pages open without a token
     assert metrics_with_token.status_code == 200 and "subscribers" in metrics_with_token.json()
 
 
