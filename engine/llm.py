@@ -29,6 +29,7 @@ from engine.models import (
     openai_model_info,
 )
 from engine.stats import GenerationStats
+from engine.usage import Prices, add, counted
 
 SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
 
@@ -122,6 +123,11 @@ class ModelRegistry:
                 infos.append(info)
         return infos
 
+    def prices(self, name: str) -> Prices | None:
+        """What the models file says a model costs, if it says."""
+        entry = self._configured.get(name)
+        return entry.prices() if entry is not None else None
+
     def resolve(self, name: str) -> ModelInfo:
         """Return the model's info, or raise UnknownModelError if unknown or unusable."""
         info: ModelInfo | None
@@ -201,6 +207,7 @@ class ModelRegistry:
                 stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
                 stats.completion_tokens += int(usage.get("completion_tokens") or 0)
                 content = _content(response)
+                add(stats.usage, model, counted(usage, kwargs["messages"], content))
                 if content is None:
                     raise LLMTransportError(f"{model}: answer without choices")
                 return _clean(content, info)

@@ -263,6 +263,7 @@ if index < stored then
 else
   redis.call('JSON.ARRAPPEND', key, '$.messages', ARGV[4])
 end
+for i = 8, #ARGV, 2 do redis.call('JSON.SET', key, ARGV[i], ARGV[i + 1]) end
 redis.call('PUBLISH', KEYS[2], '{"type":"turn","episode_id":' .. cjson.encode(doc['$.pk'][1])
   .. ',"sequence":' .. string.format('%d', seq) .. ',"at":' .. ARGV[5]
   .. ',"attempt":' .. ARGV[1] .. ',"turn":' .. turn .. '}')
@@ -423,16 +424,20 @@ class EpisodeStore:
         turn: dict[str, Any],
         progress: int,
         messages: list[tuple[str, str, str]],
+        fields: dict[str, Any] | None = None,
     ) -> int | None:
         """Store and publish one turn, and set Sotopia's messages of its turn.
 
         `messages` is the turn's whole list of (sender, receiver, text) so far; it replaces the
-        stored list at index `turn["turn"]` (or is appended as the next turn). Writing the same
-        action twice (a retried command) stores it once. Returns the event's sequence, or None
-        when the caller no longer owns a running episode.
+        stored list at index `turn["turn"]` (or is appended as the next turn); `fields` are set
+        with it. Writing the same action twice (a retried command) stores it once. Returns the
+        event's sequence, or None when the caller no longer owns a running episode.
         """
         now = time.time()
         body = json.dumps({**turn, "at": now})
+        patch: list[str] = []
+        for name, value in (fields or {}).items():
+            patch += [f"$.{name}", json.dumps(value)]
         sequence = await self._append_turn(
             keys=[EpisodeLog.make_primary_key(episode_id), keys.episode_channel(episode_id)],
             args=[
@@ -443,6 +448,7 @@ class EpisodeStore:
                 repr(now),
                 turn["turn"],
                 turn["agent_index"],
+                *patch,
             ],
         )
         return None if int(sequence) < 0 else int(sequence)

@@ -1,0 +1,64 @@
+"""An episode's token usage as stored: one row per model, priced from the models file, and the
+totals that usage aggregates sum (indexed on the record)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.usage import Prices, TokenCount, Usage
+from storage.models import EpisodeLog, ModelUsage
+
+PriceOf = Callable[[str], Prices | None]
+
+
+def stored_usage(episode: EpisodeLog) -> Usage:
+    """What earlier attempts of the episode recorded (a resumed attempt adds to it)."""
+    return {
+        row.model: TokenCount(
+            prompt_tokens=row.prompt_tokens,
+            completion_tokens=row.completion_tokens,
+            estimated_tokens=row.estimated_tokens,
+            estimated=row.estimated,
+        )
+        for row in episode.usage
+    }
+
+
+def usage_rows(usage: Usage, price_of: PriceOf) -> list[ModelUsage]:
+    rows = []
+    for model in sorted(usage):
+        count = usage[model]
+        prices = price_of(model)
+        rows.append(
+            ModelUsage(
+                model=model,
+                prompt_tokens=count.prompt_tokens,
+                completion_tokens=count.completion_tokens,
+                estimated=count.estimated,
+                estimated_tokens=count.estimated_tokens,
+                cost=prices.cost(count) if prices is not None else None,
+            )
+        )
+    return rows
+
+
+def total_cost(rows: list[ModelUsage]) -> float | None:
+    """The sum of the models' costs; None unless every model used has prices (a partial sum
+    would understate it)."""
+    costs = [row.cost for row in rows]
+    if not costs or any(c is None for c in costs):
+        return None
+    return round(sum(c for c in costs if c is not None), 12)
+
+
+def usage_fields(usage: Usage, price_of: PriceOf) -> dict[str, Any]:
+    """The episode fields that hold its usage (JSON values, for a transition's patch)."""
+    rows = usage_rows(usage, price_of)
+    return {
+        "usage": [row.model_dump() for row in rows],
+        "prompt_tokens": sum(row.prompt_tokens for row in rows),
+        "completion_tokens": sum(row.completion_tokens for row in rows),
+        "estimated_tokens": sum(row.estimated_tokens for row in rows),
+        "cost": total_cost(rows),
+    }
