@@ -156,8 +156,27 @@ def load_models_file(path: Path) -> list[ConfiguredModel]:
         raw = path.read_bytes()
         data = tomllib.loads(raw.decode()) if path.suffix == ".toml" else json.loads(raw)
         return ModelsFile.model_validate(data).models
-    except (OSError, ValueError, ValidationError) as exc:
+    except ValidationError as exc:
+        problems = "; ".join(_problem(data, error) for error in exc.errors())
+        raise UnknownModelError(f"cannot read models file {path}: {problems}") from exc
+    except (OSError, ValueError) as exc:
         raise UnknownModelError(f"cannot read models file {path}: {exc}") from exc
+
+
+def _problem(data: Any, error: Any) -> str:
+    """One validation error as `models[0] (lab-llama).prompt_price: <what is wrong>`."""
+    where = ""
+    loc = list(error["loc"])
+    if loc[:1] == ["models"] and len(loc) > 1 and isinstance(loc[1], int):
+        where = f"models[{loc[1]}]"
+        entries = data.get("models") if isinstance(data, dict) else None
+        entry = entries[loc[1]] if isinstance(entries, list) else None
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            where += f" ({entry['name']})"
+        loc = loc[2:]
+    where += "".join(f".{part}" for part in loc)
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where.lstrip('.')}: {message}" if where else message
 
 
 def local_model_info(available: bool, reason: str | None) -> ModelInfo:

@@ -122,6 +122,8 @@ class RecordedRequest(BaseModel):
     peer: str = ""
     """The client's address and port (which connection sent it)."""
     received: float = 0.0
+    reply: str | None = None
+    """The text answered (None: an error)."""
     usage: dict[str, int] | None = None
     """The `usage` answered (None: the answer had none, or was an error)."""
 
@@ -363,11 +365,12 @@ class FakeLLM:
                 }
             ],
         }
+        usage: dict[str, int] | None = None
         if rule.usage if rule is not None and rule.usage is not None else self.usage:
             usage = {"prompt_tokens": len(text) // 4, "completion_tokens": len(content) // 4}
             answer["usage"] = {**usage, "total_tokens": sum(usage.values())}
-            with self._lock:
-                recorded.usage = usage
+        with self._lock:
+            recorded.reply, recorded.usage = content, usage
         return JSONResponse(answer)
 
     async def _models(self, request: Request) -> Response:

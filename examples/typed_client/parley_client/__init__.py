@@ -42,6 +42,7 @@ from .input_types import (
     UpdateAgentInput,
     UpdateRelationshipInput,
     UpdateScenarioInput,
+    UsageFilter,
 )
 from .list_episodes import (
     ListEpisodes,
@@ -105,6 +106,7 @@ __all__ = [
     "UpdateRelationshipInput",
     "UpdateScenarioInput",
     "Upload",
+    "UsageFilter",
     "UserErrorCode",
     "WatchEpisode",
     "WatchEpisodeEpisodeEvents",
