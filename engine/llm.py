@@ -98,6 +98,7 @@ class ModelRegistry:
         if models_file is not None:
             for entry in load_models_file(models_file):
                 self._configured[entry.name] = entry
+        self._prices = {name: entry.prices() for name, entry in self._configured.items()}
         self.retry = retry or RetryPolicy()
         self.local = LocalModelServer(data_dir, threads=local_threads)
         self._endpoints: dict[str, _Endpoint] = {}
@@ -125,8 +126,7 @@ class ModelRegistry:
 
     def prices(self, name: str) -> Prices | None:
         """What the models file says a model costs, if it says."""
-        entry = self._configured.get(name)
-        return entry.prices() if entry is not None else None
+        return self._prices.get(name)
 
     def resolve(self, name: str) -> ModelInfo:
         """Return the model's info, or raise UnknownModelError if unknown or unusable."""

@@ -8,6 +8,7 @@ nothing and works for every model; it is marked as an estimate wherever it is sh
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,8 +18,9 @@ MESSAGE_OVERHEAD = 4
 """Tokens of role and framing around each chat message (OpenAI's chat format uses about 4)."""
 
 
-class TokenCount(BaseModel, frozen=True):
-    """Tokens one model spent, summed over calls."""
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """Tokens one model spent, summed over calls (a plain dataclass: one is made per call)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.usage import Prices, TokenCount, Usage
-from storage.models import EpisodeLog, ModelUsage
+from storage.models import EpisodeLog
 
 PriceOf = Callable[[str], Prices | None]
 
@@ -25,29 +25,30 @@ def stored_usage(episode: EpisodeLog) -> Usage:
     }
 
 
-def usage_rows(usage: Usage, price_of: PriceOf) -> list[ModelUsage]:
+def usage_rows(usage: Usage, price_of: PriceOf) -> list[dict[str, Any]]:
+    """ModelUsage rows as JSON values, by model name (built as dicts: this runs every turn)."""
     rows = []
     for model in sorted(usage):
         count = usage[model]
         prices = price_of(model)
         rows.append(
-            ModelUsage(
-                model=model,
-                prompt_tokens=count.prompt_tokens,
-                completion_tokens=count.completion_tokens,
-                estimated=count.estimated,
-                estimated_tokens=count.estimated_tokens,
-                cost=prices.cost(count) if prices is not None else None,
-            )
+            {
+                "model": model,
+                "prompt_tokens": count.prompt_tokens,
+                "completion_tokens": count.completion_tokens,
+                "estimated": count.estimated,
+                "estimated_tokens": count.estimated_tokens,
+                "cost": prices.cost(count) if prices is not None else None,
+            }
         )
     return rows
 
 
-def total_cost(rows: list[ModelUsage]) -> float | None:
+def total_cost(rows: list[dict[str, Any]]) -> float | None:
     """The sum of the models' costs; None unless every model used has prices (a partial sum
     would understate it)."""
-    costs = [row.cost for row in rows]
-    if not costs or any(c is None for c in costs):
+    costs: list[float | None] = [row["cost"] for row in rows]
+    if not costs or None in costs:
         return None
     return round(sum(c for c in costs if c is not None), 12)
 
@@ -56,9 +57,9 @@ def usage_fields(usage: Usage, price_of: PriceOf) -> dict[str, Any]:
     """The episode fields that hold its usage (JSON values, for a transition's patch)."""
     rows = usage_rows(usage, price_of)
     return {
-        "usage": [row.model_dump() for row in rows],
-        "prompt_tokens": sum(row.prompt_tokens for row in rows),
-        "completion_tokens": sum(row.completion_tokens for row in rows),
-        "estimated_tokens": sum(row.estimated_tokens for row in rows),
+        "usage": rows,
+        "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
+        "completion_tokens": sum(row["completion_tokens"] for row in rows),
+        "estimated_tokens": sum(row["estimated_tokens"] for row in rows),
         "cost": total_cost(rows),
     }
