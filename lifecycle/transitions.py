@@ -303,6 +303,20 @@ Begin = Literal["none", "restart", "resume"]
 """How a transition begins a new attempt: not at all, from scratch, or keeping the turns."""
 
 
+class RawJSON(str):
+    """A field value that is JSON text already (sent as it is, not encoded again)."""
+
+    __slots__ = ()
+
+
+def _patch(fields: dict[str, Any] | None) -> list[str]:
+    """JSON.SET arguments for `fields`: each path and its value as JSON text."""
+    patch: list[str] = []
+    for name, value in (fields or {}).items():
+        patch += [f"$.{name}", value if isinstance(value, RawJSON) else json.dumps(value)]
+    return patch
+
+
 def initial_history(at: float) -> list[StatusChange]:
     return [StatusChange(status=Status.QUEUED, at=at, sequence=1)]
 
@@ -382,9 +396,7 @@ class EpisodeStore:
         """
         now = time.time()
         allowed = " ".join(allowed_from if allowed_from is not None else ALLOWED_FROM[status])
-        patch: list[str] = []
-        for name, value in (fields or {}).items():
-            patch += [f"$.{name}", json.dumps(value)]
+        patch = _patch(fields)
         code, current = await self._transition(
             keys=[
                 EpisodeLog.make_primary_key(episode_id),
@@ -435,9 +447,7 @@ class EpisodeStore:
         """
         now = time.time()
         body = json.dumps({**turn, "at": now})
-        patch: list[str] = []
-        for name, value in (fields or {}).items():
-            patch += [f"$.{name}", json.dumps(value)]
+        patch = _patch(fields)
         sequence = await self._append_turn(
             keys=[EpisodeLog.make_primary_key(episode_id), keys.episode_channel(episode_id)],
             args=[

@@ -3,10 +3,12 @@ totals that usage aggregates sum (indexed on the record)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from engine.usage import Prices, TokenCount, Usage
+from lifecycle.transitions import RawJSON
 from storage.models import EpisodeLog
 
 PriceOf = Callable[[str], Prices | None]
@@ -44,22 +46,25 @@ def usage_rows(usage: Usage, price_of: PriceOf) -> list[dict[str, Any]]:
     return rows
 
 
-def total_cost(rows: list[dict[str, Any]]) -> float | None:
-    """The sum of the models' costs; None unless every model used has prices (a partial sum
-    would understate it)."""
-    costs: list[float | None] = [row["cost"] for row in rows]
-    if not costs or None in costs:
-        return None
-    return round(sum(c for c in costs if c is not None), 12)
+def usage_fields(usage: Usage, price_of: PriceOf) -> dict[str, RawJSON]:
+    """The episode fields that hold its usage, each as JSON text (for a write's patch).
 
-
-def usage_fields(usage: Usage, price_of: PriceOf) -> dict[str, Any]:
-    """The episode fields that hold its usage (JSON values, for a transition's patch)."""
+    Encoded here in one `json.dumps` and a few `str`s because a worker writes them with every
+    turn; the totals are what usage aggregates sum (indexed on the record).
+    """
     rows = usage_rows(usage, price_of)
+    prompt = completion = estimated = 0
+    cost: float | None = 0.0 if rows else None
+    for row in rows:
+        prompt += row["prompt_tokens"]
+        completion += row["completion_tokens"]
+        estimated += row["estimated_tokens"]
+        # None unless every model used has prices: a partial sum would understate it
+        cost = None if cost is None or row["cost"] is None else cost + row["cost"]
     return {
-        "usage": rows,
-        "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
-        "completion_tokens": sum(row["completion_tokens"] for row in rows),
-        "estimated_tokens": sum(row["estimated_tokens"] for row in rows),
-        "cost": total_cost(rows),
+        "usage": RawJSON(json.dumps(rows)),
+        "prompt_tokens": RawJSON(prompt),
+        "completion_tokens": RawJSON(completion),
+        "estimated_tokens": RawJSON(estimated),
+        "cost": RawJSON("null" if cost is None else repr(round(cost, 12))),
     }

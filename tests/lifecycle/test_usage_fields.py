@@ -1,20 +1,29 @@
 """The usage fields a worker writes with each turn: ModelUsage rows, priced, and their totals."""
 
-from engine.usage import Prices, TokenCount
+import json
+from typing import Any
+
+from engine.usage import Prices, TokenCount, Usage
 from lifecycle.usage import usage_fields
 from storage.models import EpisodeLog, ModelUsage
 
 PRICES = {"a": Prices(prompt=2.0, completion=8.0), "j": Prices(prompt=0.0, completion=1.0)}
 
 
+def decoded(usage: Usage) -> dict[str, Any]:
+    """The fields as the record holds them (they are sent as JSON text)."""
+    return {name: json.loads(text) for name, text in usage_fields(usage, PRICES.get).items()}
+
+
 def test_rows_are_model_usage_records_with_prices_and_totals() -> None:
-    usage = {
-        "j": TokenCount(prompt_tokens=1_000_000, completion_tokens=10),
-        "a": TokenCount(
-            prompt_tokens=500, completion_tokens=250, estimated_tokens=250, estimated=True
-        ),
-    }
-    fields = usage_fields(usage, PRICES.get)
+    fields = decoded(
+        {
+            "j": TokenCount(prompt_tokens=1_000_000, completion_tokens=10),
+            "a": TokenCount(
+                prompt_tokens=500, completion_tokens=250, estimated_tokens=250, estimated=True
+            ),
+        }
+    )
     rows = fields["usage"]
     assert [row["model"] for row in rows] == ["a", "j"]
     for row in rows:  # the shape of storage's ModelUsage, field for field
@@ -28,11 +37,10 @@ def test_rows_are_model_usage_records_with_prices_and_totals() -> None:
 
 
 def test_a_model_without_prices_leaves_the_episode_cost_null() -> None:
-    usage = {"a": TokenCount(prompt_tokens=5), "free": TokenCount(prompt_tokens=7)}
-    fields = usage_fields(usage, PRICES.get)
+    fields = decoded({"a": TokenCount(prompt_tokens=5), "free": TokenCount(prompt_tokens=7)})
     assert [row["cost"] for row in fields["usage"]] == [0.00001, None]
     assert fields["cost"] is None
-    assert usage_fields({}, PRICES.get) == {
+    assert decoded({}) == {
         "usage": [],
         "prompt_tokens": 0,
         "completion_tokens": 0,
