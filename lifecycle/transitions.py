@@ -263,7 +263,7 @@ if index < stored then
 else
   redis.call('JSON.ARRAPPEND', key, '$.messages', ARGV[4])
 end
-for i = 8, #ARGV, 2 do redis.call('JSON.SET', key, ARGV[i], ARGV[i + 1]) end
+if ARGV[8] ~= '' then redis.call('JSON.MERGE', key, '$', ARGV[8]) end
 redis.call('PUBLISH', KEYS[2], '{"type":"turn","episode_id":' .. cjson.encode(doc['$.pk'][1])
   .. ',"sequence":' .. string.format('%d', seq) .. ',"at":' .. ARGV[5]
   .. ',"attempt":' .. ARGV[1] .. ',"turn":' .. turn .. '}')
@@ -301,20 +301,6 @@ DEFAULT_RETENTION = 3600.0
 """Seconds the events log keeps status events (PARLEY_EVENT_RETENTION_SECONDS)."""
 Begin = Literal["none", "restart", "resume"]
 """How a transition begins a new attempt: not at all, from scratch, or keeping the turns."""
-
-
-class RawJSON(str):
-    """A field value that is JSON text already (sent as it is, not encoded again)."""
-
-    __slots__ = ()
-
-
-def _patch(fields: dict[str, Any] | None) -> list[str]:
-    """JSON.SET arguments for `fields`: each path and its value as JSON text."""
-    patch: list[str] = []
-    for name, value in (fields or {}).items():
-        patch += [f"$.{name}", value if isinstance(value, RawJSON) else json.dumps(value)]
-    return patch
 
 
 def initial_history(at: float) -> list[StatusChange]:
@@ -396,7 +382,9 @@ class EpisodeStore:
         """
         now = time.time()
         allowed = " ".join(allowed_from if allowed_from is not None else ALLOWED_FROM[status])
-        patch = _patch(fields)
+        patch: list[str] = []
+        for name, value in (fields or {}).items():
+            patch += [f"$.{name}", json.dumps(value)]
         code, current = await self._transition(
             keys=[
                 EpisodeLog.make_primary_key(episode_id),
@@ -436,18 +424,18 @@ class EpisodeStore:
         turn: dict[str, Any],
         progress: int,
         messages: list[tuple[str, str, str]],
-        fields: dict[str, Any] | None = None,
+        merge: dict[str, Any] | None = None,
     ) -> int | None:
         """Store and publish one turn, and set Sotopia's messages of its turn.
 
         `messages` is the turn's whole list of (sender, receiver, text) so far; it replaces the
-        stored list at index `turn["turn"]` (or is appended as the next turn); `fields` are set
-        with it. Writing the same action twice (a retried command) stores it once. Returns the
-        event's sequence, or None when the caller no longer owns a running episode.
+        stored list at index `turn["turn"]` (or is appended as the next turn). `merge` is merged
+        into the record with it, in one JSON.MERGE (RFC 7396: a None removes its key). Writing
+        the same action twice (a retried command) stores it once. Returns the event's sequence,
+        or None when the caller no longer owns a running episode.
         """
         now = time.time()
         body = json.dumps({**turn, "at": now})
-        patch = _patch(fields)
         sequence = await self._append_turn(
             keys=[EpisodeLog.make_primary_key(episode_id), keys.episode_channel(episode_id)],
             args=[
@@ -458,7 +446,7 @@ class EpisodeStore:
                 repr(now),
                 turn["turn"],
                 turn["agent_index"],
-                *patch,
+                json.dumps(merge) if merge else "",
             ],
         )
         return None if int(sequence) < 0 else int(sequence)

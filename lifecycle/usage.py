@@ -3,12 +3,10 @@ totals that usage aggregates sum (indexed on the record)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from engine.usage import Prices, TokenCount, Usage
-from lifecycle.transitions import RawJSON
 from storage.models import EpisodeLog
 
 PriceOf = Callable[[str], Prices | None]
@@ -46,12 +44,9 @@ def usage_rows(usage: Usage, price_of: PriceOf) -> list[dict[str, Any]]:
     return rows
 
 
-def usage_fields(usage: Usage, price_of: PriceOf) -> dict[str, RawJSON]:
-    """The episode fields that hold its usage, each as JSON text (for a write's patch).
-
-    Encoded here in one `json.dumps` and a few `str`s because a worker writes them with every
-    turn; the totals are what usage aggregates sum (indexed on the record).
-    """
+def usage_fields(usage: Usage, price_of: PriceOf) -> dict[str, Any]:
+    """The episode fields that hold its usage (JSON values): the rows, and the totals usage
+    aggregates sum (indexed on the record). A worker writes them with every turn."""
     rows = usage_rows(usage, price_of)
     prompt = completion = estimated = 0
     cost: float | None = 0.0 if rows else None
@@ -62,9 +57,9 @@ def usage_fields(usage: Usage, price_of: PriceOf) -> dict[str, RawJSON]:
         # None unless every model used has prices: a partial sum would understate it
         cost = None if cost is None or row["cost"] is None else cost + row["cost"]
     return {
-        "usage": RawJSON(json.dumps(rows)),
-        "prompt_tokens": RawJSON(prompt),
-        "completion_tokens": RawJSON(completion),
-        "estimated_tokens": RawJSON(estimated),
-        "cost": RawJSON("null" if cost is None else repr(round(cost, 12))),
+        "usage": rows,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "estimated_tokens": estimated,
+        "cost": None if cost is None else round(cost, 12),
     }

@@ -20,7 +20,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import redis.asyncio as redis
 from aredis_om import NotFoundError
@@ -46,7 +46,7 @@ from lifecycle import logs
 from lifecycle.jobs import Job
 from lifecycle.services import Services, open_services
 from lifecycle.settings import RunSettings
-from lifecycle.transitions import RawJSON, TransitionResult
+from lifecycle.transitions import TransitionResult
 from lifecycle.usage import stored_usage, usage_fields
 from resolvers.records import get_or_none
 from storage.models import (
@@ -441,7 +441,7 @@ class Worker:
             },
         )
 
-    def _usage(self, spent: Usage, attempt: Usage) -> dict[str, RawJSON]:
+    def _usage(self, spent: Usage, attempt: Usage) -> dict[str, Any]:
         return usage_fields(merged(spent, attempt), self.llm.prices)
 
     async def _play(

@@ -11,8 +11,9 @@ PRICES = {"a": Prices(prompt=2.0, completion=8.0), "j": Prices(prompt=0.0, compl
 
 
 def decoded(usage: Usage) -> dict[str, Any]:
-    """The fields as the record holds them (they are sent as JSON text)."""
-    return {name: json.loads(text) for name, text in usage_fields(usage, PRICES.get).items()}
+    """The fields as the record holds them (they are sent as JSON)."""
+    fields: dict[str, Any] = json.loads(json.dumps(usage_fields(usage, PRICES.get)))
+    return fields
 
 
 def test_rows_are_model_usage_records_with_prices_and_totals() -> None:
