@@ -255,7 +255,11 @@ end
 local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
 local turn = '{"sequence":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[2], 2)
 redis.call('JSON.ARRAPPEND', key, '$.turns', turn)
-redis.call('JSON.SET', key, '$.progress', ARGV[3])
+if ARGV[8] ~= '' then
+  redis.call('JSON.MERGE', key, '$', ARGV[8])  -- progress is in it: one write, one re-index
+else
+  redis.call('JSON.SET', key, '$.progress', ARGV[3])
+end
 local stored = redis.call('JSON.ARRLEN', key, '$.messages')[1]
 local index = tonumber(ARGV[6])
 if index < stored then
@@ -263,7 +267,6 @@ if index < stored then
 else
   redis.call('JSON.ARRAPPEND', key, '$.messages', ARGV[4])
 end
-if ARGV[8] ~= '' then redis.call('JSON.MERGE', key, '$', ARGV[8]) end
 redis.call('PUBLISH', KEYS[2], '{"type":"turn","episode_id":' .. cjson.encode(doc['$.pk'][1])
   .. ',"sequence":' .. string.format('%d', seq) .. ',"at":' .. ARGV[5]
   .. ',"attempt":' .. ARGV[1] .. ',"turn":' .. turn .. '}')
@@ -430,7 +433,8 @@ class EpisodeStore:
 
         `messages` is the turn's whole list of (sender, receiver, text) so far; it replaces the
         stored list at index `turn["turn"]` (or is appended as the next turn). `merge` is merged
-        into the record with it, in one JSON.MERGE (RFC 7396: a None removes its key). Writing
+        into the record with it (and the progress), in one JSON.MERGE (RFC 7396: a None
+        removes its key). Writing
         the same action twice (a retried command) stores it once. Returns the event's sequence,
         or None when the caller no longer owns a running episode.
         """
@@ -446,7 +450,7 @@ class EpisodeStore:
                 repr(now),
                 turn["turn"],
                 turn["agent_index"],
-                json.dumps(merge) if merge else "",
+                json.dumps({"progress": progress, **merge}) if merge else "",
             ],
         )
         return None if int(sequence) < 0 else int(sequence)
