@@ -8,6 +8,7 @@ priced) in a fresh embedded Redis, waits for the index, then times `usage_totals
 
 import argparse
 import asyncio
+import json
 import time
 
 from bench.common import bench_redis, summary_ms
@@ -36,7 +37,7 @@ def document(i: int) -> str:
     head = episode.model_dump_json(
         exclude={"usage", "prompt_tokens", "completion_tokens", "estimated_tokens", "cost"}
     )
-    fields = ",".join(f'"{k}":{v}' for k, v in usage_fields(usage, price_of).items())
+    fields = ",".join(f'"{k}":{json.dumps(v)}' for k, v in usage_fields(usage, price_of).items())
     return head[:-1] + "," + fields + "}"
 
 
@@ -65,7 +66,7 @@ async def main(episodes: int, repeat: int) -> None:
             for _ in range(repeat):
                 t0 = time.perf_counter()
                 totals = await usage_totals(tag=tag, experiment_id=experiment)
-                times.append((time.perf_counter() - t0) * 1000)
+                times.append(time.perf_counter() - t0)
             print(f"{name}: {summary_ms(times)}  -> {totals}")
 
 
