@@ -289,7 +289,8 @@ async def simulate(
         if on_turn is not None:
             for record in done:
                 if record.agent_index not in given:
-                    await on_turn(TurnEvent(turn=record, messages=list(current)))
+                    usage = dict(episode.stats.usage)
+                    await on_turn(TurnEvent(turn=record, messages=list(current), usage=usage))
         stale = stale + 1 if all(a.action_type == ActionType.NONE for a in chosen.values()) else 0
         episode.record(turn, chosen)
         episode.observe(turn, chosen)

@@ -29,6 +29,7 @@ from engine.models import (
     openai_model_info,
 )
 from engine.stats import GenerationStats
+from engine.usage import Prices, add, counted
 
 SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
 
@@ -97,6 +98,7 @@ class ModelRegistry:
         if models_file is not None:
             for entry in load_models_file(models_file):
                 self._configured[entry.name] = entry
+        self._prices = {name: entry.prices() for name, entry in self._configured.items()}
         self.retry = retry or RetryPolicy()
         self.local = LocalModelServer(data_dir, threads=local_threads)
         self._endpoints: dict[str, _Endpoint] = {}
@@ -121,6 +123,10 @@ class ModelRegistry:
                 assert info is not None
                 infos.append(info)
         return infos
+
+    def prices(self, name: str) -> Prices | None:
+        """What the models file says a model costs, if it says."""
+        return self._prices.get(name)
 
     def resolve(self, name: str) -> ModelInfo:
         """Return the model's info, or raise UnknownModelError if unknown or unusable."""
@@ -201,6 +207,7 @@ class ModelRegistry:
                 stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
                 stats.completion_tokens += int(usage.get("completion_tokens") or 0)
                 content = _content(response)
+                add(stats.usage, model, counted(usage, kwargs["messages"], content))
                 if content is None:
                     raise LLMTransportError(f"{model}: answer without choices")
                 return _clean(content, info)

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from engine.errors import UnknownModelError
 from engine.local_model import SLOTS
+from engine.usage import Prices
 
 LOCAL_MODEL = "local/gemma-3-270m"
 DEFAULT_MODEL = LOCAL_MODEL
@@ -80,6 +89,20 @@ class ModelInfo(BaseModel):
     """Why the model cannot be used, when available is False."""
 
 
+def _price(value: Any, info: ValidationInfo) -> Any:
+    """A finite number, zero or more; a string or a boolean is refused, not converted."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value < 0:
+        raise ValueError(
+            f"{info.field_name} must be a number of US dollars per million tokens, "
+            f"zero or more, not {value!r}"
+        )
+    return float(value)
+
+
+Price = Annotated[float, BeforeValidator(_price)]
+
+
 class ConfiguredModel(BaseModel):
     """One entry of the models file."""
 
@@ -94,12 +117,23 @@ class ConfiguredModel(BaseModel):
     max_concurrency: int = Field(default=DEFAULT_CEILING, ge=1)
     min_concurrency: int = Field(default=1, ge=1)
     timeout: float = Field(default=60.0, gt=0)
+    prompt_price: Price | None = None
+    """US dollars per million prompt tokens."""
+    completion_price: Price | None = None
+    """US dollars per million completion tokens."""
 
     @model_validator(mode="after")
     def _bounds(self) -> ConfiguredModel:
         if self.min_concurrency > self.max_concurrency:
             raise ValueError("min_concurrency must not exceed max_concurrency")
+        if (self.prompt_price is None) != (self.completion_price is None):
+            raise ValueError("give both prompt_price and completion_price, or neither")
         return self
+
+    def prices(self) -> Prices | None:
+        if self.prompt_price is None or self.completion_price is None:
+            return None
+        return Prices(prompt=self.prompt_price, completion=self.completion_price)
 
     @model_validator(mode="before")
     @classmethod
@@ -122,8 +156,27 @@ def load_models_file(path: Path) -> list[ConfiguredModel]:
         raw = path.read_bytes()
         data = tomllib.loads(raw.decode()) if path.suffix == ".toml" else json.loads(raw)
         return ModelsFile.model_validate(data).models
-    except (OSError, ValueError, ValidationError) as exc:
+    except ValidationError as exc:
+        problems = "; ".join(_problem(data, error) for error in exc.errors())
+        raise UnknownModelError(f"cannot read models file {path}: {problems}") from exc
+    except (OSError, ValueError) as exc:
         raise UnknownModelError(f"cannot read models file {path}: {exc}") from exc
+
+
+def _problem(data: Any, error: Any) -> str:
+    """One validation error as `models[0] (lab-llama).prompt_price: <what is wrong>`."""
+    where = ""
+    loc = list(error["loc"])
+    if loc[:1] == ["models"] and len(loc) > 1 and isinstance(loc[1], int):
+        where = f"models[{loc[1]}]"
+        entries = data.get("models") if isinstance(data, dict) else None
+        entry = entries[loc[1]] if isinstance(entries, list) else None
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            where += f" ({entry['name']})"
+        loc = loc[2:]
+    where += "".join(f".{part}" for part in loc)
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where.lstrip('.')}: {message}" if where else message
 
 
 def local_model_info(available: bool, reason: str | None) -> ModelInfo:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+from engine.usage import Usage, merged
 
 
 class GenerationStats(BaseModel):
@@ -29,10 +31,15 @@ class GenerationStats(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_seconds: float = 0.0
+    usage: Usage = Field(default_factory=dict, exclude=True)
+    """Tokens by model, each count the provider's or estimated; kept out of `model_dump` (the
+    stored generation_stats stay flat counters) and stored as the episode's usage."""
 
     def merge(self, other: GenerationStats) -> GenerationStats:
         """Return the sum of two counters."""
         data = self.model_dump()
         for key, value in other.model_dump().items():
             data[key] = data[key] + value
-        return GenerationStats.model_validate(data)
+        total = GenerationStats.model_validate(data)
+        total.usage = merged(self.usage, other.usage)
+        return total

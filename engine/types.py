@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from engine.stats import GenerationStats
+from engine.usage import Usage
 
 
 class ActionType(StrEnum):
@@ -228,6 +229,8 @@ class TurnEvent(BaseModel):
     turn: Turn
     messages: list[Triple]
     """The Sotopia triples of this turn so far (observations, then actions)."""
+    usage: Usage = Field(default_factory=dict)
+    """Tokens by model the conversation has spent so far, this turn's included."""
 
 
 TerminationKind = Literal["max_turns", "too_few_agents", "stale"]

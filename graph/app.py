@@ -336,8 +336,6 @@ def create_app(settings: Settings | None = None) -> Starlette:
             ),
             Middleware(RequestIds),
             Middleware(BodySizeLimit, limit=settings.max_body_bytes),
-            Middleware(
-                BearerAuth, checker=checker, open_prefixes=open_prefixes
-            ),
+            Middleware(BearerAuth, checker=checker, open_prefixes=open_prefixes),
         ],
     )

@@ -17,7 +17,16 @@ if TYPE_CHECKING:
 
 
 def preflight(settings: RunSettings) -> None:
-    """Exit with one clear line when the configured Redis is unreachable or lacks a module."""
+    """Exit with one clear line when the models file is unusable, or the configured Redis is
+    unreachable or lacks a module."""
+    if settings.models_file is not None:
+        from engine.errors import UnknownModelError
+        from engine.models import load_models_file
+
+        try:
+            load_models_file(settings.models_file)
+        except UnknownModelError as err:
+            sys.exit(f"parley: {err}")
     if settings.redis_url is None:
         return  # the embedded server is started with both modules
     from redis.exceptions import RedisError

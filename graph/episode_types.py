@@ -11,6 +11,7 @@ from graph.enums import ActionType, EpisodeStatus, EvaluationStatus, EventKind, 
 from graph.listed import Listed
 from graph.projection import Reads
 from graph.types import Agent, Relationship, Scenario, load_agent
+from graph.usage_types import ModelUsage
 from lifecycle.transitions import EpisodeEvent as StoredEvent
 from resolvers import episodes, relationships, transcript
 from storage import models
@@ -285,6 +286,20 @@ class Episode:
     def generation_stats(self) -> JSON:
         return JSON(self.record.generation_stats)
 
+    @strawberry.field(
+        description="Tokens per model, the agents' and the judge's, over every attempt "
+        "(a resumed attempt adds to what the earlier one stored with its turns)."
+    )
+    def usage(self) -> list[ModelUsage]:
+        return [ModelUsage(record=row) for row in self.record.usage]
+
+    @strawberry.field(
+        description="US dollars, the models' costs summed; null unless the models file gives "
+        "prices for every model it used."
+    )
+    def cost(self) -> float | None:
+        return self.record.cost
+
     @strawberry.field(description="When it was queued.")
     def created_at(self) -> datetime | None:
         return when(self.record.created_at)
@@ -304,7 +319,7 @@ class ListedEpisode(Listed[models.EpisodeLog], Episode):  # type: ignore[overrid
 
 EPISODE_OWN_TYPES = {
     "Episode": frozenset(
-        {"StatusChange", "Progress", "Turn", "Reward", "DimensionScore", "Evaluation"}
+        {"StatusChange", "Progress", "Turn", "Reward", "DimensionScore", "Evaluation", "ModelUsage"}
     )
 }
 """The types of the values an episode's answer is made of that read nothing but its record."""
@@ -334,6 +349,8 @@ EPISODE_READS = Reads.of(
     error=("error",),
     termination_reason=("termination_reason",),
     generation_stats=("generation_stats",),
+    usage=("usage",),
+    cost=("cost",),
     created_at=("created_at",),
     started_at=("started_at",),
     finished_at=("finished_at",),

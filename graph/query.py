@@ -24,7 +24,8 @@ from graph.types import (
     Relationship,
     Scenario,
 )
-from resolvers import agents, dimensions, episodes, relationships, scenarios
+from graph.usage_types import UsageFilter, UsageTotals
+from resolvers import agents, dimensions, episodes, relationships, scenarios, usage
 
 FIRST = "How many items to return, 0..100 (default 20)."
 AFTER = "Cursor of the item to start after (a previous page's endCursor)."
@@ -138,6 +139,14 @@ class Query(ResultsQuery, RejudgeQuery):
             fields=fields_for(info, EPISODE_READS),
         )
         return to_connection(page, ListedEpisode)
+
+    @strawberry.field(
+        description="Tokens and cost summed over the episodes of a tag or an experiment."
+    )
+    async def usage_totals(self, filter: UsageFilter | None = None) -> UsageTotals:
+        f = filter or UsageFilter()
+        totals = await usage.usage_totals(tag=f.tag, experiment_id=f.experiment_id, status=f.status)
+        return UsageTotals(totals=totals)
 
     @strawberry.field(description="Models simulations can use, and whether each is usable now.")
     def models(self, info: Info) -> list[Model]:

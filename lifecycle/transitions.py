@@ -255,7 +255,11 @@ end
 local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
 local turn = '{"sequence":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[2], 2)
 redis.call('JSON.ARRAPPEND', key, '$.turns', turn)
-redis.call('JSON.SET', key, '$.progress', ARGV[3])
+if ARGV[8] ~= '' then
+  redis.call('JSON.MERGE', key, '$', ARGV[8])  -- progress is in it: one write, one re-index
+else
+  redis.call('JSON.SET', key, '$.progress', ARGV[3])
+end
 local stored = redis.call('JSON.ARRLEN', key, '$.messages')[1]
 local index = tonumber(ARGV[6])
 if index < stored then
@@ -423,13 +427,16 @@ class EpisodeStore:
         turn: dict[str, Any],
         progress: int,
         messages: list[tuple[str, str, str]],
+        merge: dict[str, Any] | None = None,
     ) -> int | None:
         """Store and publish one turn, and set Sotopia's messages of its turn.
 
         `messages` is the turn's whole list of (sender, receiver, text) so far; it replaces the
-        stored list at index `turn["turn"]` (or is appended as the next turn). Writing the same
-        action twice (a retried command) stores it once. Returns the event's sequence, or None
-        when the caller no longer owns a running episode.
+        stored list at index `turn["turn"]` (or is appended as the next turn). `merge` is merged
+        into the record with it (and the progress), in one JSON.MERGE (RFC 7396: a None
+        removes its key). Writing
+        the same action twice (a retried command) stores it once. Returns the event's sequence,
+        or None when the caller no longer owns a running episode.
         """
         now = time.time()
         body = json.dumps({**turn, "at": now})
@@ -443,6 +450,7 @@ class EpisodeStore:
                 repr(now),
                 turn["turn"],
                 turn["agent_index"],
+                json.dumps({"progress": progress, **merge}) if merge else "",
             ],
         )
         return None if int(sequence) < 0 else int(sequence)

@@ -20,7 +20,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import redis.asyncio as redis
 from aredis_om import NotFoundError
@@ -41,12 +41,14 @@ from engine.types import (
     Transcript,
     TurnEvent,
 )
+from engine.usage import Usage, merged
 from lifecycle import logs
 from lifecycle.jobs import Job
 from lifecycle.rejudge import Rejudger
 from lifecycle.services import Services, open_services
 from lifecycle.settings import RunSettings
 from lifecycle.transitions import TransitionResult
+from lifecycle.usage import stored_usage, usage_fields
 from resolvers.records import get_or_none
 from storage.models import (
     AgentProfile,
@@ -382,14 +384,15 @@ class Worker:
         log.info(
             "attempt started%s", f": {start.reason}, {kept} turns kept" if start.reason else ""
         )
+        spent = stored_usage(episode)  # earlier attempts' tokens: every attempt's calls count
         try:
             setup = await self._durably(lambda: load_setup(episode))
         except SetupError as err:
-            await self._fail(episode_id, mine, str(err), GenerationStats())
+            await self._fail(episode_id, mine, str(err), GenerationStats(), spent)
             return True
         history = episode.turns if start.mode == "resume" else []
         try:
-            played = await self._play(episode_id, mine, setup, history)
+            played = await self._play(episode_id, mine, setup, history, spent)
         except HistoryMismatch as err:
             restart = Begin("restart", f"kept turns do not fit the episode ({err}); restarted")
             restarted = await self._durably(lambda: self._begin(episode_id, mine, restart))
@@ -398,9 +401,9 @@ class Worker:
             mine += 1
             self.running[job.entry_id].attempt = mine
             log.warning("restarted as attempt %d: %s", mine, err)
-            played = await self._play(episode_id, mine, setup, [])
+            played = await self._play(episode_id, mine, setup, [], spent)
         except EpisodeFailed as failed:
-            await self._fail(episode_id, mine, failed.reason, failed.stats)
+            await self._fail(episode_id, mine, failed.reason, failed.stats, spent)
             return True
         if played is None:
             return True
@@ -417,6 +420,7 @@ class Worker:
                     "reasoning": parts.reasoning,
                     "rewards_prompt": parts.rewards_prompt,
                     "generation_stats": played.stats.model_dump(),
+                    **self._usage(spent, played.stats.usage),
                     "finished_at": time.time(),
                 },
             )
@@ -442,17 +446,28 @@ class Worker:
             },
         )
 
+    def _usage(self, spent: Usage, attempt: Usage) -> dict[str, Any]:
+        return usage_fields(merged(spent, attempt), self.llm.prices)
+
     async def _play(
-        self, episode_id: str, attempt: int, setup: EpisodeSetup, history: list[StoredTurn]
+        self,
+        episode_id: str,
+        attempt: int,
+        setup: EpisodeSetup,
+        history: list[StoredTurn],
+        spent: Usage,
     ) -> Played | None:
-        """Play the episode, storing each new turn and the move to EVALUATING as it goes;
-        None when it failed (and was stored as FAILED)."""
+        """Play the episode, storing each new turn (with the tokens spent so far) and the move
+        to EVALUATING as it goes; None when it failed (and was stored as FAILED)."""
 
         async def on_turn(event: TurnEvent) -> None:
             turn = event.turn.model_dump(mode="json")
             progress = event.turn.turn + 1
+            usage = self._usage(spent, event.usage)
             stored = await self._durably(
-                lambda: self.store.append_turn(episode_id, attempt, turn, progress, event.messages)
+                lambda: self.store.append_turn(
+                    episode_id, attempt, turn, progress, event.messages, usage
+                )
             )
             if stored is None:
                 raise Fenced
@@ -468,6 +483,7 @@ class Worker:
                         "messages": transcript.messages,
                         "progress": transcript.turns,
                         "termination_reason": transcript.termination_reason,
+                        **self._usage(spent, transcript.stats.usage),
                     },
                 )
             )
@@ -477,11 +493,11 @@ class Worker:
         try:
             return await play(setup, self.llm, on_turn, on_judging, history)
         except EpisodeFailed as failed:
-            await self._fail(episode_id, attempt, failed.reason, failed.stats)
+            await self._fail(episode_id, attempt, failed.reason, failed.stats, spent)
             return None
 
     async def _fail(
-        self, episode_id: str, attempt: int, reason: str, stats: GenerationStats
+        self, episode_id: str, attempt: int, reason: str, stats: GenerationStats, spent: Usage
     ) -> None:
         log.info("episode failed: %s", reason)
         await self._durably(
@@ -494,6 +510,7 @@ class Worker:
                 fields={
                     "error": reason,
                     "generation_stats": stats.model_dump(),
+                    **self._usage(spent, stats.usage),
                     "finished_at": time.time(),
                 },
             )

@@ -172,6 +172,8 @@ class ModelUsage(BaseModel):
     completion_tokens: int = 0
     estimated: bool = False
     """True when some call's counts were estimated because the provider sent no `usage`."""
+    estimated_tokens: int = 0
+    """How many of these tokens were estimated."""
     cost: float | None = None
     """In US dollars, when the models file gives this model's prices per million tokens."""
 
@@ -235,6 +237,15 @@ class EpisodeLog(Record, index=True):
     """Workers that stopped renewing their lease on this episode (died, hung, cut off)."""
     experiment_id: str = Field(default="", index=True, description="The experiment it belongs to.")
     usage: list[ModelUsage] = []
+    prompt_tokens: int = Field(default=0, index=True, sortable=True, description="All models'.")
+    completion_tokens: int = Field(default=0, index=True, sortable=True)
+    estimated_tokens: int = Field(default=0, index=True, sortable=True)
+    cost: float | None = Field(
+        default=None,
+        index=True,
+        sortable=True,
+        description="US dollars, when every model used has prices.",
+    )
     evaluations: list[Evaluation] = []
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None

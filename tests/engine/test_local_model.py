@@ -46,6 +46,11 @@ async def test_real_local_model_episode(tmp_path_factory: pytest.TempPathFactory
     assert (data_dir / "models" / "gemma-3-270m-q4_k_m.gguf").exists()
     assert (data_dir / "logs" / "local-model.log").exists()
     assert transcript.stats.requests >= 2
+    # llama.cpp's server reports usage: counted as given, never estimated
+    for stats in (transcript.stats, evaluation.stats):
+        count = stats.usage[LOCAL_MODEL]
+        assert count.prompt_tokens > 0 and count.completion_tokens > 0
+        assert not count.estimated and count.estimated_tokens == 0
     # one request scores the whole episode; more only if its answer needed a re-ask or fallback
     assert evaluation.stats.requests >= 1
     assert evaluation.rewards_prompt.startswith("Scenario: ")

@@ -56,6 +56,8 @@ EPISODE = {
     "error": "error",
     "terminationReason": "terminationReason",
     "generationStats": "generationStats",
+    "usage": "usage { model promptTokens completionTokens estimated cost }",
+    "cost": "cost",
     "createdAt": "createdAt",
     "startedAt": "startedAt",
     "finishedAt": "finishedAt",

@@ -15,6 +15,9 @@ Other processes can script it too: POST /_fake/rules (a JSON list of rules),
 POST /_fake/reset, GET /_fake/requests, GET /_fake/stats. `python -m tests.support.fake_llm`
 serves one until interrupted.
 
+Answers carry OpenAI's `usage` (4 characters a token), recorded with each request;
+`FakeLLM(usage=False)`, `--no-usage` or a rule's `usage=False` leave it out.
+
 A rate limit answers 429 beyond it, with Retry-After (and OpenAI's retry-after-ms) when it
 knows when to come back:
 
@@ -69,6 +72,8 @@ class Rule(BaseModel):
     delay: float = 0.0
     hang: bool = False
     """Never answer (until the server stops)."""
+    usage: bool | None = None
+    """Send `usage` with the answer; None = as the server does (`FakeLLM.usage`)."""
 
     @classmethod
     def leave(cls, agent: str, turn: int | None = None) -> Rule:
@@ -117,6 +122,10 @@ class RecordedRequest(BaseModel):
     peer: str = ""
     """The client's address and port (which connection sent it)."""
     received: float = 0.0
+    reply: str | None = None
+    """The text answered (None: an error)."""
+    usage: dict[str, int] | None = None
+    """The `usage` answered (None: the answer had none, or was an error)."""
 
 
 def _schema_of(body: dict[str, Any], text: str) -> tuple[str, dict[str, Any] | None]:
@@ -193,8 +202,11 @@ class FakeLLM:
         delay: float = 0.0,
         faults: dict[str, float] | None = None,
         limit: RateLimit | None = None,
+        usage: bool = True,
     ) -> None:
         self.delay = delay
+        self.usage = usage
+        """Answers carry OpenAI's `usage` (prompt and completion tokens, 4 characters each)."""
         self.limit = limit or RateLimit()
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -235,11 +247,12 @@ class FakeLLM:
             self._rules.extend(rules)
 
     def reset(self) -> None:
-        """No rules, no recorded requests, no rate limit."""
+        """No rules, no recorded requests, no rate limit; usage reported."""
         with self._lock:
             self._rules.clear()
             self._requests.clear()
         self.limit = RateLimit()
+        self.usage = True
         self.peak_in_flight = self.rejected = 0
 
     @property
@@ -339,26 +352,26 @@ class FakeLLM:
         content = rule.content if rule and rule.content is not None else None
         if content is None:
             content = default_answer(kind, schema, text)
-        return JSONResponse(
-            {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": str(body.get("model", "fake")),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": len(text) // 4,
-                    "completion_tokens": len(content) // 4,
-                    "total_tokens": (len(text) + len(content)) // 4,
-                },
-            }
-        )
+        answer: dict[str, Any] = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model", "fake")),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+        usage: dict[str, int] | None = None
+        if rule.usage if rule is not None and rule.usage is not None else self.usage:
+            usage = {"prompt_tokens": len(text) // 4, "completion_tokens": len(content) // 4}
+            answer["usage"] = {**usage, "total_tokens": sum(usage.values())}
+        with self._lock:
+            recorded.reply, recorded.usage = content, usage
+        return JSONResponse(answer)
 
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "fake", "object": "model"}]})
@@ -427,7 +440,11 @@ class FakeLLM:
 
 @contextlib.contextmanager
 def fake_llm_process(
-    port: int, delay: float = 0.0, faults: str = "", limit: RateLimit | None = None
+    port: int,
+    delay: float = 0.0,
+    faults: str = "",
+    limit: RateLimit | None = None,
+    usage: bool = True,
 ) -> Iterator[tuple[str, int]]:
     """The fake in a process of its own (so its CPU is not the caller's); yields its base URL
     and pid once it answers, and stops it by pid."""
@@ -437,6 +454,8 @@ def fake_llm_process(
         limits += ["--max-in-flight", str(limit.in_flight)]
     if limit.per_second is not None:
         limits += ["--per-second", str(limit.per_second)]
+    if not usage:
+        limits.append("--no-usage")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -485,12 +504,13 @@ def main() -> None:
     parser.add_argument("--max-in-flight", type=int, help="429 beyond this many at once")
     parser.add_argument("--per-second", type=int, help="429 beyond this many in any second")
     parser.add_argument("--retry-after", type=float, help="seconds said with a 429 (at once)")
+    parser.add_argument("--no-usage", action="store_true", help="answer without `usage`")
     args = parser.parse_args()
     faults = {k: float(v) for k, v in (f.split("=") for f in args.faults.split(",") if f)}
     limit = RateLimit(
         in_flight=args.max_in_flight, per_second=args.per_second, retry_after=args.retry_after
     )
-    fake = FakeLLM(delay=args.delay, faults=faults, limit=limit)
+    fake = FakeLLM(delay=args.delay, faults=faults, limit=limit, usage=not args.no_usage)
     fake.port = args.port
     with fake:
         print(fake.base_url, flush=True)

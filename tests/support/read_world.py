@@ -15,6 +15,7 @@ from storage.models import (
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
+    ModelUsage,
     RelationshipProfile,
     StatusChange,
     StoredTurn,
@@ -164,6 +165,14 @@ def parley_episode(i: int, agents: int, scenarios: int, turns: int, world: str) 
         )
         for t in range(turns)
     ]
+    usage = ModelUsage(
+        model="local/gemma-3-270m",
+        prompt_tokens=900 * turns + i,
+        completion_tokens=30 * turns,
+        estimated=i % 3 == 0,
+        estimated_tokens=30 * turns if i % 3 == 0 else 0,
+        cost=None if i % 2 else 0.0001 * (i + 1),
+    )
     return EpisodeLog(
         pk=_pk("E", i, world),
         environment=_pk("S", i % scenarios, world),
@@ -184,6 +193,11 @@ def parley_episode(i: int, agents: int, scenarios: int, turns: int, world: str) 
         error="judge gave no valid scores" if status is EpisodeStatus.FAILED else None,
         termination_reason="The conversation reached the turn limit.",
         generation_stats={"requests": float(turns + 2), "retries": 1.0, "repairs": 0.0},
+        usage=[usage],
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        estimated_tokens=usage.estimated_tokens,
+        cost=usage.cost,
         created_at=at,
         started_at=at + 1,
         finished_at=at + 12,

@@ -46,6 +46,7 @@ from .input_types import (
     UpdateAgentInput,
     UpdateRelationshipInput,
     UpdateScenarioInput,
+    UsageFilter,
 )
 from .list_episodes import (
     ListEpisodes,
@@ -113,6 +114,7 @@ __all__ = [
     "UpdateRelationshipInput",
     "UpdateScenarioInput",
     "Upload",
+    "UsageFilter",
     "UserErrorCode",
     "WatchEpisode",
     "WatchEpisodeEpisodeEvents",

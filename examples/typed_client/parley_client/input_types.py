@@ -328,4 +328,15 @@ class UpdateScenarioInput(BaseModel):
     "Free-form label for grouping. Omit to keep the current value."
 
 
+class UsageFilter(BaseModel):
+    """Which episodes' usage to add up (all of them when empty)."""
+
+    tag: Optional[str] = None
+    "Tag (letter case ignored)."
+    experiment_id: Optional[str] = Field(alias="experimentId", default=None)
+    "Episodes of this experiment."
+    status: Optional[EpisodeStatus] = None
+    "Current status."
+
+
 CreateEvaluationDimensionListInput.model_rebuild()

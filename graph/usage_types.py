@@ -1,0 +1,83 @@
+"""GraphQL types of token usage and cost: per episode, and summed over many."""
+
+import strawberry
+
+from graph.enums import EpisodeStatus
+from resolvers import usage
+from storage import models
+
+BIG = "A Float: sums over many episodes can pass GraphQL's 32-bit Int."
+
+
+@strawberry.type(
+    description="Tokens one model spent on an episode (its agents' turns and the judge), "
+    "summed over every answered call, re-asks included."
+)
+class ModelUsage:
+    record: strawberry.Private[models.ModelUsage]
+
+    @strawberry.field(description="The model, as the episode names it.")
+    def model(self) -> str:
+        return self.record.model
+
+    @strawberry.field(description="Prompt tokens.")
+    def prompt_tokens(self) -> int:
+        return self.record.prompt_tokens
+
+    @strawberry.field(description="Completion tokens.")
+    def completion_tokens(self) -> int:
+        return self.record.completion_tokens
+
+    @strawberry.field(
+        description="Some calls' counts are estimates (about 4 characters a token): the "
+        "provider answered without `usage`."
+    )
+    def estimated(self) -> bool:
+        return self.record.estimated
+
+    @strawberry.field(
+        description="US dollars, from the models file's prices per million tokens; null when "
+        "it gives none for this model."
+    )
+    def cost(self) -> float | None:
+        return self.record.cost
+
+
+@strawberry.input(description="Which episodes' usage to add up (all of them when empty).")
+class UsageFilter:
+    tag: str | None = strawberry.field(default=None, description="Tag (letter case ignored).")
+    experiment_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Episodes of this experiment."
+    )
+    status: EpisodeStatus | None = strawberry.field(default=None, description="Current status.")
+
+
+@strawberry.type(description="Tokens and cost summed over episodes, computed in Redis.")
+class UsageTotals:
+    totals: strawberry.Private[usage.UsageTotals]
+
+    @strawberry.field(description="Episodes matched.")
+    def episodes(self) -> int:
+        return self.totals.episodes
+
+    @strawberry.field(description=f"Prompt tokens of every model. {BIG}")
+    def prompt_tokens(self) -> float:
+        return float(self.totals.prompt_tokens)
+
+    @strawberry.field(description=f"Completion tokens of every model. {BIG}")
+    def completion_tokens(self) -> float:
+        return float(self.totals.completion_tokens)
+
+    @strawberry.field(description=f"How many of the tokens are estimates. {BIG}")
+    def estimated_tokens(self) -> float:
+        return float(self.totals.estimated_tokens)
+
+    @strawberry.field(
+        description="US dollars summed over the priced episodes; null when none is priced."
+    )
+    def cost(self) -> float | None:
+        return self.totals.cost
+
+    @strawberry.field(description="Episodes with a cost (every model they used has prices).")
+    def priced_episodes(self) -> int:
+        return self.totals.priced_episodes

@@ -1,0 +1,73 @@
+"""Tokens and cost summed over many episodes, in Redis: one FT.AGGREGATE over the episode
+index's sortable usage totals (no episode is loaded)."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from resolvers.errors import searchable_tag
+from storage.models import EpisodeLog, EpisodeStatus
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    episodes: int
+    """Episodes matched (whatever their usage)."""
+    prompt_tokens: int
+    completion_tokens: int
+    estimated_tokens: int
+    """How many of the tokens were estimated (no count from the provider)."""
+    cost: float | None
+    """US dollars summed over the priced episodes; None when none is priced."""
+    priced_episodes: int
+    """Episodes with a cost (every model they used has prices)."""
+
+
+_SUMS = ("prompt_tokens", "completion_tokens", "estimated_tokens", "cost", "priced")
+
+
+def usage_query(
+    *, tag: str | None = None, experiment_id: str | None = None, status: EpisodeStatus | None = None
+) -> str:
+    terms: list[Any] = []
+    if tag:
+        terms.append(EpisodeLog.tag == searchable_tag(tag))
+    if experiment_id:
+        terms.append(EpisodeLog.experiment_id == searchable_tag(experiment_id))
+    if status is not None:
+        terms.append(EpisodeLog.status == status.value)
+    return str(EpisodeLog.find(*terms).query)
+
+
+async def usage_totals(
+    *, tag: str | None = None, experiment_id: str | None = None, status: EpisodeStatus | None = None
+) -> UsageTotals:
+    args: list[str | int] = ["FT.AGGREGATE", EpisodeLog.Meta.index_name]
+    args += [usage_query(tag=tag, experiment_id=experiment_id, status=status)]
+    args += ["APPLY", "exists(@cost)", "AS", "priced", "GROUPBY", 0, "REDUCE", "COUNT", 0]
+    args += ["AS", "episodes"]
+    for name in _SUMS:
+        args += ["REDUCE", "SUM", 1, f"@{name}", "AS", name]
+    args += ["DIALECT", 2]
+    raw = await EpisodeLog.db().execute_command(*args)  # type: ignore[no-untyped-call]
+    row = _row(raw)
+    number = {name: float(row.get(name) or 0) for name in ("episodes", *_SUMS)}
+    priced = int(number["priced"])
+    return UsageTotals(
+        episodes=int(number["episodes"]),
+        prompt_tokens=int(number["prompt_tokens"]),
+        completion_tokens=int(number["completion_tokens"]),
+        estimated_tokens=int(number["estimated_tokens"]),
+        cost=round(number["cost"], 9) if priced else None,
+        priced_episodes=priced,
+    )
+
+
+def _row(raw: Any) -> dict[str, str]:
+    """The one group's values from a RESP3 map or a RESP2 array (none when nothing matched)."""
+    if isinstance(raw, dict):
+        results = raw.get("results") or []
+        return dict(results[0].get("extra_attributes") or {}) if results else {}
+    if len(raw) < 2:
+        return {}
+    values = raw[1]
+    return dict(zip(values[::2], values[1::2], strict=True))
