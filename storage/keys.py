@@ -49,3 +49,21 @@ HUB_KEEPALIVE = "parley:events:hub"
 
 CAPABILITY_PROBE = "parley:capability-probe"
 """Read (never written) at start-up to learn whether the JSON module is loaded."""
+
+
+EXPERIMENTS = ("parley", "experiment")
+"""Experiment records (redis-om's global and model key prefixes): `parley:experiment:<id>`,
+indexed as `parley:Experiment:index`."""
+EXPERIMENT_NAMES = "parley:experiment-names"
+"""A hash from an experiment's name and tag (a JSON pair) to its id: one experiment per pair."""
+
+
+def experiment_slots(experiment_id: str) -> str:
+    """A hash from an experiment's slot number to the episode that currently fills it."""
+    return f"parley:experiment-slots:{experiment_id}"
+
+
+def experiment_slot_claim(experiment_id: str, slot: int, previous: str) -> str:
+    """The idempotency key (see `idempotency`) of the episode that fills a slot after episode
+    `previous` ("" for the first): concurrent starts of one slot make one episode."""
+    return f"experiment:{experiment_id}:{slot}:{previous or 'first'}"

@@ -1,0 +1,102 @@
+"""Experiment records and which episode fills each of their slots, written atomically."""
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as redis
+
+from storage import keys
+from storage.models import EpisodeLog, EpisodeStatus, Experiment
+
+_CREATE = """
+local earlier = redis.call('HGET', KEYS[1], ARGV[1])
+if earlier and redis.call('EXISTS', ARGV[4] .. earlier) == 1 then return {0, earlier} end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('JSON.SET', KEYS[2], '$', ARGV[3])
+return {1, ARGV[2]}
+"""
+"""Store a new experiment unless its name and tag name one already (that one's id is returned)."""
+
+_FILL = """
+local filled = 0
+for i = 1, #ARGV, 3 do
+  local current = redis.call('HGET', KEYS[1], ARGV[i]) or ''
+  if current == ARGV[i + 1] then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+    filled = filled + 1
+  end
+end
+return filled
+"""
+"""Point each slot at its new episode, only where it still holds the episode it was read with
+(a start that read an older state changes nothing)."""
+
+
+def name_field(name: str, tag: str) -> str:
+    return json.dumps([name, tag])
+
+
+class ExperimentStore:
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._create = client.register_script(_CREATE)
+        self._fill = client.register_script(_FILL)
+
+    async def create(self, experiment: Experiment) -> tuple[bool, str]:
+        """(created, id): the id of the stored experiment with this name and tag."""
+        prefix = Experiment.make_primary_key("")
+        done, pk = await self._create(
+            keys=[keys.EXPERIMENT_NAMES, Experiment.make_primary_key(str(experiment.pk))],
+            args=[
+                name_field(experiment.name, experiment.tag),
+                str(experiment.pk),
+                experiment.model_dump_json(),
+                prefix,
+            ],
+        )
+        return bool(done), str(pk)
+
+    async def get(self, pk: str) -> Experiment | None:
+        raw: Any = await self.client.json().get(Experiment.make_primary_key(pk), "$")
+        return Experiment.model_validate(raw[0]) if raw else None
+
+    async def find(self, name: str, tag: str) -> Experiment | None:
+        pk = await self.client.hget(keys.EXPERIMENT_NAMES, name_field(name, tag))
+        return await self.get(str(pk)) if pk else None
+
+    async def mark_started(self, pk: str, at: float) -> None:
+        await self.client.json().set(Experiment.make_primary_key(pk), "$.started_at", at)
+
+    async def slots(self, pk: str) -> dict[int, str]:
+        """Slot number to the id of the episode filling it (slots with none are absent)."""
+        found = await self.client.hgetall(keys.experiment_slots(pk))
+        return {int(slot): str(episode) for slot, episode in found.items()}
+
+    async def fill(self, pk: str, moves: Sequence[tuple[int, str, str]]) -> int:
+        """Apply (slot, expected episode or "", new episode) moves; how many applied."""
+        if not moves:
+            return 0
+        args = [str(part) for move in moves for part in move]
+        return int(await self._fill(keys=[keys.experiment_slots(pk)], args=args))
+
+    async def statuses(
+        self, episode_ids: Sequence[str]
+    ) -> list[tuple[EpisodeStatus, float] | None]:
+        """(status, finished_at or 0) of each episode, None for one that is gone; one round trip."""
+        if not episode_ids:
+            return []
+        paths = ("$.status", "$.finished_at")
+        async with self.client.pipeline(transaction=False) as pipe:
+            for pk in episode_ids:
+                pipe.execute_command("JSON.GET", EpisodeLog.make_primary_key(pk), *paths)
+            replies: list[Any] = await pipe.execute()
+        found: list[tuple[EpisodeStatus, float] | None] = []
+        for raw in replies:
+            data = json.loads(raw) if isinstance(raw, str | bytes) else raw
+            if not data or not data.get("$.status"):
+                found.append(None)
+                continue
+            finished = data["$.finished_at"][0] if data.get("$.finished_at") else None
+            found.append((EpisodeStatus(data["$.status"][0]), float(finished or 0.0)))
+        return found
