@@ -69,12 +69,14 @@ class ModelSelectionInput:
 
 @strawberry.input(description="What an experiment runs; it expands into episode slots.")
 class ExperimentDesignInput:
-    scenarios: ScenarioSelectionInput
-    agents: AgentSelectionInput
-    models: ModelSelectionInput
+    scenarios: ScenarioSelectionInput = strawberry.field(description="Which scenarios.")
+    agents: AgentSelectionInput = strawberry.field(description="Which agents, per seat.")
+    models: ModelSelectionInput = strawberry.field(description="Which models, per seat.")
     repeats: int = strawberry.field(default=1, description="Episodes per combination, 1..100.")
     max_turns: int = strawberry.field(default=20, description="Turn limit, 1..100.")
-    turn_order: TurnOrder = strawberry.field(default=TurnOrder.ROUND_ROBIN)
+    turn_order: TurnOrder = strawberry.field(
+        default=TurnOrder.ROUND_ROBIN, description="Who acts when."
+    )
     judge_model: str | None = strawberry.field(default=None, description="Model of the judge.")
     evaluation_dimension_list_id: strawberry.ID | None = strawberry.field(
         default=None, description="Custom dimensions (default: Sotopia's seven)."
@@ -83,14 +85,14 @@ class ExperimentDesignInput:
 
 @strawberry.input(description="A new experiment: a name, unique with its tag, and a design.")
 class CreateExperimentInput:
-    name: str
+    name: str = strawberry.field(description="Name, unique with the tag.")
     tag: str = strawberry.field(default="", description="Tag every episode of it carries.")
-    design: ExperimentDesignInput
+    design: ExperimentDesignInput = strawberry.field(description="What it runs.")
 
 
 @strawberry.input(description="Which experiment.")
 class ExperimentIdInput:
-    id: strawberry.ID
+    id: strawberry.ID = strawberry.field(description="The experiment.")
 
 
 @strawberry.input(description="Narrows an experiment list.")
@@ -170,8 +172,8 @@ class ExperimentProgress:
 
 @strawberry.type(description="How many episodes have one status.")
 class StatusCount:
-    status: EpisodeStatus
-    count: int
+    status: EpisodeStatus = strawberry.field(description="The status.")
+    count: int = strawberry.field(description="Episodes with it.")
 
 
 @strawberry.type(description="One episode the design asks for, and the episode filling it.")
@@ -214,7 +216,7 @@ class ExperimentSlot:
 class Experiment:
     record: strawberry.Private[models.Experiment]
 
-    @strawberry.field
+    @strawberry.field(description="Its id.")
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 

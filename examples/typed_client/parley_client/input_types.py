@@ -93,9 +93,11 @@ class CreateExperimentInput(BaseModel):
     """A new experiment: a name, unique with its tag, and a design."""
 
     name: str
+    "Name, unique with the tag."
     tag: str = ""
     "Tag every episode of it carries."
     design: "ExperimentDesignInput"
+    "What it runs."
 
 
 class CreateRelationshipInput(BaseModel):
@@ -186,13 +188,17 @@ class ExperimentDesignInput(BaseModel):
     """What an experiment runs; it expands into episode slots."""
 
     scenarios: "ScenarioSelectionInput"
+    "Which scenarios."
     agents: "AgentSelectionInput"
+    "Which agents, per seat."
     models: "ModelSelectionInput"
+    "Which models, per seat."
     repeats: int = 1
     "Episodes per combination, 1..100."
     max_turns: int = Field(alias="maxTurns", default=20)
     "Turn limit, 1..100."
     turn_order: TurnOrder = Field(alias="turnOrder", default=TurnOrder.ROUND_ROBIN)
+    "Who acts when."
     judge_model: Optional[str] = Field(alias="judgeModel", default=None)
     "Model of the judge."
     evaluation_dimension_list_id: Optional[str] = Field(
@@ -214,6 +220,7 @@ class ExperimentIdInput(BaseModel):
     """Which experiment."""
 
     id: str
+    "The experiment."
 
 
 class ModelSelectionInput(BaseModel):
