@@ -13,12 +13,12 @@ import redis.asyncio as redis
 
 from storage import keys
 from storage.models import (
-    AgentProfile,
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
     RelationshipProfile,
 )
+from tests.support.experiments import experiment_world, sampled_design
 from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient, init, receive, send, serve, socket
 
@@ -52,35 +52,8 @@ subscription($id: ID!) {
 }"""
 
 
-async def world(tag: str, agents: int = 3) -> tuple[list[str], list[str]]:
-    """Two scenarios (one FRIEND, one STRANGER) and `agents` agents; their ids."""
-    people = [AgentProfile(first_name=f"Exp{i}", last_name=tag, tag=tag) for i in range(agents)]
-    for person in people:
-        await person.save()
-    scenarios = [
-        EnvironmentProfile(
-            codename=f"{tag}_{kind}",
-            scenario="Two people plan a trip.",
-            agent_goals=["Go to the sea", "Go to the hills"],
-            relationship=kind,
-            tag=tag,
-        )
-        for kind in (3, 0)
-    ]
-    for scenario in scenarios:
-        await scenario.save()
-    return [str(s.pk) for s in scenarios], [str(p.pk) for p in people]
-
-
-def design(scenarios: list[str], model: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "scenarios": {"ids": scenarios},
-        "agents": {"sample": "UNIFORM", "seed": 7, "pairsPerScenario": 2},
-        "models": {"compare": [model], "partner": model},
-        "maxTurns": 2,
-        "judgeModel": model,
-        **extra,
-    }
+world = experiment_world
+design = sampled_design
 
 
 async def create(gql: GraphQLClient, name: str, tag: str, plan: dict[str, Any]) -> dict[str, Any]:
