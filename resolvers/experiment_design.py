@@ -112,6 +112,18 @@ class World:
     agents: list[str]
     relationships: list[RelationshipProfile]
 
+    @classmethod
+    def of(
+        cls,
+        scenarios: Sequence[EnvironmentProfile],
+        agents: Sequence[str],
+        relationships: Sequence[RelationshipProfile],
+        keep_order: bool = False,
+    ) -> "World":
+        """The world with each list sorted by id (scenarios kept in order when named by id)."""
+        ordered = list(scenarios) if keep_order else sorted(scenarios, key=lambda s: str(s.pk))
+        return cls(ordered, sorted(agents), sorted(relationships, key=lambda r: str(r.pk)))
+
 
 def parse(fields: dict[str, Any], prefix: Sequence[str]) -> tuple[Design | None, list[UserError]]:
     try:
@@ -230,7 +242,7 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
             terms.append(EnvironmentProfile.tag == searchable_tag(chosen.tag))
         if chosen.codename:
             terms.append(EnvironmentProfile.codename == chosen.codename)
-        scenarios = sorted(await EnvironmentProfile.find(*terms).all(), key=lambda s: str(s.pk))
+        scenarios = await EnvironmentProfile.find(*terms).all()
         if not scenarios:
             message = "no scenario matches the design's scenario filter"
             errors.append(UserError(["input", "design", "scenarios"], message, ErrorCode.INVALID))
@@ -241,9 +253,9 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
         errors += await missing_agents(client, agents.pairs)
     elif agents.sample == Sampling.UNIFORM:
         terms = [AgentProfile.tag == searchable_tag(agents.tag)] if agents.tag else []
-        agent_ids = sorted(str(a.pk) for a in await AgentProfile.find(*terms).all())
+        agent_ids = [str(a.pk) for a in await AgentProfile.find(*terms).all()]
     else:
-        relationships = sorted(await RelationshipProfile.find().all(), key=lambda r: str(r.pk))
+        relationships = await RelationshipProfile.find().all()
     list_id = design.evaluation_dimension_list_id
     if list_id and await exist(client, [(CustomEvaluationDimensionList, list_id)]) != [True]:
         field = ["input", "design", "evaluationDimensionListId"]
@@ -251,7 +263,7 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
         errors.append(UserError(field, message, ErrorCode.NOT_FOUND))
     if errors:
         return None, errors
-    return World(scenarios, agent_ids, relationships), []
+    return World.of(scenarios, agent_ids, relationships, keep_order=chosen.ids is not None), []
 
 
 async def missing_agents(client: redis.Redis, pairs: list[list[str]]) -> list[UserError]:

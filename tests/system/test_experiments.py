@@ -198,3 +198,17 @@ async def test_cli_errors_exit_with_status_2(
         assert "no experiment with id 'no-such-experiment'" in unknown.output()
     nobody = Cli(["watch", "x", "--url", api.url], tmp_path / "gone.log")
     assert (nobody.wait() == 2 and "cannot reach" in nobody.output()) or "lost" in nobody.output()
+
+
+async def test_cli_sends_the_token_a_server_requires(
+    redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    env = parley_env(redis_url, tmp_path / "data", tokens="s3cret", seed="false")
+    scenarios, _ = await experiment_world("sys-token")
+    path = design_file(tmp_path / "t.toml", "sys-token", scenarios, fake_llm.model_name())
+    with api_process(env, tmp_path / "api.log") as api:  # with its own worker
+        refused = Cli(["run", str(path), "--url", api.url], tmp_path / "no.log")
+        assert refused.wait() == 2 and "401" in refused.output(), refused.output()
+        allowed = Cli(["run", str(path), "--url", api.url, "--token", "s3cret"], tmp_path / "t.log")
+        assert allowed.wait() == 0, allowed.output()
+    assert "completed 8/8" in allowed.output()
