@@ -242,7 +242,7 @@ class Experiment:
 
     @strawberry.field(description="How many episode slots the design expanded into.")
     def slot_count(self) -> int:
-        return len(self.record.slots)
+        return self.record.slot_count
 
     @strawberry.field(description="The slots in design order, each with its current episode.")
     async def slots(
@@ -252,13 +252,15 @@ class Experiment:
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
     ) -> Connection[ExperimentSlot]:
         offset, limit = window(first, after)
-        filled = await ExperimentStore(info.context.services.client).slots(str(self.record.pk))
-        chosen = self.record.slots[offset : offset + limit]
+        store = ExperimentStore(info.context.services.client)
+        pk = str(self.record.pk)
+        filled = await store.slots(pk)
+        chosen = await store.plan(pk, offset, offset + limit) if limit else []
         items = [
             ExperimentSlot(number=offset + i, slot=s, episode_id=filled.get(offset + i))
             for i, s in enumerate(chosen)
         ]
-        page = Page(items=items, offset=offset, total=len(self.record.slots))
+        page = Page(items=items, offset=offset, total=self.record.slot_count)
         return to_connection(page, lambda item: item)
 
     @strawberry.field(description="Counts by status, rate and an estimate of the time left.")

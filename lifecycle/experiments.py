@@ -24,7 +24,7 @@ from resolvers.pagination import Page, fetch_page
 from resolvers.records import storable
 from storage import keys
 from storage.experiments import ExperimentStore
-from storage.models import EpisodeStatus, Experiment
+from storage.models import EpisodeStatus, Experiment, ExperimentSlot
 
 RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
 """Statuses whose slot a new start fills again."""
@@ -79,11 +79,11 @@ async def create_experiment(
         name=valid.name,
         tag=valid.tag,
         design=design.model_dump(mode="json"),
-        slots=slots,
+        slot_count=len(slots),
         created_at=time.time(),
     )
     store = ExperimentStore(services.client)
-    created, pk = await store.create(record)
+    created, pk = await store.create(record, slots)
     if created:
         return record, []
     existing = await store.get(pk)
@@ -111,8 +111,9 @@ async def list_experiments(
     return await fetch_page(Experiment.find(*terms).sort_by("-created_at"), first, after)
 
 
-def slot_request(experiment: Experiment, number: int, previous: str) -> dict[str, Any]:
-    slot = experiment.slots[number]
+def slot_request(
+    experiment: Experiment, slot: ExperimentSlot, number: int, previous: str
+) -> dict[str, Any]:
     design = experiment.design
     request: dict[str, Any] = {
         "scenario_id": slot.scenario_id,
@@ -137,7 +138,7 @@ async def to_fill(store: ExperimentStore, experiment: Experiment) -> list[tuple[
     states = await store.statuses([filled[n] for n in numbers])
     state_of = dict(zip(numbers, states, strict=True))
     todo: list[tuple[int, str]] = []
-    for number in range(len(experiment.slots)):
+    for number in range(experiment.slot_count):
         state = state_of.get(number)
         if number not in filled or state is None or state[0] in RETRIED:
             todo.append((number, filled.get(number, "")))
@@ -154,6 +155,7 @@ async def start_experiment(
         return None, 0, [not_found("experiment", pk)]
     store = ExperimentStore(services.client)
     queued = 0
+    plan = await store.plan(pk)
     for _ in range(ROUNDS):
         todo = await to_fill(store, experiment)
         if not todo:
@@ -161,7 +163,7 @@ async def start_experiment(
         await store.mark_started(pk, time.time())
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
-            batch = [slot_request(experiment, n, previous) for n, previous in chunk]
+            batch = [slot_request(experiment, plan[n], n, previous) for n, previous in chunk]
             episodes, errors = await simulations.start_many(services, batch)
             if errors:
                 return experiment, queued, [slot_error(e, chunk) for e in errors]
@@ -215,7 +217,7 @@ async def measure(services: Services, experiment: Experiment) -> tuple[Progress,
     ids = set(filled.values())
     states = [s for s in await store.statuses(list(filled.values())) if s is not None]
     counts = Counter(status for status, _ in states)
-    total = len(experiment.slots)
+    total = experiment.slot_count
     pending = total - len(states)
     since = experiment.started_at
     if since is None:

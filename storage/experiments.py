@@ -5,18 +5,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as redis
+from pydantic import TypeAdapter
 
 from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus, Experiment
+from storage.models import EpisodeLog, EpisodeStatus, Experiment, ExperimentSlot
+
+PLAN = TypeAdapter(list[ExperimentSlot])
 
 _CREATE = """
 local earlier = redis.call('HGET', KEYS[1], ARGV[1])
 if earlier and redis.call('EXISTS', ARGV[4] .. earlier) == 1 then return {0, earlier} end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('JSON.SET', KEYS[2], '$', ARGV[3])
+redis.call('JSON.SET', KEYS[3], '$', ARGV[5])
 return {1, ARGV[2]}
 """
-"""Store a new experiment unless its name and tag name one already (that one's id is returned)."""
+"""Store a new experiment and its slots unless its name and tag name one already (that one's id
+is returned)."""
 
 _FILL = """
 local filled = 0
@@ -43,19 +48,29 @@ class ExperimentStore:
         self._create = client.register_script(_CREATE)
         self._fill = client.register_script(_FILL)
 
-    async def create(self, experiment: Experiment) -> tuple[bool, str]:
+    async def create(
+        self, experiment: Experiment, slots: Sequence[ExperimentSlot]
+    ) -> tuple[bool, str]:
         """(created, id): the id of the stored experiment with this name and tag."""
-        prefix = Experiment.make_primary_key("")
-        done, pk = await self._create(
-            keys=[keys.EXPERIMENT_NAMES, Experiment.make_primary_key(str(experiment.pk))],
+        pk = str(experiment.pk)
+        plan = PLAN.dump_json(list(slots)).decode()
+        done, found = await self._create(
+            keys=[keys.EXPERIMENT_NAMES, Experiment.make_primary_key(pk), keys.experiment_plan(pk)],
             args=[
                 name_field(experiment.name, experiment.tag),
-                str(experiment.pk),
+                pk,
                 experiment.model_dump_json(),
-                prefix,
+                Experiment.make_primary_key(""),
+                plan,
             ],
         )
-        return bool(done), str(pk)
+        return bool(done), str(found)
+
+    async def plan(self, pk: str, start: int = 0, stop: int | None = None) -> list[ExperimentSlot]:
+        """The slots from `start` up to `stop` (all when None), in design order."""
+        path = f"$[{start}:{stop}]" if stop is not None else f"$[{start}:]"
+        raw: Any = await self.client.json().get(keys.experiment_plan(pk), path)
+        return PLAN.validate_python(raw or [])
 
     async def get(self, pk: str) -> Experiment | None:
         raw: Any = await self.client.json().get(Experiment.make_primary_key(pk), "$")

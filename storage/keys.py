@@ -58,6 +58,12 @@ EXPERIMENT_NAMES = "parley:experiment-names"
 """A hash from an experiment's name and tag (a JSON pair) to its id: one experiment per pair."""
 
 
+def experiment_plan(experiment_id: str) -> str:
+    """A JSON array of an experiment's slots, in design order (kept apart from the record, so
+    listing experiments does not read them)."""
+    return f"parley:experiment-plan:{experiment_id}"
+
+
 def experiment_slots(experiment_id: str) -> str:
     """A hash from an experiment's slot number to the episode that currently fills it."""
     return f"parley:experiment-slots:{experiment_id}"

@@ -260,13 +260,13 @@ class ExperimentSlot(BaseModel):
 
 
 class Experiment(Record, index=True):
-    """A named batch of episodes: its design, and the slots the design expanded into (which
-    episode fills each slot is kept beside it, `keys.experiment_slots`)."""
+    """A named batch of episodes and its design. The slots the design expanded into, and which
+    episode fills each, are kept beside it (`keys.experiment_plan`, `keys.experiment_slots`)."""
 
     name: str = Field(index=True, description="Name, unique with the tag.")
     tag: str = Field(default="", index=True, description="Tag its episodes carry.")
     design: dict[str, Any] = {}
-    slots: list[ExperimentSlot] = []
+    slot_count: int = 0
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     """When it was last started (or resumed)."""

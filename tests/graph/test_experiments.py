@@ -92,7 +92,7 @@ async def test_design_expands_with_both_seat_orders_and_repeats(
 ) -> None:
     scenarios, agents = await world("expand")
     model, partner = fake_llm.model_name("a"), fake_llm.model_name("p")
-    plan = design(scenarios, model, repeats=2)
+    plan = design(scenarios, model, tag="expand", repeats=2)
     plan["models"] = {"compare": [model], "partner": partner}
     experiment = await created(gql, "expand", "expand", plan)
     # 2 scenarios x 2 sampled pairs x 2 seat orders x 2 repeats
@@ -112,9 +112,9 @@ async def test_same_seed_same_slots_and_explicit_seats(
 ) -> None:
     scenarios, agents = await world("seed")
     model = fake_llm.model_name()
-    one = await created(gql, "seed-a", "seed", design(scenarios, model))
-    two = await created(gql, "seed-b", "seed", design(scenarios, model))
-    other = design(scenarios, model)
+    one = await created(gql, "seed-a", "seed", design(scenarios, model, tag="seed"))
+    two = await created(gql, "seed-b", "seed", design(scenarios, model, tag="seed"))
+    other = design(scenarios, model, tag="seed")
     other["agents"]["seed"] = 8
     three = await created(gql, "seed-c", "seed", other)
 
@@ -342,7 +342,7 @@ async def test_progress_subscription_follows_a_run_to_the_end(
         httpx.AsyncClient(base_url=url, timeout=30) as http,
     ):
         gql = GraphQLClient(http)
-        plan = design(scenarios, fake_llm.model_name())
+        plan = design(scenarios, fake_llm.model_name(), tag="live")  # distinct agent names
         experiment = await created(gql, "live", "live", plan)
         pk = experiment["id"]
         async with socket(url) as ws:
@@ -359,7 +359,8 @@ async def test_progress_subscription_follows_a_run_to_the_end(
                     break
                 seen.append(message["payload"]["data"]["experimentProgress"])
         final = await progress(gql, pk)
-    assert seen and seen[-1]["finished"] and seen[-1]["allCompleted"]
+    errors = [e.error for e in await episodes_of(pk) if e.status != EpisodeStatus.COMPLETED]
+    assert seen and seen[-1]["finished"] and seen[-1]["allCompleted"], errors
     assert seen[-1]["completed"] == 8 and seen[-1]["unfinished"] == 0
     completed = [s["completed"] for s in seen]
     assert completed == sorted(completed) and len(seen) >= 2

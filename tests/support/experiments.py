@@ -25,12 +25,17 @@ async def experiment_world(tag: str, agents: int = 3) -> tuple[list[str], list[s
     return [str(s.pk) for s in scenarios], [str(p.pk) for p in people]
 
 
-def sampled_design(scenarios: list[str], model: str, **extra: Any) -> dict[str, Any]:
-    """Two uniformly sampled pairs per scenario, `model` against itself in both seats:
-    2 x 2 x 2 = 8 episodes per repeat (GraphQL field names)."""
+def sampled_design(
+    scenarios: list[str], model: str, tag: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """Two uniformly sampled pairs per scenario (among the agents with `tag`, when given), `model`
+    against itself in both seats: 2 x 2 x 2 = 8 episodes per repeat (GraphQL field names)."""
+    agents: dict[str, Any] = {"sample": "UNIFORM", "seed": 7, "pairsPerScenario": 2}
+    if tag is not None:
+        agents["tag"] = tag
     return {
         "scenarios": {"ids": scenarios},
-        "agents": {"sample": "UNIFORM", "seed": 7, "pairsPerScenario": 2},
+        "agents": agents,
         "models": {"compare": [model], "partner": model},
         "maxTurns": 2,
         "judgeModel": model,

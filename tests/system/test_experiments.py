@@ -49,6 +49,7 @@ ids = [{ids}]
 
 [design.agents]
 sample = "uniform"
+tag = "{name}"
 seed = 3
 pairs_per_scenario = 2
 
