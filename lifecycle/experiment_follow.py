@@ -1,33 +1,46 @@
 """Following an experiment: its progress each time one of its episodes changes status.
 
 Built on the process's event hub (one pub/sub connection): the stream listens to the status
-events of every episode, keeps those of the experiment's episodes (and QUEUED ones with its tag,
-which may be new slot fillers), lets a burst of them arrive, then measures the progress once.
+events of every episode and keeps its tally of the experiment's episodes current from those of
+its own; an event with the experiment's tag from an episode it does not know yet (a slot filled by
+a start), or a possible loss of events, makes it read the whole state again. It lets a burst of
+events arrive before it sends the progress once.
 """
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator
 
-from lifecycle.experiments import Progress, get_experiment, measure
+from lifecycle.experiments import Progress, Tally, get_experiment, tally
 from lifecycle.services import Services
-from lifecycle.transitions import EpisodeEvent
+from lifecycle.transitions import EpisodeEvent, EventKind
 from storage import keys
-from storage.models import EpisodeStatus
+from storage.models import Experiment
 
 BURST = 0.05
-"""Seconds to let further events arrive before measuring again."""
+"""Seconds to let further events arrive before sending the progress again."""
 
 
 class UnknownExperiment(LookupError):
     """A stream was asked for an experiment that is not stored."""
 
 
-def concerns(event: EpisodeEvent | None, tag: str, episodes: set[str]) -> bool:
+def apply(event: EpisodeEvent | None, state: Tally, tag: str) -> bool | None:
+    """Update the tally from one event: True when it changed, None when the state must be read
+    again, False when the event is not the experiment's."""
     if event is None:
-        return True  # events may have been lost: measure again
-    if event.episode_id in episodes:
+        return None  # events may have been lost
+    if event.type != EventKind.STATUS or event.status is None:
+        return False
+    if event.episode_id in state.states:
+        state.saw(event.episode_id, event.status, event.at)
         return True
-    return event.status == EpisodeStatus.QUEUED and (event.tag or "") == tag
+    return None if (event.tag or "") == tag else False
+
+
+async def reread(services: Services, pk: str, known: Experiment) -> tuple[Experiment, Tally]:
+    experiment = await get_experiment(services, pk) or known
+    return experiment, await tally(services, experiment)
 
 
 async def follow_experiment(services: Services, pk: str) -> AsyncGenerator[Progress]:
@@ -36,17 +49,29 @@ async def follow_experiment(services: Services, pk: str) -> AsyncGenerator[Progr
         experiment = await get_experiment(services, pk)
         if experiment is None:
             raise UnknownExperiment(pk)
-        current, episodes = await measure(services, experiment)
+        state = await tally(services, experiment)
+        current = state.progress(time.time())
         yield current
-        while not current.finished:
-            event = await subscriber.next()
-            if not concerns(event, experiment.tag, episodes):
+        while True:
+            if current.finished:
+                # the tally says so: make sure the stored state does too before ending
+                experiment, state = await reread(services, pk, experiment)
+                current = state.progress(time.time())
+                if current.finished:
+                    return
+                yield current
+            outcome = apply(await subscriber.next(), state, experiment.tag)
+            if outcome is False:
                 continue
             await asyncio.sleep(BURST)
-            while not subscriber.queue.empty():
-                subscriber.queue.get_nowait()
-            experiment = await get_experiment(services, pk) or experiment
-            measured, episodes = await measure(services, experiment)
+            while outcome is not None and not subscriber.queue.empty() and not subscriber.resync:
+                outcome = apply(subscriber.queue.get_nowait(), state, experiment.tag)
+            if outcome is None:
+                while not subscriber.queue.empty():
+                    subscriber.queue.get_nowait()
+                subscriber.resync = False
+                experiment, state = await reread(services, pk, experiment)
+            measured = state.progress(time.time())
             if measured != current:
                 current = measured
                 yield current

@@ -155,11 +155,12 @@ async def start_experiment(
         return None, 0, [not_found("experiment", pk)]
     store = ExperimentStore(services.client)
     queued = 0
-    plan = await store.plan(pk)
+    plan: list[ExperimentSlot] = []
     for _ in range(ROUNDS):
         todo = await to_fill(store, experiment)
         if not todo:
             break
+        plan = plan or await store.plan(pk)
         await store.mark_started(pk, time.time())
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
@@ -198,34 +199,54 @@ async def cancel_experiment(
 
     async def cancel(episode_id: str) -> bool:
         async with gate:
-            _, errors = await simulations.cancel(services, episode_id)
-            return not errors  # an episode that ended meanwhile is left as it ended
+            # the transition cancelSimulation makes, without reading the episode back
+            result = await services.store.transition(
+                episode_id, EpisodeStatus.CANCELLED, reason="cancelled"
+            )
+            return result.ok  # an episode that ended meanwhile is left as it ended
 
     done = await asyncio.gather(*(cancel(e) for e in live))
     return experiment, sum(done), []
 
 
+@dataclass
+class Tally:
+    """The state of each episode filling a slot: what progress is computed from, and what a
+    stream keeps current from status events instead of reading it all again."""
+
+    total: int
+    since: float | None
+    states: dict[str, tuple[EpisodeStatus, float]]
+    """Episode id to (status, when it ended or 0)."""
+
+    def saw(self, episode_id: str, status: EpisodeStatus, at: float) -> None:
+        self.states[episode_id] = (status, at if status.terminal else 0.0)
+
+    def progress(self, now: float) -> Progress:
+        counts = Counter(status for status, _ in self.states.values())
+        pending = self.total - len(self.states)
+        if self.since is None:
+            return Progress(self.total, pending, dict(counts))
+        since = self.since
+        ended = [at for s, at in self.states.values() if s.terminal and at >= since]
+        unfinished = pending + sum(counts.get(s, 0) for s in UNFINISHED)
+        span = (now if unfinished else max(ended, default=since)) - since
+        rate = len(ended) / span if span > 0 and ended else 0.0
+        left = unfinished / rate if rate > 0 else (0.0 if not unfinished else None)
+        return Progress(self.total, pending, dict(counts), rate * 60, left)
+
+
 async def progress(services: Services, experiment: Experiment) -> Progress:
-    measured, _ = await measure(services, experiment)
-    return measured
+    return (await tally(services, experiment)).progress(time.time())
 
 
-async def measure(services: Services, experiment: Experiment) -> tuple[Progress, set[str]]:
-    """The progress, and the ids of the episodes now filling the slots."""
+async def tally(services: Services, experiment: Experiment) -> Tally:
+    """The stored state of the episodes now filling the experiment's slots."""
     store = ExperimentStore(services.client)
-    filled = await store.slots(str(experiment.pk))
-    ids = set(filled.values())
-    states = [s for s in await store.statuses(list(filled.values())) if s is not None]
-    counts = Counter(status for status, _ in states)
-    total = experiment.slot_count
-    pending = total - len(states)
-    since = experiment.started_at
-    if since is None:
-        return Progress(total, pending, dict(counts)), ids
-    ended = [at for status, at in states if status.terminal and at >= since]
-    unfinished = pending + sum(counts.get(s, 0) for s in UNFINISHED)
-    until = time.time() if unfinished else max(ended, default=since)
-    span = until - since
-    rate = len(ended) / span if span > 0 and ended else 0.0
-    left = unfinished / rate if rate > 0 else (0.0 if not unfinished else None)
-    return Progress(total, pending, dict(counts), rate * 60, left), ids
+    filled = list((await store.slots(str(experiment.pk))).values())
+    states = {
+        pk: state
+        for pk, state in zip(filled, await store.statuses(filled), strict=True)
+        if state is not None
+    }
+    return Tally(experiment.slot_count, experiment.started_at, states)

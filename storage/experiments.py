@@ -98,20 +98,20 @@ class ExperimentStore:
     async def statuses(
         self, episode_ids: Sequence[str]
     ) -> list[tuple[EpisodeStatus, float] | None]:
-        """(status, finished_at or 0) of each episode, None for one that is gone; one round trip."""
+        """(status, finished_at or 0) of each episode, None for one that is gone; two commands."""
         if not episode_ids:
             return []
-        paths = ("$.status", "$.finished_at")
+        names = [EpisodeLog.make_primary_key(pk) for pk in episode_ids]
         async with self.client.pipeline(transaction=False) as pipe:
-            for pk in episode_ids:
-                pipe.execute_command("JSON.GET", EpisodeLog.make_primary_key(pk), *paths)
-            replies: list[Any] = await pipe.execute()
+            pipe.execute_command("JSON.MGET", *names, "$.status")
+            pipe.execute_command("JSON.MGET", *names, "$.finished_at")
+            statuses, finished = await pipe.execute()
         found: list[tuple[EpisodeStatus, float] | None] = []
-        for raw in replies:
-            data = json.loads(raw) if isinstance(raw, str | bytes) else raw
-            if not data or not data.get("$.status"):
+        for status, at in zip(statuses, finished, strict=True):
+            # each reply is the list of the path's matches (redis-py parses JSON.MGET's JSON)
+            if not status:
                 found.append(None)
                 continue
-            finished = data["$.finished_at"][0] if data.get("$.finished_at") else None
-            found.append((EpisodeStatus(data["$.status"][0]), float(finished or 0.0)))
+            ended = at[0] if at else None
+            found.append((EpisodeStatus(status[0]), float(ended or 0.0)))
         return found
