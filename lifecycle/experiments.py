@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from ulid import ULID
 
+from lifecycle import failpoints
 from lifecycle import start as simulations
 from lifecycle.services import Services
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
@@ -30,8 +31,9 @@ RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
 """Statuses whose slot a new start fills again."""
 UNFINISHED = frozenset({EpisodeStatus.QUEUED, EpisodeStatus.RUNNING, EpisodeStatus.EVALUATING})
 ROUNDS = 3
-"""Passes of one start: a pass can find, through a slot's key, an episode that has failed
-since, which the next pass replaces."""
+"""Passes of one start: a pass can get back, through a slot's key, an episode written by an
+earlier start that stopped before recording it and that has failed since; the next pass
+replaces those (and only those)."""
 
 
 class ExperimentFields(BaseModel, extra="forbid"):
@@ -156,12 +158,15 @@ async def start_experiment(
     store = ExperimentStore(services.client)
     queued = 0
     plan: list[ExperimentSlot] = []
+    again: set[int] | None = None
+    """After the first pass: the slots whose key gave back an earlier episode that has failed."""
     for _ in range(ROUNDS):
-        todo = await to_fill(store, experiment)
+        todo = [t for t in await to_fill(store, experiment) if again is None or t[0] in again]
         if not todo:
             break
         plan = plan or await store.plan(pk)
         await store.mark_started(pk, time.time())
+        again = set()
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
             batch = [slot_request(experiment, plan[n], n, previous) for n, previous in chunk]
@@ -171,7 +176,13 @@ async def start_experiment(
             moves = [
                 (n, previous, str(e.pk)) for (n, previous), e in zip(chunk, episodes, strict=True)
             ]
-            queued += await store.fill(pk, moves)
+            failpoints.reached("experiment:before-fill")
+            applied = await store.fill(pk, moves)
+            for (n, _), episode, done in zip(chunk, episodes, applied, strict=True):
+                if episode.status in RETRIED:
+                    again.add(n)  # replaced by the next pass
+                elif done:
+                    queued += 1
     return await store.get(pk), queued, []
 
 

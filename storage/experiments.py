@@ -24,12 +24,14 @@ return {1, ARGV[2]}
 is returned)."""
 
 _FILL = """
-local filled = 0
+local filled = {}
 for i = 1, #ARGV, 3 do
   local current = redis.call('HGET', KEYS[1], ARGV[i]) or ''
   if current == ARGV[i + 1] then
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
-    filled = filled + 1
+    filled[#filled + 1] = 1
+  else
+    filled[#filled + 1] = 0
   end
 end
 return filled
@@ -88,12 +90,13 @@ class ExperimentStore:
         found = await self.client.hgetall(keys.experiment_slots(pk))
         return {int(slot): str(episode) for slot, episode in found.items()}
 
-    async def fill(self, pk: str, moves: Sequence[tuple[int, str, str]]) -> int:
-        """Apply (slot, expected episode or "", new episode) moves; how many applied."""
+    async def fill(self, pk: str, moves: Sequence[tuple[int, str, str]]) -> list[bool]:
+        """Apply (slot, expected episode or "", new episode) moves; whether each applied."""
         if not moves:
-            return 0
+            return []
         args = [str(part) for move in moves for part in move]
-        return int(await self._fill(keys=[keys.experiment_slots(pk)], args=args))
+        applied = await self._fill(keys=[keys.experiment_slots(pk)], args=args)
+        return [bool(int(a)) for a in applied]
 
     async def statuses(
         self, episode_ids: Sequence[str]

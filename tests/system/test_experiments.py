@@ -10,14 +10,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from storage.models import EpisodeLog, EpisodeStatus
-from tests.support.experiments import experiment_world
+from tests.support.experiments import experiment_world, sampled_design
 from tests.support.fake_llm import FakeLLM
-from tests.support.processes import api_process, parley_env, worker_process
+from tests.support.processes import ApiProcess, api_process, parley_env, worker_process
 from tests.support.simulation import post
 
+CREATE = """
+mutation($input: CreateExperimentInput!) {
+  createExperiment(input: $input) { experiment { id } userErrors { message } }
+}"""
+START = """
+mutation($id: ID!) { startExperiment(input: {id: $id}) { changed userErrors { message } } }"""
+CANCEL = """
+mutation($id: ID!) { cancelExperiment(input: {id: $id}) { changed userErrors { message } } }"""
 PROGRESS = """
 query($id: ID!) {
   experiment(id: $id) { progress { total completed failed unfinished finished } }
@@ -213,3 +222,36 @@ async def test_cli_sends_the_token_a_server_requires(
         allowed = Cli(["run", str(path), "--url", api.url, "--token", "s3cret"], tmp_path / "t.log")
         assert allowed.wait() == 0, allowed.output()
     assert "completed 8/8" in allowed.output()
+
+
+async def test_a_start_killed_before_recording_its_episodes_is_resumed_without_duplicates(
+    redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    scenarios, _ = await experiment_world("sys-crash")
+    env = parley_env(redis_url, tmp_path / "data", seed="false", worker="false")
+    design = sampled_design(scenarios, fake_llm.model_name(), tag="sys-crash")
+    create = {"input": {"name": "sys-crash", "tag": "sys-crash", "design": design}}
+    doomed = ApiProcess({**env, "PARLEY_FAILPOINT": "experiment:before-fill"}, tmp_path / "d.log")
+    try:
+        pk = (await post(doomed.url, CREATE, create))["createExperiment"]["experiment"]["id"]
+        with pytest.raises(httpx.HTTPError):  # dies after writing the episodes, before the slots
+            await post(doomed.url, START, {"id": pk})
+        doomed.popen.wait(10)
+        assert doomed.popen.returncode == -9
+    finally:
+        doomed.stop()
+    written = {str(e.pk) for e in await stored(pk)}
+    assert len(written) == 8
+    one = await EpisodeLog.get(sorted(written)[0])  # and one of them has failed since
+    one.status = EpisodeStatus.FAILED
+    await one.save()
+    with api_process(env, tmp_path / "api.log") as api:
+        started = (await post(api.url, START, {"id": pk}))["startExperiment"]
+        again = (await post(api.url, START, {"id": pk}))["startExperiment"]
+        now = await progress(api.url, pk)
+        await post(api.url, CANCEL, {"id": pk})
+    assert started == {"changed": 8, "userErrors": []}
+    assert again == {"changed": 0, "userErrors": []}
+    after = {str(e.pk) for e in await stored(pk)}
+    assert written < after and len(after) == 9  # the failed one replaced, nothing else added
+    assert now["unfinished"] == 8 and now["failed"] == 0
