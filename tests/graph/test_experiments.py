@@ -4,6 +4,7 @@ resume, progress, lists, the progress subscription, and the error paths."""
 import asyncio
 import json
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from storage.models import (
     EpisodeStatus,
     RelationshipProfile,
 )
-from tests.support.experiments import experiment_world, sampled_design
+from tests.support.experiments import Worlds, sampled_design
 from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient, init, receive, send, serve, socket
 
@@ -53,8 +54,14 @@ subscription($id: ID!) {
 }"""
 
 
-world = experiment_world
 design = sampled_design
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[Worlds]:
+    worlds = Worlds()
+    yield worlds
+    await worlds.drop()
 
 
 async def create(gql: GraphQLClient, name: str, tag: str, plan: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +95,7 @@ async def episodes_of(pk: str) -> list[EpisodeLog]:
 
 
 async def test_design_expands_with_both_seat_orders_and_repeats(
-    gql: GraphQLClient, fake_llm: FakeLLM
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
 ) -> None:
     scenarios, agents = await world("expand")
     model, partner = fake_llm.model_name("a"), fake_llm.model_name("p")
@@ -108,7 +115,7 @@ async def test_design_expands_with_both_seat_orders_and_repeats(
 
 
 async def test_same_seed_same_slots_and_explicit_seats(
-    gql: GraphQLClient, fake_llm: FakeLLM
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
 ) -> None:
     scenarios, agents = await world("seed")
     model = fake_llm.model_name()
@@ -135,7 +142,7 @@ async def test_same_seed_same_slots_and_explicit_seats(
 
 
 async def test_relationship_sampling_takes_only_matching_pairs(
-    gql: GraphQLClient, fake_llm: FakeLLM
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
 ) -> None:
     scenarios, agents = await world("kin", agents=4)
     friends = RelationshipProfile(agent_1_id=agents[0], agent_2_id=agents[1], relationship=3)
@@ -155,7 +162,7 @@ async def test_relationship_sampling_takes_only_matching_pairs(
 
 
 async def test_start_twice_and_concurrently_makes_one_episode_per_slot(
-    gql: GraphQLClient, fake_llm: FakeLLM, redis_client: redis.Redis
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM, redis_client: redis.Redis
 ) -> None:
     scenarios, _ = await world("twice")
     experiment = await created(gql, "twice", "twice", design(scenarios, fake_llm.model_name()))
@@ -178,7 +185,7 @@ async def test_start_twice_and_concurrently_makes_one_episode_per_slot(
 
 
 async def test_cancel_then_start_refills_only_the_cancelled(
-    gql: GraphQLClient, fake_llm: FakeLLM
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
 ) -> None:
     scenarios, _ = await world("resume")
     experiment = await created(gql, "resume", "resume", design(scenarios, fake_llm.model_name()))
@@ -204,7 +211,7 @@ async def test_cancel_then_start_refills_only_the_cancelled(
 
 
 async def test_same_name_and_design_finds_it_another_design_conflicts(
-    gql: GraphQLClient, fake_llm: FakeLLM
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
 ) -> None:
     scenarios, _ = await world("again")
     plan = design(scenarios, fake_llm.model_name())
@@ -221,7 +228,9 @@ async def test_same_name_and_design_finds_it_another_design_conflicts(
     assert listed["experiments"] == {"totalCount": 1, "nodes": [{"id": one["id"], "name": "again"}]}
 
 
-async def test_list_pages_newest_first(gql: GraphQLClient, fake_llm: FakeLLM) -> None:
+async def test_list_pages_newest_first(
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
+) -> None:
     scenarios, _ = await world("pages")
     ids = [
         (await created(gql, f"page-{i}", "pages", design(scenarios, fake_llm.model_name())))["id"]
@@ -275,6 +284,7 @@ async def test_list_pages_newest_first(gql: GraphQLClient, fake_llm: FakeLLM) ->
     ],
 )
 async def test_invalid_designs_are_refused_and_write_nothing(
+    world: Worlds,
     gql: GraphQLClient,
     fake_llm: FakeLLM,
     unchanged: Any,
@@ -292,7 +302,7 @@ async def test_invalid_designs_are_refused_and_write_nothing(
 
 
 async def test_empty_name_and_too_many_slots_are_refused(
-    gql: GraphQLClient, fake_llm: FakeLLM, unchanged: Any
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM, unchanged: Any
 ) -> None:
     scenarios, _ = await world("huge")
     async with unchanged():
@@ -321,7 +331,7 @@ async def test_unknown_ids_are_clear_errors(gql: GraphQLClient, unchanged: Any) 
 
 
 async def test_start_after_a_scenario_was_deleted_names_the_slot(
-    gql: GraphQLClient, fake_llm: FakeLLM
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
 ) -> None:
     scenarios, _ = await world("gone")
     experiment = await created(gql, "gone", "gone", design(scenarios, fake_llm.model_name()))
@@ -334,7 +344,7 @@ async def test_start_after_a_scenario_was_deleted_names_the_slot(
 
 
 async def test_progress_subscription_follows_a_run_to_the_end(
-    redis_url: str, tmp_path: Path, fake_llm: FakeLLM
+    world: Worlds, redis_url: str, tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.delay = 0.2  # each episode takes a few of these: a progress while they run
     scenarios, _ = await world("live")
@@ -400,7 +410,7 @@ async def test_the_example_design_file_is_a_valid_input(gql: GraphQLClient) -> N
 
 
 async def test_progress_subscription_sees_a_cancel_and_ends(
-    gql: GraphQLClient, api_url: str, fake_llm: FakeLLM
+    world: Worlds, gql: GraphQLClient, api_url: str, fake_llm: FakeLLM
 ) -> None:
     scenarios, _ = await world("watch-cancel")
     plan = design(scenarios, fake_llm.model_name(), tag="watch-cancel")

@@ -41,3 +41,23 @@ def sampled_design(
         "judgeModel": model,
         **extra,
     }
+
+
+class Worlds:
+    """Makes experiment worlds and deletes them again, so tests leave no agents behind (the web
+    app's agent filter lists the first page of them)."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[list[str], list[str]]] = []
+
+    async def __call__(self, tag: str, agents: int = 3) -> tuple[list[str], list[str]]:
+        scenarios, people = await experiment_world(tag, agents)
+        self.made.append((scenarios, people))
+        return scenarios, people
+
+    async def drop(self) -> None:
+        for scenarios, people in self.made:
+            for pk in scenarios:
+                await EnvironmentProfile.delete(pk)
+            for pk in people:
+                await AgentProfile.delete(pk)

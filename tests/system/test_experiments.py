@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from storage.models import EpisodeLog, EpisodeStatus
-from tests.support.experiments import experiment_world, sampled_design
+from tests.support.experiments import Worlds, sampled_design
 from tests.support.fake_llm import FakeLLM
 from tests.support.processes import ApiProcess, api_process, parley_env, worker_process
 from tests.support.simulation import post
@@ -31,6 +31,13 @@ PROGRESS = """
 query($id: ID!) {
   experiment(id: $id) { progress { total completed failed unfinished finished } }
 }"""
+
+
+@pytest.fixture
+async def experiment_world() -> AsyncIterator[Worlds]:
+    worlds = Worlds()
+    yield worlds
+    await worlds.drop()
 
 
 @pytest.fixture
@@ -126,7 +133,7 @@ async def stored(pk: str) -> list[EpisodeLog]:
 
 
 async def test_killed_worker_then_rerun_adds_only_the_failed(
-    env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.delay = 0.1
     scenarios, _ = await experiment_world("sys-kill")
@@ -166,7 +173,7 @@ async def test_killed_worker_then_rerun_adds_only_the_failed(
 
 
 async def test_ctrl_c_detaches_without_cancelling_and_watch_reattaches(
-    env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     scenarios, _ = await experiment_world("sys-detach")
     path = design_file(tmp_path / "d.toml", "sys-detach", scenarios, fake_llm.model_name())
@@ -211,7 +218,7 @@ async def test_cli_errors_exit_with_status_2(
 
 
 async def test_cli_sends_the_token_a_server_requires(
-    redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
+    experiment_world: Worlds, redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     env = parley_env(redis_url, tmp_path / "data", tokens="s3cret", seed="false")
     scenarios, _ = await experiment_world("sys-token")
@@ -225,7 +232,7 @@ async def test_cli_sends_the_token_a_server_requires(
 
 
 async def test_a_start_killed_before_recording_its_episodes_is_resumed_without_duplicates(
-    redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
+    experiment_world: Worlds, redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     scenarios, _ = await experiment_world("sys-crash")
     env = parley_env(redis_url, tmp_path / "data", seed="false", worker="false")
