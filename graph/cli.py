@@ -125,14 +125,19 @@ def parser() -> argparse.ArgumentParser:
 
     load = commands.add_parser("seed", help="load the sample data (idempotent)")
     load.add_argument("--data-dir", type=Path, help="where embedded data lives")
-    from graph import exchange_cli
+    from graph import exchange_cli, experiment_cli
 
     exchange_cli.add_commands(commands)
+    experiment_cli.add_commands(commands)
     return root
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
+    if args.command == "experiment":
+        from graph import experiment_cli
+
+        sys.exit(experiment_cli.main(args))
     overrides: dict[str, Any] = {
         key: value
         for key, value in {

@@ -7,6 +7,7 @@ import strawberry
 from graph import inputs
 from graph.context import Info
 from graph.episode_types import Episode
+from graph.experiments import ExperimentMutation
 from graph.inputs import fields_of, simulation_fields
 from graph.payloads import (
     AgentPayload,
@@ -37,7 +38,7 @@ def deleted(pk: str, errors: Sequence[object]) -> strawberry.ID | None:
 
 
 @strawberry.type(description="Change the stored world.")
-class Mutation(RejudgeMutation):
+class Mutation(ExperimentMutation, RejudgeMutation):
     @strawberry.mutation(description="Create an agent.")
     async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
         record, errors = await agents.create_agent(fields_of(input))

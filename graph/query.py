@@ -8,6 +8,7 @@ from graph.connection import Connection, to_connection
 from graph.context import Info
 from graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
 from graph.errors import UserInputError
+from graph.experiments import ExperimentQuery
 from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
 from graph.projection import fields_for
 from graph.rejudge import RejudgeQuery
@@ -32,7 +33,7 @@ AFTER = "Cursor of the item to start after (a previous page's endCursor)."
 
 
 @strawberry.type(description="Read the stored world.")
-class Query(ResultsQuery, RejudgeQuery):
+class Query(ExperimentQuery, ResultsQuery, RejudgeQuery):
     @strawberry.field(description="One agent by id; null if there is none.")
     async def agent(self, id: strawberry.ID) -> Agent | None:
         record = await agents.get_agent(id)

@@ -12,6 +12,7 @@ import strawberry
 from graph.context import Info
 from graph.episode_types import EpisodeEvent
 from graph.errors import UserInputError
+from graph.experiments import ExperimentSubscription
 from lifecycle.follow import UnknownEpisode, everything, follow, follow_tag, statuses_only
 from lifecycle.transitions import EpisodeEvent as Event
 from lifecycle.transitions import log_position
@@ -89,7 +90,7 @@ def episode_id(id: strawberry.ID) -> str:
 
 
 @strawberry.type(description="Live updates over websockets (graphql-transport-ws or graphql-ws).")
-class Subscription:
+class Subscription(ExperimentSubscription):
     @strawberry.subscription(
         description="An episode's status: a SNAPSHOT, then each STATUS change; ends when it ends."
     )

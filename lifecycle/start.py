@@ -48,6 +48,7 @@ class SimulationFields(BaseModel, extra="forbid"):
     tag: ShortText = ""
     idempotency_key: ShortText | None = None
     redelivery: Redelivery = Redelivery.RESUME
+    experiment_id: ShortText = ""
 
     @model_validator(mode="after")
     def consistent(self) -> "SimulationFields":
@@ -152,6 +153,7 @@ def new_episode(valid: SimulationFields) -> EpisodeLog:
         evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
         idempotency_key=valid.idempotency_key,
         redelivery=valid.redelivery,
+        experiment_id=valid.experiment_id,
         created_at=now,
     )
 

@@ -67,3 +67,27 @@ def evaluation_record(rejudging_id: str, episode_id: str) -> str:
 def rejudging(rejudging_id: str) -> str:
     """A re-judging's settings and size (hash)."""
     return f"parley:rejudging:{rejudging_id}"
+
+
+EXPERIMENTS = ("parley", "experiment")
+"""Experiment records (redis-om's global and model key prefixes): `parley:experiment:<id>`,
+indexed as `parley:Experiment:index`."""
+EXPERIMENT_NAMES = "parley:experiment-names"
+"""A hash from an experiment's name and tag (a JSON pair) to its id: one experiment per pair."""
+
+
+def experiment_plan(experiment_id: str) -> str:
+    """A JSON array of an experiment's slots, in design order (kept apart from the record, so
+    listing experiments does not read them)."""
+    return f"parley:experiment-plan:{experiment_id}"
+
+
+def experiment_slots(experiment_id: str) -> str:
+    """A hash from an experiment's slot number to the episode that currently fills it."""
+    return f"parley:experiment-slots:{experiment_id}"
+
+
+def experiment_slot_claim(experiment_id: str, slot: int, previous: str) -> str:
+    """The idempotency key (see `idempotency`) of the episode that fills a slot after episode
+    `previous` ("" for the first): concurrent starts of one slot make one episode."""
+    return f"experiment:{experiment_id}:{slot}:{previous or 'first'}"

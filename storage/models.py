@@ -257,6 +257,37 @@ class EpisodeLog(Record, index=True):
         index_name = keys.index_name("EpisodeLog")
 
 
+class ExperimentSlot(BaseModel):
+    """One episode an experiment's design asks for: who meets where, with which models."""
+
+    scenario_id: str
+    agent_ids: list[str]
+    agent_models: list[str]
+    repeat: int = 0
+    model: str = ""
+    """The model this slot measures (the compared one, in a design against a partner)."""
+    seat: int | None = None
+    """The seat of `model` in a design against a partner; None in one with explicit seats."""
+
+
+class Experiment(Record, index=True):
+    """A named batch of episodes and its design. The slots the design expanded into, and which
+    episode fills each, are kept beside it (`keys.experiment_plan`, `keys.experiment_slots`)."""
+
+    name: str = Field(index=True, description="Name, unique with the tag.")
+    tag: str = Field(default="", index=True, description="Tag its episodes carry.")
+    design: dict[str, Any] = {}
+    slot_count: int = 0
+    created_at: float = Field(default=0.0, index=True, sortable=True)
+    started_at: float | None = None
+    """When it was last started (or resumed)."""
+
+    class Meta:
+        global_key_prefix = keys.EXPERIMENTS[0]
+        model_key_prefix = keys.EXPERIMENTS[1]
+        index_name = keys.index_name("Experiment")
+
+
 MODELS: tuple[type[Record], ...] = (
     EpisodeLog,
     AgentProfile,
@@ -264,4 +295,5 @@ MODELS: tuple[type[Record], ...] = (
     RelationshipProfile,
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,
+    Experiment,
 )

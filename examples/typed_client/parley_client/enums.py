@@ -12,6 +12,11 @@ class ActionType(str, Enum):
     LEAVE = "LEAVE"
 
 
+class AgentSampling(str, Enum):
+    UNIFORM = "UNIFORM"
+    RELATIONSHIP = "RELATIONSHIP"
+
+
 class EpisodeEventKind(str, Enum):
     SNAPSHOT = "SNAPSHOT"
     STATUS = "STATUS"

@@ -6,7 +6,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import EpisodeStatus, Redelivery, RelationshipType, TurnOrder
+from .enums import AgentSampling, EpisodeStatus, Redelivery, RelationshipType, TurnOrder
 
 
 class AgentFilter(BaseModel):
@@ -20,6 +20,21 @@ class AgentFilter(BaseModel):
     "Exact occupation, any case."
     name: Optional[str] = None
     "First name, last name, or 'First Last'; any case."
+
+
+class AgentSelectionInput(BaseModel):
+    """Which agents sit in the two seats: explicit pairs, or sampled."""
+
+    pairs: Optional[list[list[str]]] = None
+    "Pairs in seat order; each meets in every scenario."
+    sample: Optional[AgentSampling] = None
+    "UNIFORM: any two agents; RELATIONSHIP: stored relationships of the scenario's kind (Sotopia's samplers)."
+    seed: int = 0
+    "The same seed draws the same pairs."
+    pairs_per_scenario: int = Field(alias="pairsPerScenario", default=1)
+    "Pairs drawn, 1..100."
+    tag: Optional[str] = None
+    "With UNIFORM: draw only among agents with this tag."
 
 
 class CreateAgentInput(BaseModel):
@@ -72,6 +87,17 @@ class CreateEvaluationDimensionListInput(BaseModel):
     "Unique name."
     dimensions: list["EvaluationDimensionInput"]
     "The dimensions, at least one, names unique."
+
+
+class CreateExperimentInput(BaseModel):
+    """A new experiment: a name, unique with its tag, and a design."""
+
+    name: str
+    "Name, unique with the tag."
+    tag: str = ""
+    "Tag every episode of it carries."
+    design: "ExperimentDesignInput"
+    "What it runs."
 
 
 class CreateRelationshipInput(BaseModel):
@@ -179,6 +205,56 @@ class EvaluationDimensionInput(BaseModel):
     "Highest score."
 
 
+class ExperimentDesignInput(BaseModel):
+    """What an experiment runs; it expands into episode slots."""
+
+    scenarios: "ScenarioSelectionInput"
+    "Which scenarios."
+    agents: "AgentSelectionInput"
+    "Which agents, per seat."
+    models: "ModelSelectionInput"
+    "Which models, per seat."
+    repeats: int = 1
+    "Episodes per combination, 1..100."
+    max_turns: int = Field(alias="maxTurns", default=20)
+    "Turn limit, 1..100."
+    turn_order: TurnOrder = Field(alias="turnOrder", default=TurnOrder.ROUND_ROBIN)
+    "Who acts when."
+    judge_model: Optional[str] = Field(alias="judgeModel", default=None)
+    "Model of the judge."
+    evaluation_dimension_list_id: Optional[str] = Field(
+        alias="evaluationDimensionListId", default=None
+    )
+    "Custom dimensions (default: Sotopia's seven)."
+
+
+class ExperimentFilter(BaseModel):
+    """Narrows an experiment list."""
+
+    name: Optional[str] = None
+    "Name (letter case ignored)."
+    tag: Optional[str] = None
+    "Tag (letter case ignored)."
+
+
+class ExperimentIdInput(BaseModel):
+    """Which experiment."""
+
+    id: str
+    "The experiment."
+
+
+class ModelSelectionInput(BaseModel):
+    """Which models play: each compared against a partner, or per seat."""
+
+    compare: Optional[list[str]] = None
+    "Models to compare, each against `partner` in both seats."
+    partner: Optional[str] = None
+    "The fixed partner model."
+    seats: Optional[list[list[str]]] = None
+    "Explicit (seat 1, seat 2) model assignments."
+
+
 class RejudgeEpisodesInput(BaseModel):
     """Which finished episodes to judge again (exactly one of episodeIds, experimentId and tag), by which judge, on which dimensions."""
 
@@ -216,6 +292,17 @@ class ScenarioFilter(BaseModel):
     "Tag (letter case ignored)."
     codename: Optional[str] = None
     "Codename (letter case ignored)."
+
+
+class ScenarioSelectionInput(BaseModel):
+    """Which scenarios: ids, or a tag and/or codename to select them."""
+
+    ids: Optional[list[str]] = None
+    "In this order."
+    tag: Optional[str] = None
+    "Scenarios with this tag."
+    codename: Optional[str] = None
+    "With this codename."
 
 
 class StartSimulationInput(BaseModel):
@@ -340,3 +427,5 @@ class UsageFilter(BaseModel):
 
 
 CreateEvaluationDimensionListInput.model_rebuild()
+CreateExperimentInput.model_rebuild()
+ExperimentDesignInput.model_rebuild()

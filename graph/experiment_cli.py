@@ -1,0 +1,285 @@
+"""`parley experiment run DESIGN.toml` and `parley experiment watch ID`: create or find an
+experiment on a local or remote Parley, start (or resume) it and show its progress live.
+
+Talks to the server only over GraphQL: HTTP for the mutations, a graphql-transport-ws websocket for
+`experimentProgress`. Ctrl-C detaches (the episodes keep running); the exit status is 0 when every
+episode completed, 1 when the experiment ended otherwise, 2 on an error and 130 when detached.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import tomllib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import aiohttp
+
+COMPLETED, UNFINISHED, ERROR, DETACHED = 0, 1, 2, 130
+DEFAULT_URL = "http://127.0.0.1:8000"
+RECONNECTS = 5
+
+CREATE = """
+mutation($input: CreateExperimentInput!) {
+  createExperiment(input: $input) {
+    experiment { id name slotCount }
+    userErrors { field message code }
+  }
+}"""
+START = """
+mutation($id: ID!) {
+  startExperiment(input: {id: $id}) { changed userErrors { field message code } }
+}"""
+PROGRESS = """
+subscription($id: ID!) {
+  experimentProgress(id: $id) {
+    total pending completed failed cancelled unfinished finished allCompleted
+    episodesPerMinute secondsLeft counts { status count }
+  }
+}"""
+
+
+def enum_name(value: str) -> str:
+    return value.upper().replace("-", "_")
+
+
+ENUMS = {"sample": enum_name, "turn_order": enum_name}
+"""Design values given as Parley's stored spelling ("uniform", "round-robin") that GraphQL
+takes as enum names."""
+
+
+class CommandError(RuntimeError):
+    """A failure to report in one line and exit with status 2."""
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def graphql_design(value: Any, key: str = "") -> Any:
+    """A design as TOML holds it (snake_case) as the GraphQL input (camelCase, enum names)."""
+    if isinstance(value, dict):
+        return {camel(k): graphql_design(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [graphql_design(v) for v in value]
+    if key in ENUMS and isinstance(value, str):
+        return ENUMS[key](value)
+    return value
+
+
+def read_design(path: Path) -> dict[str, Any]:
+    """The createExperiment input a design file describes."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise CommandError(f"cannot read {path}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise CommandError(f"{path} is not valid TOML: {err}") from None
+    unknown = set(data) - {"name", "tag", "design"}
+    if unknown:
+        raise CommandError(f"{path}: unknown top-level keys {sorted(unknown)}")
+    if not isinstance(data.get("name"), str) or not isinstance(data.get("design"), dict):
+        raise CommandError(f"{path} needs a name and a [design] table")
+    return {
+        "name": data["name"],
+        "tag": data.get("tag", ""),
+        "design": graphql_design(data["design"]),
+    }
+
+
+class Remote:
+    """A Parley server reached over HTTP and websockets."""
+
+    def __init__(self, session: "aiohttp.ClientSession", url: str, token: str | None) -> None:
+        self.session = session
+        self.url = url.rstrip("/") + "/graphql"
+        self.token = token
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.token}"} if self.token else {}
+
+    async def execute(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        import aiohttp
+
+        body = {"query": query, "variables": variables}
+        try:
+            async with self.session.post(self.url, json=body, headers=self.headers()) as response:
+                text = await response.text()
+                if response.status != 200:
+                    raise CommandError(f"{self.url} answered {response.status}: {text[:300]}")
+        except aiohttp.ClientError as err:
+            raise CommandError(f"cannot reach {self.url}: {err}") from None
+        answer: dict[str, Any] = json.loads(text)
+        if answer.get("errors"):
+            raise CommandError("; ".join(e["message"] for e in answer["errors"]))
+        data: dict[str, Any] = answer["data"]
+        return data
+
+    async def subscribe(self, query: str, variables: dict[str, Any]) -> AsyncIterator[Any]:
+        """Each `next` payload's data; returns when the server completes the subscription."""
+        import aiohttp
+
+        ws_url = self.url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+        init = {"authorization": f"Bearer {self.token}"} if self.token else {}
+        async with self.session.ws_connect(ws_url, protocols=("graphql-transport-ws",)) as ws:
+            await ws.send_json({"type": "connection_init", "payload": init})
+            payload = {"query": query, "variables": variables}
+            subscribed = False
+            async for message in ws:
+                if message.type != aiohttp.WSMsgType.TEXT:
+                    break
+                item = json.loads(message.data)
+                kind = item.get("type")
+                if kind == "connection_ack" and not subscribed:
+                    await ws.send_json({"type": "subscribe", "id": "1", "payload": payload})
+                    subscribed = True
+                elif kind == "ping":
+                    await ws.send_json({"type": "pong"})
+                elif kind == "next":
+                    if item["payload"].get("errors"):
+                        messages = [e["message"] for e in item["payload"]["errors"]]
+                        raise CommandError("; ".join(messages))
+                    yield item["payload"]["data"]
+                elif kind == "error":
+                    raise CommandError("; ".join(e["message"] for e in item["payload"]))
+                elif kind == "complete":
+                    return
+            raise ConnectionError(f"the websocket closed ({ws.close_code})")
+
+
+def user_errors(errors: list[dict[str, Any]]) -> CommandError:
+    lines = [f"{'.'.join(e['field'])}: {e['message']} ({e['code']})" for e in errors]
+    return CommandError("\n".join(lines))
+
+
+async def create_and_start(remote: Remote, path: Path) -> str:
+    request = read_design(path)
+    created = (await remote.execute(CREATE, {"input": request}))["createExperiment"]
+    if created["userErrors"]:
+        raise user_errors(created["userErrors"])
+    experiment = created["experiment"]
+    started = (await remote.execute(START, {"id": experiment["id"]}))["startExperiment"]
+    if started["userErrors"]:
+        raise user_errors(started["userErrors"])
+    print(
+        f"experiment {experiment['id']} ({experiment['name']}): {experiment['slotCount']} "
+        f"episodes, {started['changed']} queued now",
+        flush=True,
+    )
+    return str(experiment["id"])
+
+
+def describe(progress: dict[str, Any]) -> dict[str, str]:
+    counts = {c["status"]: c["count"] for c in progress["counts"]}
+    parts = [f"{s.lower()} {n}" for s, n in counts.items() if n]
+    if progress["pending"]:
+        parts.insert(0, f"not queued {progress['pending']}")
+    left = progress["secondsLeft"]
+    return {
+        "counts": ", ".join(parts) or "nothing yet",
+        "rate": f"{progress['episodesPerMinute']:.1f}/min",
+        "left": "?" if left is None else f"{int(left) // 60}:{int(left) % 60:02d}",
+    }
+
+
+async def follow(remote: Remote, experiment_id: str) -> dict[str, Any]:
+    """Show the progress until every episode has ended; the last progress."""
+    import aiohttp
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TextColumn("{task.fields[rate]}"),
+        TextColumn("left {task.fields[left]}"),
+    )
+    last: dict[str, Any] | None = None
+    with Progress(*columns) as bar:
+        task = bar.add_task(experiment_id, total=None, counts="", rate="", left="?")
+        for attempt in range(RECONNECTS + 1):
+            try:
+                async for data in remote.subscribe(PROGRESS, {"id": experiment_id}):
+                    last = data["experimentProgress"]
+                    ended = last["total"] - last["unfinished"]
+                    shown = describe(last)
+                    bar.update(
+                        task,
+                        total=last["total"],
+                        completed=ended,
+                        counts=shown["counts"],
+                        rate=shown["rate"],
+                        left=shown["left"],
+                    )
+                break
+            except (aiohttp.ClientError, ConnectionError) as err:
+                if last is None:
+                    raise CommandError(f"cannot reach {remote.url}: {err}") from None
+                if attempt == RECONNECTS:
+                    raise CommandError(f"lost the connection to {remote.url}: {err}") from None
+                await asyncio.sleep(min(2**attempt * 0.5, 5))
+    if last is None:
+        raise CommandError("the server sent no progress")
+    return last
+
+
+def summary(progress: dict[str, Any]) -> str:
+    return (
+        f"completed {progress['completed']}/{progress['total']}, failed {progress['failed']}, "
+        f"cancelled {progress['cancelled']}"
+    )
+
+
+async def run(args: argparse.Namespace) -> int:
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, connect=30)) as http:
+        remote = Remote(http, args.url, args.token)
+        if args.experiment_command == "run":
+            experiment_id = await create_and_start(remote, args.design)
+            args.id = experiment_id  # named when Ctrl-C detaches
+        else:
+            experiment_id = args.id
+        final = await follow(remote, experiment_id)
+    print(summary(final), flush=True)
+    return COMPLETED if final["allCompleted"] else UNFINISHED
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(run(args))
+    except CommandError as err:
+        print(f"parley: {err}", flush=True)
+        return ERROR
+    except KeyboardInterrupt:
+        target = getattr(args, "id", None) or "ID"
+        print(
+            f"detached; the episodes keep running (`parley experiment watch {target}` reattaches)",
+            flush=True,
+        )
+        return DETACHED
+
+
+def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    experiment = commands.add_parser("experiment", help="run and watch experiments")
+    actions = experiment.add_subparsers(dest="experiment_command", required=True)
+    run = actions.add_parser("run", help="create or find the experiment of a design file, start it")
+    run.add_argument("design", type=Path, help="the design, a TOML file")
+    watch = actions.add_parser("watch", help="show an experiment's progress until it ends")
+    watch.add_argument("id", help="the experiment's id")
+    for command in (run, watch):
+        command.add_argument(
+            "--url",
+            default=os.environ.get("PARLEY_URL", DEFAULT_URL),
+            help=f"the Parley server (default $PARLEY_URL or {DEFAULT_URL})",
+        )
+        command.add_argument(
+            "--token",
+            default=os.environ.get("PARLEY_TOKEN"),
+            help="bearer token, when the server has PARLEY_TOKENS set (default $PARLEY_TOKEN)",
+        )

@@ -1,0 +1,352 @@
+"""Experiments over GraphQL: types, inputs, and the root fields Query, Mutation and
+Subscription take from here. Each resolver hands its input to lifecycle/experiments.py."""
+
+import dataclasses
+import enum
+import json
+from collections.abc import AsyncGenerator
+from datetime import datetime
+from typing import Annotated, Any
+
+import strawberry
+
+from graph.connection import Connection, to_connection
+from graph.context import Info
+from graph.enums import EpisodeStatus, TurnOrder
+from graph.episode_types import Episode, when
+from graph.errors import UserInputError
+from graph.payloads import user_errors
+from graph.types import UserError
+from lifecycle import experiments as service
+from lifecycle.experiment_follow import UnknownExperiment, follow_experiment
+from lifecycle.experiments import Progress
+from resolvers.episodes import get_episode
+from resolvers.experiment_design import Sampling
+from resolvers.pagination import Page, window
+from storage import models
+from storage.experiments import ExperimentStore
+
+FIRST = "How many items to return, 0..100 (default 20)."
+AFTER = "Cursor of the item to start after (a previous page's endCursor)."
+
+strawberry.enum(Sampling, name="AgentSampling", description="How agent pairs are drawn.")
+
+
+@strawberry.input(description="Which scenarios: ids, or a tag and/or codename to select them.")
+class ScenarioSelectionInput:
+    ids: list[strawberry.ID] | None = strawberry.field(default=None, description="In this order.")
+    tag: str | None = strawberry.field(default=None, description="Scenarios with this tag.")
+    codename: str | None = strawberry.field(default=None, description="With this codename.")
+
+
+@strawberry.input(description="Which agents sit in the two seats: explicit pairs, or sampled.")
+class AgentSelectionInput:
+    pairs: list[list[strawberry.ID]] | None = strawberry.field(
+        default=None, description="Pairs in seat order; each meets in every scenario."
+    )
+    sample: Sampling | None = strawberry.field(
+        default=None,
+        description="UNIFORM: any two agents; RELATIONSHIP: stored relationships of the "
+        "scenario's kind (Sotopia's samplers).",
+    )
+    seed: int = strawberry.field(default=0, description="The same seed draws the same pairs.")
+    pairs_per_scenario: int = strawberry.field(default=1, description="Pairs drawn, 1..100.")
+    tag: str | None = strawberry.field(
+        default=None, description="With UNIFORM: draw only among agents with this tag."
+    )
+
+
+@strawberry.input(description="Which models play: each compared against a partner, or per seat.")
+class ModelSelectionInput:
+    compare: list[str] | None = strawberry.field(
+        default=None, description="Models to compare, each against `partner` in both seats."
+    )
+    partner: str | None = strawberry.field(default=None, description="The fixed partner model.")
+    seats: list[list[str]] | None = strawberry.field(
+        default=None, description="Explicit (seat 1, seat 2) model assignments."
+    )
+
+
+@strawberry.input(description="What an experiment runs; it expands into episode slots.")
+class ExperimentDesignInput:
+    scenarios: ScenarioSelectionInput = strawberry.field(description="Which scenarios.")
+    agents: AgentSelectionInput = strawberry.field(description="Which agents, per seat.")
+    models: ModelSelectionInput = strawberry.field(description="Which models, per seat.")
+    repeats: int = strawberry.field(default=1, description="Episodes per combination, 1..100.")
+    max_turns: int = strawberry.field(default=20, description="Turn limit, 1..100.")
+    turn_order: TurnOrder = strawberry.field(
+        default=TurnOrder.ROUND_ROBIN, description="Who acts when."
+    )
+    judge_model: str | None = strawberry.field(default=None, description="Model of the judge.")
+    evaluation_dimension_list_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Custom dimensions (default: Sotopia's seven)."
+    )
+
+
+@strawberry.input(description="A new experiment: a name, unique with its tag, and a design.")
+class CreateExperimentInput:
+    name: str = strawberry.field(description="Name, unique with the tag.")
+    tag: str = strawberry.field(default="", description="Tag every episode of it carries.")
+    design: ExperimentDesignInput = strawberry.field(description="What it runs.")
+
+
+@strawberry.input(description="Which experiment.")
+class ExperimentIdInput:
+    id: strawberry.ID = strawberry.field(description="The experiment.")
+
+
+@strawberry.input(description="Narrows an experiment list.")
+class ExperimentFilter:
+    name: str | None = strawberry.field(default=None, description="Name (letter case ignored).")
+    tag: str | None = strawberry.field(default=None, description="Tag (letter case ignored).")
+
+
+def plain(value: object) -> Any:
+    """An input as the service validates it: dicts of set fields, enums as values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for item in dataclasses.fields(value):
+            field = getattr(value, item.name)
+            if field is not None and field is not strawberry.UNSET:
+                out[item.name] = plain(field)
+        return out
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+@strawberry.type(description="How far an experiment has got.")
+class ExperimentProgress:
+    progress: strawberry.Private[Progress]
+
+    @strawberry.field(description="Episode slots the design expanded into.")
+    def total(self) -> int:
+        return self.progress.total
+
+    @strawberry.field(description="Slots with no episode yet.")
+    def pending(self) -> int:
+        return self.progress.pending
+
+    @strawberry.field(description="Episodes now filling the slots, by status.")
+    def counts(self) -> list["StatusCount"]:
+        return [
+            StatusCount(status=status, count=self.progress.counts.get(status, 0))
+            for status in models.EpisodeStatus
+        ]
+
+    @strawberry.field(description="Slot episodes that ended completed.")
+    def completed(self) -> int:
+        return self.progress.counts.get(models.EpisodeStatus.COMPLETED, 0)
+
+    @strawberry.field(description="Slot episodes that failed (a new start retries them).")
+    def failed(self) -> int:
+        return self.progress.counts.get(models.EpisodeStatus.FAILED, 0)
+
+    @strawberry.field(description="Slot episodes that were cancelled (a new start retries them).")
+    def cancelled(self) -> int:
+        return self.progress.counts.get(models.EpisodeStatus.CANCELLED, 0)
+
+    @strawberry.field(description="Slots not yet ended: pending, queued, running or evaluating.")
+    def unfinished(self) -> int:
+        return self.progress.unfinished
+
+    @strawberry.field(description="Episodes ended per minute since the latest start.")
+    def episodes_per_minute(self) -> float:
+        return round(self.progress.episodes_per_minute, 3)
+
+    @strawberry.field(description="Estimated seconds until every slot has ended, at that rate.")
+    def seconds_left(self) -> float | None:
+        left = self.progress.seconds_left
+        return None if left is None else round(left, 1)
+
+    @strawberry.field(description="Every slot's episode has ended.")
+    def finished(self) -> bool:
+        return self.progress.finished
+
+    @strawberry.field(description="Every slot's episode completed.")
+    def all_completed(self) -> bool:
+        return self.progress.all_completed
+
+
+@strawberry.type(description="How many episodes have one status.")
+class StatusCount:
+    status: EpisodeStatus = strawberry.field(description="The status.")
+    count: int = strawberry.field(description="Episodes with it.")
+
+
+@strawberry.type(description="One episode the design asks for, and the episode filling it.")
+class ExperimentSlot:
+    number: int = strawberry.field(description="Position in the expanded design, from 0.")
+    slot: strawberry.Private[models.ExperimentSlot]
+    episode_id: strawberry.Private[str | None]
+
+    @strawberry.field(description="The scenario.")
+    def scenario_id(self) -> strawberry.ID:
+        return strawberry.ID(self.slot.scenario_id)
+
+    @strawberry.field(description="The agents in seat order.")
+    def agent_ids(self) -> list[strawberry.ID]:
+        return [strawberry.ID(a) for a in self.slot.agent_ids]
+
+    @strawberry.field(description="The model of each seat.")
+    def agent_models(self) -> list[str]:
+        return self.slot.agent_models
+
+    @strawberry.field(description="Which repeat of its combination, from 0.")
+    def repeat(self) -> int:
+        return self.slot.repeat
+
+    @strawberry.field(description="The compared model (designs against a partner; else empty).")
+    def model(self) -> str:
+        return self.slot.model
+
+    @strawberry.field(description="The seat of the compared model, from 0; null with seats.")
+    def seat(self) -> int | None:
+        return self.slot.seat
+
+    @strawberry.field(description="The episode now filling the slot; null before a start.")
+    async def episode(self) -> Episode | None:
+        record = await get_episode(self.episode_id) if self.episode_id else None
+        return Episode(record=record) if record else None
+
+
+@strawberry.type(description="A named batch of episodes expanded from a design.")
+class Experiment:
+    record: strawberry.Private[models.Experiment]
+
+    @strawberry.field(description="Its id.")
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(str(self.record.pk))
+
+    @strawberry.field(description="Name, unique with the tag.")
+    def name(self) -> str:
+        return self.record.name
+
+    @strawberry.field(description="Tag every episode of it carries.")
+    def tag(self) -> str:
+        return self.record.tag
+
+    @strawberry.field(description="The design as stored (snake_case keys), as a JSON string.")
+    def design(self) -> str:
+        return json.dumps(self.record.design)
+
+    @strawberry.field(description="When it was created.")
+    def created_at(self) -> datetime | None:
+        return when(self.record.created_at)
+
+    @strawberry.field(description="When it was last started or resumed.")
+    def started_at(self) -> datetime | None:
+        return when(self.record.started_at)
+
+    @strawberry.field(description="How many episode slots the design expanded into.")
+    def slot_count(self) -> int:
+        return self.record.slot_count
+
+    @strawberry.field(description="The slots in design order, each with its current episode.")
+    async def slots(
+        self,
+        info: Info,
+        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[ExperimentSlot]:
+        offset, limit = window(first, after)
+        store = ExperimentStore(info.context.services.client)
+        pk = str(self.record.pk)
+        filled = await store.slots(pk)
+        chosen = await store.plan(pk, offset, offset + limit) if limit else []
+        items = [
+            ExperimentSlot(number=offset + i, slot=s, episode_id=filled.get(offset + i))
+            for i, s in enumerate(chosen)
+        ]
+        page = Page(items=items, offset=offset, total=self.record.slot_count)
+        return to_connection(page, lambda item: item)
+
+    @strawberry.field(description="Counts by status, rate and an estimate of the time left.")
+    async def progress(self, info: Info) -> ExperimentProgress:
+        measured = await service.progress(info.context.services, self.record)
+        return ExperimentProgress(progress=measured)
+
+
+@strawberry.type(description="Result of createExperiment.")
+class ExperimentPayload:
+    experiment: Experiment | None = strawberry.field(description="Null on failure.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was done.")
+
+
+@strawberry.type(description="Result of startExperiment or cancelExperiment.")
+class ExperimentRunPayload:
+    experiment: Experiment | None = strawberry.field(description="Null on failure.")
+    changed: int = strawberry.field(
+        description="Slots this call queued an episode for (start), or episodes it cancelled."
+    )
+    user_errors: list[UserError] = strawberry.field(description="Why nothing (more) was done.")
+
+
+def wrap(record: models.Experiment | None) -> Experiment | None:
+    return Experiment(record=record) if record else None
+
+
+@strawberry.type
+class ExperimentQuery:
+    @strawberry.field(description="One experiment by id; null if there is none.")
+    async def experiment(self, info: Info, id: strawberry.ID) -> Experiment | None:
+        return wrap(await service.get_experiment(info.context.services, id))
+
+    @strawberry.field(description="Experiments, newest first.")
+    async def experiments(
+        self,
+        filter: ExperimentFilter | None = None,
+        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[Experiment]:
+        f = filter or ExperimentFilter()
+        page = await service.list_experiments(name=f.name, tag=f.tag, first=first, after=after)
+        return to_connection(page, lambda record: Experiment(record=record))
+
+
+@strawberry.type
+class ExperimentMutation:
+    @strawberry.mutation(
+        description="Create an experiment from a design (nothing runs yet). The same name, tag "
+        "and design again returns the stored experiment; another design is a CONFLICT."
+    )
+    async def create_experiment(
+        self, info: Info, input: CreateExperimentInput
+    ) -> ExperimentPayload:
+        record, errors = await service.create_experiment(info.context.services, plain(input))
+        return ExperimentPayload(experiment=wrap(record), user_errors=user_errors(errors))
+
+    @strawberry.mutation(
+        description="Queue an episode for each slot with none, or with a failed or cancelled "
+        "one: starting again resumes, never duplicates."
+    )
+    async def start_experiment(self, info: Info, input: ExperimentIdInput) -> ExperimentRunPayload:
+        record, queued, errors = await service.start_experiment(info.context.services, input.id)
+        return ExperimentRunPayload(
+            experiment=wrap(record), changed=queued, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(description="Cancel the experiment's queued and running episodes.")
+    async def cancel_experiment(self, info: Info, input: ExperimentIdInput) -> ExperimentRunPayload:
+        record, done, errors = await service.cancel_experiment(info.context.services, input.id)
+        return ExperimentRunPayload(
+            experiment=wrap(record), changed=done, user_errors=user_errors(errors)
+        )
+
+
+@strawberry.type
+class ExperimentSubscription:
+    @strawberry.subscription(
+        description="An experiment's progress now, then each time one of its episodes changes "
+        "status; ends once every slot's episode has ended."
+    )
+    async def experiment_progress(
+        self, info: Info, id: strawberry.ID
+    ) -> AsyncGenerator[ExperimentProgress]:
+        try:
+            async for item in follow_experiment(info.context.services, str(id)):
+                yield ExperimentProgress(progress=item)
+        except UnknownExperiment:
+            raise UserInputError(f"no experiment with id {id!r}") from None

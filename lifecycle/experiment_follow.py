@@ -1,0 +1,77 @@
+"""Following an experiment: its progress each time one of its episodes changes status.
+
+Built on the process's event hub (one pub/sub connection): the stream listens to the status
+events of every episode and keeps its tally of the experiment's episodes current from those of
+its own; an event with the experiment's tag from an episode it does not know yet (a slot filled by
+a start), or a possible loss of events, makes it read the whole state again. It lets a burst of
+events arrive before it sends the progress once.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator
+
+from lifecycle.experiments import Progress, Tally, get_experiment, tally
+from lifecycle.services import Services
+from lifecycle.transitions import EpisodeEvent, EventKind
+from storage import keys
+from storage.models import Experiment
+
+BURST = 0.05
+"""Seconds to let further events arrive before sending the progress again."""
+
+
+class UnknownExperiment(LookupError):
+    """A stream was asked for an experiment that is not stored."""
+
+
+def apply(event: EpisodeEvent | None, state: Tally, tag: str) -> bool | None:
+    """Update the tally from one event: True when it changed, None when the state must be read
+    again, False when the event is not the experiment's."""
+    if event is None:
+        return None  # events may have been lost
+    if event.type != EventKind.STATUS or event.status is None:
+        return False
+    if event.episode_id in state.states:
+        state.saw(event.episode_id, event.status, event.at)
+        return True
+    return None if (event.tag or "") == tag else False
+
+
+async def reread(services: Services, pk: str, known: Experiment) -> tuple[Experiment, Tally]:
+    experiment = await get_experiment(services, pk) or known
+    return experiment, await tally(services, experiment)
+
+
+async def follow_experiment(services: Services, pk: str) -> AsyncGenerator[Progress]:
+    """The progress now, then each change of it; ends once every slot's episode has ended."""
+    async with services.hub.subscribe(keys.EPISODES_CHANNEL) as subscriber:
+        experiment = await get_experiment(services, pk)
+        if experiment is None:
+            raise UnknownExperiment(pk)
+        state = await tally(services, experiment)
+        current = state.progress(time.time())
+        yield current
+        while True:
+            if current.finished:
+                # the tally says so: make sure the stored state does too before ending
+                experiment, state = await reread(services, pk, experiment)
+                current = state.progress(time.time())
+                if current.finished:
+                    return
+                yield current
+            outcome = apply(await subscriber.next(), state, experiment.tag)
+            if outcome is False:
+                continue
+            await asyncio.sleep(BURST)
+            while outcome is not None and not subscriber.queue.empty() and not subscriber.resync:
+                outcome = apply(subscriber.queue.get_nowait(), state, experiment.tag)
+            if outcome is None:
+                while not subscriber.queue.empty():
+                    subscriber.queue.get_nowait()
+                subscriber.resync = False
+                experiment, state = await reread(services, pk, experiment)
+            measured = state.progress(time.time())
+            if measured != current:
+                current = measured
+                yield current

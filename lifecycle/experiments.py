@@ -1,0 +1,263 @@
+"""Experiments: create one from a design, start (or resume) it, cancel it, and measure progress.
+
+Episodes are started through `lifecycle.start.start_many`, each with an idempotency key derived
+from its slot and the episode it replaces (`keys.experiment_slot_claim`): two starts that read the
+same state make one episode per slot, and a start that stopped between writing episodes and
+recording them in the slot map finds the same episodes again.
+"""
+
+import asyncio
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from ulid import ULID
+
+from lifecycle import failpoints
+from lifecycle import start as simulations
+from lifecycle.services import Services
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from resolvers.experiment_design import plan
+from resolvers.limits import Name, ShortText
+from resolvers.pagination import Page, fetch_page
+from resolvers.records import storable
+from storage import keys
+from storage.experiments import ExperimentStore
+from storage.models import EpisodeStatus, Experiment, ExperimentSlot
+
+RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
+"""Statuses whose slot a new start fills again."""
+UNFINISHED = frozenset({EpisodeStatus.QUEUED, EpisodeStatus.RUNNING, EpisodeStatus.EVALUATING})
+ROUNDS = 3
+"""Passes of one start: a pass can get back, through a slot's key, an episode written by an
+earlier start that stopped before recording it and that has failed since; the next pass
+replaces those (and only those)."""
+
+
+class ExperimentFields(BaseModel, extra="forbid"):
+    name: Name
+    tag: ShortText = ""
+    design: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    pending: int
+    """Slots with no episode yet."""
+    counts: dict[EpisodeStatus, int] = field(default_factory=dict)
+    episodes_per_minute: float = 0.0
+    seconds_left: float | None = None
+
+    @property
+    def unfinished(self) -> int:
+        return self.pending + sum(self.counts.get(s, 0) for s in UNFINISHED)
+
+    @property
+    def finished(self) -> bool:
+        """Every slot has an episode and every one of them has ended."""
+        return self.unfinished == 0
+
+    @property
+    def all_completed(self) -> bool:
+        return self.counts.get(EpisodeStatus.COMPLETED, 0) == self.total
+
+
+async def create_experiment(
+    services: Services, fields: dict[str, Any]
+) -> tuple[Experiment | None, list[UserError]]:
+    """A new experiment, or the stored one with the same name, tag and design."""
+    try:
+        valid = ExperimentFields(**fields)
+    except ValidationError as err:
+        return None, from_validation(err)
+    design, slots, errors = await plan(services.client, valid.design, services.models)
+    if design is None:
+        return None, errors
+    record = Experiment(
+        pk=str(ULID()),
+        name=valid.name,
+        tag=valid.tag,
+        design=design.model_dump(mode="json"),
+        slot_count=len(slots),
+        created_at=time.time(),
+    )
+    store = ExperimentStore(services.client)
+    created, pk = await store.create(record, slots)
+    if created:
+        return record, []
+    existing = await store.get(pk)
+    if existing is not None and existing.design == record.design:
+        return existing, []
+    message = f"an experiment named {valid.name!r} with tag {valid.tag!r} has another design"
+    return None, [UserError(["input", "name"], message, ErrorCode.CONFLICT)]
+
+
+async def get_experiment(services: Services, pk: str) -> Experiment | None:
+    if not storable(pk):
+        return None
+    return await ExperimentStore(services.client).get(pk)
+
+
+async def list_experiments(
+    *, name: str | None, tag: str | None, first: int | None, after: str | None
+) -> Page[Experiment]:
+    """Newest first."""
+    terms: list[Any] = []
+    if name:
+        terms.append(Experiment.name == searchable_tag(name))
+    if tag:
+        terms.append(Experiment.tag == searchable_tag(tag))
+    return await fetch_page(Experiment.find(*terms).sort_by("-created_at"), first, after)
+
+
+def slot_request(
+    experiment: Experiment, slot: ExperimentSlot, number: int, previous: str
+) -> dict[str, Any]:
+    design = experiment.design
+    request: dict[str, Any] = {
+        "scenario_id": slot.scenario_id,
+        "agent_ids": slot.agent_ids,
+        "agent_models": slot.agent_models,
+        "judge_model": design["judge_model"],
+        "max_turns": design["max_turns"],
+        "turn_order": design["turn_order"],
+        "tag": experiment.tag,
+        "experiment_id": str(experiment.pk),
+        "idempotency_key": keys.experiment_slot_claim(str(experiment.pk), number, previous),
+    }
+    if design.get("evaluation_dimension_list_id"):
+        request["evaluation_dimension_list_id"] = design["evaluation_dimension_list_id"]
+    return request
+
+
+async def to_fill(store: ExperimentStore, experiment: Experiment) -> list[tuple[int, str]]:
+    """(slot, the episode now in it or "") of each slot with no episode or a failed one."""
+    filled = await store.slots(str(experiment.pk))
+    numbers = sorted(filled)
+    states = await store.statuses([filled[n] for n in numbers])
+    state_of = dict(zip(numbers, states, strict=True))
+    todo: list[tuple[int, str]] = []
+    for number in range(experiment.slot_count):
+        state = state_of.get(number)
+        if number not in filled or state is None or state[0] in RETRIED:
+            todo.append((number, filled.get(number, "")))
+    return todo
+
+
+async def start_experiment(
+    services: Services, pk: str
+) -> tuple[Experiment | None, int, list[UserError]]:
+    """Queue an episode for every slot with none, or with a failed or cancelled one; how many
+    slots this call filled."""
+    experiment = await get_experiment(services, pk)
+    if experiment is None:
+        return None, 0, [not_found("experiment", pk)]
+    store = ExperimentStore(services.client)
+    queued = 0
+    plan: list[ExperimentSlot] = []
+    again: set[int] | None = None
+    """After the first pass: the slots whose key gave back an earlier episode that has failed."""
+    for _ in range(ROUNDS):
+        todo = [t for t in await to_fill(store, experiment) if again is None or t[0] in again]
+        if not todo:
+            break
+        plan = plan or await store.plan(pk)
+        await store.mark_started(pk, time.time())
+        again = set()
+        for offset in range(0, len(todo), simulations.MAX_BATCH):
+            chunk = todo[offset : offset + simulations.MAX_BATCH]
+            batch = [slot_request(experiment, plan[n], n, previous) for n, previous in chunk]
+            episodes, errors = await simulations.start_many(services, batch)
+            if errors:
+                return experiment, queued, [slot_error(e, chunk) for e in errors]
+            moves = [
+                (n, previous, str(e.pk)) for (n, previous), e in zip(chunk, episodes, strict=True)
+            ]
+            failpoints.reached("experiment:before-fill")
+            applied = await store.fill(pk, moves)
+            for (n, _), episode, done in zip(chunk, episodes, applied, strict=True):
+                if episode.status in RETRIED:
+                    again.add(n)  # replaced by the next pass
+                elif done:
+                    queued += 1
+    return await store.get(pk), queued, []
+
+
+def slot_error(error: UserError, chunk: list[tuple[int, str]]) -> UserError:
+    """A start error of the batch, named by its slot (a record deleted since the design)."""
+    _, position, *rest = error.field
+    slot = chunk[int(position)][0]
+    message = f"slot {slot}: {error.message}"
+    return UserError(["input", "id", "slots", str(slot), *rest], message, error.code)
+
+
+async def cancel_experiment(
+    services: Services, pk: str, parallel: int = 32
+) -> tuple[Experiment | None, int, list[UserError]]:
+    """Cancel every queued or running episode of the experiment; how many were cancelled."""
+    experiment = await get_experiment(services, pk)
+    if experiment is None:
+        return None, 0, [not_found("experiment", pk)]
+    store = ExperimentStore(services.client)
+    filled = await store.slots(pk)
+    episodes = list(filled.values())
+    states = await store.statuses(episodes)
+    live = [e for e, s in zip(episodes, states, strict=True) if s and s[0] in UNFINISHED]
+    gate = asyncio.Semaphore(parallel)
+
+    async def cancel(episode_id: str) -> bool:
+        async with gate:
+            # the transition cancelSimulation makes, without reading the episode back
+            result = await services.store.transition(
+                episode_id, EpisodeStatus.CANCELLED, reason="cancelled"
+            )
+            return result.ok  # an episode that ended meanwhile is left as it ended
+
+    done = await asyncio.gather(*(cancel(e) for e in live))
+    return experiment, sum(done), []
+
+
+@dataclass
+class Tally:
+    """The state of each episode filling a slot: what progress is computed from, and what a
+    stream keeps current from status events instead of reading it all again."""
+
+    total: int
+    since: float | None
+    states: dict[str, tuple[EpisodeStatus, float]]
+    """Episode id to (status, when it ended or 0)."""
+
+    def saw(self, episode_id: str, status: EpisodeStatus, at: float) -> None:
+        self.states[episode_id] = (status, at if status.terminal else 0.0)
+
+    def progress(self, now: float) -> Progress:
+        counts = Counter(status for status, _ in self.states.values())
+        pending = self.total - len(self.states)
+        if self.since is None:
+            return Progress(self.total, pending, dict(counts))
+        since = self.since
+        ended = [at for s, at in self.states.values() if s.terminal and at >= since]
+        unfinished = pending + sum(counts.get(s, 0) for s in UNFINISHED)
+        span = (now if unfinished else max(ended, default=since)) - since
+        rate = len(ended) / span if span > 0 and ended else 0.0
+        left = unfinished / rate if rate > 0 else (0.0 if not unfinished else None)
+        return Progress(self.total, pending, dict(counts), rate * 60, left)
+
+
+async def progress(services: Services, experiment: Experiment) -> Progress:
+    return (await tally(services, experiment)).progress(time.time())
+
+
+async def tally(services: Services, experiment: Experiment) -> Tally:
+    """The stored state of the episodes now filling the experiment's slots."""
+    store = ExperimentStore(services.client)
+    filled = list((await store.slots(str(experiment.pk))).values())
+    states = {
+        pk: state
+        for pk, state in zip(filled, await store.statuses(filled), strict=True)
+        if state is not None
+    }
+    return Tally(experiment.slot_count, experiment.started_at, states)

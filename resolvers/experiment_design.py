@@ -1,0 +1,294 @@
+"""An experiment's design, validated, and its deterministic expansion into episode slots.
+
+The stored world is read once (scenarios, agents, relationships, each sorted by id), and the
+expansion is a pure function of the design and those sorted lists: the same design and seed give
+the same slots whatever order Redis returns records in. Sampling follows Sotopia's samplers:
+`uniform` draws two distinct agents from all of them (with replacement across draws), and
+`relationship` draws stored relationships whose kind matches the scenario's.
+"""
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any
+
+import redis.asyncio as redis
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from engine.errors import UnknownModelError
+from engine.llm import ModelCatalog
+from engine.models import DEFAULT_MODEL
+from engine.types import TurnOrder
+from resolvers.errors import ErrorCode, UserError, from_validation, searchable_tag
+from resolvers.limits import RecordId, ShortText
+from resolvers.records import exist
+from storage.models import (
+    AgentProfile,
+    CustomEvaluationDimensionList,
+    EnvironmentProfile,
+    ExperimentSlot,
+    Record,
+    RelationshipProfile,
+    RelationshipType,
+)
+
+MAX_SLOTS = 10_000
+"""Most episodes one experiment expands into."""
+MAX_LIST = 1_000
+Pair = Annotated[list[RecordId], Field(min_length=2, max_length=2)]
+Seats = Annotated[list[ShortText], Field(min_length=2, max_length=2)]
+
+
+class Sampling(StrEnum):
+    UNIFORM = "uniform"
+    RELATIONSHIP = "relationship"
+
+
+class ScenarioSelection(BaseModel, extra="forbid"):
+    ids: Annotated[list[RecordId], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    tag: ShortText | None = None
+    codename: ShortText | None = None
+
+    @model_validator(mode="after")
+    def one_way(self) -> "ScenarioSelection":
+        by_filter = bool(self.tag) or bool(self.codename)
+        if (self.ids is not None) == by_filter:
+            raise ValueError("give scenario ids, or a tag and/or codename to select them by")
+        return self
+
+
+class AgentSelection(BaseModel, extra="forbid"):
+    pairs: Annotated[list[Pair], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    """Explicit pairs, in seat order; each meets in every scenario."""
+    sample: Sampling | None = None
+    seed: int = 0
+    pairs_per_scenario: Annotated[int, Field(ge=1, le=100)] = 1
+    tag: ShortText | None = None
+    """With uniform sampling: draw only among the agents with this tag."""
+
+    @model_validator(mode="after")
+    def one_way(self) -> "AgentSelection":
+        if (self.pairs is None) == (self.sample is None):
+            raise ValueError("give agent pairs, or a sample method (uniform or relationship)")
+        if self.pairs is not None and any(a == b for a, b in self.pairs):
+            raise ValueError("the two agents of a pair must be different")
+        return self
+
+
+class ModelSelection(BaseModel, extra="forbid"):
+    compare: Annotated[list[ShortText], Field(min_length=1, max_length=20)] | None = None
+    """Each model against `partner`, in both seat orders (as Sotopia's benchmark)."""
+    partner: ShortText | None = None
+    seats: Annotated[list[Seats], Field(min_length=1, max_length=20)] | None = None
+    """Explicit models per seat: each entry is one (seat 1, seat 2) assignment."""
+
+    @model_validator(mode="after")
+    def one_way(self) -> "ModelSelection":
+        against = self.compare is not None or self.partner is not None
+        if against == (self.seats is not None):
+            raise ValueError("give compare and partner, or seats")
+        if against and (self.compare is None or not self.partner):
+            raise ValueError("compare needs a partner model, and partner a list to compare")
+        return self
+
+
+class Design(BaseModel, extra="forbid"):
+    scenarios: ScenarioSelection
+    agents: AgentSelection
+    models: ModelSelection
+    repeats: Annotated[int, Field(ge=1, le=100)] = 1
+    max_turns: Annotated[int, Field(ge=1, le=100)] = 20
+    turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
+    judge_model: ShortText = DEFAULT_MODEL
+    evaluation_dimension_list_id: RecordId | None = None
+
+
+@dataclass(frozen=True)
+class World:
+    """What a design draws from, each list sorted by id."""
+
+    scenarios: list[EnvironmentProfile]
+    agents: list[str]
+    relationships: list[RelationshipProfile]
+
+    @classmethod
+    def of(
+        cls,
+        scenarios: Sequence[EnvironmentProfile],
+        agents: Sequence[str],
+        relationships: Sequence[RelationshipProfile],
+        keep_order: bool = False,
+    ) -> "World":
+        """The world with each list sorted by id (scenarios kept in order when named by id)."""
+        ordered = list(scenarios) if keep_order else sorted(scenarios, key=lambda s: str(s.pk))
+        return cls(ordered, sorted(agents), sorted(relationships, key=lambda r: str(r.pk)))
+
+
+def parse(fields: dict[str, Any], prefix: Sequence[str]) -> tuple[Design | None, list[UserError]]:
+    try:
+        return Design(**fields), []
+    except ValidationError as err:
+        found = from_validation(err, prefix[0])
+        return None, [UserError([*prefix, *e.field[1:]], e.message, e.code) for e in found]
+
+
+def seatings(models: ModelSelection) -> list[tuple[list[str], str, int | None]]:
+    """(models per seat, the measured model, its seat) for each model assignment."""
+    if models.seats is not None:
+        return [(list(seats), "", None) for seats in models.seats]
+    assert models.compare is not None and models.partner is not None
+    out: list[tuple[list[str], str, int | None]] = []
+    for model in models.compare:
+        out.append(([model, models.partner], model, 0))
+        out.append(([models.partner, model], model, 1))
+    return out
+
+
+def pairs_for(
+    design: Design, scenario: EnvironmentProfile, world: World
+) -> tuple[list[list[str]], str | None]:
+    """The agent pairs of one scenario, or the reason there are none."""
+    agents = design.agents
+    if agents.pairs is not None:
+        return [list(p) for p in agents.pairs], None
+    rng = random.Random(f"{agents.seed}:{scenario.pk}")
+    n = agents.pairs_per_scenario
+    if agents.sample == Sampling.UNIFORM:
+        if len(world.agents) < 2:
+            return [], "uniform sampling needs at least two agents"
+        return [rng.sample(world.agents, 2) for _ in range(n)], None
+    kind = RelationshipType(scenario.relationship)
+    matching = [r for r in world.relationships if r.relationship == kind]
+    if not matching:
+        return [], f"no stored relationship is {kind.name} as scenario {scenario.pk!r} needs"
+    drawn = rng.sample(matching, n) if n <= len(matching) else rng.choices(matching, k=n)
+    return [[r.agent_1_id, r.agent_2_id] for r in drawn], None
+
+
+def expand(design: Design, world: World) -> tuple[list[ExperimentSlot], list[UserError]]:
+    """Every slot, scenario by scenario, then pair, seating and repeat."""
+    slots: list[ExperimentSlot] = []
+    errors: list[UserError] = []
+    assignments = seatings(design.models)
+    for scenario in world.scenarios:
+        pairs, problem = pairs_for(design, scenario, world)
+        if problem:
+            errors.append(UserError(["input", "design", "agents"], problem, ErrorCode.INVALID))
+            continue
+        for pair in pairs:
+            for models, measured, seat in assignments:
+                for repeat in range(design.repeats):
+                    slots.append(
+                        ExperimentSlot(
+                            scenario_id=str(scenario.pk),
+                            agent_ids=pair,
+                            agent_models=models,
+                            repeat=repeat,
+                            model=measured,
+                            seat=seat,
+                        )
+                    )
+        if len(slots) > MAX_SLOTS:
+            message = f"the design expands into more than {MAX_SLOTS} episodes"
+            return [], [UserError(["input", "design"], message, ErrorCode.INVALID)]
+    if not errors and not slots:
+        message = "the design has no episodes"
+        errors.append(UserError(["input", "design"], message, ErrorCode.INVALID))
+    return ([], errors) if errors else (slots, [])
+
+
+def model_errors(design: Design, models: ModelCatalog) -> list[UserError]:
+    named: list[tuple[list[str], str]] = [(["judgeModel"], design.judge_model)]
+    choice = design.models
+    for i, name in enumerate(choice.compare or []):
+        named.append((["models", "compare", str(i)], name))
+    if choice.partner:
+        named.append((["models", "partner"], choice.partner))
+    for i, seats in enumerate(choice.seats or []):
+        named += [(["models", "seats", str(i), str(j)], name) for j, name in enumerate(seats)]
+    errors: list[UserError] = []
+    for path, name in named:
+        try:
+            models.resolve(name)
+        except UnknownModelError as err:
+            errors.append(UserError(["input", "design", *path], str(err), ErrorCode.INVALID))
+    return errors
+
+
+async def read_many[R: Record](client: redis.Redis, model: type[R], pks: list[str]) -> list[R]:
+    """The stored records among `pks`, in one round trip."""
+    documents: list[Any] = await client.json().mget([model.make_primary_key(pk) for pk in pks], "$")
+    return [model.model_validate(doc[0]) for doc in documents if doc]
+
+
+async def load_world(client: redis.Redis, design: Design) -> tuple[World | None, list[UserError]]:
+    """The records the design names or selects; NOT_FOUND for each named one not stored."""
+    errors: list[UserError] = []
+    chosen = design.scenarios
+    if chosen.ids is not None:
+        found = await read_many(client, EnvironmentProfile, chosen.ids)
+        by_id = {str(s.pk): s for s in found}
+        scenarios = []
+        for i, pk in enumerate(chosen.ids):
+            if pk in by_id:
+                scenarios.append(by_id[pk])
+            else:
+                field = ["input", "design", "scenarios", "ids", str(i)]
+                errors.append(UserError(field, f"no scenario with id {pk!r}", ErrorCode.NOT_FOUND))
+    else:
+        terms: list[Any] = []
+        if chosen.tag:
+            terms.append(EnvironmentProfile.tag == searchable_tag(chosen.tag))
+        if chosen.codename:
+            terms.append(EnvironmentProfile.codename == chosen.codename)
+        scenarios = await EnvironmentProfile.find(*terms).all()
+        if not scenarios:
+            message = "no scenario matches the design's scenario filter"
+            errors.append(UserError(["input", "design", "scenarios"], message, ErrorCode.INVALID))
+    agents = design.agents
+    agent_ids: list[str] = []
+    relationships: list[RelationshipProfile] = []
+    if agents.pairs is not None:
+        errors += await missing_agents(client, agents.pairs)
+    elif agents.sample == Sampling.UNIFORM:
+        terms = [AgentProfile.tag == searchable_tag(agents.tag)] if agents.tag else []
+        agent_ids = [str(a.pk) for a in await AgentProfile.find(*terms).all()]
+    else:
+        relationships = await RelationshipProfile.find().all()
+    list_id = design.evaluation_dimension_list_id
+    if list_id and await exist(client, [(CustomEvaluationDimensionList, list_id)]) != [True]:
+        field = ["input", "design", "evaluationDimensionListId"]
+        message = f"no evaluation dimension list with id {list_id!r}"
+        errors.append(UserError(field, message, ErrorCode.NOT_FOUND))
+    if errors:
+        return None, errors
+    return World.of(scenarios, agent_ids, relationships, keep_order=chosen.ids is not None), []
+
+
+async def missing_agents(client: redis.Redis, pairs: list[list[str]]) -> list[UserError]:
+    wanted = sorted({pk for pair in pairs for pk in pair})
+    stored = await exist(client, [(AgentProfile, pk) for pk in wanted])
+    found = {pk for pk, ok in zip(wanted, stored, strict=True) if ok}
+    errors: list[UserError] = []
+    for i, pair in enumerate(pairs):
+        for j, pk in enumerate(pair):
+            if pk not in found:
+                field = ["input", "design", "agents", "pairs", str(i), str(j)]
+                errors.append(UserError(field, f"no agent with id {pk!r}", ErrorCode.NOT_FOUND))
+    return errors
+
+
+async def plan(
+    client: redis.Redis, fields: dict[str, Any], models: ModelCatalog
+) -> tuple[Design | None, list[ExperimentSlot], list[UserError]]:
+    """Validate a design against the models and the stored world, and expand it."""
+    design, errors = parse(fields, ("input", "design"))
+    if design is None:
+        return None, [], errors
+    errors = model_errors(design, models)
+    world, missing = await load_world(client, design)
+    if errors or world is None:
+        return None, [], errors + missing
+    slots, errors = expand(design, world)
+    return (design, slots, []) if not errors else (None, [], errors)

@@ -1,0 +1,120 @@
+"""Experiment records and which episode fills each of their slots, written atomically."""
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as redis
+from pydantic import TypeAdapter
+
+from storage import keys
+from storage.models import EpisodeLog, EpisodeStatus, Experiment, ExperimentSlot
+
+PLAN = TypeAdapter(list[ExperimentSlot])
+
+_CREATE = """
+local earlier = redis.call('HGET', KEYS[1], ARGV[1])
+if earlier and redis.call('EXISTS', ARGV[4] .. earlier) == 1 then return {0, earlier} end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('JSON.SET', KEYS[2], '$', ARGV[3])
+redis.call('JSON.SET', KEYS[3], '$', ARGV[5])
+return {1, ARGV[2]}
+"""
+"""Store a new experiment and its slots unless its name and tag name one already (that one's id
+is returned)."""
+
+_FILL = """
+local filled = {}
+for i = 1, #ARGV, 3 do
+  local current = redis.call('HGET', KEYS[1], ARGV[i]) or ''
+  if current == ARGV[i + 1] then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+    filled[#filled + 1] = 1
+  else
+    filled[#filled + 1] = 0
+  end
+end
+return filled
+"""
+"""Point each slot at its new episode, only where it still holds the episode it was read with
+(a start that read an older state changes nothing)."""
+
+
+def name_field(name: str, tag: str) -> str:
+    return json.dumps([name, tag])
+
+
+class ExperimentStore:
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._create = client.register_script(_CREATE)
+        self._fill = client.register_script(_FILL)
+
+    async def create(
+        self, experiment: Experiment, slots: Sequence[ExperimentSlot]
+    ) -> tuple[bool, str]:
+        """(created, id): the id of the stored experiment with this name and tag."""
+        pk = str(experiment.pk)
+        plan = PLAN.dump_json(list(slots)).decode()
+        done, found = await self._create(
+            keys=[keys.EXPERIMENT_NAMES, Experiment.make_primary_key(pk), keys.experiment_plan(pk)],
+            args=[
+                name_field(experiment.name, experiment.tag),
+                pk,
+                experiment.model_dump_json(),
+                Experiment.make_primary_key(""),
+                plan,
+            ],
+        )
+        return bool(done), str(found)
+
+    async def plan(self, pk: str, start: int = 0, stop: int | None = None) -> list[ExperimentSlot]:
+        """The slots from `start` up to `stop` (all when None), in design order."""
+        path = f"$[{start}:{stop}]" if stop is not None else f"$[{start}:]"
+        raw: Any = await self.client.json().get(keys.experiment_plan(pk), path)
+        return PLAN.validate_python(raw or [])
+
+    async def get(self, pk: str) -> Experiment | None:
+        raw: Any = await self.client.json().get(Experiment.make_primary_key(pk), "$")
+        return Experiment.model_validate(raw[0]) if raw else None
+
+    async def find(self, name: str, tag: str) -> Experiment | None:
+        pk = await self.client.hget(keys.EXPERIMENT_NAMES, name_field(name, tag))
+        return await self.get(str(pk)) if pk else None
+
+    async def mark_started(self, pk: str, at: float) -> None:
+        await self.client.json().set(Experiment.make_primary_key(pk), "$.started_at", at)
+
+    async def slots(self, pk: str) -> dict[int, str]:
+        """Slot number to the id of the episode filling it (slots with none are absent)."""
+        found = await self.client.hgetall(keys.experiment_slots(pk))
+        return {int(slot): str(episode) for slot, episode in found.items()}
+
+    async def fill(self, pk: str, moves: Sequence[tuple[int, str, str]]) -> list[bool]:
+        """Apply (slot, expected episode or "", new episode) moves; whether each applied."""
+        if not moves:
+            return []
+        args = [str(part) for move in moves for part in move]
+        applied = await self._fill(keys=[keys.experiment_slots(pk)], args=args)
+        return [bool(int(a)) for a in applied]
+
+    async def statuses(
+        self, episode_ids: Sequence[str]
+    ) -> list[tuple[EpisodeStatus, float] | None]:
+        """(status, finished_at or 0) of each episode, None for one that is gone; two commands."""
+        if not episode_ids:
+            return []
+        names = [EpisodeLog.make_primary_key(pk) for pk in episode_ids]
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.execute_command("JSON.MGET", *names, "$.status")
+            pipe.execute_command("JSON.MGET", *names, "$.finished_at")
+            statuses, finished = await pipe.execute()
+        found: list[tuple[EpisodeStatus, float] | None] = []
+        for status, at in zip(statuses, finished, strict=True):
+            # each reply is the list of the path's matches (redis-py parses JSON.MGET's JSON)
+            if not status:
+                found.append(None)
+                continue
+            ended = at[0] if at else None
+            found.append((EpisodeStatus(status[0]), float(ended or 0.0)))
+        return found

@@ -1,0 +1,264 @@
+"""Experiments through real processes: `parley experiment run` against `parley serve`, a worker
+killed by pid midway, a re-run that adds only the failed episodes, Ctrl-C detach and `watch`."""
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from storage.models import EpisodeLog, EpisodeStatus
+from tests.support.experiments import Worlds, sampled_design
+from tests.support.fake_llm import FakeLLM
+from tests.support.processes import ApiProcess, api_process, parley_env, worker_process
+from tests.support.simulation import post
+
+CREATE = """
+mutation($input: CreateExperimentInput!) {
+  createExperiment(input: $input) { experiment { id } userErrors { message } }
+}"""
+START = """
+mutation($id: ID!) { startExperiment(input: {id: $id}) { changed userErrors { message } } }"""
+CANCEL = """
+mutation($id: ID!) { cancelExperiment(input: {id: $id}) { changed userErrors { message } } }"""
+PROGRESS = """
+query($id: ID!) {
+  experiment(id: $id) { progress { total completed failed unfinished finished } }
+}"""
+
+
+@pytest.fixture
+async def experiment_world() -> AsyncIterator[Worlds]:
+    worlds = Worlds()
+    yield worlds
+    await worlds.drop()
+
+
+@pytest.fixture
+def env(redis_url: str, redis_client: Any, tmp_path: Path) -> dict[str, str]:
+    """One attempt per episode: an episode whose worker is killed fails as "worker lost"."""
+    return parley_env(
+        redis_url, tmp_path / "data", lease_seconds="1", max_attempts="1", seed="false"
+    )
+
+
+def design_file(path: Path, name: str, scenarios: list[str], model: str) -> Path:
+    ids = ", ".join(f'"{s}"' for s in scenarios)
+    path.write_text(
+        f"""
+name = "{name}"
+tag = "{name}"
+
+[design]
+max_turns = 3
+turn_order = "round-robin"
+judge_model = "{model}"
+
+[design.scenarios]
+ids = [{ids}]
+
+[design.agents]
+sample = "uniform"
+tag = "{name}"
+seed = 3
+pairs_per_scenario = 2
+
+[design.models]
+compare = ["{model}"]
+partner = "{model}"
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+class Cli:
+    """`parley experiment ...` as a process, its output in a file."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.log = log
+        self._file = log.open("wb")
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "graph.cli", "experiment", *args],
+            stdout=self._file,
+            stderr=subprocess.STDOUT,
+        )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait(self, timeout: float = 120) -> int:
+        try:
+            return self.popen.wait(timeout)
+        finally:
+            self._file.close()
+
+    def experiment_id(self, timeout: float = 30) -> str:
+        """The id the CLI printed once it had started the experiment."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.output().splitlines():
+                if line.startswith("experiment ") and "queued now" in line:
+                    return line.split()[1]
+            if self.popen.poll() is not None:
+                raise AssertionError(f"the CLI exited:\n{self.output()}")
+            time.sleep(0.05)
+        raise AssertionError(f"the CLI never started the experiment:\n{self.output()}")
+
+
+async def progress(url: str, pk: str) -> dict[str, Any]:
+    found: dict[str, Any] = (await post(url, PROGRESS, {"id": pk}))["experiment"]["progress"]
+    return found
+
+
+async def until(url: str, pk: str, ready: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    deadline = time.monotonic() + 90
+    while True:
+        current = await progress(url, pk)
+        if ready(current):
+            return current
+        assert time.monotonic() < deadline, current
+        await asyncio.sleep(0.05)
+
+
+async def stored(pk: str) -> list[EpisodeLog]:
+    found: list[EpisodeLog] = await EpisodeLog.find(EpisodeLog.experiment_id == pk).all()
+    return found
+
+
+async def test_killed_worker_then_rerun_adds_only_the_failed(
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.delay = 0.1
+    scenarios, _ = await experiment_world("sys-kill")
+    path = design_file(tmp_path / "design.toml", "sys-kill", scenarios, fake_llm.model_name())
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        url = ["--url", api.url]
+        first = Cli(["run", str(path), *url], tmp_path / "run1.log")
+        pk = first.experiment_id()
+        with worker_process(env, tmp_path / "w1.log", concurrency=2) as doomed:
+            await until(api.url, pk, lambda p: p["completed"] >= 2)
+            doomed.kill()  # SIGKILL by pid: its two running episodes are lost
+        with worker_process(env, tmp_path / "w2.log", concurrency=4):
+            assert first.wait() == 1, first.output()  # ended, but not every episode completed
+            ended = await progress(api.url, pk)
+            assert ended["finished"] and ended["failed"] >= 1, ended
+            assert ended["completed"] + ended["failed"] == 8
+            before = {str(e.pk) for e in await stored(pk)}
+            assert len(before) == 8
+
+            second = Cli(["run", str(path), *url], tmp_path / "run2.log")
+            assert second.experiment_id() == pk  # the same file finds the same experiment
+            assert second.wait() == 0, second.output()
+        assert f"{ended['failed']} queued now" in second.output()
+        assert "completed 8/8, failed 0, cancelled 0" in second.output()
+        episodes = await stored(pk)
+        assert len(episodes) == 8 + ended["failed"]  # only the failed ones again
+        assert {str(e.pk) for e in episodes} >= before
+        done = [e for e in episodes if e.status == EpisodeStatus.COMPLETED]
+        slots = {(e.environment, tuple(e.agents), tuple(e.models or [])) for e in done}
+        assert len(done) == 8 and all(e.tag == "sys-kill" for e in episodes)
+        assert len(slots) <= 8
+
+        third = Cli(["run", str(path), *url], tmp_path / "run3.log")
+        assert third.wait() == 0, third.output()
+        assert "0 queued now" in third.output()
+        assert len(await stored(pk)) == 8 + ended["failed"]
+
+
+async def test_ctrl_c_detaches_without_cancelling_and_watch_reattaches(
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    scenarios, _ = await experiment_world("sys-detach")
+    path = design_file(tmp_path / "d.toml", "sys-detach", scenarios, fake_llm.model_name())
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        run = Cli(["run", str(path), "--url", api.url], tmp_path / "run.log")
+        pk = run.experiment_id()
+        await asyncio.sleep(0.5)  # following the progress by now
+        run.popen.send_signal(signal.SIGINT)
+        assert run.wait(30) == 130, run.output()
+        assert "detached" in run.output() and pk in run.output()
+        assert all(e.status == EpisodeStatus.QUEUED for e in await stored(pk))
+        assert (await progress(api.url, pk))["unfinished"] == 8
+
+        with worker_process(env, tmp_path / "w.log"):
+            watch = Cli(["watch", pk, "--url", api.url], tmp_path / "watch.log")
+            assert watch.wait() == 0, watch.output()
+        assert "completed 8/8" in watch.output()
+        assert len(await stored(pk)) == 8
+
+
+async def test_cli_errors_exit_with_status_2(
+    env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    bad = design_file(tmp_path / "bad.toml", "sys-bad", ["s"], fake_llm.model_name())
+    bad.write_text(bad.read_text().replace("max_turns = 3", "repeats = 0"), encoding="utf-8")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("name = \n", encoding="utf-8")
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        url = ["--url", api.url]
+        refused = Cli(["run", str(bad), *url], tmp_path / "bad.log")
+        unparsable = Cli(["run", str(broken), *url], tmp_path / "broken.log")
+        unknown = Cli(["watch", "no-such-experiment", *url], tmp_path / "unknown.log")
+        assert refused.wait() == 2, refused.output()
+        assert (
+            "input.design.repeats: Input should be greater than or equal to 1" in refused.output()
+        )
+        assert unparsable.wait() == 2 and "not valid TOML" in unparsable.output()
+        assert unknown.wait() == 2
+        assert "no experiment with id 'no-such-experiment'" in unknown.output()
+    nobody = Cli(["watch", "x", "--url", api.url], tmp_path / "gone.log")
+    assert (nobody.wait() == 2 and "cannot reach" in nobody.output()) or "lost" in nobody.output()
+
+
+async def test_cli_sends_the_token_a_server_requires(
+    experiment_world: Worlds, redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    env = parley_env(redis_url, tmp_path / "data", tokens="s3cret", seed="false")
+    scenarios, _ = await experiment_world("sys-token")
+    path = design_file(tmp_path / "t.toml", "sys-token", scenarios, fake_llm.model_name())
+    with api_process(env, tmp_path / "api.log") as api:  # with its own worker
+        refused = Cli(["run", str(path), "--url", api.url], tmp_path / "no.log")
+        assert refused.wait() == 2 and "401" in refused.output(), refused.output()
+        allowed = Cli(["run", str(path), "--url", api.url, "--token", "s3cret"], tmp_path / "t.log")
+        assert allowed.wait() == 0, allowed.output()
+    assert "completed 8/8" in allowed.output()
+
+
+async def test_a_start_killed_before_recording_its_episodes_is_resumed_without_duplicates(
+    experiment_world: Worlds, redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    scenarios, _ = await experiment_world("sys-crash")
+    env = parley_env(redis_url, tmp_path / "data", seed="false", worker="false")
+    design = sampled_design(scenarios, fake_llm.model_name(), tag="sys-crash")
+    create = {"input": {"name": "sys-crash", "tag": "sys-crash", "design": design}}
+    doomed = ApiProcess({**env, "PARLEY_FAILPOINT": "experiment:before-fill"}, tmp_path / "d.log")
+    try:
+        pk = (await post(doomed.url, CREATE, create))["createExperiment"]["experiment"]["id"]
+        with pytest.raises(httpx.HTTPError):  # dies after writing the episodes, before the slots
+            await post(doomed.url, START, {"id": pk})
+        doomed.popen.wait(10)
+        assert doomed.popen.returncode == -9
+    finally:
+        doomed.stop()
+    written = {str(e.pk) for e in await stored(pk)}
+    assert len(written) == 8
+    one = await EpisodeLog.get(sorted(written)[0])  # and one of them has failed since
+    one.status = EpisodeStatus.FAILED
+    await one.save()
+    with api_process(env, tmp_path / "api.log") as api:
+        started = (await post(api.url, START, {"id": pk}))["startExperiment"]
+        again = (await post(api.url, START, {"id": pk}))["startExperiment"]
+        now = await progress(api.url, pk)
+        await post(api.url, CANCEL, {"id": pk})
+    assert started == {"changed": 8, "userErrors": []}
+    assert again == {"changed": 0, "userErrors": []}
+    after = {str(e.pk) for e in await stored(pk)}
+    assert written < after and len(after) == 9  # the failed one replaced, nothing else added
+    assert now["unfinished"] == 8 and now["failed"] == 0
