@@ -26,6 +26,8 @@ from tests.support.simulation import episode, make_world, post, start, start_inp
 
 MODEL = "fake-llm"
 """The fake LLM under a name of the models file, so the form offers it."""
+OTHER_MODEL = "fake-llm-b"
+"""The same fake LLM under a second name, for an experiment comparing two models."""
 TURNS = ".transcript li"
 RECORD_TRANSCRIPT = """() => {
   window.transcriptLengths = [];
@@ -93,8 +95,11 @@ async def service(
     await sample.seed(redis_client)
     logs = tmp_path_factory.mktemp("webapp")
     models = logs / "models.json"
-    entry = {"name": MODEL, "base_url": fake_llm_server.base_url, "model": "fake"}
-    models.write_text(json.dumps({"models": [entry]}))
+    entries = [
+        {"name": name, "base_url": fake_llm_server.base_url, "model": "fake"}
+        for name in (MODEL, OTHER_MODEL)
+    ]
+    models.write_text(json.dumps({"models": entries}))
     env = parley_env(
         redis_url,
         logs / "data",
@@ -569,4 +574,78 @@ async def test_an_unknown_episode_id_in_the_address_says_so(
         await snap(tab, shots, "episode-unknown")
         await tab.go("#/nowhere")
         await expect(tab.page.locator("main h1")).to_have_text("Not found")
+        assert await tab.clean() == []
+
+
+CREATE_EXPERIMENT = """
+mutation($input: CreateExperimentInput!) {
+  createExperiment(input: $input) { experiment { id slotCount } userErrors { message } }
+}"""
+
+
+async def test_an_experiment_shows_live_progress_results_with_intervals_and_its_episodes(
+    browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.delay = 0.05
+    tag = unique("experiment")
+    design = {
+        "scenarios": {"codename": "used_van_sale"},
+        "agents": {"sample": "UNIFORM", "seed": 7, "pairsPerScenario": 2},
+        "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
+        "maxTurns": 2,
+        "judgeModel": MODEL,
+    }
+    created = await post(
+        service.url,
+        CREATE_EXPERIMENT,
+        {"input": {"name": "two fakes", "tag": tag, "design": design}},
+    )
+    payload = created["createExperiment"]
+    assert payload["userErrors"] == [], payload
+    experiment_id = payload["experiment"]["id"]
+    slots = payload["experiment"]["slotCount"]
+    assert slots == 8  # 2 pairs x 2 compared models x 2 seat orders
+
+    async with AppPage.open(browser, service.url, "#/experiments") as tab:
+        page = tab.page
+        link = page.get_by_role("link", name="two fakes")
+        await link.first.click()
+        await page.wait_for_url(re.compile(f"#/experiments/{experiment_id}$"))
+        await expect(page.locator(".progress-summary")).to_contain_text(f"0 of {slots} ended")
+        await expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+        await page.get_by_role("button", name="Start or resume").click()
+        await expect(page.locator(".form-errors")).to_contain_text(f"{slots} episodes queued")
+        with service.worker("experiment-worker"):
+            progress = page.locator(".experiment-progress")
+            await expect(progress).to_have_attribute("data-finished", "true", timeout=90_000)
+        await expect(page.locator(".progress-summary")).to_contain_text(f"{slots} of {slots}")
+        done = page.locator('.experiment-progress [data-status="COMPLETED"] .count')
+        await expect(done).to_have_text(str(slots))
+        finished = page.locator('table.slots .status[data-status="COMPLETED"]')
+        await expect(finished).to_have_count(slots)  # the slots followed without a reload
+        await expect(page.locator("table.slots tbody tr").first).to_contain_text("used_van_sale")
+
+        rows = page.locator("table.results tbody tr")
+        await expect(rows).to_have_count(2)
+        assert sorted(await rows.evaluate_all("rs => rs.map(r => r.dataset.model)")) == sorted(
+            [MODEL, OTHER_MODEL]
+        )
+        goal = page.locator(
+            f'table.results tr[data-model="{OTHER_MODEL}"] td[data-dimension="goal"]'
+        )
+        # OTHER_MODEL sits in 4 episodes, one seat each: 4 goal scores, shown as mean ± margin.
+        await expect(goal).to_have_attribute("data-count", "4")
+        await expect(goal).to_contain_text("±")
+        await expect(page.locator(".usage")).to_contain_text(f"over {slots} episodes")
+        marks = page.locator("figure.interval-chart g.interval")
+        assert await marks.count() >= 2 * 7
+        await snap(tab, shots, "experiment-finished")
+
+        await page.locator(f'table.results a:text-is("{OTHER_MODEL}")').click()
+        filtered = page.locator("table.slots tbody tr")
+        await expect(filtered).to_have_count(4)
+        first = filtered.first.locator("a")
+        await first.click()
+        await page.wait_for_url(re.compile(r"#/episodes/"))
+        await completed(tab)
         assert await tab.clean() == []

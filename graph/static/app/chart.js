@@ -68,3 +68,77 @@ export function scoreChart(reward, ranges) {
     ),
   );
 }
+
+const PALETTE = ["#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2"];
+const INTERVAL_WIDTH = 320;
+const LABEL_WIDTH = 210;
+
+/** A dimension's range; `overall`, the mean of Sotopia's seven, spans the mean of their ends. */
+function rangeOf(dimension, dimensions) {
+  if (dimension !== "overall") return SOTOPIA_RANGES[dimension] || null;
+  const parts = dimensions.filter((d) => d !== "overall");
+  if (!parts.length || !parts.every((d) => d in SOTOPIA_RANGES)) return null;
+  const mean = (end) => parts.reduce((sum, d) => sum + SOTOPIA_RANGES[d][end], 0) / parts.length;
+  return [Number(mean(0).toFixed(2)), Number(mean(1).toFixed(2))];
+}
+
+/**
+ * Each group's mean per dimension as a dot with its 95% interval as an error bar, one row per
+ * dimension on that dimension's range (or the data's own span where the range is not known).
+ */
+export function intervalChart(groups) {
+  const dimensions = groups[0].dimensions.map((d) => d.dimension);
+  const lineHeight = 14;
+  const row = 12 + groups.length * lineHeight;
+  const height = dimensions.length * row + 28;
+  const parts = [svg("title", {}, "Mean score per dimension with 95% intervals")];
+  dimensions.forEach((dimension, i) => {
+    const results = groups.map((g) => g.dimensions.find((d) => d.dimension === dimension) || null);
+    const values = results.filter(Boolean).flatMap((r) => (r.confidenceInterval ? [r.confidenceInterval.low, r.confidenceInterval.high] : [r.mean]));
+    const [low, high] = rangeOf(dimension, dimensions) || [Math.min(0, ...values), Math.max(1, ...values)];
+    const x = (value) => LABEL_WIDTH + ((Math.min(high, Math.max(low, value)) - low) / (high - low || 1)) * INTERVAL_WIDTH;
+    const y = 6 + i * row;
+    parts.push(
+      svg("text", { x: 0, y: y + 12, class: "dimension-label" }, label(dimension)),
+      svg("line", { x1: x(low), x2: x(high), y1: y + row - 4, y2: y + row - 4, class: "axis" }),
+      svg("text", { x: x(low), y: y + row + 6, class: "tick" }, String(low)),
+      svg("text", { x: x(high) - 12, y: y + row + 6, class: "tick" }, String(high)),
+    );
+    results.forEach((result, j) => {
+      if (!result) return;
+      const cy = y + 8 + j * lineHeight;
+      const colour = PALETTE[j % PALETTE.length];
+      const interval = result.confidenceInterval;
+      const mark = svg(
+        "g",
+        { class: "interval", "data-dimension": dimension, "data-group": groups[j].model || "", "data-mean": result.mean },
+        interval ? svg("line", { x1: x(interval.low), x2: x(interval.high), y1: cy, y2: cy, stroke: colour, "stroke-width": 2 }) : null,
+        interval ? svg("line", { x1: x(interval.low), x2: x(interval.low), y1: cy - 4, y2: cy + 4, stroke: colour }) : null,
+        interval ? svg("line", { x1: x(interval.high), x2: x(interval.high), y1: cy - 4, y2: cy + 4, stroke: colour }) : null,
+        svg("circle", { cx: x(result.mean), cy, r: 4, fill: colour }),
+      );
+      parts.push(mark);
+    });
+  });
+  const legend = h(
+    "ul",
+    { class: "legend" },
+    groups.map((g, j) => h("li", {}, h("span", { class: `swatch swatch-${j % PALETTE.length}` }), g.model || "(none)")),
+  );
+  return h(
+    "figure",
+    { class: "interval-chart" },
+    h("figcaption", {}, "Each model's mean per dimension; the bars are 95% intervals."),
+    legend,
+    svg(
+      "svg",
+      {
+        viewBox: `0 0 ${LABEL_WIDTH + INTERVAL_WIDTH + 20} ${height}`,
+        role: "img",
+        "aria-label": groups.map((g) => `${g.model}: ` + g.dimensions.map((d) => `${label(d.dimension)} ${d.mean.toFixed(2)}`).join(", ")).join("; "),
+        class: "chart",
+      },
+      ...parts,
+    ),
+  );
+}

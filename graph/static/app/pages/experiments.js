@@ -1,0 +1,282 @@
+// Experiments: the list, and one experiment's live progress, results with intervals, and slots.
+
+import { intervalChart } from "../chart.js";
+import { append, clear, h, routeLink, statusBadge, when, words } from "../dom.js";
+import { backStack, pageSize, pager } from "./common.js";
+
+const SLOTS_PER_PAGE = 50;
+
+function percent(part, whole) {
+  return whole ? Math.round((100 * part) / whole) : 0;
+}
+
+function duration(seconds) {
+  if (seconds === null || seconds === undefined) return "unknown";
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+/** A progress bar and the counts beside it; `update(progress)` redraws both in place. */
+function progressView(progress) {
+  const bar = h("progress", { max: 1, value: 0, "aria-label": "Episodes ended" });
+  const summary = h("p", { class: "progress-summary" });
+  const counts = h("ul", { class: "counts", "aria-label": "Episodes by status" });
+  const view = h("div", { class: "experiment-progress" }, bar, summary, counts);
+  view.update = (p) => {
+    const ended = p.completed + p.failed + p.cancelled;
+    bar.max = Math.max(1, p.total);
+    bar.value = ended;
+    view.dataset.finished = String(p.finished);
+    const rate = `${p.episodesPerMinute.toFixed(1)} episodes a minute`;
+    const left = p.finished ? "finished" : `about ${duration(p.secondsLeft)} left`;
+    summary.textContent = `${ended} of ${p.total} ended (${percent(ended, p.total)}%), ${rate}, ${left}.`;
+    clear(counts);
+    counts.append(h("li", { dataset: { status: "PENDING" } }, "not started ", h("span", { class: "count" }, String(p.pending))));
+    for (const { status, count } of p.counts) {
+      counts.append(h("li", { dataset: { status } }, statusBadge(status), " ", h("span", { class: "count" }, String(count))));
+    }
+  };
+  view.update(progress);
+  return view;
+}
+
+export async function experimentsPage({ api, query, main }) {
+  const after = query.get("after");
+  const stack = backStack(query);
+  const filter = query.get("tag") ? { tag: query.get("tag") } : null;
+  const data = await api.request("ExperimentList", { filter, first: pageSize(query), after });
+  const list = data.experiments;
+  const rows = list.nodes.map((experiment) => {
+    const p = experiment.progress;
+    const ended = p.completed + p.failed + p.cancelled;
+    return h(
+      "tr",
+      { dataset: { experiment: experiment.id } },
+      h("td", {}, h("a", { href: `#/experiments/${encodeURIComponent(experiment.id)}` }, experiment.name)),
+      h("td", {}, experiment.tag),
+      h("td", {}, when(experiment.createdAt)),
+      h("td", {}, h("progress", { max: Math.max(1, p.total), value: ended, "aria-label": `${ended} of ${p.total} ended` }), ` ${ended} / ${p.total}`),
+      h("td", {}, `${p.completed} completed, ${p.failed} failed, ${p.cancelled} cancelled`),
+    );
+  });
+  main.append(
+    h("h1", {}, "Experiments"),
+    h(
+      "p",
+      {},
+      "An experiment is a design expanded into episodes; create and start one with ",
+      h("code", {}, "parley experiment run design.toml"),
+      " or the createExperiment mutation.",
+    ),
+    h(
+      "table",
+      { class: "experiments" },
+      h("caption", {}, `Experiments, newest first (${list.totalCount})`),
+      h("thead", {}, h("tr", {}, ["Name", "Tag", "Created", "Ended", "Outcomes"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows),
+    ),
+    h("p", { class: "empty", hidden: rows.length > 0 }, "No experiments yet."),
+    pager((params) => routeLink("/experiments", params), { first: query.get("first"), after }, list.pageInfo, stack),
+  );
+}
+
+function usageLine(usage) {
+  const count = (n) => Math.round(n).toLocaleString("en");
+  const estimated = usage.estimatedTokens ? ` (${count(usage.estimatedTokens)} of them estimated)` : "";
+  const cost =
+    usage.cost === null
+      ? "no cost: the models file gives no prices for some model"
+      : `$${usage.cost.toFixed(4)} for the ${usage.pricedEpisodes} priced episodes`;
+  return h(
+    "p",
+    { class: "usage" },
+    `Tokens over ${usage.episodes} episodes: ${count(usage.promptTokens)} prompt, ${count(usage.completionTokens)} completion${estimated}; ${cost}.`,
+  );
+}
+
+function cell(result) {
+  const interval = result.confidenceInterval;
+  const text = interval ? `${result.mean.toFixed(2)} ± ${interval.margin.toFixed(2)}` : result.mean.toFixed(2);
+  return h(
+    "td",
+    {
+      dataset: { dimension: result.dimension, mean: result.mean, count: result.count },
+      title: interval
+        ? `n = ${result.count}, sd ${result.sd.toFixed(2)}, 95% interval ${interval.low.toFixed(2)} to ${interval.high.toFixed(2)} (t, ${interval.degreesOfFreedom} df)`
+        : `n = ${result.count}: too few scores for an interval`,
+    },
+    text,
+  );
+}
+
+/** Each model's mean ± 95% margin per dimension, with links to the episodes behind each row. */
+function resultsTable(experimentId, groups) {
+  if (!groups.length) return h("p", { class: "empty" }, "No scores yet: results appear as episodes complete.");
+  const dimensions = groups[0].dimensions.map((d) => d.dimension);
+  return h(
+    "table",
+    { class: "results" },
+    h("caption", {}, "Mean ± 95% margin (t distribution) per model, over both seats"),
+    h(
+      "thead",
+      {},
+      h("tr", {}, h("th", { scope: "col" }, "Model"), dimensions.map((d) => h("th", { scope: "col" }, words(d))), h("th", { scope: "col" }, "Scored"), h("th", { scope: "col" }, "Not in the means")),
+    ),
+    h(
+      "tbody",
+      {},
+      groups.map((group) => {
+        const byName = new Map(group.dimensions.map((d) => [d.dimension, d]));
+        const apart = `${group.failed} failed, ${group.cancelled} cancelled, ${group.unscored} unscored, ${group.unfinished} unfinished`;
+        return h(
+          "tr",
+          { dataset: { model: group.model || "" } },
+          h("th", { scope: "row" }, h("a", { href: routeLink(`/experiments/${encodeURIComponent(experimentId)}`, { model: group.model }) }, group.model || "(none)")),
+          dimensions.map((d) => (byName.has(d) ? cell(byName.get(d)) : h("td", {}, "–"))),
+          h("td", {}, String(group.scored)),
+          h("td", {}, apart),
+        );
+      }),
+    ),
+  );
+}
+
+function slotTable(slots, model, names) {
+  const shown = model ? slots.filter((slot) => slot.model === model || slot.agentModels.includes(model)) : slots;
+  return h(
+    "table",
+    { class: "slots" },
+    h("caption", {}, model ? `Episodes with ${model}` : "Episodes of the design"),
+    h("thead", {}, h("tr", {}, ["#", "Scenario", "Agents", "Models by seat", "Repeat", "Episode"].map((t) => h("th", { scope: "col" }, t)))),
+    h(
+      "tbody",
+      {},
+      shown.map((slot) =>
+        h(
+          "tr",
+          { dataset: { slot: slot.number } },
+          h("td", {}, String(slot.number)),
+          h("td", {}, names.get(slot.scenarioId) || slot.scenarioId),
+          h("td", {}, slot.agentIds.map((agent) => names.get(agent) || agent).join(", ")),
+          h("td", {}, slot.agentModels.join(" / ")),
+          h("td", {}, String(slot.repeat)),
+          h(
+            "td",
+            {},
+            slot.episode
+              ? h("a", { href: `#/episodes/${encodeURIComponent(slot.episode.id)}` }, statusBadge(slot.episode.status))
+              : "not started",
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+export async function experimentPage({ api, query, main, setConnection, errorBox }, id) {
+  const after = query.get("after");
+  const stack = backStack(query);
+  const model = query.get("model");
+  const resultsFilter = { experimentId: id };
+  const detail = () => api.request("ExperimentDetail", { id, first: SLOTS_PER_PAGE, after });
+  const [data, results, world] = await Promise.all([
+    detail(),
+    api.request("ExperimentResults", { filter: resultsFilter, groupBy: ["MODEL"] }),
+    api.request("WorldNames"),
+  ]);
+  const names = new Map([
+    ...world.scenarios.nodes.map((s) => [s.id, s.codename || s.id]),
+    ...world.agents.nodes.map((a) => [a.id, a.name]),
+  ]);
+  const experiment = data.experiment;
+  if (!experiment) {
+    main.append(h("h1", {}, "No such experiment"), h("p", {}, "There is no experiment ", h("code", {}, id), ". ", h("a", { href: "#/experiments" }, "See the experiments.")));
+    return null;
+  }
+  const progress = progressView(experiment.progress);
+  const usageBox = h("div", { class: "usage-box" }, usageLine(data.usageTotals));
+  const resultsBox = h("div", { class: "results-box" });
+  const showResults = (groups) => {
+    clear(resultsBox).append(resultsTable(id, groups), groups.length ? intervalChart(groups) : null);
+  };
+  showResults(results.episodeResults.groups);
+
+  const messages = h("div", { class: "form-errors", "aria-live": "polite" });
+  const act = (operation, field) => async () => {
+    clear(messages);
+    try {
+      const answer = (await api.request(operation, { id }))[field];
+      if (answer.userErrors.length) messages.append(...answer.userErrors.map((e) => h("p", { role: "alert" }, e.message)));
+      else messages.append(h("p", { class: "notice" }, operation === "StartExperiment" ? `${answer.changed} episodes queued.` : `${answer.changed} episodes cancelled.`));
+    } catch (error) {
+      messages.append(errorBox(error));
+    }
+  };
+  const slotsBox = h("div", { class: "slots-box" });
+  const showSlots = (slots) => clear(slotsBox).append(
+    slotTable(slots.nodes, model, names),
+    pager((params) => routeLink(`/experiments/${encodeURIComponent(id)}`, params), { model, after }, slots.pageInfo, stack),
+  );
+  showSlots(experiment.slots);
+  append(main, [
+    h("p", {}, h("a", { href: "#/experiments" }, "← Experiments")),
+    h("h1", {}, experiment.name),
+    h("p", {}, "Tag ", h("code", {}, experiment.tag || "(none)"), `, ${experiment.slotCount} episodes, created ${when(experiment.createdAt)}`, experiment.startedAt ? `, last started ${when(experiment.startedAt)}` : "", ". ", h("a", { href: routeLink("/", { tag: experiment.tag }) }, "Its episodes in the list")),
+    h("h2", {}, "Progress"),
+    progress,
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", onclick: act("StartExperiment", "startExperiment") }, "Start or resume"),
+      h("button", { type: "button", class: "danger", onclick: act("CancelExperiment", "cancelExperiment") }, "Cancel"),
+    ),
+    messages,
+    h("h2", {}, "Results"),
+    resultsBox,
+    usageBox,
+    h("h2", {}, "Episodes"),
+    model ? h("p", {}, h("a", { href: `#/experiments/${encodeURIComponent(id)}` }, "Show every model")) : null,
+    slotsBox,
+    h("details", {}, h("summary", {}, "Design"), h("pre", {}, JSON.stringify(JSON.parse(experiment.design), null, 2))),
+  ]);
+
+  // Live: progress from the subscription; results and slots again (debounced) as it changes.
+  let seen = JSON.stringify(experiment.progress.counts);
+  let timer = null;
+  const refresh = () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      try {
+        const [again, fresh] = await Promise.all([
+          detail(),
+          api.request("ExperimentResults", { filter: resultsFilter, groupBy: ["MODEL"] }),
+        ]);
+        if (again.experiment) showSlots(again.experiment.slots);
+        clear(usageBox).append(usageLine(again.usageTotals));
+        showResults(fresh.episodeResults.groups);
+      } catch {
+        // the next change tries again
+      }
+    }, 300);
+  };
+  const stop = api.follow("WatchExperiment", { id }, {
+    event: (p) => {
+      progress.update(p);
+      const now = JSON.stringify(p.counts);
+      if (now !== seen) refresh();
+      seen = now;
+    },
+    state: setConnection,
+    failed: (error) => main.prepend(errorBox(error)),
+  });
+  return () => {
+    clearTimeout(timer);
+    stop();
+  };
+}
+
+export const experimentRoutes = [
+  [/^\/experiments$/, experimentsPage, "experiments"],
+  [/^\/experiments\/([^/]+)$/, experimentPage, "experiments"],
+];
