@@ -1,5 +1,7 @@
 """`parley experiment run DESIGN.toml` and `parley experiment watch ID`: create or find an
-experiment on a local or remote Parley, start (or resume) it and show its progress live.
+experiment on a local or remote Parley, start (or resume) it and show its progress live;
+`parley experiment results ID`: its mean scores with 95% intervals, as a table (exit status 1
+when nothing is scored yet).
 
 Talks to the server only over GraphQL: HTTP for the mutations, a graphql-transport-ws websocket for
 `experimentProgress`. Ctrl-C detaches (the episodes keep running); the exit status is 0 when every
@@ -40,6 +42,28 @@ subscription($id: ID!) {
     episodesPerMinute secondsLeft counts { status count }
   }
 }"""
+
+
+RESULTS = """
+query($filter: EpisodeResultsFilter, $groupBy: [ResultsGroupBy!], $evaluation: ID) {
+  episodeResults(filter: $filter, groupBy: $groupBy, evaluation: $evaluation) {
+    groups {
+      model partnerModel seat scenarioId agentId tag experimentId judgeModel
+      scored failed cancelled unfinished unscored
+      dimensions { dimension count mean sd confidenceInterval { margin } sotopiaMargin }
+    }
+  }
+}"""
+GROUP_KEYS = {
+    "model": "model",
+    "partner_model": "partnerModel",
+    "seat": "seat",
+    "scenario": "scenarioId",
+    "agent": "agentId",
+    "tag": "tag",
+    "judge_model": "judgeModel",
+}
+"""`--by` choices and the ResultGroup field each names."""
 
 
 def enum_name(value: str) -> str:
@@ -235,11 +259,66 @@ def summary(progress: dict[str, Any]) -> str:
     )
 
 
+def results_table(groups: list[dict[str, Any]], by: list[str], margin: str) -> Any:
+    """Each group's mean ± 95% margin per dimension, with what the means leave out."""
+    from rich.table import Table
+
+    kind = "Sotopia's benchmark margin" if margin == "sotopia" else "t interval, n - 1"
+    table = Table(title=f"Mean ± 95% margin ({kind})")
+    for key in by:
+        table.add_column(key.replace("_", " "))
+    dimensions = [d["dimension"] for d in groups[0]["dimensions"]] if groups else []
+    for dimension in dimensions:
+        table.add_column(dimension.replace("_", " "), justify="right")
+    table.add_column("scores", justify="right")
+    table.add_column("not in the means")
+    for group in groups:
+        cells = {d["dimension"]: d for d in group["dimensions"]}
+        row = [str(group[GROUP_KEYS[key]]) for key in by]
+        for dimension in dimensions:
+            found = cells.get(dimension)
+            if found is None:
+                row.append("-")
+                continue
+            interval = found["confidenceInterval"]
+            half = interval and interval["margin"]
+            if margin == "sotopia":
+                half = found["sotopiaMargin"]
+            row.append(f"{found['mean']:.2f}" + ("" if half is None else f" ± {half:.2f}"))
+        apart = ("failed", "cancelled", "unscored", "unfinished")
+        row += [str(group["scored"]), ", ".join(f"{group[k]} {k}" for k in apart if group[k])]
+        table.add_row(*row)
+    return table
+
+
+async def show_results(remote: Remote, args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    by = [key.strip() for key in args.by.split(",") if key.strip()]
+    unknown = [key for key in by if key not in GROUP_KEYS]
+    if unknown or not by:
+        raise CommandError(f"--by takes a comma-separated list of {', '.join(GROUP_KEYS)}")
+    variables = {
+        "filter": {"experimentId": args.id},
+        "groupBy": [key.upper() for key in by],
+        "evaluation": args.evaluation,
+    }
+    groups = (await remote.execute(RESULTS, variables))["episodeResults"]["groups"]
+    if args.json:
+        print(json.dumps(groups, indent=2), flush=True)
+    else:
+        # Wide enough not to fold the table when the output is a file or a pipe.
+        Console(width=None if os.isatty(1) else 240).print(results_table(groups, by, args.margin))
+    return COMPLETED if groups else UNFINISHED
+
+
 async def run(args: argparse.Namespace) -> int:
     import aiohttp
 
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, connect=30)) as http:
         remote = Remote(http, args.url, args.token)
+        if args.experiment_command == "results":
+            return await show_results(remote, args)
         if args.experiment_command == "run":
             experiment_id = await create_and_start(remote, args.design)
             args.id = experiment_id  # named when Ctrl-C detaches
@@ -272,7 +351,24 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     run.add_argument("design", type=Path, help="the design, a TOML file")
     watch = actions.add_parser("watch", help="show an experiment's progress until it ends")
     watch.add_argument("id", help="the experiment's id")
-    for command in (run, watch):
+    results = actions.add_parser(
+        "results", help="print an experiment's mean scores with 95%% intervals"
+    )
+    results.add_argument("id", help="the experiment's id")
+    results.add_argument(
+        "--by",
+        default="model",
+        help=f"group by these, comma-separated: {', '.join(GROUP_KEYS)} (default model)",
+    )
+    results.add_argument(
+        "--margin",
+        choices=("t", "sotopia"),
+        default="t",
+        help="t: mean ± t(0.975, n-1)·sd/√n; sotopia: the margin `sotopia benchmark` prints",
+    )
+    results.add_argument("--evaluation", help="a re-judging's id (default: the episodes' own)")
+    results.add_argument("--json", action="store_true", help="print the groups as JSON")
+    for command in (run, watch, results):
         command.add_argument(
             "--url",
             default=os.environ.get("PARLEY_URL", DEFAULT_URL),

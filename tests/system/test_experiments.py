@@ -27,6 +27,12 @@ START = """
 mutation($id: ID!) { startExperiment(input: {id: $id}) { changed userErrors { message } } }"""
 CANCEL = """
 mutation($id: ID!) { cancelExperiment(input: {id: $id}) { changed userErrors { message } } }"""
+RESULTS = """
+query($id: ID!) {
+  episodeResults(filter: {experimentId: $id}, groupBy: [MODEL]) {
+    groups { model scored failed dimensions { dimension mean confidenceInterval { margin } } }
+  }
+}"""
 PROGRESS = """
 query($id: ID!) {
   experiment(id: $id) { progress { total completed failed unfinished finished } }
@@ -170,6 +176,18 @@ async def test_killed_worker_then_rerun_adds_only_the_failed(
         assert third.wait() == 0, third.output()
         assert "0 queued now" in third.output()
         assert len(await stored(pk)) == 8 + ended["failed"]
+
+        table = Cli(["results", pk, *url], tmp_path / "results.log")
+        assert table.wait() == 0, table.output()
+        served = (await post(api.url, RESULTS, {"id": pk}))["episodeResults"]["groups"]
+        [group] = served  # one model, in both seats: counts are of seats
+        assert group["scored"] == 16 and group["failed"] == 2 * ended["failed"]
+        overall = group["dimensions"][0]
+        assert overall["dimension"] == "overall"
+        margin = overall["confidenceInterval"]["margin"]
+        row = next(line for line in table.output().splitlines() if fake_llm.model_name() in line)
+        assert f"{overall['mean']:.2f} ± {margin:.2f}" in row
+        assert f"{2 * ended['failed']} failed" in row  # counted apart, not averaged
 
 
 async def test_ctrl_c_detaches_without_cancelling_and_watch_reattaches(
