@@ -27,6 +27,7 @@ from lifecycle.jobs import JobQueue
 from resolvers.errors import ErrorCode, UserError, from_validation
 from resolvers.limits import RecordId, ShortText
 from resolvers.records import get_or_none, storable
+from resolvers.rejudging import evaluation_record, rejudging_fields
 from resolvers.results import WHOLE, aggregate_rows, tag_query
 from resolvers.transcript import episode_turns
 from storage import keys
@@ -120,6 +121,13 @@ async def _dimension_names(list_id: str | None) -> list[str] | None:
     return [d.name for d in dims if d is not None]
 
 
+def _ended_without_scores(fields: dict[str, Any] | None) -> bool:
+    return fields is not None and fields["status"] in (
+        EpisodeStatus.FAILED,
+        EpisodeStatus.CANCELLED,
+    )
+
+
 async def queue(
     client: redis.Redis, jobs: JobQueue, models: ModelCatalog, fields: dict[str, Any]
 ) -> tuple[Rejudging | None, list[UserError]]:
@@ -143,11 +151,17 @@ async def queue(
         errors.append(_error("episodeIds", f"at most {MAX_EPISODES} episodes per re-judging"))
     found = await _episode_fields(client, [pk for pk in ids if storable(pk)])
     episodes = dict(zip([pk for pk in ids if storable(pk)], found, strict=True))
+    if valid.episode_ids is None:
+        # An experiment or a tag is re-judged where there is something to judge: its failed
+        # and cancelled episodes (replaced by a later start, or given up) are left out.
+        ids = [pk for pk in ids if not _ended_without_scores(episodes.get(pk))]
     missing = [pk for pk in ids if episodes.get(pk) is None]
     unfinished = {
         pk: e["status"]
         for pk, e in episodes.items()
-        if e is not None and (e["status"] or EpisodeStatus.COMPLETED) != EpisodeStatus.COMPLETED
+        if e is not None
+        and pk in ids
+        and (e["status"] or EpisodeStatus.COMPLETED) != EpisodeStatus.COMPLETED
     }
     field = "episodeIds" if valid.episode_ids is not None else (
         "experimentId" if valid.experiment_id else "tag"
@@ -184,20 +198,16 @@ async def _write(
     rejudging: Rejudging,
     episodes: list[tuple[str, dict[str, Any] | None]],
 ) -> None:
-    entry = Evaluation(
+    queued = Evaluation(
         id=rejudging.id,
         judge_model=rejudging.judge_model,
         evaluation_dimension_list_id=rejudging.evaluation_dimension_list_id,
         created_at=rejudging.created_at,
-    ).model_dump(mode="json")
+    )
+    entry = queued.model_dump(mode="json")
+    stored = rejudging_fields(queued)
     await client.hset(
-        keys.rejudging(rejudging.id),
-        mapping={
-            "judge_model": rejudging.judge_model,
-            "evaluation_dimension_list_id": rejudging.evaluation_dimension_list_id or "",
-            "episodes": rejudging.episodes,
-            "created_at": rejudging.created_at,
-        },
+        keys.rejudging(rejudging.id), mapping=stored | {"episodes": rejudging.episodes}
     )
     for start in range(0, len(episodes), BATCH):
         async with client.pipeline(transaction=True) as pipe:
@@ -207,28 +217,12 @@ async def _write(
                 pipe.execute_command("JSON.SET", key, "$.evaluations", "[]", "NX")
                 pipe.execute_command("JSON.ARRAPPEND", key, "$.evaluations", json.dumps(entry))
                 pipe.json().set(
-                    keys.evaluation_record(rejudging.id, pk), "$", record(rejudging, pk, fields)
+                    keys.evaluation_record(rejudging.id, pk),
+                    "$",
+                    evaluation_record(pk, fields, queued),
                 )
                 jobs.add_evaluation(pipe, pk, rejudging.id)
             await pipe.execute()
-
-
-def record(rejudging: Rejudging, episode_id: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """An evaluation record: what results group by, with the new judge in `models[0]`."""
-    models = list(fields.get("models") or [])
-    return {
-        "episode": episode_id,
-        "evaluation": rejudging.id,
-        "environment": fields.get("environment"),
-        "agents": fields.get("agents") or [],
-        "tag": fields.get("tag") or "",
-        "experiment_id": fields.get("experiment_id") or "",
-        "models": [rejudging.judge_model, *models[1:]],
-        "evaluation_dimension_list_id": rejudging.evaluation_dimension_list_id,
-        "status": EvaluationStatus.QUEUED.value,
-        "rewards": [],
-        "starts": 0,
-    }
 
 
 async def get_rejudging(client: redis.Redis, rejudging_id: str) -> Rejudging | None:

@@ -20,6 +20,7 @@ from resolvers import sotopia_format as fmt
 from resolvers.agents import AGENT, NewAgent
 from resolvers.limits import RecordId
 from resolvers.records import exist
+from resolvers.rejudging import evaluation_record, rejudging_fields
 from resolvers.relationships import RELATIONSHIP, NewRelationship
 from resolvers.scenarios import SCENARIO, NewScenario
 from storage import keys
@@ -224,6 +225,30 @@ class Importer:
             results = await pipe.execute()
         for (_, kind, _), result in zip(batch, results, strict=True):
             (self.report.created if result else self.report.skipped)[kind.value] += 1
+        created = [
+            record
+            for (_, _, record), result in zip(batch, results, strict=True)
+            if result and isinstance(record, EpisodeLog) and record.evaluations
+        ]
+        await self._evaluations(created)
+
+    async def _evaluations(self, episodes: list[EpisodeLog]) -> None:
+        """The records results read a re-judging's scores from, and the re-judgings
+        themselves, for the evaluations imported episodes carry."""
+        if not episodes:
+            return
+        async with self.client.pipeline(transaction=False) as pipe:
+            for episode in episodes:
+                pk = str(episode.pk)
+                fields = episode.model_dump(mode="json")
+                for entry in episode.evaluations:
+                    record = evaluation_record(pk, fields, entry)
+                    key = keys.evaluation_record(entry.id, pk)
+                    pipe.execute_command("JSON.SET", key, "$", json.dumps(record), "NX")
+                    for field, value in rejudging_fields(entry).items():
+                        pipe.hsetnx(keys.rejudging(entry.id), field, value)
+                    pipe.hincrby(keys.rejudging(entry.id), "episodes", 1)
+            await pipe.execute()
 
     async def _relationship(self, number: int, record: RelationshipProfile) -> None:
         kind = fmt.Kind.RELATIONSHIPS.value

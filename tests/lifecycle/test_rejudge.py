@@ -335,3 +335,25 @@ async def test_an_episode_sotopia_wrote_is_judged_from_turns_read_from_its_messa
     assert prompts, "the judge was not asked about this episode"
     for _, speaker, _, argument, _ in sotopia_records.EXPECTED_TURNS:
         assert speaker in prompts[-1] and argument in prompts[-1]
+
+
+async def test_a_tag_is_rejudged_without_its_failed_and_cancelled_episodes(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
+    model = fake_llm.model_name()
+    [done] = await finished(services, model, tag, count=1)
+    scenario, agents = await make_world(f"{tag}-cancelled")
+    fields = {"scenario_id": scenario, "agent_ids": agents, "agent_models": [model]}
+    queued, _ = await start.start(services, {**fields, "judge_model": model, "tag": tag})
+    assert queued is not None
+    cancelled, _ = await start.cancel(services, str(queued.pk))
+    assert cancelled is not None and cancelled.status == EpisodeStatus.CANCELLED
+
+    rejudging, errors = await rejudge.queue(
+        services.client, services.jobs, services.models, {"tag": tag, "judge_model": model}
+    )
+    assert errors == [] and rejudging is not None
+    assert rejudging.episodes == 1
+    assert (await EpisodeLog.get(str(queued.pk))).evaluations == []
+    assert [e.id for e in (await EpisodeLog.get(done)).evaluations] == [rejudging.id]
