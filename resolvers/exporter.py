@@ -22,6 +22,8 @@ from resolvers.pagination import searchable
 from storage.keys import index_name
 from storage.models import (
     AgentProfile,
+    CustomEvaluationDimension,
+    CustomEvaluationDimensionList,
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
@@ -64,11 +66,12 @@ class EpisodeFilter:
         return EpisodeLog.find(*terms)
 
 
-ALL_KINDS = (fmt.Kind.AGENTS, fmt.Kind.SCENARIOS, fmt.Kind.RELATIONSHIPS, fmt.Kind.EPISODES)
+ALL_KINDS = tuple(fmt.Kind)
 MODELS: dict[fmt.Kind, type[Record]] = {
     fmt.Kind.AGENTS: AgentProfile,
     fmt.Kind.SCENARIOS: EnvironmentProfile,
     fmt.Kind.RELATIONSHIPS: RelationshipProfile,
+    fmt.Kind.DIMENSION_LISTS: CustomEvaluationDimensionList,
     fmt.Kind.EPISODES: EpisodeLog,
 }
 
@@ -81,8 +84,7 @@ def parse_kinds(text: str) -> list[fmt.Kind]:
     unknown = [n for n in names if n not in fmt.Kind.__members__.values()]
     if unknown or not names:
         raise BadArgument(
-            f"unknown kind {', '.join(unknown) or text!r}: use all, or any of "
-            "agents, scenarios, relationships, episodes"
+            f"unknown kind {', '.join(unknown) or text!r}: use all, or any of {', '.join(fmt.Kind)}"
         )
     return [fmt.Kind(n) for n in ALL_KINDS if n in names]
 
@@ -186,8 +188,16 @@ async def lines(
             yield [fmt.scenario_line(d) for d in docs]
         elif kind == fmt.Kind.RELATIONSHIPS:
             yield [fmt.relationship_line(d) for d in docs]
+        elif kind == fmt.Kind.DIMENSION_LISTS:
+            yield [await _dimension_list_line(client, d) for d in docs]
         else:
             yield await _episode_lines(profiles, docs)
+
+
+async def _dimension_list_line(client: redis.Redis, doc: dict[str, Any]) -> dict[str, Any]:
+    pks = [str(pk) for pk in doc.get("dimension_pks") or []]
+    found = await documents(client, [CustomEvaluationDimension.make_primary_key(pk) for pk in pks])
+    return fmt.dimension_list_line(doc, [d for d in found if d is not None])
 
 
 async def _episode_lines(profiles: Profiles, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ the agents it names may come earlier in the same file).
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from resolvers import sotopia_format as fmt
 from resolvers.agents import AGENT, NewAgent
+from resolvers.dimensions import NewDimensionList, create_dimension_list
 from resolvers.limits import RecordId
 from resolvers.records import exist
 from resolvers.rejudging import evaluation_record, rejudging_fields
@@ -28,6 +29,7 @@ from storage.dump import ulid_time
 from storage.models import (
     TERMINAL,
     AgentProfile,
+    CustomEvaluationDimensionList,
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
@@ -155,15 +157,21 @@ def episode_record(line: dict[str, Any]) -> EpisodeLog:
     return record
 
 
-BUILDERS = {
+def dimension_list(line: dict[str, Any]) -> NewDimensionList:
+    pk = _record_id(line.get("dimension_list_id"), "dimension_list_id")
+    return NewDimensionList(pk=pk, name=line.get("name"), dimensions=line.get("dimensions"))
+
+
+BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Record | NewDimensionList]] = {
     fmt.Kind.AGENTS: agent_record,
     fmt.Kind.SCENARIOS: scenario_record,
     fmt.Kind.RELATIONSHIPS: relationship_record,
+    fmt.Kind.DIMENSION_LISTS: dimension_list,
     fmt.Kind.EPISODES: episode_record,
 }
 
 
-def parse_line(text: str | bytes) -> tuple[fmt.Kind, Record]:
+def parse_line(text: str | bytes) -> tuple[fmt.Kind, Record | NewDimensionList]:
     """The record a line holds; raises LineError saying what is wrong."""
     try:
         line = json.loads(text)
@@ -177,8 +185,8 @@ def parse_line(text: str | bytes) -> tuple[fmt.Kind, Record]:
             raise fmt.LineError("agent-scenario combinations (combo_id) are not imported")
         shown = ", ".join(sorted(line)[:8]) or "none"
         raise fmt.LineError(
-            "unknown kind of record: expected episode_id, agent_id, env_id or "
-            f"relationship_id (fields: {shown})"
+            "unknown kind of record: expected episode_id, agent_id, env_id, relationship_id "
+            f"or dimension_list_id (fields: {shown})"
         )
     try:
         return kind, BUILDERS[kind](line)
@@ -195,7 +203,11 @@ class Importer:
         self.report = report
         self.pending: list[tuple[int, fmt.Kind, Record]] = []
 
-    async def add(self, number: int, kind: fmt.Kind, record: Record) -> None:
+    async def add(self, number: int, kind: fmt.Kind, record: Record | NewDimensionList) -> None:
+        if isinstance(record, NewDimensionList):
+            await self.flush()
+            await self._dimension_list(number, record)
+            return
         if isinstance(record, RelationshipProfile):
             await self.flush()
             await self._relationship(number, record)
@@ -249,6 +261,18 @@ class Importer:
                         pipe.hsetnx(keys.rejudging(entry.id), field, value)
                     pipe.hincrby(keys.rejudging(entry.id), "episodes", 1)
             await pipe.execute()
+
+    async def _dimension_list(self, number: int, valid: NewDimensionList) -> None:
+        kind = fmt.Kind.DIMENSION_LISTS.value
+        if (await exist(self.client, [(CustomEvaluationDimensionList, str(valid.pk))]))[0]:
+            self.report.skipped[kind] += 1
+            return
+        _, errors = await create_dimension_list(valid.model_dump())
+        if errors:
+            self.report.refuse(number, "; ".join(e.message for e in errors))
+            return
+        await ResultsIndex(self.client).ensure_dimensions(d.name for d in valid.dimensions)
+        self.report.created[kind] += 1
 
     async def _relationship(self, number: int, record: RelationshipProfile) -> None:
         kind = fmt.Kind.RELATIONSHIPS.value

@@ -24,6 +24,9 @@ class Kind(StrEnum):
     AGENTS = "agents"
     SCENARIOS = "scenarios"
     RELATIONSHIPS = "relationships"
+    DIMENSION_LISTS = "dimension_lists"
+    """Parley's own kind (Sotopia's serializer has none): a custom evaluation dimension list
+    with its dimensions inline, so re-judged scores keep their dimensions across an export."""
     EPISODES = "episodes"
 
 
@@ -100,6 +103,7 @@ ID_FIELD = {
     Kind.AGENTS: "agent_id",
     Kind.SCENARIOS: "env_id",
     Kind.RELATIONSHIPS: "relationship_id",
+    Kind.DIMENSION_LISTS: "dimension_list_id",
     Kind.EPISODES: "episode_id",
 }
 
@@ -225,6 +229,16 @@ _EPISODE_DEFAULTS: dict[str, Any] = {
     "rewards_prompt": "",
     "reasoning": "",
 }
+
+
+def dimension_list_line(doc: dict[str, Any], dimensions: list[dict[str, Any]]) -> dict[str, Any]:
+    """A dimension list and its dimensions (in the list's order; dangling ids left out)."""
+    fields = ("name", "description", "range_low", "range_high")
+    return {
+        "dimension_list_id": doc.get("pk"),
+        "name": doc.get("name"),
+        "dimensions": [{name: d.get(name) for name in fields} for d in dimensions],
+    }
 
 
 def csv_header() -> str:

@@ -137,6 +137,13 @@ async def test_bad_lines_write_nothing_and_say_why(gql: GraphQLClient, unchanged
         json.dumps({**episode, "parley": {"status": "RUNNING"}}),
         json.dumps(relationship),
         "[1, 2]",
+        json.dumps(
+            {
+                "dimension_list_id": "H3-dims",
+                "name": "H3 warmth",
+                "dimensions": [{"name": "warmth", "range_low": 5, "range_high": 0}],
+            }
+        ),
     ]
     async with unchanged():
         report = await post_import(gql.http, ["", *lines])
@@ -157,6 +164,7 @@ async def test_bad_lines_write_nothing_and_say_why(gql: GraphQLClient, unchanged
     assert "RUNNING" in reasons[12] and "only finished episodes" in reasons[12]
     assert "not stored" in reasons[13] and "import the agents first" in reasons[13]
     assert reasons[14] == "not a JSON object"
+    assert "range_low (5) must be below range_high (0)" in reasons[15]
 
 
 async def test_a_good_line_beside_a_bad_one_is_written(gql: GraphQLClient) -> None:
@@ -169,6 +177,51 @@ async def test_a_good_line_beside_a_bad_one_is_written(gql: GraphQLClient) -> No
     found = await gql.data("query($id: ID!) { agent(id: $id) { name } }", {"id": agent["agent_id"]})
     assert found["agent"] == {"name": "Nora Lindqvist"}
     assert (await gql.data('{ agent(id: "H4-b") { name } }'))["agent"] is None
+
+
+async def test_a_dimension_list_is_exported_and_imported_with_its_dimensions(
+    gql: GraphQLClient,
+) -> None:
+    created = await gql.data(
+        """mutation($input: CreateEvaluationDimensionListInput!) {
+          createEvaluationDimensionList(input: $input) { evaluationDimensionList { id } }
+        }""",
+        {
+            "input": {
+                "name": "H8 candour",
+                "dimensions": [
+                    {
+                        "name": "candour",
+                        "description": "Says it plainly",
+                        "rangeLow": 0,
+                        "rangeHigh": 10,
+                    }
+                ],
+            }
+        },
+    )
+    list_id = created["createEvaluationDimensionList"]["evaluationDimensionList"]["id"]
+    response = await gql.http.get("/export", params={"kind": "dimension_lists"})
+    assert response.status_code == 200, response.text
+    lines = [json.loads(x) for x in response.text.splitlines()]
+    [line] = [x for x in lines if x["dimension_list_id"] == list_id]
+    assert line == {
+        "dimension_list_id": list_id,
+        "name": "H8 candour",
+        "dimensions": [
+            {"name": "candour", "description": "Says it plainly", "range_low": 0, "range_high": 10}
+        ],
+    }
+    again = await post_import(gql.http, [json.dumps(line)])
+    assert again["skipped"] == {"dimension_lists": 1} and again["invalid"] == 0
+    moved = {**line, "dimension_list_id": "H8-copy", "name": "H8 candour copy"}
+    report = await post_import(gql.http, [json.dumps(moved)])
+    assert report["created"] == {"dimension_lists": 1}, report
+    found = await gql.data(
+        "{ evaluationDimensionLists { id name dimensions { name rangeLow rangeHigh } } }"
+    )
+    [copy] = [x for x in found["evaluationDimensionLists"] if x["id"] == "H8-copy"]
+    assert copy["dimensions"] == [{"name": "candour", "rangeLow": 0, "rangeHigh": 10}]
 
 
 async def test_null_fields_read_as_their_defaults(gql: GraphQLClient) -> None:
