@@ -31,14 +31,28 @@ class Encoded(dict[str, Any]):
         self.text: str = _encode(answer)
 
 
-def encode(value: object, depth: int = DEPTH) -> str:
+def encode(value: object) -> str:
     """`json.dumps(value, separators=(",", ":"))`, splicing in the text of `Encoded` values."""
+    parts: list[str] = []
+    _write(value, DEPTH, parts)
+    return "".join(parts)
+
+
+def _write(value: object, depth: int, parts: list[str]) -> None:
     if type(value) is Encoded:
-        return value.text
-    if depth > 0:
-        if type(value) is dict and all(type(key) is str for key in value):
-            fields = (f"{_encode(k)}:{encode(v, depth - 1)}" for k, v in value.items())
-            return "{" + ",".join(fields) + "}"
-        if type(value) is list:
-            return "[" + ",".join(encode(v, depth - 1) for v in value) + "]"
-    return _encode(value)
+        parts.append(value.text)
+    elif depth > 0 and type(value) is dict and all(type(key) is str for key in value):
+        parts.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            parts.append(f",{_encode(key)}:" if i else f"{_encode(key)}:")
+            _write(item, depth - 1, parts)
+        parts.append("}")
+    elif depth > 0 and type(value) is list:
+        parts.append("[")
+        for i, item in enumerate(value):
+            if i:
+                parts.append(",")
+            _write(item, depth - 1, parts)
+        parts.append("]")
+    else:
+        parts.append(_encode(value))
