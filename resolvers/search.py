@@ -123,8 +123,14 @@ async def search_all(query: Any, batch: int = 1000) -> list[Any]:
 
 
 def _version(key: str, values: dict[str, str]) -> bytes:
-    text = "\x00".join([key, *(f"{path}\x00{values[path]}" for path in sorted(values))])
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    """SHA-256 of `key NUL path NUL value NUL path ...` (no raw NUL appears in JSON text), fed
+    in parts: hashing the stored text is most of a reused page's own work, and SHA-256 runs on
+    the CPU's own instructions at about twice blake2b's speed here."""
+    digest = hashlib.sha256(key.encode())
+    for path in sorted(values):
+        digest.update(f"\x00{path}\x00".encode())
+        digest.update(values[path].encode())
+    return digest.digest()[:16]
 
 
 def _hits(raw: Any) -> tuple[int, list[tuple[str, dict[str, str]]]]:
