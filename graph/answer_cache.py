@@ -29,6 +29,8 @@ from graphql import (
 )
 from graphql.execution.collect_fields import FieldDetails
 
+from graph.encoding import Encoded
+
 Key = tuple[str, bytes]
 Printed = WeakKeyDictionary[FieldNode, tuple[tuple[int, ...], str | None]]
 """Shapes already worked out, by the first field node of a selection (the parsed documents
@@ -41,15 +43,15 @@ class AnswerCache:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._answers: OrderedDict[Key, dict[str, Any]] = OrderedDict()
+        self._answers: OrderedDict[Key, Encoded] = OrderedDict()
 
-    def get(self, key: Key) -> dict[str, Any] | None:
+    def get(self, key: Key) -> Encoded | None:
         answer = self._answers.get(key)
         if answer is not None:
             self._answers.move_to_end(key)
         return answer
 
-    def put(self, key: Key, answer: dict[str, Any]) -> None:
+    def put(self, key: Key, answer: Encoded) -> None:
         self._answers[key] = answer
         self._answers.move_to_end(key)
         while len(self._answers) > self.size:
@@ -166,7 +168,8 @@ def cached_completion(
     complete: Callable[[], Any],
 ) -> Any:
     """The cached answer for `result`, or `complete()`'s, kept when it completed at once and
-    without a field error."""
+    without a field error. A kept answer carries its JSON text (graph/encoding.py), so that a
+    response holding it splices the text in instead of encoding it again."""
     version = getattr(result, "version", None)
     if not isinstance(version, bytes):
         return complete()
@@ -180,5 +183,6 @@ def cached_completion(
     before = len(errors)
     answer = complete()
     if isinstance(answer, dict) and len(errors) == before:
+        answer = Encoded(answer)
         cache.put(key, answer)
     return answer

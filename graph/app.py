@@ -34,6 +34,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context
+from graph.encoding import encode
 from graph.errors import RETRY_AFTER_SECONDS, client_errors, unavailable
 from graph.exchange import exchange_routes
 from graph.fanout import Disconnected, Fanout, Subscribe
@@ -184,6 +185,10 @@ class GraphQLApp(GraphQL[Context, None]):
             content=event_content,
             client_errors=client_errors,
         )
+
+    def encode_json(self, data: object) -> str:
+        """As Strawberry encodes, byte for byte, with reused answers' text spliced in."""
+        return encode(data)
 
     def decode_json(self, data: str | bytes) -> object:
         """JSON as Strawberry reads it, but a number Python will not convert (an integer of over

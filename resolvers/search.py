@@ -19,8 +19,12 @@ from pydantic import BaseModel, create_model
 from storage.models import Record
 
 DIALECT = "3"
-"""Every RETURN value comes back as a JSON array of its matches, so a string, a number, a
-list and null read back unambiguously (dialect 1 sends strings bare)."""
+"""For paths: every RETURN value comes back as a JSON array of its matches, so a string, a
+number, a list and null read back unambiguously (dialects 1 and 2 send strings bare)."""
+WHOLE_DIALECT = "2"
+"""For whole documents, which come back as their JSON object either way: dialect 3 parses
+queries as dialect 2 does but costs Redis three times as much to send a document (measured:
+4.0 against 1.3 ms for 50 stored episodes of 20 turns)."""
 
 WHOLE = "$"
 MAX_RESULTS = 1_000_000
@@ -81,7 +85,8 @@ def search_args(
     args: list[str | int] = ["FT.SEARCH", query.model.Meta.index_name, query.query]
     args += ["LIMIT", offset, limit]
     args += query.resolve_redisearch_sort_fields() or []
-    args += ["RETURN", len(paths), *paths, "DIALECT", DIALECT]
+    dialect = WHOLE_DIALECT if paths == [WHOLE] else DIALECT
+    args += ["RETURN", len(paths), *paths, "DIALECT", dialect]
     return args
 
 
@@ -118,8 +123,14 @@ async def search_all(query: Any, batch: int = 1000) -> list[Any]:
 
 
 def _version(key: str, values: dict[str, str]) -> bytes:
-    text = "\x00".join([key, *(f"{path}\x00{values[path]}" for path in sorted(values))])
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    """SHA-256 of `key NUL path NUL value NUL path ...` (no raw NUL appears in JSON text), fed
+    in parts: hashing the stored text is most of a reused page's own work, and SHA-256 runs on
+    the CPU's own instructions at about twice blake2b's speed here."""
+    digest = hashlib.sha256(key.encode())
+    for path in sorted(values):
+        digest.update(f"\x00{path}\x00".encode())
+        digest.update(values[path].encode())
+    return digest.digest()[:16]
 
 
 def _hits(raw: Any) -> tuple[int, list[tuple[str, dict[str, str]]]]:
@@ -137,7 +148,7 @@ def _pk(model: type[Record], key: str, doc: dict[str, Any]) -> str:
 
 
 def _whole[R: Record](model: type[R], key: str, values: dict[str, str]) -> R:
-    doc: dict[str, Any] = json.loads(values[WHOLE])[0]
+    doc: dict[str, Any] = json.loads(values[WHOLE])
     return model.model_validate({**doc, "pk": _pk(model, key, doc)})
 
 

@@ -13,6 +13,7 @@ import strawberry
 from engine.llm import ModelRegistry
 from graph.answer_cache import AnswerCache
 from graph.context import Context
+from graph.encoding import Encoded
 from graph.schema import build_schema
 from lifecycle.follow import EventHub
 from lifecycle.jobs import JobQueue
@@ -126,10 +127,10 @@ async def test_lookups_and_mutation_payloads_are_not_kept(world: None, context: 
 
 def test_the_cache_keeps_the_most_recently_used() -> None:
     cache = AnswerCache(2)
-    cache.put(("s", b"1"), {"a": 1})
-    cache.put(("s", b"2"), {"a": 2})
+    cache.put(("s", b"1"), Encoded({"a": 1}))
+    cache.put(("s", b"2"), Encoded({"a": 2}))
     assert cache.get(("s", b"1")) == {"a": 1}
-    cache.put(("s", b"3"), {"a": 3})
+    cache.put(("s", b"3"), Encoded({"a": 3}))
     assert cache.get(("s", b"2")) is None and cache.get(("s", b"1")) == {"a": 1}
     assert len(cache) == 2
 

@@ -99,3 +99,35 @@ async def test_sotopia_records_without_optional_fields_read_their_defaults(
 async def test_a_page_beyond_any_limit_is_empty(world: None) -> None:
     page = await fetch_page(EpisodeLog.find(EpisodeLog.tag == PARLEY), 5, encode_cursor(9_999_999))
     assert page.items == [] and page.total == 12 and not page.has_next
+
+
+async def test_whole_records_read_every_kind_of_value_as_stored(
+    world: None, redis_client: redis.Redis
+) -> None:
+    """Whole documents come back as their JSON object (dialect 2): strings that look like
+    numbers or JSON, non-ASCII, escapes and nulls read as they were written."""
+    pk = f"{WORLD}Etricky"
+    key = EpisodeLog.make_primary_key(pk)
+    tricky = ["42", "null", '["a"]', 'caf\u00e9 "quoted" \\ \U0001f600', "line\nbreak", ""]
+    doc: dict[str, Any] = {
+        "pk": pk,
+        "environment": S0,
+        "agents": [A0, A1],
+        "tag": "tricky-whole",
+        "models": ["m", "m", "m"],
+        "messages": [[[t, t, t] for t in tricky]],
+        "reasoning": tricky[3],
+        "rewards": [0.0, 0.0],
+        "rewards_prompt": "",
+        "error": None,
+        "created_at": 1.5,
+    }
+    await redis_client.json().set(key, "$", doc)
+    try:
+        query = EpisodeLog.find(EpisodeLog.tag == "tricky-whole")
+        (record,) = (await search(query, 0, 5)).records
+        assert record == await EpisodeLog.get(pk)
+        assert record.messages == [[tuple(3 * [t]) for t in tricky]]
+        assert record.reasoning == tricky[3] and record.error is None
+    finally:
+        await redis_client.delete(key)
