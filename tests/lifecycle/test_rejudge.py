@@ -3,48 +3,22 @@ fake model server, stored beside the original rewards, selectable in results."""
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 import redis.asyncio as redis
 
-from engine.llm import ModelRegistry
 from lifecycle import rejudge, start
-from lifecycle.follow import EventHub
-from lifecycle.jobs import JobQueue
 from lifecycle.services import Services
-from lifecycle.transitions import EpisodeStore, EventsLog
 from lifecycle.worker import Worker, WorkerConfig
 from resolvers.dimensions import create_dimension_list
 from resolvers.errors import ErrorCode
 from resolvers.results import GroupBy, Results, ResultsFilter
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
-from tests.engine.conftest import FAST_RETRY
 from tests.support import sotopia_records
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.server import GraphQLClient
 from tests.support.simulation import make_world
-
-
-@pytest.fixture
-async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[Services]:
-    name = f"test:jobs:{uuid.uuid4().hex}"
-    jobs = JobQueue(redis_client, stream=name, group=f"{name}:workers")
-    await jobs.ensure_group()
-    registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
-    yield Services(
-        redis_client,
-        EpisodeStore(redis_client),
-        jobs,
-        EventHub(redis_client),
-        EventsLog(redis_client),
-        registry,
-    )
-    await registry.aclose()
-    await redis_client.delete(name)
 
 
 async def burst(services: Services, **overrides: Any) -> None:

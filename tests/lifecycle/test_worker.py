@@ -8,20 +8,13 @@ import asyncio
 import dataclasses
 import json
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
-import redis.asyncio as redis
 
 from engine.limiter import INITIAL
 from engine.llm import ModelRegistry
 from lifecycle import start
-from lifecycle.follow import EventHub
-from lifecycle.jobs import JobQueue
 from lifecycle.services import Services
-from lifecycle.transitions import EpisodeStore, EventsLog
 from lifecycle.worker import EPISODE_HEADROOM, Worker, WorkerConfig, running_worker
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.engine.conftest import FAST_RETRY
@@ -30,24 +23,6 @@ from tests.support.simulation import make_world
 
 Status = EpisodeStatus
 BURST_TIMEOUT = 60
-
-
-@pytest.fixture
-async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[Services]:
-    name = f"test:jobs:{uuid.uuid4().hex}"
-    jobs = JobQueue(redis_client, stream=name, group=f"{name}:workers")
-    await jobs.ensure_group()
-    registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
-    yield Services(
-        redis_client,
-        EpisodeStore(redis_client),
-        jobs,
-        EventHub(redis_client),
-        EventsLog(redis_client),
-        registry,
-    )
-    await registry.aclose()
-    await redis_client.delete(name)
 
 
 def config(**overrides: Any) -> WorkerConfig:
