@@ -52,7 +52,8 @@ class AgentSelectionInput:
     seed: int = strawberry.field(default=0, description="The same seed draws the same pairs.")
     pairs_per_scenario: int = strawberry.field(default=1, description="Pairs drawn, 1..100.")
     tag: str | None = strawberry.field(
-        default=None, description="With UNIFORM: draw only among agents with this tag."
+        default=None,
+        description="Draw only among agents with this tag (RELATIONSHIP: relationships of two).",
     )
 
 

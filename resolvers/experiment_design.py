@@ -65,7 +65,8 @@ class AgentSelection(BaseModel, extra="forbid"):
     seed: int = 0
     pairs_per_scenario: Annotated[int, Field(ge=1, le=100)] = 1
     tag: ShortText | None = None
-    """With uniform sampling: draw only among the agents with this tag."""
+    """Draw only among the agents with this tag (by relationship: relationships between two
+    of them)."""
 
     @model_validator(mode="after")
     def one_way(self) -> "AgentSelection":
@@ -251,11 +252,17 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
     relationships: list[RelationshipProfile] = []
     if agents.pairs is not None:
         errors += await missing_agents(client, agents.pairs)
-    elif agents.sample == Sampling.UNIFORM:
+    else:
         terms = [AgentProfile.tag == searchable_tag(agents.tag)] if agents.tag else []
         agent_ids = [str(a.pk) for a in await AgentProfile.find(*terms).all()]
-    else:
-        relationships = await RelationshipProfile.find().all()
+        if agents.sample == Sampling.RELATIONSHIP:
+            tagged = set(agent_ids)
+            relationships = [
+                r
+                for r in await RelationshipProfile.find().all()
+                if not agents.tag or {r.agent_1_id, r.agent_2_id} <= tagged
+            ]
+            agent_ids = []
     list_id = design.evaluation_dimension_list_id
     if list_id and await exist(client, [(CustomEvaluationDimensionList, list_id)]) != [True]:
         field = ["input", "design", "evaluationDimensionListId"]

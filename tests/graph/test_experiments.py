@@ -14,6 +14,7 @@ import redis.asyncio as redis
 
 from storage import keys
 from storage.models import (
+    AgentProfile,
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
@@ -147,18 +148,22 @@ async def test_relationship_sampling_takes_only_matching_pairs(
     scenarios, agents = await world("kin", agents=4)
     friends = RelationshipProfile(agent_1_id=agents[0], agent_2_id=agents[1], relationship=3)
     strangers = RelationshipProfile(agent_1_id=agents[2], agent_2_id=agents[3], relationship=0)
-    await friends.save()
-    await strangers.save()
+    outsider = AgentProfile(first_name="Out", last_name="Sider")  # no tag: never drawn
+    await outsider.save()
+    outside = RelationshipProfile(agent_1_id=str(outsider.pk), agent_2_id=agents[1], relationship=3)
+    for relationship in (friends, strangers, outside):
+        await relationship.save()
     try:
         plan = design(scenarios, fake_llm.model_name())
-        plan["agents"] = {"sample": "RELATIONSHIP", "seed": 1, "pairsPerScenario": 1}
+        plan["agents"] = {"sample": "RELATIONSHIP", "seed": 1, "pairsPerScenario": 1, "tag": "kin"}
         experiment = await created(gql, "kin", "kin", plan)
         by_scenario = {s["scenarioId"]: s["agentIds"] for s in experiment["slots"]["nodes"]}
         # the first scenario assumes FRIEND, the second STRANGER
         assert by_scenario == {scenarios[0]: agents[:2], scenarios[1]: agents[2:]}
     finally:
-        await RelationshipProfile.delete(str(friends.pk))
-        await RelationshipProfile.delete(str(strangers.pk))
+        for relationship in (friends, strangers, outside):
+            await RelationshipProfile.delete(str(relationship.pk))
+        await AgentProfile.delete(str(outsider.pk))
 
 
 async def test_start_twice_and_concurrently_makes_one_episode_per_slot(

@@ -34,7 +34,7 @@ class AgentSelectionInput(BaseModel):
     pairs_per_scenario: int = Field(alias="pairsPerScenario", default=1)
     "Pairs drawn, 1..100."
     tag: Optional[str] = None
-    "With UNIFORM: draw only among agents with this tag."
+    "Draw only among agents with this tag (RELATIONSHIP: relationships of two)."
 
 
 class CreateAgentInput(BaseModel):
