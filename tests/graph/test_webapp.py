@@ -590,7 +590,7 @@ async def test_an_experiment_shows_live_progress_results_with_intervals_and_its_
     tag = unique("experiment")
     design = {
         "scenarios": {"codename": "used_van_sale"},
-        "agents": {"sample": "UNIFORM", "seed": 7, "pairsPerScenario": 2},
+        "agents": {"sample": "UNIFORM", "seed": 7, "pairsPerScenario": 2, "tag": "parley-sample"},
         "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
         "maxTurns": 2,
         "judgeModel": MODEL,
