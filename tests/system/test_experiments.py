@@ -2,6 +2,7 @@
 killed by pid midway, a re-run that adds only the failed episodes, Ctrl-C detach and `watch`."""
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
@@ -188,6 +189,13 @@ async def test_killed_worker_then_rerun_adds_only_the_failed(
         row = next(line for line in table.output().splitlines() if fake_llm.model_name() in line)
         assert f"{overall['mean']:.2f} ± {margin:.2f}" in row
         assert f"{2 * ended['failed']} failed" in row  # counted apart, not averaged
+        as_json = Cli(["results", pk, "--json", "--by", "model,seat", *url], tmp_path / "j.log")
+        assert as_json.wait() == 0, as_json.output()
+        assert sorted(g["seat"] for g in json.loads(as_json.output())) == [0, 1]
+        sotopia = Cli(["results", pk, "--margin", "sotopia", *url], tmp_path / "sotopia.log")
+        assert sotopia.wait() == 0 and "Sotopia's benchmark margin" in sotopia.output()
+        wrong = Cli(["results", pk, "--by", "colour", *url], tmp_path / "wrong.log")
+        assert wrong.wait() == 2 and "--by takes" in wrong.output()
 
 
 async def test_ctrl_c_detaches_without_cancelling_and_watch_reattaches(
