@@ -20,11 +20,14 @@ def episode_query(
     status: EpisodeStatus | None = None,
     agent_id: str | None = None,
     scenario_id: str | None = None,
+    experiment_id: str | None = None,
 ) -> Any:
     """Newest first."""
     terms: list[Any] = []
     if tag:
         terms.append(EpisodeLog.tag == searchable_tag(tag))
+    if experiment_id:
+        terms.append(EpisodeLog.experiment_id == searchable_tag(experiment_id))
     if status is not None:
         terms.append(EpisodeLog.status == status.value)
     if agent_id:

@@ -7,6 +7,7 @@ records there are. An episode's scenario and agents come from a bounded cache.
 """
 
 import contextlib
+import dataclasses
 import json
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 import redis.asyncio as redis
 
 from resolvers import sotopia_format as fmt
+from resolvers.episodes import episode_query
 from resolvers.errors import BadArgument, searchable_tag
 from resolvers.pagination import searchable
 from storage.keys import index_name
@@ -52,18 +54,7 @@ class EpisodeFilter:
     scenario_id: str | None = None
 
     def query(self) -> Any:
-        terms: list[Any] = []
-        if self.tag:
-            terms.append(EpisodeLog.tag == searchable_tag(self.tag))
-        if self.experiment_id:
-            terms.append(EpisodeLog.experiment_id == searchable_tag(self.experiment_id))
-        if self.status is not None:
-            terms.append(EpisodeLog.status == self.status.value)
-        if self.agent_id:
-            terms.append(EpisodeLog.agents << [self.agent_id])  # type: ignore[operator]
-        if self.scenario_id:
-            terms.append(EpisodeLog.environment == self.scenario_id)
-        return EpisodeLog.find(*terms)
+        return episode_query(**dataclasses.asdict(self))
 
 
 ALL_KINDS = tuple(fmt.Kind)
