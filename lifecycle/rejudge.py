@@ -24,6 +24,7 @@ from engine.llm import LLMRouter, ModelCatalog
 from engine.stats import GenerationStats
 from engine.types import Transcript
 from lifecycle.jobs import JobQueue
+from resolvers.dimensions import dimensions_of, get_dimension_list
 from resolvers.errors import ErrorCode, UserError, from_validation
 from resolvers.limits import RecordId, ShortText
 from resolvers.records import get_or_none, storable
@@ -32,8 +33,6 @@ from resolvers.results import WHOLE, aggregate_rows, tag_query
 from resolvers.transcript import episode_turns
 from storage import keys
 from storage.models import (
-    CustomEvaluationDimension,
-    CustomEvaluationDimensionList,
     EpisodeLog,
     EpisodeStatus,
     Evaluation,
@@ -114,11 +113,10 @@ async def _dimension_names(list_id: str | None) -> list[str] | None:
     """The list's dimension names (Sotopia's seven for None); None if there is no such list."""
     if list_id is None:
         return []
-    record = await get_or_none(CustomEvaluationDimensionList, list_id)
+    record = await get_dimension_list(list_id)
     if record is None:
         return None
-    dims = [await get_or_none(CustomEvaluationDimension, pk) for pk in record.dimension_pks]
-    return [d.name for d in dims if d is not None]
+    return [d.name for d in await dimensions_of(record)]
 
 
 def _ended_without_scores(fields: dict[str, Any] | None) -> bool:
@@ -149,8 +147,8 @@ async def queue(
     ids = await _selected(client, valid)
     if len(ids) > MAX_EPISODES:
         errors.append(_error("episodeIds", f"at most {MAX_EPISODES} episodes per re-judging"))
-    found = await _episode_fields(client, [pk for pk in ids if storable(pk)])
-    episodes = dict(zip([pk for pk in ids if storable(pk)], found, strict=True))
+    named = [pk for pk in ids if storable(pk)]
+    episodes = dict(zip(named, await _episode_fields(client, named), strict=True))
     if valid.episode_ids is None:
         # An experiment or a tag is re-judged where there is something to judge: its failed
         # and cancelled episodes (replaced by a later start, or given up) are left out.
@@ -158,9 +156,8 @@ async def queue(
     missing = [pk for pk in ids if episodes.get(pk) is None]
     unfinished = {
         pk: e["status"]
-        for pk, e in episodes.items()
-        if e is not None
-        and pk in ids
+        for pk in ids
+        if (e := episodes.get(pk)) is not None
         and (e["status"] or EpisodeStatus.COMPLETED) != EpisodeStatus.COMPLETED
     }
     field = "episodeIds" if valid.episode_ids is not None else (

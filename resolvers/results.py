@@ -18,12 +18,11 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from resolvers.errors import BadArgument
-from resolvers.records import get_or_none
+from resolvers.dimensions import dimensions_of, get_dimension_list
+from resolvers.errors import BadArgument, searchable_tag
 from resolvers.statistics import Moments, Paired, Summary, paired, summarize
 from storage import keys
 from storage.connection import TAG_SPECIALS
-from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
 from storage.results_index import OVERALL, SEATS, STANDARD, score_field
 
 MAX_ROWS = 1_000_000
@@ -129,9 +128,9 @@ def _filters(f: ResultsFilter, seat: int, evaluation: str | None) -> list[str]:
         ("evaluation", evaluation),
     ):
         if value:
-            terms.append(tag_query(name, value))
+            terms.append(tag_query(name, searchable_tag(value)))
     if f.model:
-        terms.append(tag_query(f"model_{seat}", *f.model))
+        terms.append(tag_query(f"model_{seat}", *map(searchable_tag, f.model)))
     return terms
 
 
@@ -257,16 +256,8 @@ class Results:
         if not self._dims:
             found: dict[str, list[str]] = {"": list(STANDARD)}
             for list_id in await self._list_ids():
-                record = await get_or_none(CustomEvaluationDimensionList, list_id)
-                if record is None:
-                    found[list_id] = []
-                    continue
-                names = []
-                for pk in record.dimension_pks:
-                    dim = await get_or_none(CustomEvaluationDimension, pk)
-                    if dim is not None:
-                        names.append(dim.name)
-                found[list_id] = names
+                record = await get_dimension_list(list_id)
+                found[list_id] = [d.name for d in await dimensions_of(record)] if record else []
             self._dims = found
         return self._dims
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolvers.errors import searchable_tag
+from resolvers.results import aggregate_rows
 from storage.models import EpisodeLog, EpisodeStatus
 
 
@@ -48,8 +49,8 @@ async def usage_totals(
     for name in _SUMS:
         args += ["REDUCE", "SUM", 1, f"@{name}", "AS", name]
     args += ["DIALECT", 2]
-    raw = await EpisodeLog.db().execute_command(*args)  # type: ignore[no-untyped-call]
-    row = _row(raw)
+    client = EpisodeLog.db()  # type: ignore[no-untyped-call]
+    row = (await aggregate_rows(client, args) or [{}])[0]
     number = {name: float(row.get(name) or 0) for name in ("episodes", *_SUMS)}
     priced = int(number["priced"])
     return UsageTotals(
@@ -60,14 +61,3 @@ async def usage_totals(
         cost=round(number["cost"], 9) if priced else None,
         priced_episodes=priced,
     )
-
-
-def _row(raw: Any) -> dict[str, str]:
-    """The one group's values from a RESP3 map or a RESP2 array (none when nothing matched)."""
-    if isinstance(raw, dict):
-        results = raw.get("results") or []
-        return dict(results[0].get("extra_attributes") or {}) if results else {}
-    if len(raw) < 2:
-        return {}
-    values = raw[1]
-    return dict(zip(values[::2], values[1::2], strict=True))

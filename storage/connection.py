@@ -95,7 +95,7 @@ async def prepare(client: redis.Redis) -> None:
         model._meta.database = client
     await Migrator().run()
     dimensions = [d.name for d in await CustomEvaluationDimension.find().all()]
-    await ResultsIndex(client).prepare(dimensions)
+    await ResultsIndex(client).ensure_dimensions(dimensions)
     await wait_indexed(client)
 
 

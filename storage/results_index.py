@@ -78,52 +78,29 @@ def _schema(dimensions: Iterable[str]) -> list[str]:
 
 
 INDEXES = {
-    keys.RESULTS_INDEX: f"{keys.SOTOPIA_LOGS}.EpisodeLog:",
+    keys.RESULTS_INDEX: f":{keys.SOTOPIA_LOGS}.EpisodeLog:",
     keys.EVALUATIONS_INDEX: keys.EVALUATION_PREFIX,
 }
-"""Index name -> the key prefix it covers (Sotopia's keys start with ':')."""
-
-
-def _prefix(prefix: str) -> str:
-    return prefix if prefix.startswith("parley:") else f":{prefix}"
+"""Index name -> the key prefix it covers."""
 
 
 @dataclass
 class ResultsIndex:
-    """Creates the indexes and adds a dimension's fields the first time it is seen.
-
-    Remembers the dimensions it knows are indexed, so a worker checks Redis once per new name.
-    """
+    """Creates the indexes, and adds a dimension's score fields the first time it is seen."""
 
     client: redis.Redis
 
-    def __post_init__(self) -> None:
-        self.known: set[str] = set()
-
-    async def prepare(self, dimensions: Iterable[str] = ()) -> None:
-        wanted = [OVERALL, *STANDARD, *dimensions]
+    async def ensure_dimensions(self, dimensions: Iterable[str] = ()) -> None:
+        """Create a missing index with every field, or add the score fields of dimensions it
+        has none for yet (documents already stored are indexed for them too: RediSearch
+        rescans on FT.ALTER)."""
+        wanted = list(dict.fromkeys([OVERALL, *STANDARD, *dimensions]))
         for name, prefix in INDEXES.items():
             fields = await self._fields(name)
             if fields is None:
-                try:
-                    await self.client.execute_command(  # type: ignore[no-untyped-call]
-                        "FT.CREATE", name, "ON", "JSON", "PREFIX", "1", _prefix(prefix),
-                        "SCHEMA", *_schema(dict.fromkeys(wanted)),
-                    )  # fmt: skip
-                except redis.ResponseError as err:
-                    if "already exists" not in str(err).lower():
-                        raise
-        await self.ensure_dimensions(wanted)
-
-    async def ensure_dimensions(self, dimensions: Iterable[str]) -> None:
-        """Add score fields for dimensions no index has yet (documents already stored are
-        indexed for them too: RediSearch rescans on FT.ALTER)."""
-        new = [d for d in dict.fromkeys(dimensions) if d not in self.known]
-        if not new:
-            return
-        for name in INDEXES:
-            fields = await self._fields(name) or set()
-            missing = [d for d in new if score_field(0, d) not in fields]
+                await self._create(name, prefix, wanted)
+                continue
+            missing = [d for d in wanted if score_field(0, d) not in fields]
             if missing:
                 try:
                     await self.client.execute_command(  # type: ignore[no-untyped-call]
@@ -132,16 +109,16 @@ class ResultsIndex:
                 except redis.ResponseError as err:  # another process added them first
                     if "duplicate" not in str(err).lower():
                         raise
-        self.known.update(new)
 
-    async def indexing(self) -> bool:
-        """Whether either index is still scanning stored documents (after FT.CREATE or ALTER)."""
-        for name in INDEXES:
-            info = await self.client.execute_command("FT.INFO", name)  # type: ignore[no-untyped-call]
-            entries = info if isinstance(info, dict) else _pairs(info)
-            if str(entries.get("indexing", "0")) not in ("0", "0.0"):
-                return True
-        return False
+    async def _create(self, name: str, prefix: str, dimensions: list[str]) -> None:
+        try:
+            await self.client.execute_command(  # type: ignore[no-untyped-call]
+                "FT.CREATE", name, "ON", "JSON", "PREFIX", "1", prefix,
+                "SCHEMA", *_schema(dimensions),
+            )  # fmt: skip
+        except redis.ResponseError as err:
+            if "already exists" not in str(err).lower():
+                raise
 
     async def _fields(self, index: str) -> set[str] | None:
         """The index's field names, or None when it does not exist."""

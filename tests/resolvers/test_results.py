@@ -1,6 +1,5 @@
 """Grouped results from RediSearch against a reference computed from the raw scores."""
 
-import asyncio
 import json
 import math
 import random
@@ -16,6 +15,7 @@ from ulid import ULID
 from resolvers.results import GroupBy, Results, ResultsFilter
 from resolvers.statistics import Summary
 from storage import keys
+from storage.connection import wait_indexed
 from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
 from storage.results_index import STANDARD, ResultsIndex
 from tests.support.server import GraphQLClient
@@ -233,12 +233,8 @@ async def test_a_custom_dimension_is_indexed_when_it_first_appears(
         for _ in range(4)
     ]
     await store(redis_client, docs)  # stored before the index knows the dimension
-    index = ResultsIndex(redis_client)
-    await index.ensure_dimensions([dimension.name])
-    for _ in range(500):  # the rescan of stored documents runs in the background
-        if not await index.indexing():
-            break
-        await asyncio.sleep(0.01)
+    await ResultsIndex(redis_client).ensure_dimensions([dimension.name])
+    await wait_indexed(redis_client, timeout=30)  # the rescan of stored documents
 
     groups = await Results(redis_client).groups(ResultsFilter(tag=tag), [GroupBy.MODEL])
 
