@@ -143,23 +143,20 @@ class Profiles:
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
         self.cache: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
-        self.prefixes: dict[type[Record], str] = {
-            model: str(model.make_key("")) for model in (AgentProfile, EnvironmentProfile)
-        }
-
-    def key(self, model: type[Record], pk: str) -> str:
-        return self.prefixes[model] + pk
 
     async def load(self, refs: list[tuple[type[Record], str]]) -> None:
-        wanted = {self.key(model, pk) for model, pk in refs}
+        """Have every record `refs` names at hand; the least recently wanted go first."""
+        wanted = {model.make_primary_key(pk) for model, pk in refs}
         missing = [key for key in wanted if key not in self.cache]
+        for key in wanted - set(missing):
+            self.cache.move_to_end(key)
         for key, doc in zip(missing, await documents(self.client, missing), strict=True):
             self.cache[key] = doc
         while len(self.cache) > max(CACHED_PROFILES, len(wanted)):
             self.cache.popitem(last=False)
 
     def get(self, model: type[Record], pk: str) -> dict[str, Any] | None:
-        return self.cache.get(self.key(model, pk))
+        return self.cache.get(model.make_primary_key(pk))
 
 
 async def lines(
