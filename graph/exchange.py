@@ -7,13 +7,14 @@ same bearer tokens as /graphql.
 """
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import redis.asyncio as redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from graph.errors import RETRY_AFTER_SECONDS
+from graph.errors import BAD_USER_INPUT, RETRY_AFTER_SECONDS, UNAVAILABLE
 from lifecycle.services import Services
 from resolvers import exporter
 from resolvers.errors import BadArgument
@@ -29,14 +30,14 @@ def exchange_routes() -> list[BaseRoute]:
     ]
 
 
-def _error(status: int, message: str, code: str) -> JSONResponse:
+def _error(status: int, message: str, extensions: dict[str, Any]) -> JSONResponse:
     headers = {"retry-after": str(RETRY_AFTER_SECONDS)} if status == 503 else None
-    body = {"errors": [{"message": message, "extensions": {"code": code}}]}
+    body = {"errors": [{"message": message, "extensions": extensions}]}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _unavailable(err: redis.RedisError) -> JSONResponse:
-    return _error(503, f"Redis is unreachable: {err}", "UNAVAILABLE")
+    return _error(503, f"Redis is unreachable: {err}", UNAVAILABLE)
 
 
 async def export_records(request: Request) -> Response:
@@ -44,7 +45,7 @@ async def export_records(request: Request) -> Response:
     try:
         kinds, episodes, form = exporter.request(dict(request.query_params))
     except BadArgument as err:
-        return _error(400, str(err), "BAD_USER_INPUT")
+        return _error(400, str(err), BAD_USER_INPUT)
     text = exporter.export_text(services.client, kinds, episodes, form)
     try:
         first = await anext(text, "")  # Redis trouble is still an answer, not a cut stream

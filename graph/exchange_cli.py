@@ -29,7 +29,7 @@ def add_commands(commands: Any) -> None:
         "--kind",
         default="all",
         help="all (default), or a comma-separated list of agents, scenarios, relationships, "
-        "episodes",
+        "dimension_lists, episodes",
     )
     out.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="csv: episodes")
     out.add_argument("--tag", help="only episodes with this tag")
@@ -251,16 +251,15 @@ def _stopped(signum: int, frame: Any) -> None:
 
 
 async def open_dump(server: Any) -> str:
-    """Start `server` (an EmbeddedRedis on a dump's copy) and prepare what it holds."""
+    """Start `server` (an EmbeddedRedis on a dump's copy) and adopt the episodes it holds."""
     import logging
 
-    from storage.connection import open_client, prepare
+    from storage.connection import open_client
     from storage.dump import LOAD_TIMEOUT, adopt_episodes
 
     url: str = await server.start(timeout=LOAD_TIMEOUT)
     client = open_client(url)
-    try:
-        await prepare(client)
+    try:  # the indexes come after, once, when the service prepares its storage
         adopted = await adopt_episodes(client)
     finally:
         await client.aclose()

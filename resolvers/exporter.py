@@ -68,7 +68,7 @@ MODELS: dict[fmt.Kind, type[Record]] = {
 
 
 def parse_kinds(text: str) -> list[fmt.Kind]:
-    """`all`, or a comma-separated list of agents, scenarios, relationships, episodes."""
+    """`all`, or a comma-separated list of the kinds (`fmt.Kind`)."""
     if text.strip() == "all":
         return list(ALL_KINDS)
     names = [part.strip() for part in text.split(",") if part.strip()]

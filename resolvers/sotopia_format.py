@@ -69,15 +69,6 @@ EPISODE_RAW = {
     "reasoning": "reasoning",
 }
 """Episode line field -> stored field, for the fields that are the record itself."""
-EPISODE_DERIVED = (
-    "scenario",
-    "codename",
-    "agents_background",
-    "social_goals",
-    "social_interactions",
-    "rewards",
-)
-"""Fields Sotopia derives from the episode's scenario and agents; ignored on import."""
 CSV_COLUMNS = (
     "episode_id",
     "environment_id",
