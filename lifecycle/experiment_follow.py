@@ -10,8 +10,10 @@ events arrive before it sends the progress once.
 import asyncio
 import time
 from collections.abc import AsyncGenerator
+from functools import partial
 
 from lifecycle.experiments import Progress, Tally, get_experiment, tally
+from lifecycle.follow import patiently
 from lifecycle.services import Services
 from lifecycle.transitions import EpisodeEvent, EventKind
 from storage import keys
@@ -25,7 +27,7 @@ class UnknownExperiment(LookupError):
     """A stream was asked for an experiment that is not stored."""
 
 
-def apply(event: EpisodeEvent | None, state: Tally, tag: str) -> bool | None:
+def apply(event: EpisodeEvent | None, state: Tally, experiment_id: str) -> bool | None:
     """Update the tally from one event: True when it changed, None when the state must be read
     again, False when the event is not the experiment's."""
     if event is None:
@@ -35,7 +37,7 @@ def apply(event: EpisodeEvent | None, state: Tally, tag: str) -> bool | None:
     if event.episode_id in state.states:
         state.saw(event.episode_id, event.status, event.at)
         return True
-    return None if (event.tag or "") == tag else False
+    return None if event.experiment_id == experiment_id else False
 
 
 async def reread(services: Services, pk: str, known: Experiment) -> tuple[Experiment, Tally]:
@@ -46,9 +48,10 @@ async def reread(services: Services, pk: str, known: Experiment) -> tuple[Experi
 async def follow_experiment(services: Services, pk: str) -> AsyncGenerator[Progress]:
     """The progress now, then each change of it; ends once every slot's episode has ended."""
     async with services.hub.subscribe(keys.EPISODES_CHANNEL) as subscriber:
-        experiment = await get_experiment(services, pk)
-        if experiment is None:
+        found = await get_experiment(services, pk)
+        if found is None:
             raise UnknownExperiment(pk)
+        experiment = found
         state = await tally(services, experiment)
         current = state.progress(time.time())
         yield current
@@ -60,17 +63,17 @@ async def follow_experiment(services: Services, pk: str) -> AsyncGenerator[Progr
                 if current.finished:
                     return
                 yield current
-            outcome = apply(await subscriber.next(), state, experiment.tag)
+            outcome = apply(await subscriber.next(), state, pk)
             if outcome is False:
                 continue
             await asyncio.sleep(BURST)
             while outcome is not None and not subscriber.queue.empty() and not subscriber.resync:
-                outcome = apply(subscriber.queue.get_nowait(), state, experiment.tag)
+                outcome = apply(subscriber.queue.get_nowait(), state, pk)
             if outcome is None:
                 while not subscriber.queue.empty():
                     subscriber.queue.get_nowait()
                 subscriber.resync = False
-                experiment, state = await reread(services, pk, experiment)
+                experiment, state = await patiently(partial(reread, services, pk, experiment))
             measured = state.progress(time.time())
             if measured != current:
                 current = measured

@@ -52,6 +52,8 @@ class EpisodeEvent(BaseModel):
     at: float
     attempt: int = 0
     tag: str | None = None
+    experiment_id: str | None = None
+    """The experiment of the episode, so an experiment's stream knows its new episodes."""
     status: EpisodeStatus | None = None
     previous_status: EpisodeStatus | None = None
     reason: str | None = None
@@ -87,6 +89,7 @@ def status_event(
         at=change.at,
         attempt=change.attempt,
         tag=episode.tag,
+        experiment_id=episode.experiment_id,
         status=change.status,
         previous_status=previous,
         reason=change.reason,
@@ -104,6 +107,7 @@ def snapshot_event(episode: EpisodeLog) -> EpisodeEvent:
         at=history[-1].at if history else episode.created_at,
         attempt=episode.attempt,
         tag=episode.tag,
+        experiment_id=episode.experiment_id,
         status=episode.status,
     )
 
@@ -126,6 +130,7 @@ def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
                     at=turn.at,
                     attempt=episode.attempt,
                     tag=episode.tag,
+                    experiment_id=episode.experiment_id,
                     turn=turn,
                 )
             )
@@ -185,7 +190,7 @@ local key = KEYS[1]
 local new, allowed, fence, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local reason, mode, owner, minid = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local raw = redis.call('JSON.GET', key, '$.status', '$.attempt', '$.tag', '$.pk', '$.owner',
-                       '$.sequence', '$.turns')
+                       '$.sequence', '$.turns', '$.experiment_id')
 if not raw then return {0, ''} end
 local doc = cjson.decode(raw)
 local status = doc['$.status'][1]
@@ -229,6 +234,8 @@ if reason ~= '' then event.reason = reason end
 if kept then event.resumed_from = kept end
 local tag = doc['$.tag'][1]
 if tag ~= nil and tag ~= cjson.null then event.tag = tag end
+local experiment = doc['$.experiment_id'][1]
+if experiment ~= nil and experiment ~= cjson.null then event.experiment_id = experiment end
 log_and_publish(KEYS[4], minid, cjson.encode(event), {KEYS[2], KEYS[3]})
 return {1, new}
 """
