@@ -177,6 +177,9 @@ def expand(design: Design, world: World) -> tuple[list[ExperimentSlot], list[Use
         if problem:
             errors.append(UserError(["input", "design", "agents"], problem, ErrorCode.INVALID))
             continue
+        if len(slots) + len(pairs) * len(assignments) * design.repeats > MAX_SLOTS:
+            message = f"the design expands into more than {MAX_SLOTS} episodes"
+            return [], [UserError(["input", "design"], message, ErrorCode.INVALID)]
         for pair in pairs:
             for models, measured, seat in assignments:
                 for repeat in range(design.repeats):
@@ -190,9 +193,6 @@ def expand(design: Design, world: World) -> tuple[list[ExperimentSlot], list[Use
                             seat=seat,
                         )
                     )
-        if len(slots) > MAX_SLOTS:
-            message = f"the design expands into more than {MAX_SLOTS} episodes"
-            return [], [UserError(["input", "design"], message, ErrorCode.INVALID)]
     if not errors and not slots:
         message = "the design has no episodes"
         errors.append(UserError(["input", "design"], message, ErrorCode.INVALID))
@@ -253,8 +253,9 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
     if agents.pairs is not None:
         errors += await missing_agents(client, agents.pairs)
     else:
-        terms = [AgentProfile.tag == searchable_tag(agents.tag)] if agents.tag else []
-        agent_ids = [str(a.pk) for a in await AgentProfile.find(*terms).all()]
+        if agents.sample == Sampling.UNIFORM or agents.tag:
+            terms = [AgentProfile.tag == searchable_tag(agents.tag)] if agents.tag else []
+            agent_ids = [str(a.pk) for a in await AgentProfile.find(*terms).all()]
         if agents.sample == Sampling.RELATIONSHIP:
             tagged = set(agent_ids)
             relationships = [

@@ -116,6 +116,7 @@ async def test_a_failing_judge_fails_only_its_own_evaluation(
     )
     assert good is not None
     await burst(services)
+    [judged] = (await EpisodeLog.get(pk)).evaluations
     fake_llm.add_rule(Rule(kind="judge", status=500, times=None))
 
     bad, _ = await rejudge.queue(
@@ -127,7 +128,7 @@ async def test_a_failing_judge_fails_only_its_own_evaluation(
     episode = await EpisodeLog.get(pk)
     kept, failed = episode.evaluations
     assert kept.id == good.id and kept.status == EvaluationStatus.COMPLETED and kept.rewards
-    assert kept == next(e for e in episode.evaluations if e.id == good.id)
+    assert kept == judged  # the later failure left the earlier evaluation as it was
     assert failed.id == bad.id and failed.status == EvaluationStatus.FAILED
     assert failed.error and "judge" in failed.error and failed.rewards == []
     assert episode.rewards == original.rewards
