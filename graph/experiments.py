@@ -20,7 +20,7 @@ from graph.types import UserError
 from lifecycle import experiments as service
 from lifecycle.experiment_follow import UnknownExperiment, follow_experiment
 from lifecycle.experiments import Progress
-from resolvers.episodes import get_episode
+from lifecycle.start import get_many
 from resolvers.experiment_design import Sampling
 from resolvers.pagination import Page, window
 from storage import models
@@ -181,7 +181,7 @@ class StatusCount:
 class ExperimentSlot:
     number: int = strawberry.field(description="Position in the expanded design, from 0.")
     slot: strawberry.Private[models.ExperimentSlot]
-    episode_id: strawberry.Private[str | None]
+    record: strawberry.Private[models.EpisodeLog | None]
 
     @strawberry.field(description="The scenario.")
     def scenario_id(self) -> strawberry.ID:
@@ -208,9 +208,8 @@ class ExperimentSlot:
         return self.slot.seat
 
     @strawberry.field(description="The episode now filling the slot; null before a start.")
-    async def episode(self) -> Episode | None:
-        record = await get_episode(self.episode_id) if self.episode_id else None
-        return Episode(record=record) if record else None
+    def episode(self) -> Episode | None:
+        return Episode(record=self.record) if self.record else None
 
 
 @strawberry.type(description="A named batch of episodes expanded from a design.")
@@ -257,9 +256,13 @@ class Experiment:
         pk = str(self.record.pk)
         filled = await store.slots(pk)
         chosen = await store.plan(pk, offset, offset + limit) if limit else []
+        numbers = range(offset, offset + len(chosen))
+        # The page's episodes in one read, not one per slot.
+        ids = [filled[n] for n in numbers if n in filled]
+        episodes = {str(e.pk): e for e in await get_many(store.client, ids)}
         items = [
-            ExperimentSlot(number=offset + i, slot=s, episode_id=filled.get(offset + i))
-            for i, s in enumerate(chosen)
+            ExperimentSlot(number=n, slot=s, record=episodes.get(filled.get(n, "")))
+            for n, s in zip(numbers, chosen, strict=True)
         ]
         page = Page(items=items, offset=offset, total=self.record.slot_count)
         return to_connection(page, lambda item: item)
