@@ -106,12 +106,13 @@ class ExperimentStore:
             return []
         names = [EpisodeLog.make_primary_key(pk) for pk in episode_ids]
         async with self.client.pipeline(transaction=False) as pipe:
-            pipe.execute_command("JSON.MGET", *names, "$.status")
-            pipe.execute_command("JSON.MGET", *names, "$.finished_at")
+            # through the JSON commands, which parse each reply whatever else the client ran
+            pipe.json().mget(names, "$.status")
+            pipe.json().mget(names, "$.finished_at")
             statuses, finished = await pipe.execute()
         found: list[tuple[EpisodeStatus, float] | None] = []
         for status, at in zip(statuses, finished, strict=True):
-            # each reply is the list of the path's matches (redis-py parses JSON.MGET's JSON)
+            # each reply is the list of the path's matches
             if not status:
                 found.append(None)
                 continue
