@@ -130,7 +130,6 @@ def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
                     at=turn.at,
                     attempt=episode.attempt,
                     tag=episode.tag,
-                    experiment_id=episode.experiment_id,
                     turn=turn,
                 )
             )
