@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from engine.episode_log import episode_log_parts
 from engine.errors import (
     EngineError,
     EpisodeFailed,
+    EpisodeSuspended,
     LLMError,
     UnknownModelError,
     gather_or_fail,
@@ -46,6 +48,8 @@ from engine.types import (
     EpisodeLogParts,
     EpisodeSetup,
     Evaluation,
+    Injection,
+    Suspended,
     TerminationKind,
     Transcript,
     Triple,
@@ -62,6 +66,28 @@ _REASONS: dict[TerminationKind, str] = {
     "stale": "The conversation stales for too long; ",
 }
 _NONE = AgentAction(action_type=ActionType.NONE)
+
+
+@dataclass(frozen=True)
+class TurnControl:
+    """What the caller says before a turn: the messages delivered in it, and whether to pause."""
+
+    injections: list[Injection] = field(default_factory=list)
+    pause: bool = False
+
+
+class Control(Protocol):
+    async def before_turn(self, turn: int, replaying: bool) -> TurnControl:
+        """Called before every turn; `replaying` when the turn is one of the history's (then a
+        pause is not asked for, and the injections are those it was delivered then)."""
+        ...
+
+
+class Uncontrolled:
+    """No injections, no pauses: an episode run from start to end."""
+
+    async def before_turn(self, turn: int, replaying: bool) -> TurnControl:
+        return TurnControl()
 
 
 class _Episode:
@@ -186,6 +212,17 @@ class _Episode:
                 self.dialogues[i] += [prompt, reply]
                 self.unseen[i] = []
 
+    def deliver(self, injections: list[Injection]) -> None:
+        """Environment messages of the turn about to start, for the agents they are to."""
+        current = self.messages[-1]
+        for injection in injections:
+            for viewer, name in enumerate(self.names):
+                if injection.to and name not in injection.to:
+                    continue
+                current.append((ENV, name, injection.text))
+                self.unseen[viewer].append(f"{ENV}: {injection.text}")
+                self.lines[viewer].append(f"{ENV}: {injection.text}")
+
     def observe(self, turn: int, chosen: dict[int, AgentAction]) -> None:
         """Append the observation of `turn` for every viewer (private actions filtered)."""
         observations: list[Triple] = []
@@ -249,16 +286,24 @@ async def simulate(
     llm: LLMRouter,
     on_turn: OnTurn | None = None,
     history: Sequence[Turn] = (),
+    control: Control | None = None,
 ) -> Transcript:
     """Run one episode; raises EpisodeFailed when an agent cannot produce a valid action.
 
-    `history` holds turns an earlier attempt already played (and stored): they are replayed
-    into the episode's state without asking a model, and not handed to `on_turn` again, so the
-    agents see exactly what they saw then and the episode goes on from where it stopped. Raises
-    HistoryMismatch when they cannot belong to this setup.
+    `history` holds turns an earlier attempt already played (and stored), a person's included:
+    they are replayed into the episode's state without asking a model, and not handed to
+    `on_turn` again, so the agents see exactly what they saw then and the episode goes on from
+    where it stopped. Raises HistoryMismatch when they cannot belong to this setup.
+
+    Raises EpisodeSuspended, before the turn, when a human seat has to act in it and its action
+    is not in the history, or when `control` asks for a pause.
 
     Cancellation propagates (no cleanup is needed: the episode holds no resources).
     """
+    control = control or Uncontrolled()
+    played = max((t.turn for t in history), default=-1)
+    humans = set(setup.human_seats)
+    stand_ins = {tuple(pair) for pair in setup.stand_ins}
     stats = GenerationStats()
     try:
         infos = [llm.resolve(m) for m in setup.agent_models]
@@ -269,8 +314,17 @@ async def simulate(
     turn = 0
     termination: list[TerminationKind] = []
     while not termination:
+        told = await control.before_turn(turn, replaying=turn <= played)
+        if told.pause and turn > played:
+            raise _suspended(episode, "paused", turn, [])
+        episode.deliver(told.injections)
         actors = episode.actors()
         given = _kept(history, turn, actors)
+        awaited = [
+            i for i in actors if i in humans and i not in given and (i, turn) not in stand_ins
+        ]
+        if awaited:
+            raise _suspended(episode, "waiting", turn, awaited)
         for i, action in given.items():
             if action.action_type == ActionType.SPEAK:
                 episode.said[i].add(_normalised(action.argument))
@@ -312,6 +366,19 @@ async def simulate(
     )
 
 
+def _suspended(episode: _Episode, reason: str, turn: int, seats: list[int]) -> EpisodeSuspended:
+    state = Suspended.model_validate(
+        {
+            "reason": reason,
+            "turn": turn,
+            "seats": seats,
+            "messages": episode.messages,
+            "stats": episode.stats,
+        }
+    )
+    return EpisodeSuspended(state)
+
+
 @dataclass(frozen=True)
 class Played:
     """A whole episode: its conversation and its evaluation."""
@@ -336,14 +403,16 @@ async def play(
     on_turn: OnTurn | None = None,
     on_judging: OnJudging | None = None,
     history: Sequence[Turn] = (),
+    control: Control | None = None,
 ) -> Played:
     """The conversation, then the judge: the engine's one entry for running an episode.
 
     `on_turn` sees each new turn as it happens and `on_judging` the transcript before the judge
-    starts; `history` is what an earlier attempt played (see `simulate`). Raises EpisodeFailed
-    (its stats covering the whole run) when an agent or the judge cannot produce valid output.
+    starts; `history` is what an earlier attempt played and `control` what is said before each
+    turn (see `simulate`, and EpisodeSuspended). Raises EpisodeFailed (its stats covering the
+    whole run) when an agent or the judge cannot produce valid output.
     """
-    transcript = await simulate(setup, llm, on_turn, history)
+    transcript = await simulate(setup, llm, on_turn, history, control)
     if on_judging is not None:
         await on_judging(transcript)
     try:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.stats import GenerationStats
+
+if TYPE_CHECKING:
+    from engine.types import Suspended
 
 
 class EngineError(Exception):
@@ -40,6 +43,15 @@ class EpisodeFailed(EngineError):
         super().__init__(reason)
         self.reason = reason
         self.stats = stats
+
+
+class EpisodeSuspended(EngineError):
+    """The episode stopped before a turn to wait (for a person, or a pause): `state` says where;
+    playing it again with its stored history goes on from there."""
+
+    def __init__(self, state: Suspended) -> None:
+        super().__init__(f"{state.reason} before turn {state.turn}")
+        self.state = state
 
 
 async def gather_or_fail[T](jobs: Iterable[Coroutine[Any, Any, T]]) -> list[T]:

@@ -176,6 +176,10 @@ class EpisodeSetup(BaseModel):
     turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
     dimensions: list[DimensionSpec] = Field(default_factory=lambda: list(SOTOPIA_DIMENSIONS))
     seed: int | None = None
+    human_seats: list[int] = Field(default_factory=list)
+    """Seats a person plays: the episode suspends when one has to act and no action is given."""
+    stand_ins: list[tuple[int, int]] = Field(default_factory=list)
+    """(seat, turn) pairs of human seats whose model (`agent_models`) acts in that turn."""
 
     @model_validator(mode="after")
     def _check(self) -> EpisodeSetup:
@@ -212,6 +216,14 @@ class AgentAction(BaseModel):
     """Private recipients by name; empty when everyone sees the action."""
 
 
+class Injection(BaseModel):
+    """An environment message the agents in `to` (all when empty) see from the turn it is
+    delivered in."""
+
+    text: str
+    to: list[str] = Field(default_factory=list)
+
+
 class Turn(AgentAction):
     """One agent's action in one turn: the engine's output, stored and served as it is."""
 
@@ -245,6 +257,19 @@ class Transcript(BaseModel):
     turns: int
     termination: list[TerminationKind]
     termination_reason: str
+    stats: GenerationStats
+
+
+class Suspended(BaseModel):
+    """An episode that stopped before `turn` to wait: for the human `seats` that have to act in
+    it, or because it was asked to pause. What it played is stored already; playing it again
+    with its history goes on from here."""
+
+    reason: Literal["waiting", "paused"]
+    turn: int
+    seats: list[int] = Field(default_factory=list)
+    messages: list[list[Triple]]
+    """Sotopia's messages so far, the observations of `turn` included."""
     stats: GenerationStats
 
 

@@ -5,7 +5,7 @@ import strawberry
 from engine.types import ActionType, RelationshipType, TurnOrder
 from lifecycle.transitions import EventKind
 from resolvers.errors import ErrorCode
-from storage.models import EpisodeStatus, EvaluationStatus, Redelivery
+from storage.models import EpisodeStatus, EvaluationStatus, Redelivery, SeatTimeout
 
 strawberry.enum(
     RelationshipType,
@@ -17,12 +17,14 @@ strawberry.enum(EvaluationStatus, description="Where a re-judging's evaluation i
 strawberry.enum(
     Redelivery, description="What a new worker does with an episode whose worker was lost."
 )
+strawberry.enum(SeatTimeout, description="What happens to a human seat that does not act in time.")
 strawberry.enum(ActionType, description="What an agent did on its turn (Sotopia's action types).")
 strawberry.enum(TurnOrder, description="Who acts when.")
 strawberry.enum(
     EventKind,
     name="EpisodeEventKind",
-    description="SNAPSHOT is the state when a subscription starts; then STATUS and TURN events.",
+    description="SNAPSHOT is the state when a subscription starts; then STATUS, TURN and "
+    "INJECTION (an environment message) events.",
 )
 
 __all__ = [
@@ -33,5 +35,6 @@ __all__ = [
     "EventKind",
     "Redelivery",
     "RelationshipType",
+    "SeatTimeout",
     "TurnOrder",
 ]

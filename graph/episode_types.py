@@ -7,13 +7,22 @@ from strawberry.scalars import JSON
 
 from engine.models import ModelInfo
 from graph.context import Info
-from graph.enums import ActionType, EpisodeStatus, EvaluationStatus, EventKind, TurnOrder
+from graph.enums import (
+    ActionType,
+    EpisodeStatus,
+    EvaluationStatus,
+    EventKind,
+    SeatTimeout,
+    TurnOrder,
+)
+from graph.errors import UserInputError
 from graph.listed import Listed
 from graph.projection import Reads
+from graph.seat_types import EnvironmentMessage, HumanSeat, Perspective, Waiting, YourTurn
 from graph.types import Agent, Relationship, Scenario, load_agent
 from graph.usage_types import ModelUsage
 from lifecycle.transitions import EpisodeEvent as StoredEvent
-from resolvers import episodes, relationships, transcript
+from resolvers import episodes, perspective, relationships, transcript
 from storage import models
 
 
@@ -300,6 +309,53 @@ class Episode:
     def cost(self) -> float | None:
         return self.record.cost
 
+    @strawberry.field(description="The seats people play, and whether each has been claimed.")
+    def human_seats(self) -> list[HumanSeat]:
+        return [HumanSeat(seat=s.seat, claimed=bool(s.token_hash)) for s in self.record.human_seats]
+
+    @strawberry.field(description="Seconds a human seat has for its turn.")
+    def seat_deadline_seconds(self) -> float:
+        return self.record.seat_deadline_seconds
+
+    @strawberry.field(description="What happens to a human seat that does not act in time.")
+    def on_seat_timeout(self) -> SeatTimeout:
+        return self.record.on_seat_timeout
+
+    @strawberry.field(description="The model that acts for a timed-out seat under STAND_IN.")
+    def stand_in_model(self) -> str | None:
+        return self.record.stand_in_model
+
+    @strawberry.field(description="While WAITING: the turn and seats awaited, and the deadline.")
+    def waiting(self) -> Waiting | None:
+        waiting = self.record.waiting
+        return (
+            Waiting.of(waiting)
+            if waiting and self.record.status == models.EpisodeStatus.WAITING
+            else None
+        )
+
+    @strawberry.field(
+        description="Set while a pause or step is asked of a running episode: it pauses before "
+        "this turn (0: its next one)."
+    )
+    def pause_at(self) -> int | None:
+        return self.record.pause_at
+
+    @strawberry.field(description="Environment messages added with injectEvent, in order.")
+    def environment_messages(self) -> list[EnvironmentMessage]:
+        return [EnvironmentMessage.of(i) for i in self.record.injections]
+
+    @strawberry.field(
+        description="The episode as the agent in `seat` saw it (its own goal and secret, its "
+        "partners as their relationship shows them, the turns it could see); null when the seat "
+        "does not exist or its records are gone."
+    )
+    async def perspective(self, seat: int) -> Perspective | None:
+        found, errors = await perspective.perspective(self.record, seat)
+        if errors:
+            raise UserInputError(errors[0].message)
+        return Perspective(view=found) if found else None
+
     @strawberry.field(description="When it was queued.")
     def created_at(self) -> datetime | None:
         return when(self.record.created_at)
@@ -319,7 +375,18 @@ class ListedEpisode(Listed[models.EpisodeLog], Episode):  # type: ignore[overrid
 
 EPISODE_OWN_TYPES = {
     "Episode": frozenset(
-        {"StatusChange", "Progress", "Turn", "Reward", "DimensionScore", "Evaluation", "ModelUsage"}
+        {
+            "StatusChange",
+            "Progress",
+            "Turn",
+            "Reward",
+            "DimensionScore",
+            "Evaluation",
+            "ModelUsage",
+            "HumanSeat",
+            "Waiting",
+            "EnvironmentMessage",
+        }
     )
 }
 """The types of the values an episode's answer is made of that read nothing but its record."""
@@ -351,6 +418,29 @@ EPISODE_READS = Reads.of(
     generation_stats=("generation_stats",),
     usage=("usage",),
     cost=("cost",),
+    human_seats=("human_seats",),
+    seat_deadline_seconds=("seat_deadline_seconds",),
+    on_seat_timeout=("on_seat_timeout",),
+    stand_in_model=("stand_in_model",),
+    waiting=("waiting", "status"),
+    pause_at=("pause_at",),
+    environment_messages=("injections",),
+    perspective=(
+        "agents",
+        "environment",
+        "models",
+        "max_turns",
+        "turn_order",
+        "evaluation_dimension_list_id",
+        "human_seats",
+        "stand_in_model",
+        "stand_ins",
+        "turns",
+        "messages",
+        "injections",
+        "status",
+        "waiting",
+    ),
     created_at=("created_at",),
     started_at=("started_at",),
     finished_at=("finished_at",),
@@ -363,6 +453,8 @@ class EpisodeEvent:
     cursor: str = strawberry.field(
         description="Where this event sits in its stream: pass it as `after` to resume after it."
     )
+    seat: strawberry.Private[int | None] = None
+    """Set in a stream of what one seat sees (`episodeEvents(as: …)`)."""
 
     @strawberry.field(description="SNAPSHOT first, then STATUS and TURN (see EpisodeEventKind).")
     def kind(self) -> EventKind:
@@ -406,10 +498,43 @@ class EpisodeEvent:
     def turn(self) -> Turn | None:
         return Turn(record=self.event.turn) if self.event.turn else None
 
-    @strawberry.field(description="The episode as stored now (read when asked for).")
+    @strawberry.field(description="The environment's message, for INJECTION events.")
+    def environment_message(self) -> EnvironmentMessage | None:
+        injection = self.event.injection
+        return EnvironmentMessage.of(injection) if injection else None
+
+    @strawberry.field(description="On a WAITING: whose turn it is and until when.")
+    def waiting(self) -> Waiting | None:
+        return Waiting.of(self.event.waiting) if self.event.waiting else None
+
+    @strawberry.field(
+        description="In a seat's stream (`as`): set on the WAITING that waits for this seat."
+    )
+    def your_turn(self) -> YourTurn | None:
+        if self.seat is None:
+            return None
+        turn = perspective.your_turn(self.event.waiting, self.seat)
+        return YourTurn.of(turn) if turn else None
+
+    @strawberry.field(
+        description="The episode as stored now (read when asked for); null in a seat's stream, "
+        "which shows only what that agent sees (read `perspective`)."
+    )
     async def episode(self) -> Episode | None:
+        if self.seat is not None:
+            return None
         record = await episodes.get_episode(self.event.episode_id)
         return Episode(record=record) if record else None
+
+    @strawberry.field(description="In a seat's stream: the episode as that agent sees it now.")
+    async def perspective(self) -> Perspective | None:
+        if self.seat is None:
+            return None
+        record = await episodes.get_episode(self.event.episode_id)
+        if record is None:
+            return None
+        found, _ = await perspective.perspective(record, self.seat)
+        return Perspective(view=found) if found else None
 
 
 @strawberry.type(description="A model simulations can name.")

@@ -5,7 +5,7 @@ from typing import Any
 
 import strawberry
 
-from graph.enums import EpisodeStatus, Redelivery, RelationshipType, TurnOrder
+from graph.enums import EpisodeStatus, Redelivery, RelationshipType, SeatTimeout, TurnOrder
 from graph.fields import creates, updates
 from resolvers.agents import AGENT
 from resolvers.relationships import RELATIONSHIP
@@ -182,12 +182,32 @@ class StartSimulationInput:
         default=Redelivery.RESUME,
         description="If its worker is lost: go on from the stored turns (RESUME) or start over.",
     )
+    human_seats: list[int] = strawberry.field(
+        default_factory=list,
+        description="Seats a person plays instead of a model (their agentModels entry is "
+        "ignored); the payload's seatTokens holds each seat's secret, shown once.",
+    )
+    claimable_seats: bool = strawberry.field(
+        default=False,
+        description="Give the human seats no token now: the first claimSeat of each gets it.",
+    )
+    seat_deadline_seconds: float = strawberry.field(
+        default=300.0, description="Seconds a human seat has for each turn, 1..604800."
+    )
+    on_seat_timeout: SeatTimeout = strawberry.field(
+        default=SeatTimeout.LEAVE, description="What happens to a seat that does not act in time."
+    )
+    stand_in_model: str | None = strawberry.field(
+        default=None,
+        description="The model that acts for a timed-out seat under STAND_IN (default: the "
+        "judge's).",
+    )
 
 
 def simulation_fields(data: StartSimulationInput) -> dict[str, Any]:
     """The request as resolvers/ validates it (defaults left to it, enums as values)."""
     values = provided(data)
-    for name in ("agent_models", "judge_model"):
+    for name in ("agent_models", "judge_model", "stand_in_model"):
         if values.get(name) is None:
             values.pop(name, None)
     return values

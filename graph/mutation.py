@@ -21,9 +21,12 @@ from graph.payloads import (
     user_errors,
 )
 from graph.rejudge import RejudgeMutation
+from graph.seat_types import SeatToken
+from graph.seats import SeatMutation
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
 from lifecycle import start as simulations
 from resolvers import agents, dimensions, relationships, scenarios
+from storage.models import EpisodeLog
 from storage.results_index import ResultsIndex
 
 
@@ -33,12 +36,17 @@ def changes(data: object) -> dict[str, object]:
     return values
 
 
+def seat_tokens(started: simulations.Started, record: EpisodeLog | None) -> list[SeatToken]:
+    issued = started.seat_tokens.get(str(record.pk), {}) if record else {}
+    return [SeatToken(seat=seat, token=token) for seat, token in sorted(issued.items())]
+
+
 def deleted(pk: str, errors: Sequence[object]) -> strawberry.ID | None:
     return None if errors else strawberry.ID(pk)
 
 
 @strawberry.type(description="Change the stored world.")
-class Mutation(ExperimentMutation, RejudgeMutation):
+class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation):
     @strawberry.mutation(description="Create an agent.")
     async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
         record, errors = await agents.create_agent(fields_of(input))
@@ -138,9 +146,14 @@ class Mutation(ExperimentMutation, RejudgeMutation):
         self, info: Info, input: inputs.StartSimulationInput
     ) -> SimulationPayload:
         services = info.context.services
-        record, errors = await simulations.start(services, simulation_fields(input))
+        started = await simulations.start_many(
+            services, [simulation_fields(input)], prefix=("input",)
+        )
+        record = started.episodes[0] if started.episodes else None
         return SimulationPayload(
-            episode=Episode(record=record) if record else None, user_errors=user_errors(errors)
+            episode=Episode(record=record) if record else None,
+            user_errors=user_errors(started.errors),
+            seat_tokens=seat_tokens(started, record),
         )
 
     @strawberry.mutation(
@@ -151,9 +164,11 @@ class Mutation(ExperimentMutation, RejudgeMutation):
     ) -> SimulationsPayload:
         services = info.context.services
         batch = [simulation_fields(item) for item in inputs]
-        records, errors = await simulations.start_many(services, batch)
+        started = await simulations.start_many(services, batch)
         return SimulationsPayload(
-            episodes=[Episode(record=r) for r in records], user_errors=user_errors(errors)
+            episodes=[Episode(record=r) for r in started.episodes],
+            user_errors=user_errors(started.errors),
+            seat_tokens=[seat_tokens(started, r) for r in started.episodes],
         )
 
     @strawberry.mutation(

@@ -3,6 +3,7 @@
 import strawberry
 
 from graph.episode_types import Episode
+from graph.seat_types import SeatToken
 from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario, UserError
 from resolvers import errors
 
@@ -58,9 +59,17 @@ class DeletePayload:
 class SimulationPayload:
     episode: Episode | None = strawberry.field(description="The episode; null on failure.")
     user_errors: list[UserError] = strawberry.field(description="Why nothing was done.")
+    seat_tokens: list[SeatToken] = strawberry.field(
+        default_factory=list,
+        description="startSimulation only: the token of each human seat, shown this once.",
+    )
 
 
 @strawberry.type(description="Result of startSimulations: all episodes, or none and the errors.")
 class SimulationsPayload:
     episodes: list[Episode] = strawberry.field(description="The queued episodes, in input order.")
     user_errors: list[UserError] = strawberry.field(description="Why nothing was started.")
+    seat_tokens: list[list[SeatToken]] = strawberry.field(
+        default_factory=list,
+        description="Per episode, in order: the tokens of its human seats, shown this once.",
+    )

@@ -7,6 +7,7 @@ events-log id in episodeUpdates streams. Passing the last one seen as `after` re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Annotated
 
+import redis.asyncio as redis
 import strawberry
 
 from graph.context import Info
@@ -14,11 +15,18 @@ from graph.episode_types import EpisodeEvent
 from graph.errors import UserInputError
 from graph.experiments import ExperimentSubscription
 from lifecycle.follow import UnknownEpisode, everything, follow, follow_tag, statuses_only
+from lifecycle.seats import agent_names, holds_seat
 from lifecycle.transitions import EpisodeEvent as Event
 from lifecycle.transitions import log_position
-from resolvers.records import storable
+from resolvers.perspective import sees_injection, sees_turn
+from resolvers.records import get_or_none, storable
+from storage.models import EpisodeLog
 
 AFTER_SEQUENCE = "Resume after this cursor (an event's `cursor`): no snapshot, every later event."
+AS_SEAT = (
+    "Only what the agent in this human seat sees (with its seatToken): status changes, public "
+    "turns, its private ones and the environment's messages to it, and yourTurn."
+)
 AFTER_LOG = (
     "Resume after this cursor (an event's `cursor`): every status change since, terminal ones "
     "included, or CURSOR_EXPIRED and snapshots when it is older than the events kept."
@@ -83,6 +91,31 @@ def one_episode(
     return wrapped(stream, by_sequence, pk)
 
 
+def seen_by(seat: int, name: str) -> Callable[[Event], bool]:
+    """The events the agent in `seat` sees: every status change, the turns and environment
+    messages it may see (resolvers/perspective.py)."""
+
+    def keep(event: Event) -> bool:
+        if event.turn is not None:
+            return sees_turn(event.turn, seat, name)
+        if event.injection is not None:
+            return sees_injection(event.injection, name)
+        return True
+
+    return keep
+
+
+async def seat_holder(client: redis.Redis, pk: str, seat: int, token: str) -> str:
+    """The name of the agent in `seat`, when `token` is that human seat's."""
+    episode = await get_or_none(EpisodeLog, pk)
+    if episode is None:
+        raise UserInputError(f"no episode with id {pk!r}")
+    if not holds_seat(episode, seat, token):
+        raise UserInputError("wrong or missing seat token for this seat")
+    names = await agent_names(client, episode.agents)
+    return names[seat]
+
+
 def episode_id(id: strawberry.ID) -> str:
     if not storable(id):
         raise UserInputError(f"no episode with id {id!r}")
@@ -111,9 +144,19 @@ class Subscription(ExperimentSubscription):
         info: Info,
         id: strawberry.ID,
         after: Annotated[str | None, strawberry.argument(description=AFTER_SEQUENCE)] = None,
+        as_: Annotated[int | None, strawberry.argument(name="as", description=AS_SEAT)] = None,
+        seat_token: Annotated[
+            str | None, strawberry.argument(description="The token of the seat in `as`.")
+        ] = None,
     ) -> AsyncGenerator[EpisodeEvent]:
-        async for item in one_episode(info, id, everything, after):
-            yield item
+        if as_ is None:
+            async for item in one_episode(info, id, everything, after):
+                yield item
+            return
+        pk = episode_id(id)
+        name = await seat_holder(info.context.services.client, pk, as_, seat_token or "")
+        async for item in one_episode(info, id, seen_by(as_, name), after):
+            yield EpisodeEvent(event=item.event, cursor=item.cursor, seat=as_)
 
     @strawberry.subscription(
         description="Status changes of every episode with this tag (all episodes when omitted): "

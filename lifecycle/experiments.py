@@ -170,7 +170,8 @@ async def start_experiment(
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
             batch = [slot_request(experiment, plan[n], n, previous) for n, previous in chunk]
-            episodes, errors = await simulations.start_many(services, batch)
+            started = await simulations.start_many(services, batch)
+            episodes, errors = started.episodes, started.errors
             if errors:
                 return experiment, queued, [slot_error(e, chunk) for e in errors]
             moves = [

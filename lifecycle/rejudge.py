@@ -25,6 +25,7 @@ from engine.stats import GenerationStats
 from engine.types import Transcript
 from lifecycle.jobs import JobQueue
 from resolvers.dimensions import dimensions_of, get_dimension_list
+from resolvers.episode_setup import SetupError, load_setup
 from resolvers.errors import ErrorCode, UserError, from_validation
 from resolvers.limits import RecordId, ShortText
 from resolvers.records import get_or_none, storable
@@ -353,8 +354,6 @@ class SetupFailed(Exception):
 
 
 async def _setup(episode: EpisodeLog, entry: Evaluation) -> Any:
-    from lifecycle.worker import SetupError, load_setup
-
     models = list(episode.models or [])
     judged = episode.model_copy(
         update={

@@ -35,8 +35,9 @@ class Services:
         cls, client: redis.Redis, models: ModelRegistry, retention: float = DEFAULT_RETENTION
     ) -> Services:
         """The services over a prepared client (the hub is not started)."""
-        store = EpisodeStore(client, retention)
-        return cls(client, store, JobQueue(client), EventHub(client), EventsLog(client), models)
+        jobs = JobQueue(client)
+        store = EpisodeStore(client, retention, jobs.stream)
+        return cls(client, store, jobs, EventHub(client), EventsLog(client), models)
 
 
 @contextlib.asynccontextmanager

@@ -5,6 +5,7 @@ also cancelling and deleting one."""
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import redis.asyncio as redis
@@ -16,6 +17,7 @@ from engine.llm import ModelCatalog
 from engine.models import DEFAULT_MODEL
 from engine.types import TurnOrder
 from lifecycle import failpoints, logs
+from lifecycle.seats import new_token, token_hash
 from lifecycle.services import Services
 from lifecycle.transitions import initial_history
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
@@ -28,13 +30,18 @@ from storage.models import (
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
+    HumanSeat,
     Record,
     Redelivery,
+    SeatTimeout,
 )
 
 log = logging.getLogger(__name__)
 MAX_AGENTS = 10
 MAX_BATCH = 1000
+MAX_SEAT_DEADLINE = 7 * 24 * 3600.0
+HUMAN = "human"
+"""The model name Sotopia stores for a seat a person plays (its agent class: HumanAgent)."""
 
 
 class SimulationFields(BaseModel, extra="forbid"):
@@ -49,6 +56,11 @@ class SimulationFields(BaseModel, extra="forbid"):
     idempotency_key: ShortText | None = None
     redelivery: Redelivery = Redelivery.RESUME
     experiment_id: ShortText = ""
+    human_seats: Annotated[list[Annotated[int, Field(ge=0)]], Field(max_length=MAX_AGENTS)] = []
+    claimable_seats: bool = False
+    seat_deadline_seconds: Annotated[float, Field(ge=1, le=MAX_SEAT_DEADLINE)] = 300.0
+    on_seat_timeout: SeatTimeout = SeatTimeout.LEAVE
+    stand_in_model: ShortText | None = None
 
     @model_validator(mode="after")
     def consistent(self) -> "SimulationFields":
@@ -56,12 +68,22 @@ class SimulationFields(BaseModel, extra="forbid"):
             raise ValueError("agent_ids must be distinct")
         if len(self.agent_models) not in (1, len(self.agent_ids)):
             raise ValueError("agent_models takes one model for all agents or one per agent")
+        if len(set(self.human_seats)) != len(self.human_seats):
+            raise ValueError("human_seats must be distinct")
+        if any(seat >= len(self.agent_ids) for seat in self.human_seats):
+            raise ValueError(f"human_seats are seat numbers below {len(self.agent_ids)}")
         return self
 
     def models_per_agent(self) -> list[str]:
-        if len(self.agent_models) == 1:
-            return self.agent_models * len(self.agent_ids)
-        return self.agent_models
+        """The model of each seat; a person's seat is Sotopia's "human"."""
+        models = self.agent_models
+        if len(models) == 1:
+            models = models * len(self.agent_ids)
+        return [HUMAN if i in self.human_seats else m for i, m in enumerate(models)]
+
+    def stand_in(self) -> str:
+        """The model that acts for a person who timed out (under STAND_IN)."""
+        return self.stand_in_model or self.judge_model
 
 
 Reference = tuple[type[Record], str]
@@ -111,13 +133,18 @@ def model_errors(
     valid: SimulationFields, models: ModelCatalog, prefix: Sequence[str]
 ) -> list[UserError]:
     errors: list[UserError] = []
-    for field, names in (("agentModels", valid.agent_models), ("judgeModel", [valid.judge_model])):
-        for i, name in enumerate(names):
-            try:
-                models.resolve(name)
-            except UnknownModelError as err:
-                path = [field, str(i)] if field == "agentModels" else [field]
-                errors.append(UserError([*prefix, *path], str(err), ErrorCode.INVALID))
+    played = [i for i in range(len(valid.agent_ids)) if i not in valid.human_seats]
+    if len(valid.agent_models) == 1:
+        played = played[:1] and [0]  # one model for every seat a model plays
+    named = [(["agentModels", str(i)], valid.agent_models[i]) for i in played]
+    named.append((["judgeModel"], valid.judge_model))
+    if valid.human_seats and valid.on_seat_timeout == SeatTimeout.STAND_IN:
+        named.append((["standInModel"], valid.stand_in()))
+    for path, name in named:
+        try:
+            models.resolve(name)
+        except UnknownModelError as err:
+            errors.append(UserError([*prefix, *path], str(err), ErrorCode.INVALID))
     return errors
 
 
@@ -136,15 +163,23 @@ async def check(
     return (None, errors) if errors else (valid, [])
 
 
-def new_episode(valid: SimulationFields) -> EpisodeLog:
+def seat_tokens(valid: SimulationFields) -> dict[int, str]:
+    """A new token per human seat (none while the seats are open to be claimed)."""
+    return {} if valid.claimable_seats else {seat: new_token() for seat in valid.human_seats}
+
+
+def new_episode(valid: SimulationFields, tokens: dict[int, str]) -> EpisodeLog:
     now = time.time()
+    humans = set(valid.human_seats)
     return EpisodeLog(
         pk=str(ULID()),
         environment=valid.scenario_id,
         agents=valid.agent_ids,
         tag=valid.tag,
         models=[valid.judge_model, *valid.models_per_agent()],
-        agent_classes=["LLMAgent"] * len(valid.agent_ids),
+        agent_classes=[
+            "HumanAgent" if i in humans else "LLMAgent" for i in range(len(valid.agent_ids))
+        ],
         status=EpisodeStatus.QUEUED,
         status_history=initial_history(now),
         sequence=1,
@@ -154,28 +189,44 @@ def new_episode(valid: SimulationFields) -> EpisodeLog:
         idempotency_key=valid.idempotency_key,
         redelivery=valid.redelivery,
         experiment_id=valid.experiment_id,
+        human_seats=[
+            HumanSeat(seat=seat, token_hash=token_hash(tokens[seat]) if seat in tokens else "")
+            for seat in valid.human_seats
+        ],
+        seat_deadline_seconds=valid.seat_deadline_seconds,
+        on_seat_timeout=valid.on_seat_timeout,
+        stand_in_model=valid.stand_in() if valid.human_seats else None,
         created_at=now,
     )
+
+
+@dataclass(frozen=True)
+class Started:
+    episodes: list[EpisodeLog]
+    errors: list[UserError]
+    seat_tokens: dict[str, dict[int, str]] = field(default_factory=dict)
+    """By new episode: the token of each of its human seats, shown only here."""
 
 
 async def start(
     services: Services, fields: dict[str, Any]
 ) -> tuple[EpisodeLog | None, list[UserError]]:
     """Validate, store the episode QUEUED, announce it and enqueue its job, in one transaction."""
-    episodes, errors = await start_many(services, [fields], prefix=("input",))
-    return (episodes[0] if episodes else None), errors
+    started = await start_many(services, [fields], prefix=("input",))
+    return (started.episodes[0] if started.episodes else None), started.errors
 
 
 async def start_many(
     services: Services, batch: list[dict[str, Any]], prefix: tuple[str, ...] | None = None
-) -> tuple[list[EpisodeLog], list[UserError]]:
+) -> Started:
     """All or nothing: every request is checked before any episode is written.
 
-    A request whose idempotency key was used before gets that earlier episode back instead.
+    A request whose idempotency key was used before gets that earlier episode back instead
+    (and no seat tokens: they were shown when it was made).
     """
     if len(batch) > MAX_BATCH:
         message = f"at most {MAX_BATCH} simulations per call, got {len(batch)}"
-        return [], [UserError(["inputs"], message, ErrorCode.INVALID)]
+        return Started([], [UserError(["inputs"], message, ErrorCode.INVALID)])
     prefixes = [prefix or ("inputs", str(i)) for i in range(len(batch))]
     parsed = [parse(f, p) for f, p in zip(batch, prefixes, strict=True)]
     valids = [valid for valid, _ in parsed if valid is not None]
@@ -187,8 +238,9 @@ async def start_many(
             await check(services.client, f, services.models, p)
             for f, p in zip(batch, prefixes, strict=True)
         ]
-        return [], [e for _, errs in checked for e in errs]
-    episodes = [new_episode(valid) for valid in valids]
+        return Started([], [e for _, errs in checked for e in errs])
+    tokens = [seat_tokens(valid) for valid in valids]
+    episodes = [new_episode(valid, t) for valid, t in zip(valids, tokens, strict=True)]
     refs = [references(valid) for valid in valids]
     required = [model.make_primary_key(pk) for named in refs for model, pk in named]
     failpoints.reached("start:before-write")
@@ -196,7 +248,7 @@ async def start_many(
     # no point in between.
     created = await services.store.create_if_present(episodes, services.jobs.stream, required)
     if created.missing:
-        return [], missing_errors(valids, refs, prefixes, set(created.missing))
+        return Started([], missing_errors(valids, refs, prefixes, set(created.missing)))
     ids = created.ids
     failpoints.reached("start:after-write")
     fresh = {str(e.pk): e for e in episodes}
@@ -206,7 +258,12 @@ async def start_many(
     for pk in ids:
         with logs.about(episode=pk):
             log.info("queued" if pk in fresh else "start repeated: the idempotency key's episode")
-    return [fresh[pk] if pk in fresh else found[pk] for pk in ids], []
+    issued = {str(e.pk): t for e, t in zip(episodes, tokens, strict=True) if t}
+    return Started(
+        [fresh[pk] if pk in fresh else found[pk] for pk in ids],
+        [],
+        {pk: issued[pk] for pk in ids if pk in fresh and pk in issued},
+    )
 
 
 def missing_errors(

@@ -22,7 +22,14 @@ import redis.asyncio as redis
 from pydantic import BaseModel, ConfigDict
 
 from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus, StatusChange, StoredTurn
+from storage.models import (
+    EpisodeLog,
+    EpisodeStatus,
+    StatusChange,
+    StoredInjection,
+    StoredTurn,
+    Waiting,
+)
 
 IDEMPOTENCY_TTL = 24 * 3600
 """Seconds an idempotency key keeps naming its episode."""
@@ -38,6 +45,7 @@ class EventKind(StrEnum):
     SNAPSHOT = "snapshot"
     STATUS = "status"
     TURN = "turn"
+    INJECTION = "injection"
     CURSOR_EXPIRED = "cursor_expired"
 
 
@@ -60,12 +68,20 @@ class EpisodeEvent(BaseModel):
     turn: StoredTurn | None = None
     resumed_from: int | None = None
     """On the RUNNING of a resumed attempt: the number of turns kept from before."""
+    waiting: Waiting | None = None
+    """On a WAITING: whose turn it is and until when."""
+    injection: StoredInjection | None = None
+    """On an INJECTION: the environment message added."""
     log_id: str | None = None
     """The status event's id in the events log (the cursor of episodeUpdates streams)."""
 
     @property
     def terminal(self) -> bool:
         return self.type == EventKind.STATUS and self.status is not None and self.status.terminal
+
+
+class Fenced(Exception):
+    """The episode is no longer this worker's to write (cancelled, deleted, or taken over)."""
 
 
 class MalformedEvent(ValueError):
@@ -94,6 +110,7 @@ def status_event(
         previous_status=previous,
         reason=change.reason,
         resumed_from=change.resumed_from,
+        waiting=change.waiting,
     )
 
 
@@ -133,7 +150,22 @@ def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
                     turn=turn,
                 )
             )
+    for injection in episode.injections:
+        if injection.sequence > after:
+            events.append(injection_event(episode, injection))
     return sorted(events, key=lambda e: e.sequence)
+
+
+def injection_event(episode: EpisodeLog, injection: StoredInjection) -> EpisodeEvent:
+    return EpisodeEvent(
+        type=EventKind.INJECTION,
+        episode_id=str(episode.pk),
+        sequence=injection.sequence,
+        at=injection.at,
+        attempt=episode.attempt,
+        tag=episode.tag,
+        injection=injection,
+    )
 
 
 _LOG = """
@@ -182,20 +214,70 @@ return {1, ids}
 in the same step, once every required key exists: a crash leaves either all of it or none of it,
 and a record deleted meanwhile cannot be referenced."""
 
-_TRANSITION = (
+STATUS_CHANGE_LUA = (
     _LOG
+    + """
+local function change_status(K, doc, new, attempt, now, reason, kept, waiting, enqueue, minid)
+  -- K: the episode's key, its channel, everyone's channel, the events log, the deadlines set
+  -- and the job stream; doc: the episode's status, pk, tag and experiment_id before the change.
+  local key, pk = K[1], doc.pk
+  local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
+  local change = {status = new, at = tonumber(now), sequence = seq, attempt = attempt}
+  local event = {type = 'status', episode_id = pk, sequence = seq, at = tonumber(now),
+                 attempt = attempt, status = new, previous_status = doc.status}
+  if reason ~= '' then change.reason = reason; event.reason = reason end
+  if kept then change.resumed_from = kept; event.resumed_from = kept end
+  if doc.status == 'WAITING' then
+    redis.call('ZREM', K[5], pk)
+    redis.call('JSON.SET', key, '$.waiting', 'null')
+  end
+  if waiting ~= '' then
+    local w = cjson.decode(waiting)
+    change.waiting = w; event.waiting = w
+    redis.call('JSON.SET', key, '$.waiting', waiting)
+    redis.call('ZADD', K[5], w.deadline, pk)
+  end
+  redis.call('JSON.SET', key, '$.status', cjson.encode(new))
+  redis.call('JSON.ARRAPPEND', key, '$.status_history', cjson.encode(change))
+  if enqueue then
+    local id = redis.call('XADD', K[6], '*', 'episode', pk)
+    redis.call('JSON.SET', key, '$.job', cjson.encode(id))
+  end
+  if doc.tag ~= nil and doc.tag ~= cjson.null then event.tag = doc.tag end
+  if doc.experiment_id ~= nil and doc.experiment_id ~= cjson.null then
+    event.experiment_id = doc.experiment_id
+  end
+  log_and_publish(K[4], minid, cjson.encode(event), {K[2], K[3]})
+  return seq
+end
+
+local function episode_doc(key, ...)
+  -- The named fields of an episode (first values of their JSONPaths), or nil when it is gone.
+  local paths = {'$.status', '$.attempt', '$.tag', '$.pk', '$.experiment_id', ...}
+  local raw = redis.call('JSON.GET', key, unpack(paths))
+  if not raw then return nil end
+  local found, doc = cjson.decode(raw), {}
+  for _, path in ipairs(paths) do doc[string.sub(path, 3)] = found[path][1] end
+  doc.attempt = doc.attempt or 0
+  return doc
+end
+"""
+)
+"""The one status change every script makes: a new sequence number, the status and its history
+entry, the deadline of a WAITING (set, or dropped when leaving it), a job when it is queued
+again, and the event, logged and published."""
+
+_TRANSITION = (
+    STATUS_CHANGE_LUA
     + """
 local key = KEYS[1]
 local new, allowed, fence, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local reason, mode, owner, minid = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local raw = redis.call('JSON.GET', key, '$.status', '$.attempt', '$.tag', '$.pk', '$.owner',
-                       '$.sequence', '$.turns', '$.experiment_id')
-if not raw then return {0, ''} end
-local doc = cjson.decode(raw)
-local status = doc['$.status'][1]
-local attempt = doc['$.attempt'][1] or 0
-local current_owner = doc['$.owner'][1]
-if fence ~= '' and owner ~= '' and current_owner == owner then
+local waiting, enqueue = ARGV[9], ARGV[10] == '1'
+local doc = episode_doc(key, '$.owner', '$.turns')
+if not doc then return {0, ''} end
+local status, attempt = doc.status, doc.attempt
+if fence ~= '' and owner ~= '' and doc.owner == owner then
   -- the same worker's write again (its reply was lost to a dropped connection): done already
   local begun = mode ~= 'none' and status == new and attempt == tonumber(fence) + 1
   local moved = mode == 'none' and status == new and attempt == tonumber(fence)
@@ -216,26 +298,12 @@ if mode ~= 'none' then
     redis.call('JSON.SET', key, '$.rewards', '[]')
     redis.call('JSON.SET', key, '$.progress', 0)
   else
-    local turns = doc['$.turns'][1] or {}
+    local turns = doc.turns or {}
     if #turns > 0 then kept = turns[#turns].turn + 1 end
   end
 end
-local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
-local change = {status = new, at = tonumber(now), sequence = seq, attempt = attempt}
-if reason ~= '' then change.reason = reason end
-if kept then change.resumed_from = kept end
-redis.call('JSON.SET', key, '$.status', cjson.encode(new))
-redis.call('JSON.ARRAPPEND', key, '$.status_history', cjson.encode(change))
-for i = 9, #ARGV, 2 do redis.call('JSON.SET', key, ARGV[i], ARGV[i + 1]) end
-local event = {type = 'status', episode_id = doc['$.pk'][1], sequence = seq, at = tonumber(now),
-               attempt = attempt, status = new, previous_status = status}
-if reason ~= '' then event.reason = reason end
-if kept then event.resumed_from = kept end
-local tag = doc['$.tag'][1]
-if tag ~= nil and tag ~= cjson.null then event.tag = tag end
-local experiment = doc['$.experiment_id'][1]
-if experiment ~= nil and experiment ~= cjson.null then event.experiment_id = experiment end
-log_and_publish(KEYS[4], minid, cjson.encode(event), {KEYS[2], KEYS[3]})
+for i = 11, #ARGV, 2 do redis.call('JSON.SET', key, ARGV[i], ARGV[i + 1]) end
+change_status(KEYS, doc, new, attempt, now, reason, kept, waiting, enqueue, minid)
 return {1, new}
 """
 )
@@ -300,11 +368,20 @@ class TransitionResult:
 
 
 ALLOWED_FROM: dict[Status, tuple[Status, ...]] = {
+    Status.QUEUED: (Status.WAITING, Status.PAUSED),
     Status.RUNNING: (Status.QUEUED, Status.RUNNING, Status.EVALUATING),
+    Status.WAITING: (Status.RUNNING,),
+    Status.PAUSED: (Status.QUEUED, Status.RUNNING, Status.WAITING),
     Status.EVALUATING: (Status.RUNNING,),
     Status.COMPLETED: (Status.EVALUATING,),
-    Status.FAILED: (Status.QUEUED, Status.RUNNING, Status.EVALUATING),
-    Status.CANCELLED: (Status.QUEUED, Status.RUNNING, Status.EVALUATING),
+    Status.FAILED: (Status.QUEUED, Status.RUNNING, Status.WAITING, Status.EVALUATING),
+    Status.CANCELLED: (
+        Status.QUEUED,
+        Status.RUNNING,
+        Status.WAITING,
+        Status.PAUSED,
+        Status.EVALUATING,
+    ),
 }
 DEFAULT_RETENTION = 3600.0
 """Seconds the events log keeps status events (PARLEY_EVENT_RETENTION_SECONDS)."""
@@ -319,15 +396,19 @@ def initial_history(at: float) -> list[StatusChange]:
 class EpisodeStore:
     """Writes to episodes that must be atomic with their events."""
 
-    def __init__(self, client: redis.Redis, retention: float = DEFAULT_RETENTION) -> None:
+    def __init__(
+        self, client: redis.Redis, retention: float = DEFAULT_RETENTION, jobs: str = keys.JOBS
+    ) -> None:
         self.client = client
         self.retention = retention
+        self.jobs = jobs
+        """The job stream an episode queued again gets its job on."""
         self._create = client.register_script(_CREATE)
         self._transition = client.register_script(_TRANSITION)
         self._append_turn = client.register_script(_APPEND_TURN)
         self._mark = client.register_script(_MARK)
 
-    def _log_floor(self) -> str:
+    def log_floor(self) -> str:
         """The oldest events-log id to keep (older entries are trimmed as new ones come)."""
         return f"{int((time.time() - self.retention) * 1000)}-0"
 
@@ -348,7 +429,7 @@ class EpisodeStore:
         args: list[str | int] = [
             IDEMPOTENCY_TTL,
             prefix,
-            self._log_floor(),
+            self.log_floor(),
             len(required),
             len(episodes),
         ]
@@ -383,11 +464,14 @@ class EpisodeStore:
         owner: str = "",
         allowed_from: Iterable[Status] | None = None,
         fields: dict[str, Any] | None = None,
+        waiting: Waiting | None = None,
     ) -> TransitionResult:
         """Move to `status` if legal from the current one (and if `fence` still matches).
 
         A worker passes its `owner` name: a write of its own that was applied already (the reply
-        was lost and it sent it again) is reported as `ok` and `repeated`, not refused.
+        was lost and it sent it again) is reported as `ok` and `repeated`, not refused. A move to
+        QUEUED queues a new job; a WAITING names its `waiting` (and its deadline is kept for the
+        sweep, `keys.DEADLINES`).
         """
         now = time.time()
         allowed = " ".join(allowed_from if allowed_from is not None else ALLOWED_FROM[status])
@@ -400,6 +484,8 @@ class EpisodeStore:
                 keys.episode_channel(episode_id),
                 keys.EPISODES_CHANNEL,
                 keys.EVENTS_LOG,
+                keys.DEADLINES,
+                self.jobs,
             ],
             args=[
                 status,
@@ -409,7 +495,9 @@ class EpisodeStore:
                 reason or "",
                 begin,
                 owner,
-                self._log_floor(),
+                self.log_floor(),
+                waiting.model_dump_json() if waiting else "",
+                "1" if status == Status.QUEUED else "",
                 *patch,
             ],
         )

@@ -23,43 +23,36 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import redis.asyncio as redis
-from aredis_om import NotFoundError
-from pydantic import ValidationError
 
 from engine.backoff import Backoff
 from engine.episode import HistoryMismatch, Played, play
-from engine.errors import EpisodeFailed
+from engine.errors import EpisodeFailed, EpisodeSuspended
 from engine.limiter import INITIAL
 from engine.stats import GenerationStats
 from engine.types import (
-    SOTOPIA_DIMENSIONS,
-    AgentSpec,
-    DimensionSpec,
     EpisodeSetup,
-    RelationshipSpec,
-    ScenarioSpec,
+    Suspended,
     Transcript,
     TurnEvent,
 )
 from engine.usage import Usage, merged
 from lifecycle import logs
+from lifecycle.control import StoredControl
 from lifecycle.jobs import Job
 from lifecycle.rejudge import Rejudger
+from lifecycle.seats import Seats
 from lifecycle.services import Services, open_services
 from lifecycle.settings import RunSettings
-from lifecycle.transitions import TransitionResult
+from lifecycle.transitions import Fenced, TransitionResult
 from lifecycle.usage import stored_usage, usage_fields
+from resolvers.episode_setup import SetupError, load_setup
 from resolvers.records import get_or_none
 from storage.models import (
-    AgentProfile,
-    CustomEvaluationDimension,
-    CustomEvaluationDimensionList,
-    EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
     Redelivery,
-    RelationshipProfile,
     StoredTurn,
+    Waiting,
 )
 
 log = logging.getLogger(__name__)
@@ -118,22 +111,14 @@ class Begin:
         """A first start, or the next one after the previous worker handed it back or was lost
         (which counts as a loss)."""
         if episode.status not in ACTIVE:
-            return cls("restart", losses=episode.losses)
-        mode: Literal["restart", "resume"] = (
-            "resume" if episode.redelivery == Redelivery.RESUME else "restart"
-        )
+            # Queued again after waiting or a pause: its turns are kept (a person's among them).
+            return cls("resume" if episode.turns else "restart", losses=episode.losses)
+        keep = episode.redelivery == Redelivery.RESUME or bool(episode.human_seats)
+        mode: Literal["restart", "resume"] = "resume" if keep else "restart"
         previous = episode.owner or "a worker"
         if episode.handed_back is not None and episode.handed_back == episode.owner:
             return cls(mode, f"handed back by {previous} when it stopped", episode.losses)
         return cls(mode, f"{previous} stopped renewing its lease", episode.losses + 1)
-
-
-class SetupError(Exception):
-    """A stored episode refers to records that no longer exist or do not fit."""
-
-
-class Fenced(Exception):
-    """The episode is no longer this worker's to write (cancelled, deleted, or taken over)."""
 
 
 @dataclass
@@ -152,6 +137,7 @@ class Worker:
         self.jobs = services.jobs
         self.store = services.store
         self.rejudger = Rejudger(services.client, services.models, self.config.max_attempts)
+        self.seats = Seats(services.client, services.store)
         self.running: dict[str, Running] = {}
         self._room = asyncio.Event()
         """Set when an episode ends: its place is free."""
@@ -171,6 +157,7 @@ class Worker:
                 group.create_task(self._every(self.config.lease_seconds / 3, self._renew))
                 group.create_task(self._every(self.config.lease_seconds / 4, self._sweep))
                 group.create_task(self._every(self.config.poll_seconds, self._watch))
+                group.create_task(self._every(self.config.poll_seconds, self._expire_seats))
                 group.create_task(self._read_loop())
                 await self._stopping.wait()
                 raise _Stop
@@ -182,7 +169,7 @@ class Worker:
     def stop(self) -> None:
         self._stopping.set()
 
-    async def _every(self, seconds: float, action: Callable[[], Awaitable[None]]) -> None:
+    async def _every(self, seconds: float, action: Callable[[], Awaitable[object]]) -> None:
         while True:
             await asyncio.sleep(seconds)
             try:
@@ -209,11 +196,18 @@ class Worker:
                 return
 
     async def _drained(self) -> bool:
-        """Burst mode's end, after a read found nothing new: nothing running, and nothing whose
-        lease lapsed to take over."""
+        """Burst mode's end, after a read found nothing new: nothing running, nothing whose
+        lease lapsed to take over, and no seat past its deadline."""
         if not self.running:
             await self._sweep()
+            if await self._expire_seats():
+                return False
         return not self.running
+
+    async def _expire_seats(self) -> int:
+        """Apply the timeout policy of seats past their deadline (any worker may: each is
+        applied once); the episodes it queues again come back as jobs."""
+        return await self.seats.expire_due()
 
     def episode_limit(self) -> int:
         """Episodes mostly wait on their model, so a worker runs about twice as many as its
@@ -355,8 +349,10 @@ class Worker:
             return True
         episode_id = job.episode_id
         episode = await self._durably(lambda: get_or_none(EpisodeLog, episode_id))
-        if episode is None or episode.status.terminal:
-            return True
+        if episode is None or episode.status.terminal or episode.status.parked:
+            return True  # a parked episode gets a new job when it goes on
+        if episode.job is not None and episode.job != job.entry_id:
+            return True  # an older job of an episode queued again since
         start = Begin.of(episode, self.config.consumer)
         if start.losses >= self.config.max_attempts:
             reason = f"worker lost {start.losses} times"
@@ -372,7 +368,7 @@ class Worker:
             return True
         started = await self._durably(lambda: self._begin(episode_id, episode.attempt, start))
         if not started.ok:
-            return started.status is None or started.status.terminal
+            return started.status is None or started.status.terminal or started.status.parked
         mine = episode.attempt + 1
         self.running[job.entry_id].attempt = mine
         with logs.about(attempt=mine):
@@ -392,7 +388,7 @@ class Worker:
             return True
         history = episode.turns if start.mode == "resume" else []
         try:
-            played = await self._play(episode_id, mine, setup, history, spent)
+            played = await self._play(episode, mine, setup, history, spent)
         except HistoryMismatch as err:
             restart = Begin("restart", f"kept turns do not fit the episode ({err}); restarted")
             restarted = await self._durably(lambda: self._begin(episode_id, mine, restart))
@@ -401,7 +397,7 @@ class Worker:
             mine += 1
             self.running[job.entry_id].attempt = mine
             log.warning("restarted as attempt %d: %s", mine, err)
-            played = await self._play(episode_id, mine, setup, [], spent)
+            played = await self._play(episode, mine, setup, [], spent)
         except EpisodeFailed as failed:
             await self._fail(episode_id, mine, failed.reason, failed.stats, spent)
             return True
@@ -449,16 +445,60 @@ class Worker:
     def _usage(self, spent: Usage, attempt: Usage) -> dict[str, Any]:
         return usage_fields(merged(spent, attempt), self.llm.prices)
 
+    async def _park(
+        self, episode: EpisodeLog, attempt: int, suspended: Suspended, spent: Usage
+    ) -> None:
+        """Store a suspended episode WAITING for its human seats (until their deadline) or
+        PAUSED; its job ends here, and it holds nothing of this worker's any more."""
+        common = {
+            "messages": suspended.messages,
+            "pause_at": None,
+            **self._usage(spent, suspended.stats.usage),
+        }
+        if suspended.reason == "paused":
+            moved = await self._durably(
+                lambda: self.store.transition(
+                    str(episode.pk),
+                    Status.PAUSED,
+                    fence=attempt,
+                    owner=self.config.consumer,
+                    reason="paused",
+                    fields=common,
+                )
+            )
+        else:
+            waiting = Waiting(
+                turn=suspended.turn,
+                seats=suspended.seats,
+                deadline=time.time() + episode.seat_deadline_seconds,
+            )
+            moved = await self._durably(
+                lambda: self.store.transition(
+                    str(episode.pk),
+                    Status.WAITING,
+                    fence=attempt,
+                    owner=self.config.consumer,
+                    waiting=waiting,
+                    fields=common,
+                )
+            )
+        if not moved.ok:
+            raise Fenced
+        log.info("parked %s at turn %d", moved.status, suspended.turn)
+
     async def _play(
         self,
-        episode_id: str,
+        episode: EpisodeLog,
         attempt: int,
         setup: EpisodeSetup,
         history: list[StoredTurn],
         spent: Usage,
     ) -> Played | None:
         """Play the episode, storing each new turn (with the tokens spent so far) and the move
-        to EVALUATING as it goes; None when it failed (and was stored as FAILED)."""
+        to EVALUATING as it goes; None when it failed (and was stored as FAILED) or was parked
+        (WAITING for a person, or PAUSED)."""
+        episode_id = str(episode.pk)
+        control = StoredControl(self.store.client, episode_id, attempt, episode.injections)
 
         async def on_turn(event: TurnEvent) -> None:
             turn = event.turn.model_dump(mode="json")
@@ -491,7 +531,10 @@ class Worker:
                 raise Fenced
 
         try:
-            return await play(setup, self.llm, on_turn, on_judging, history)
+            return await play(setup, self.llm, on_turn, on_judging, history, control)
+        except EpisodeSuspended as suspended:
+            await self._park(episode, attempt, suspended.state, spent)
+            return None
         except EpisodeFailed as failed:
             await self._fail(episode_id, attempt, failed.reason, failed.stats, spent)
             return None
@@ -519,46 +562,6 @@ class Worker:
 
 class _Stop(Exception):
     pass
-
-
-async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
-    """The engine's plain data for an episode: its scenario, agents, relationships, dimensions."""
-    try:
-        scenario = await EnvironmentProfile.get(episode.environment)
-        agents = [await AgentProfile.get(pk) for pk in episode.agents]
-        pairs = RelationshipProfile.find(
-            RelationshipProfile.agent_1_id << episode.agents,  # type: ignore[operator]
-        )
-        relationships = [
-            r
-            for r in await pairs.all()
-            if r.agent_2_id in episode.agents and r.agent_1_id != r.agent_2_id
-        ]
-        models = list(episode.models or [])
-        return EpisodeSetup(
-            scenario=ScenarioSpec.model_validate(scenario.model_dump()),
-            agents=[AgentSpec.model_validate(a.model_dump()) for a in agents],
-            relationships=[RelationshipSpec.model_validate(r.model_dump()) for r in relationships],
-            judge_model=models[0],
-            agent_models=models[1:],
-            max_turns=episode.max_turns,
-            turn_order=episode.turn_order,
-            dimensions=await load_dimensions(episode.evaluation_dimension_list_id),
-        )
-    except NotFoundError:
-        raise SetupError(
-            "a scenario, agent or dimension list of this episode was deleted"
-        ) from None
-    except ValidationError as err:
-        raise SetupError(f"the stored records do not make a valid episode: {err}") from None
-
-
-async def load_dimensions(list_id: str | None) -> list[DimensionSpec]:
-    if list_id is None:
-        return list(SOTOPIA_DIMENSIONS)
-    record = await CustomEvaluationDimensionList.get(list_id)
-    dims = [await CustomEvaluationDimension.get(pk) for pk in record.dimension_pks]
-    return [DimensionSpec.model_validate(d.model_dump()) for d in dims]
 
 
 @contextlib.asynccontextmanager

@@ -11,6 +11,8 @@ class ErrorCode(Enum):
     INVALID = "INVALID"
     CONFLICT = "CONFLICT"
     IN_USE = "IN_USE"
+    FORBIDDEN = "FORBIDDEN"
+    """A seat token that is not the seat's."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,10 @@ JOBS = "parley:jobs"
 WORKERS = "parley:workers"
 """The consumer group on JOBS that every worker reads through."""
 
+DEADLINES = "parley:deadlines"
+"""A sorted set of the WAITING episodes by the deadline of the seats they wait for (epoch
+seconds): what the workers' sweep applies the timeout policies to."""
+
 EPISODES_CHANNEL = "parley:events:episodes"
 """Pub/sub channel with the status events of every episode (turns go only to their episode's)."""
 

@@ -12,7 +12,7 @@ from typing import Any
 from aredis_om import Field, JsonModel
 from pydantic import BaseModel, ConfigDict
 
-from engine.types import RelationshipType, Turn, TurnOrder
+from engine.types import Injection, RelationshipType, Turn, TurnOrder
 from storage import keys
 
 __all__ = ["RelationshipType", "TurnOrder"]
@@ -143,10 +143,13 @@ class Redelivery(StrEnum):
 
 
 class EpisodeStatus(StrEnum):
-    """Where an episode is in its life; the last three are terminal."""
+    """Where an episode is in its life; the last three are terminal. WAITING (on a person) and
+    PAUSED hold no worker: they are parked."""
 
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"
+    WAITING = "WAITING"
+    PAUSED = "PAUSED"
     EVALUATING = "EVALUATING"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
@@ -156,8 +159,23 @@ class EpisodeStatus(StrEnum):
     def terminal(self) -> bool:
         return self in TERMINAL
 
+    @property
+    def parked(self) -> bool:
+        return self in PARKED
+
 
 TERMINAL = frozenset({EpisodeStatus.COMPLETED, EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
+PARKED = frozenset({EpisodeStatus.WAITING, EpisodeStatus.PAUSED})
+
+
+class Waiting(BaseModel):
+    """Whose turn an episode waits for, and until when."""
+
+    turn: int
+    seats: list[int]
+    """The human seats that still have to act in `turn`."""
+    deadline: float
+    """Epoch seconds; then the episode's timeout policy acts for the seats left."""
 
 
 class StatusChange(BaseModel):
@@ -168,6 +186,8 @@ class StatusChange(BaseModel):
     reason: str | None = None
     resumed_from: int | None = None
     """On the RUNNING of a resumed attempt: how many turns it kept from before."""
+    waiting: Waiting | None = None
+    """On a WAITING: whose turn it is and until when."""
 
 
 class StoredTurn(Turn):
@@ -175,6 +195,34 @@ class StoredTurn(Turn):
 
     sequence: int
     at: float = 0.0
+
+
+class SeatTimeout(StrEnum):
+    """What happens to a human seat that does not act before its deadline."""
+
+    LEAVE = "LEAVE"
+    """The agent leaves the conversation (a `leave` action in its name)."""
+    STAND_IN = "STAND_IN"
+    """A model takes that turn in the agent's place (the episode's stand-in model)."""
+    FAIL = "FAIL"
+    """The episode fails, with the reason."""
+
+
+class HumanSeat(BaseModel):
+    """A seat a person plays: only the holder of its token may act for it."""
+
+    seat: int
+    token_hash: str = ""
+    """SHA-256 of the seat's token, hex; empty while the seat is open to be claimed."""
+
+
+class StoredInjection(Injection):
+    """An environment message added to an episode (`injectEvent`), as stored."""
+
+    at: float = 0.0
+    sequence: int = 0
+    turn: int | None = None
+    """The turn from which the agents see it: set when the engine delivers it."""
 
 
 class ModelUsage(BaseModel):
@@ -260,6 +308,21 @@ class EpisodeLog(Record, index=True):
         description="US dollars, when every model used has prices.",
     )
     evaluations: list[Evaluation] = []
+    human_seats: list[HumanSeat] = []
+    seat_deadline_seconds: float = 300.0
+    """How long a human seat has for its turn."""
+    on_seat_timeout: SeatTimeout = SeatTimeout.LEAVE
+    stand_in_model: str | None = None
+    """The model that acts for a human seat that timed out, under STAND_IN."""
+    stand_ins: list[tuple[int, int]] = []
+    """(seat, turn) pairs a stand-in model plays, after the seat's deadline passed."""
+    waiting: Waiting | None = None
+    """Set while WAITING: the turn and seats awaited, and the deadline."""
+    pause_at: int | None = None
+    """The engine pauses before this turn (0: before its next one); set by pause and step."""
+    injections: list[StoredInjection] = []
+    job: str | None = None
+    """The entry id of the episode's current job: an older entry for it is stale."""
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     finished_at: float | None = None

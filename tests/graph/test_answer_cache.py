@@ -43,7 +43,7 @@ async def world(redis_client: redis.Redis) -> None:
 async def context(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[Context]:
     registry = ModelRegistry(None, tmp_path)
     jobs = JobQueue(redis_client, stream="test:cache:jobs", group="test:cache:workers")
-    store = EpisodeStore(redis_client)
+    store = EpisodeStore(redis_client, jobs=jobs.stream)
     hub, log = EventHub(redis_client), EventsLog(redis_client)
     yield Context(services=Services(redis_client, store, jobs, hub, log, registry))
     await registry.aclose()

@@ -23,7 +23,7 @@ async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[S
     registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
     yield Services(
         redis_client,
-        EpisodeStore(redis_client),
+        EpisodeStore(redis_client, jobs=name),
         jobs,
         EventHub(redis_client),
         EventsLog(redis_client),

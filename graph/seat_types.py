@@ -1,0 +1,152 @@
+"""GraphQL types of people in the loop: seat tokens, waiting turns, environment messages, and an
+episode as one agent saw it (resolvers/perspective.py)."""
+
+from datetime import UTC, datetime
+
+import strawberry
+
+from graph.enums import ActionType, RelationshipType
+from resolvers import perspective
+from storage import models
+
+
+def _at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+@strawberry.type(description="A human seat's secret, shown once: send it as `seatToken`.")
+class SeatToken:
+    seat: int = strawberry.field(description="The seat (0-based, in agent order).")
+    token: str = strawberry.field(description="The secret that lets its holder act for the seat.")
+
+
+@strawberry.type(description="Whose turn a WAITING episode waits for, and until when.")
+class Waiting:
+    turn: int = strawberry.field(description="The turn awaited.")
+    seats: list[int] = strawberry.field(description="The human seats that still have to act.")
+    deadline: datetime = strawberry.field(
+        description="Then the episode's onSeatTimeout policy acts for them."
+    )
+
+    @classmethod
+    def of(cls, waiting: models.Waiting) -> "Waiting":
+        return cls(turn=waiting.turn, seats=waiting.seats, deadline=_at(waiting.deadline))
+
+
+@strawberry.type(description="A human seat of an episode.")
+class HumanSeat:
+    seat: int = strawberry.field(description="The seat (0-based, in agent order).")
+    claimed: bool = strawberry.field(description="False while it is open to claimSeat.")
+
+
+@strawberry.type(description="A message from the environment, added with injectEvent.")
+class EnvironmentMessage:
+    sequence: int = strawberry.field(description="Its event sequence number.")
+    turn: int | None = strawberry.field(
+        description="The turn from which the agents see it; null until a turn delivers it."
+    )
+    text: str = strawberry.field(description="The message.")
+    to: list[str] = strawberry.field(description="The agents it is for; empty means everyone.")
+    at: datetime = strawberry.field(description="When it was added.")
+
+    @classmethod
+    def of(cls, injection: models.StoredInjection) -> "EnvironmentMessage":
+        return cls(
+            sequence=injection.sequence,
+            turn=injection.turn,
+            text=injection.text,
+            to=list(injection.to),
+            at=_at(injection.at),
+        )
+
+
+@strawberry.type(description="It is this seat's turn: what it may do, and until when.")
+class YourTurn:
+    turn: int = strawberry.field(description="The turn to play.")
+    deadline: datetime = strawberry.field(description="When the timeout policy acts instead.")
+    action_types: list[ActionType] = strawberry.field(description="The actions allowed.")
+
+    @classmethod
+    def of(cls, turn: perspective.YourTurn) -> "YourTurn":
+        return cls(turn=turn.turn, deadline=_at(turn.deadline), action_types=turn.action_types)
+
+
+@strawberry.type(description="A partner as this agent knows them.")
+class PerspectivePartner:
+    seat: int = strawberry.field(description="The partner's seat.")
+    name: str = strawberry.field(description="The partner's name.")
+    relationship: RelationshipType = strawberry.field(description="How well they know each other.")
+    profile: str = strawberry.field(
+        description="What the relationship lets this agent know of them (empty for a stranger)."
+    )
+
+
+@strawberry.type(description="A turn or an environment message this agent saw.")
+class SeenItem:
+    sequence: int = strawberry.field(description="Its event sequence number.")
+    turn: int | None = strawberry.field(description="The turn it belongs to.")
+    speaker: str = strawberry.field(description="Who acted, or Environment.")
+    text: str = strawberry.field(description="What the agent was told, in Sotopia's words.")
+    action_type: ActionType | None = strawberry.field(description="Null for the environment.")
+    argument: str = strawberry.field(description="The action's argument.")
+    to: list[str] = strawberry.field(description="Private recipients; empty when public.")
+
+
+@strawberry.type(description="An episode as one agent saw it: never what it could not see.")
+class Perspective:
+    view: strawberry.Private[perspective.View]
+
+    @strawberry.field(description="The agent's seat.")
+    def seat(self) -> int:
+        return self.view.seat
+
+    @strawberry.field(description="The agent's name.")
+    def agent_name(self) -> str:
+        return self.view.name
+
+    @strawberry.field(description="Its own profile as it was told it, its secret included.")
+    def profile(self) -> str:
+        return self.view.profile
+
+    @strawberry.field(description="Its own secret.")
+    def secret(self) -> str:
+        return self.view.secret
+
+    @strawberry.field(description="Its goal (the hints meant for it included).")
+    def goal(self) -> str:
+        return self.view.goal
+
+    @strawberry.field(description="The whole background it was given.")
+    def background(self) -> str:
+        return self.view.background
+
+    @strawberry.field(description="Its partners, as their relationships show them.")
+    def partners(self) -> list[PerspectivePartner]:
+        return [
+            PerspectivePartner(
+                seat=p.seat, name=p.name, relationship=p.relationship, profile=p.profile
+            )
+            for p in self.view.partners
+        ]
+
+    @strawberry.field(
+        description="What it saw, in order: public turns, its private ones, and "
+        "the environment's messages to it."
+    )
+    def seen(self) -> list[SeenItem]:
+        return [
+            SeenItem(
+                sequence=s.sequence,
+                turn=s.turn,
+                speaker=s.speaker,
+                text=s.text,
+                action_type=s.action_type,
+                argument=s.argument,
+                to=s.to,
+            )
+            for s in self.view.seen
+        ]
+
+    @strawberry.field(description="Set while the episode waits for this seat.")
+    def your_turn(self) -> YourTurn | None:
+        return YourTurn.of(self.view.your_turn) if self.view.your_turn else None

@@ -1,0 +1,160 @@
+"""People in the loop over GraphQL: a person's action, seat claims, pause, step, resume and
+environment messages (lifecycle/seats.py, lifecycle/control.py)."""
+
+from collections.abc import Awaitable, Callable
+
+import strawberry
+
+from graph.context import Info
+from graph.enums import ActionType
+from graph.episode_types import Episode
+from graph.payloads import SimulationPayload, user_errors
+from graph.seat_types import EnvironmentMessage, SeatToken
+from graph.types import UserError
+from lifecycle.control import RunControl
+from lifecycle.seats import Seats
+from resolvers.errors import UserError as Refusal
+from resolvers.records import get_or_none
+from storage.models import EpisodeLog
+
+
+@strawberry.input(description="A person's turn for the seat they hold.")
+class SubmitActionInput:
+    episode_id: strawberry.ID = strawberry.field(description="The episode.")
+    seat: int = strawberry.field(description="The seat (0-based, in agent order).")
+    seat_token: str = strawberry.field(description="The seat's token (startSimulation, claimSeat).")
+    action_type: ActionType = strawberry.field(description="What the agent does.")
+    argument: str = strawberry.field(
+        default="", description="The words or the action; needed except for none and leave."
+    )
+    to: list[str] = strawberry.field(
+        default_factory=list,
+        description="Private recipients by name (other agents of the episode); empty: everyone.",
+    )
+
+
+@strawberry.input(description="An open human seat to claim.")
+class ClaimSeatInput:
+    episode_id: strawberry.ID = strawberry.field(description="The episode.")
+    seat: int = strawberry.field(description="The seat (0-based, in agent order).")
+
+
+@strawberry.input(description="An episode to pause, step or resume.")
+class EpisodeControlInput:
+    id: strawberry.ID = strawberry.field(description="The episode.")
+
+
+@strawberry.input(description="A message from the environment to some or all agents.")
+class InjectEventInput:
+    episode_id: strawberry.ID = strawberry.field(description="The episode.")
+    text: str = strawberry.field(description="What the environment says.")
+    to: list[str] = strawberry.field(
+        default_factory=list, description="Agent names it is for; empty: everyone."
+    )
+
+
+@strawberry.type(description="Result of submitAction.")
+class ActionPayload:
+    sequence: int | None = strawberry.field(
+        description="The turn event's sequence; null if refused."
+    )
+    episode: Episode | None = strawberry.field(description="The episode after the action.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was done.")
+
+
+@strawberry.type(description="Result of claimSeat.")
+class SeatPayload:
+    seat_token: SeatToken | None = strawberry.field(description="The seat's token, shown once.")
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was done.")
+
+
+@strawberry.type(description="Result of injectEvent.")
+class InjectionPayload:
+    environment_message: EnvironmentMessage | None = strawberry.field(
+        description="The message as stored; its turn is set when a turn delivers it."
+    )
+    user_errors: list[UserError] = strawberry.field(description="Why nothing was done.")
+
+
+def _seats(info: Info) -> Seats:
+    services = info.context.services
+    return Seats(services.client, services.store)
+
+
+def _control(info: Info) -> RunControl:
+    services = info.context.services
+    return RunControl(services.client, services.store)
+
+
+Change = Callable[[str], Awaitable[tuple[EpisodeLog | None, list[Refusal]]]]
+
+
+def _payload(record: EpisodeLog | None, errors: list[Refusal]) -> SimulationPayload:
+    return SimulationPayload(
+        episode=Episode(record=record) if record else None, user_errors=user_errors(errors)
+    )
+
+
+@strawberry.type
+class SeatMutation:
+    @strawberry.mutation(
+        description="Play a human seat's turn. Refused, changing nothing, without the seat's "
+        "token, when it is not that seat's turn, or for an argument missing or a recipient "
+        "who is not in the episode."
+    )
+    async def submit_action(self, info: Info, input: SubmitActionInput) -> ActionPayload:
+        sequence, errors = await _seats(info).act(
+            {
+                "episode_id": input.episode_id,
+                "seat": input.seat,
+                "seat_token": input.seat_token,
+                "action_type": input.action_type,
+                "argument": input.argument,
+                "to": input.to,
+            }
+        )
+        record = await get_or_none(EpisodeLog, str(input.episode_id))
+        return ActionPayload(
+            sequence=sequence,
+            episode=Episode(record=record) if record else None,
+            user_errors=user_errors(errors),
+        )
+
+    @strawberry.mutation(description="Take an open human seat: its token, to the first caller.")
+    async def claim_seat(self, info: Info, input: ClaimSeatInput) -> SeatPayload:
+        token, errors = await _seats(info).claim(str(input.episode_id), input.seat)
+        return SeatPayload(
+            seat_token=SeatToken(seat=input.seat, token=token) if token else None,
+            user_errors=user_errors(errors),
+        )
+
+    @strawberry.mutation(
+        description="Pause an episode: a queued or waiting one at once, a running one before "
+        "its next turn (PAUSED holds no worker)."
+    )
+    async def pause_simulation(self, info: Info, input: EpisodeControlInput) -> SimulationPayload:
+        return _payload(*await _control(info).pause(str(input.id)))
+
+    @strawberry.mutation(description="Queue a paused episode again: it goes on from its turns.")
+    async def resume_simulation(self, info: Info, input: EpisodeControlInput) -> SimulationPayload:
+        return _payload(*await _control(info).resume(str(input.id)))
+
+    @strawberry.mutation(
+        description="Run exactly one more turn, then pause (a running episode: the turn after "
+        "the one it plays)."
+    )
+    async def step_simulation(self, info: Info, input: EpisodeControlInput) -> SimulationPayload:
+        return _payload(*await _control(info).step(str(input.id)))
+
+    @strawberry.mutation(
+        description="Add an environment message that its agents see from their next turn; "
+        "stored in the transcript as the Environment's."
+    )
+    async def inject_event(self, info: Info, input: InjectEventInput) -> InjectionPayload:
+        stored, errors = await _control(info).inject(
+            {"episode_id": input.episode_id, "text": input.text, "to": input.to}
+        )
+        return InjectionPayload(
+            environment_message=EnvironmentMessage.of(stored) if stored else None,
+            user_errors=user_errors(errors),
+        )

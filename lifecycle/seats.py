@@ -1,0 +1,357 @@
+"""Human seats: their tokens, a person's action, and a seat that does not act in time.
+
+A seat a person plays is parked, not run: when it is that seat's turn the worker stores the
+episode WAITING (with the seats awaited and a deadline) and lets its job go. `act` stores the
+person's action and, once no seat of that turn is left, queues the episode again; the sweep in
+`expire_due` applies the episode's timeout policy to a seat whose deadline passed. Each is one
+Lua script that checks the episode is still waiting for that seat, so two people racing for one
+seat, or a person racing the deadline, make exactly one turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import redis.asyncio as redis
+from pydantic import BaseModel, Field, ValidationError
+
+from engine.render import action_text
+from engine.types import ActionType, AgentAction
+from lifecycle import logs
+from lifecycle.transitions import STATUS_CHANGE_LUA, EpisodeStore
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.limits import LongText, RecordId
+from resolvers.records import get_or_none
+from storage import keys
+from storage.models import AgentProfile, EpisodeLog, EpisodeStatus, SeatTimeout
+
+log = logging.getLogger(__name__)
+ENV = "Environment"
+SPOKEN = frozenset({ActionType.SPEAK, ActionType.NON_VERBAL_COMMUNICATION, ActionType.ACTION})
+"""Action types that need an argument."""
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def token_hash(token: str) -> str:
+    """What is stored of a seat token (the token itself is shown once)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def holds_seat(episode: EpisodeLog, seat: int, token: str) -> bool:
+    """Whether `token` is the token of human seat `seat` of `episode`."""
+    given = token_hash(token)
+    return any(
+        s.seat == seat and s.token_hash and hmac.compare_digest(s.token_hash, given)
+        for s in episode.human_seats
+    )
+
+
+_TURN = """
+local function add_turn(K, doc, turn_no, seat, body, triple, now)
+  -- store a human seat's action of `turn_no` and publish it; drop the seat from those awaited
+  local key = K[1]
+  local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
+  local turn = '{"sequence":' .. string.format('%d', seq) .. ',"turn":' .. turn_no
+    .. ',"at":' .. now .. ',' .. string.sub(body, 2)
+  redis.call('JSON.ARRAPPEND', key, '$.turns', turn)
+  redis.call('JSON.SET', key, '$.progress', turn_no + 1)
+  local stored = redis.call('JSON.ARRLEN', key, '$.messages')[1]
+  if stored and turn_no < stored then
+    redis.call('JSON.ARRAPPEND', key, '$.messages[' .. turn_no .. ']', triple)
+  end
+  redis.call('PUBLISH', K[2], '{"type":"turn","episode_id":' .. cjson.encode(doc.pk)
+    .. ',"sequence":' .. string.format('%d', seq) .. ',"at":' .. now
+    .. ',"attempt":' .. doc.attempt .. ',"turn":' .. turn .. '}')
+  return seq
+end
+
+local function drop_seat(key, seat)
+  local at = redis.call('JSON.ARRINDEX', key, '$.waiting.seats', seat)[1]
+  if at and at >= 0 then redis.call('JSON.ARRPOP', key, '$.waiting.seats', at) end
+  return redis.call('JSON.ARRLEN', key, '$.waiting.seats')[1]
+end
+"""
+
+_ACT = (
+    STATUS_CHANGE_LUA
+    + _TURN
+    + """
+local key = KEYS[1]
+local seat, hash, now, minid = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+local body, triple = ARGV[5], ARGV[6]
+local doc = episode_doc(key, '$.waiting', '$.human_seats')
+if not doc then return {0, 'gone'} end
+local holder = nil
+for _, s in ipairs(doc.human_seats or {}) do
+  if s.seat == seat then holder = s end
+end
+if not holder then return {0, 'not_human'} end
+if holder.token_hash == '' or holder.token_hash ~= hash then return {0, 'token'} end
+if doc.status ~= 'WAITING' then return {0, 'status:' .. doc.status} end
+local waiting = doc.waiting
+local awaited = false
+for _, s in ipairs(waiting.seats) do
+  if s == seat then awaited = true end
+end
+if not awaited then return {0, 'not_awaited'} end
+local seq = add_turn(KEYS, doc, waiting.turn, seat, body, triple, now)
+if drop_seat(key, seat) == 0 then
+  change_status(KEYS, doc, 'QUEUED', doc.attempt, now, '', nil, '', true, minid)
+end
+return {1, seq}
+"""
+)
+"""A person's action for their seat: refused unless the token is the seat's and the episode
+waits for that seat; the last seat of a turn queues the episode again."""
+
+_EXPIRE = (
+    STATUS_CHANGE_LUA
+    + _TURN
+    + """
+local key = KEYS[1]
+local turn_no, now, minid, reason = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+local doc = episode_doc(key, '$.waiting', '$.on_seat_timeout')
+if not doc or doc.status ~= 'WAITING' then
+  redis.call('ZREM', KEYS[5], ARGV[5])
+  return 0
+end
+local waiting = doc.waiting
+if waiting.turn ~= turn_no or waiting.deadline > tonumber(now) then return 0 end
+if doc.on_seat_timeout == 'FAIL' then
+  redis.call('JSON.SET', key, '$.error', cjson.encode(reason))
+  redis.call('JSON.SET', key, '$.finished_at', now)
+  change_status(KEYS, doc, 'FAILED', doc.attempt, now, reason, nil, '', false, minid)
+  return 1
+end
+for i = 6, #ARGV, 3 do
+  local seat = tonumber(ARGV[i])
+  if doc.on_seat_timeout == 'STAND_IN' then
+    redis.call('JSON.ARRAPPEND', key, '$.stand_ins', '[' .. seat .. ',' .. turn_no .. ']')
+  else
+    add_turn(KEYS, doc, turn_no, seat, ARGV[i + 1], ARGV[i + 2], now)
+  end
+  drop_seat(key, seat)
+end
+change_status(KEYS, doc, 'QUEUED', doc.attempt, now, reason, nil, '', true, minid)
+return 1
+"""
+)
+"""A waiting turn past its deadline: the episode fails, or each seat left leaves (a `leave`
+turn) or is played by the stand-in model, and the episode is queued again."""
+
+_CLAIM = """
+local raw = redis.call('JSON.GET', KEYS[1], '$.human_seats')
+if not raw then return -1 end
+local seats = cjson.decode(raw)[1] or {}
+for i, s in ipairs(seats) do
+  if s.seat == tonumber(ARGV[1]) then
+    if s.token_hash ~= '' then return 0 end
+    redis.call('JSON.SET', KEYS[1], '$.human_seats[' .. (i - 1) .. '].token_hash',
+               cjson.encode(ARGV[2]))
+    return 1
+  end
+end
+return -2
+"""
+"""Give an open seat its token: the first claim wins."""
+
+
+class ActionRequest(BaseModel, extra="forbid"):
+    episode_id: RecordId
+    seat: Annotated[int, Field(ge=0)]
+    action_type: ActionType
+    argument: LongText = ""
+    to: Annotated[list[str], Field(max_length=10)] = []
+    seat_token: Annotated[str, Field(max_length=200)] = ""
+
+
+async def agent_names(client: redis.Redis, agent_ids: Sequence[str]) -> list[str]:
+    """The agents' names by seat, in one round trip ("" for an agent that is gone)."""
+    documents: list[Any] = await client.json().mget(
+        [AgentProfile.make_primary_key(pk) for pk in agent_ids], "$"
+    )
+    names = []
+    for doc in documents:
+        data = doc[0] if doc else {}
+        names.append(f"{data.get('first_name', '')} {data.get('last_name', '')}".strip())
+    return names
+
+
+def _body(seat: int, name: str, action: AgentAction) -> str:
+    """A turn's JSON without its sequence, number and time (the script adds them)."""
+    data = {
+        "action_type": str(action.action_type),
+        "argument": action.argument,
+        "to": action.to,
+        "agent_index": seat,
+        "agent_name": name,
+    }
+    return json.dumps(data)
+
+
+def _triple(name: str, action: AgentAction) -> str:
+    return json.dumps([name, ENV, action_text(action)])
+
+
+def action_errors(
+    request: ActionRequest, names: list[str], human_seats: set[int]
+) -> list[UserError]:
+    """What makes an action impossible whatever the turn: a seat that is not a person's, an
+    argument missing, a recipient who is not in the episode."""
+    if request.seat >= len(names) or request.seat not in human_seats:
+        return [
+            UserError(
+                ["input", "seat"], f"seat {request.seat} is not a human seat", ErrorCode.INVALID
+            )
+        ]
+    errors: list[UserError] = []
+    if request.action_type in SPOKEN and not request.argument.strip():
+        message = f"a {request.action_type.value} action needs an argument"
+        errors.append(UserError(["input", "argument"], message, ErrorCode.INVALID))
+    own = names[request.seat]
+    for i, recipient in enumerate(request.to):
+        if recipient not in names or recipient == own:
+            message = f"{recipient!r} is not another agent of this episode"
+            errors.append(UserError(["input", "to", str(i)], message, ErrorCode.INVALID))
+    return errors
+
+
+_REFUSALS = {
+    "token": ("seatToken", "wrong or missing seat token for this seat", ErrorCode.FORBIDDEN),
+    "not_human": ("seat", "this seat is not a human seat", ErrorCode.INVALID),
+    "not_awaited": ("seat", "it is not this seat's turn", ErrorCode.CONFLICT),
+}
+
+
+class Seats:
+    """A person's side of an episode: acting, claiming a seat, and the deadline sweep."""
+
+    def __init__(self, client: redis.Redis, store: EpisodeStore) -> None:
+        self.client = client
+        self.store = store
+        self._act = client.register_script(_ACT)
+        self._expire = client.register_script(_EXPIRE)
+        self._claim = client.register_script(_CLAIM)
+
+    def _keys(self, episode_id: str) -> list[str]:
+        return [
+            EpisodeLog.make_primary_key(episode_id),
+            keys.episode_channel(episode_id),
+            keys.EPISODES_CHANNEL,
+            keys.EVENTS_LOG,
+            keys.DEADLINES,
+            self.store.jobs,
+        ]
+
+    async def act(self, fields: dict[str, Any]) -> tuple[int | None, list[UserError]]:
+        """Play a person's turn; the turn event's sequence, or why it was refused (then
+        nothing changed)."""
+        try:
+            request = ActionRequest(**fields)
+        except ValidationError as err:
+            return None, [
+                UserError(["input", *e.field[1:]], e.message, e.code) for e in from_validation(err)
+            ]
+        episode = await get_or_none(EpisodeLog, request.episode_id)
+        if episode is None:
+            return None, [not_found("episode", request.episode_id)]
+        names = await agent_names(self.client, episode.agents)
+        errors = action_errors(request, names, {s.seat for s in episode.human_seats})
+        if errors:
+            return None, errors
+        action = AgentAction(
+            action_type=request.action_type, argument=request.argument, to=request.to
+        )
+        name = names[request.seat]
+        code, detail = await self._act(
+            keys=self._keys(request.episode_id),
+            args=[
+                request.seat,
+                token_hash(request.seat_token),
+                repr(time.time()),
+                self.store.log_floor(),
+                _body(request.seat, name, action),
+                _triple(name, action),
+            ],
+        )
+        if code == 1:
+            with logs.about(episode=request.episode_id):
+                log.info("seat %d acted", request.seat)
+            return int(detail), []
+        return None, [_refusal(str(detail), request.episode_id)]
+
+    async def claim(self, episode_id: str, seat: int) -> tuple[str | None, list[UserError]]:
+        """A token for an open seat; the seat is then closed to other claims."""
+        token = new_token()
+        done = await self._claim(
+            keys=[EpisodeLog.make_primary_key(episode_id)], args=[seat, token_hash(token)]
+        )
+        match int(done):
+            case 1:
+                return token, []
+            case 0:
+                message = "this seat was claimed already"
+                return None, [UserError(["input", "seat"], message, ErrorCode.CONFLICT)]
+            case -1:
+                return None, [not_found("episode", episode_id)]
+            case _:
+                message = f"seat {seat} is not a human seat of this episode"
+                return None, [UserError(["input", "seat"], message, ErrorCode.INVALID)]
+
+    async def expire_due(self, now: float | None = None, batch: int = 100) -> int:
+        """Apply the timeout policy to waiting turns whose deadline passed; how many."""
+        now = time.time() if now is None else now
+        due: Any = await self.client.zrangebyscore(keys.DEADLINES, "-inf", now, start=0, num=batch)
+        handled = 0
+        for episode_id in due:
+            handled += await self._expire_one(str(episode_id), now)
+        return handled
+
+    async def _expire_one(self, episode_id: str, now: float) -> int:
+        episode = await get_or_none(EpisodeLog, episode_id)
+        if episode is None or episode.status != EpisodeStatus.WAITING or episode.waiting is None:
+            await self.client.zrem(keys.DEADLINES, episode_id)
+            return 0
+        waiting = episode.waiting
+        names = await agent_names(self.client, episode.agents)
+        late = [names[s] or f"seat {s}" for s in waiting.seats]
+        policy = episode.on_seat_timeout
+        outcome = {
+            SeatTimeout.FAIL: "the episode failed",
+            SeatTimeout.LEAVE: "left",
+            SeatTimeout.STAND_IN: f"{episode.stand_in_model} acts instead",
+        }[policy]
+        reason = (
+            f"{', '.join(late)} did not act before the deadline of turn {waiting.turn}: {outcome}"
+        )
+        leave = AgentAction(action_type=ActionType.LEAVE)
+        args: list[str | int | float] = [waiting.turn, repr(now), self.store.log_floor(), reason]
+        args.append(episode_id)
+        for seat in waiting.seats:
+            args += [seat, _body(seat, names[seat], leave), _triple(names[seat], leave)]
+        done = await self._expire(keys=self._keys(episode_id), args=args)
+        if done:
+            with logs.about(episode=episode_id):
+                log.info("seat deadline passed: %s", reason)
+        return int(done)
+
+
+def _refusal(detail: str, episode_id: str) -> UserError:
+    if detail == "gone":
+        return not_found("episode", episode_id)
+    if detail.startswith("status:"):
+        status = detail.partition(":")[2]
+        message = f"the episode is {status}, not waiting for this seat"
+        return UserError(["input", "seat"], message, ErrorCode.CONFLICT)
+    field, message, code = _REFUSALS[detail]
+    return UserError(["input", field], message, code)

@@ -1,0 +1,69 @@
+"""An episode's setup for the engine, read from the records it names."""
+
+from aredis_om import NotFoundError
+from pydantic import ValidationError
+
+from engine.types import (
+    SOTOPIA_DIMENSIONS,
+    AgentSpec,
+    DimensionSpec,
+    EpisodeSetup,
+    RelationshipSpec,
+    ScenarioSpec,
+)
+from storage.models import (
+    AgentProfile,
+    CustomEvaluationDimension,
+    CustomEvaluationDimensionList,
+    EnvironmentProfile,
+    EpisodeLog,
+    RelationshipProfile,
+)
+
+
+class SetupError(Exception):
+    """A stored episode refers to records that no longer exist or do not fit."""
+
+
+async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
+    """The engine's plain data for an episode: its scenario, agents, relationships, dimensions."""
+    try:
+        scenario = await EnvironmentProfile.get(episode.environment)
+        agents = [await AgentProfile.get(pk) for pk in episode.agents]
+        pairs = RelationshipProfile.find(
+            RelationshipProfile.agent_1_id << episode.agents,  # type: ignore[operator]
+        )
+        relationships = [
+            r
+            for r in await pairs.all()
+            if r.agent_2_id in episode.agents and r.agent_1_id != r.agent_2_id
+        ]
+        models = list(episode.models or [])
+        humans = [seat.seat for seat in episode.human_seats]
+        stand_in = episode.stand_in_model or models[0]
+        return EpisodeSetup(
+            scenario=ScenarioSpec.model_validate(scenario.model_dump()),
+            agents=[AgentSpec.model_validate(a.model_dump()) for a in agents],
+            relationships=[RelationshipSpec.model_validate(r.model_dump()) for r in relationships],
+            judge_model=models[0],
+            agent_models=[stand_in if i in humans else m for i, m in enumerate(models[1:])],
+            max_turns=episode.max_turns,
+            turn_order=episode.turn_order,
+            dimensions=await load_dimensions(episode.evaluation_dimension_list_id),
+            human_seats=humans,
+            stand_ins=episode.stand_ins,
+        )
+    except NotFoundError:
+        raise SetupError(
+            "a scenario, agent or dimension list of this episode was deleted"
+        ) from None
+    except ValidationError as err:
+        raise SetupError(f"the stored records do not make a valid episode: {err}") from None
+
+
+async def load_dimensions(list_id: str | None) -> list[DimensionSpec]:
+    if list_id is None:
+        return list(SOTOPIA_DIMENSIONS)
+    record = await CustomEvaluationDimensionList.get(list_id)
+    dims = [await CustomEvaluationDimension.get(pk) for pk in record.dimension_pks]
+    return [DimensionSpec.model_validate(d.model_dump()) for d in dims]
