@@ -84,8 +84,8 @@ async def test_every_view_shows_exactly_what_its_agent_could_see(
     pk = str(episode.pk)
     control = RunControl(services.client, services.store)
     told_all, told_six = marker("Notice", 9), marker("Notice", 6)
-    for text, to in ((told_all, []), (told_six, [names[6]])):
-        _, errors = await control.inject({"episode_id": pk, "text": text, "to": to})
+    for notice, recipients in ((told_all, []), (told_six, [names[6]])):
+        _, errors = await control.inject({"episode_id": pk, "text": notice, "to": recipients})
         assert not errors
     worker = Worker(services, WorkerConfig(lease_seconds=1.0, poll_seconds=0.05, consumer="w"))
     await asyncio.wait_for(worker.run(burst=True), 60)
