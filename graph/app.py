@@ -29,7 +29,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 )
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
-from strawberry.subscriptions.protocols.graphql_ws.types import OperationMessage
+from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, OperationMessage
 from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
@@ -41,6 +41,8 @@ from graph.fanout import Disconnected, Fanout, Subscribe
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from graph.request_ids import RequestIds
 from graph.schema import Limits, build_schema, validation_rules
+from graph.seat_access import REFUSED as SEAT_REFUSED
+from graph.seat_access import seat_connection, seat_scoped
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
 from graph.subscription import event_content, shared_event
@@ -126,6 +128,11 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             self.websocket, ASGIWebSocketAdapter
         )
         socket, services = self.websocket.ws, self.context.services
+        if self.context.seat_only and not seat_scoped(operation.query, operation.operation_name):
+            await operation.send_operation_message(
+                {"id": operation.id, "type": "error", "payload": [{"message": SEAT_REFUSED}]}
+            )
+            return
 
         async def send(text: str) -> None:
             try:
@@ -152,8 +159,21 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
     """Legacy graphql-ws, ignoring such frames as it ignores frames that are not JSON."""
 
     async def handle_message(self, message: OperationMessage) -> None:
-        if well_formed(message, "start"):
-            await super().handle_message(message)
+        if not well_formed(message, "start"):
+            return
+        payload: Any = message.get("payload") or {}
+        start = message.get("type") == "start"
+        if (
+            start
+            and self.context.seat_only
+            and not seat_scoped(payload.get("query"), payload.get("operationName"))
+        ):
+            refusal = ErrorMessage(
+                type="error", id=str(message.get("id")), payload={"message": SEAT_REFUSED}
+            )
+            await self.send_message(refusal)
+            return
+        await super().handle_message(message)
 
 
 class GraphQLApp(GraphQL[Context, None]):
@@ -247,6 +267,8 @@ class GraphQLApp(GraphQL[Context, None]):
         executed as a query it would crash (its field yields a stream, not a value)."""
         if is_subscription(request_data.query, request_data.operation_name):
             return ExecutionResult(data=None, errors=[GraphQLError(SUBSCRIPTIONS_OVER_WEBSOCKETS)])
+        if context.seat_only and not seat_scoped(request_data.query, request_data.operation_name):
+            return ExecutionResult(data=None, errors=[GraphQLError(SEAT_REFUSED)])
         return await super().execute_single(
             request, request_adapter, sub_response, context, root_value, request_data
         )
@@ -256,12 +278,17 @@ class GraphQLApp(GraphQL[Context, None]):
 
     async def get_context(self, request: Any, response: Any) -> Context:
         services: Services = request.app.state.services
-        return Context(services=services)
+        seat_only = bool(request.scope.get("state", {}).get("seat_only"))
+        return Context(services=services, seat_only=seat_only)
 
     async def on_ws_connect(self, context: Context) -> UnsetType:
-        """Accept (an acknowledgement without payload) only a connection_init with a valid token."""
-        if not self.checker.accepts_connection_params(context.connection_params):
-            raise ConnectionRejectionError({"message": "a valid token is required"})
+        """Accept (an acknowledgement without payload) only a connection_init with a valid token,
+        or one offering a seat token (then only that seat's stream may be followed)."""
+        params = context.connection_params
+        if not self.checker.accepts_connection_params(params):
+            if not seat_connection(params):
+                raise ConnectionRejectionError({"message": "a valid token is required"})
+            context.seat_only = True
         no_payload: UnsetType = UNSET
         return no_payload
 

@@ -18,6 +18,8 @@ class Context:
 
     services: Services
     connection_params: dict[str, Any] | None = None
+    seat_only: bool = False
+    """Authorized by a seat token alone: only its seat's fields (graph/seat_access.py)."""
     agents: DataLoader[str, AgentProfile | None] = field(init=False)
     scenarios: DataLoader[str, EnvironmentProfile | None] = field(init=False)
 

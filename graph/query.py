@@ -13,6 +13,7 @@ from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, Scenari
 from graph.projection import fields_for
 from graph.rejudge import RejudgeQuery
 from graph.results import ResultsQuery
+from graph.seats import SeatQuery
 from graph.types import (
     AGENT_READS,
     RELATIONSHIP_READS,
@@ -33,7 +34,7 @@ AFTER = "Cursor of the item to start after (a previous page's endCursor)."
 
 
 @strawberry.type(description="Read the stored world.")
-class Query(ExperimentQuery, ResultsQuery, RejudgeQuery):
+class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery):
     @strawberry.field(description="One agent by id; null if there is none.")
     async def agent(self, id: strawberry.ID) -> Agent | None:
         record = await agents.get_agent(id)

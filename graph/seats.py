@@ -9,10 +9,11 @@ from graph.context import Info
 from graph.enums import ActionType
 from graph.episode_types import Episode
 from graph.payloads import SimulationPayload, user_errors
-from graph.seat_types import EnvironmentMessage, SeatToken
+from graph.seat_types import EnvironmentMessage, Perspective, SeatToken
 from graph.types import UserError
 from lifecycle.control import RunControl
-from lifecycle.seats import Seats
+from lifecycle.seats import Seats, holds_seat
+from resolvers import perspective
 from resolvers.errors import UserError as Refusal
 from resolvers.records import get_or_none
 from storage.models import EpisodeLog
@@ -55,11 +56,34 @@ class InjectEventInput:
 
 @strawberry.type(description="Result of submitAction.")
 class ActionPayload:
-    sequence: int | None = strawberry.field(
-        description="The turn event's sequence; null if refused."
+    record: strawberry.Private[EpisodeLog | None]
+    seat: strawberry.Private[int]
+    stored: strawberry.Private[int | None]
+    refusals: strawberry.Private[list[UserError]]
+
+    @strawberry.field(description="The turn event's sequence; null if refused.")
+    def sequence(self) -> int | None:
+        return self.stored
+
+    @strawberry.field(description="Why nothing was done.")
+    def user_errors(self) -> list[UserError]:
+        return self.refusals
+
+    @strawberry.field(
+        description="The episode after the action; null for a request with a seat token alone "
+        "(read `perspective`)."
     )
-    episode: Episode | None = strawberry.field(description="The episode after the action.")
-    user_errors: list[UserError] = strawberry.field(description="Why nothing was done.")
+    def episode(self, info: Info) -> Episode | None:
+        if self.record is None or info.context.seat_only:
+            return None
+        return Episode(record=self.record)
+
+    @strawberry.field(description="The episode as the seat's agent sees it after the action.")
+    async def perspective(self) -> Perspective | None:
+        if self.record is None:
+            return None
+        found, _ = await perspective.perspective(self.record, self.seat)
+        return Perspective(view=found) if found else None
 
 
 @strawberry.type(description="Result of claimSeat.")
@@ -96,6 +120,22 @@ def _payload(record: EpisodeLog | None, errors: list[Refusal]) -> SimulationPayl
 
 
 @strawberry.type
+class SeatQuery:
+    @strawberry.field(
+        description="The episode as the agent in a human seat sees it, for the holder of the "
+        "seat's token (what the seat page reads); null with a wrong token or id."
+    )
+    async def seat_view(
+        self, info: Info, episode_id: strawberry.ID, seat: int, seat_token: str
+    ) -> Perspective | None:
+        record = await get_or_none(EpisodeLog, str(episode_id))
+        if record is None or not holds_seat(record, seat, seat_token):
+            return None
+        found, _ = await perspective.perspective(record, seat)
+        return Perspective(view=found) if found else None
+
+
+@strawberry.type
 class SeatMutation:
     @strawberry.mutation(
         description="Play a human seat's turn. Refused, changing nothing, without the seat's "
@@ -114,10 +154,12 @@ class SeatMutation:
             }
         )
         record = await get_or_none(EpisodeLog, str(input.episode_id))
+        known = record is not None and any(s.seat == input.seat for s in record.human_seats)
         return ActionPayload(
-            sequence=sequence,
-            episode=Episode(record=record) if record else None,
-            user_errors=user_errors(errors),
+            record=record if known else None,
+            seat=input.seat,
+            stored=sequence,
+            refusals=user_errors(errors),
         )
 
     @strawberry.mutation(description="Take an open human seat: its token, to the first caller.")

@@ -8,6 +8,8 @@ from typing import Any
 from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from graph.seat_access import SEAT_SCHEME
+
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 """Probes answer without a token (they reveal nothing)."""
 PAGE_PATHS = frozenset({"/", "/graphql"})
@@ -106,6 +108,12 @@ class BearerAuth:
         headers = dict(scope["headers"])
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         if self.checker.accepts_header(authorization):
+            await self.app(scope, receive, send)
+            return
+        scheme, _, seat_token = authorization.partition(" ")
+        if scheme.lower() == SEAT_SCHEME and seat_token.strip() and scope["path"] == "/graphql":
+            # only the seat's own fields, each checking its token (graph/seat_access.py)
+            scope.setdefault("state", {})["seat_only"] = True
             await self.app(scope, receive, send)
             return
         message = "a valid bearer token is required (Authorization: Bearer <token>)"

@@ -39,6 +39,7 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
             if r.agent_2_id in episode.agents and r.agent_1_id != r.agent_2_id
         ]
         models = list(episode.models or [])
+        models += [""] * (1 + len(agents) - len(models))  # a record that names no models
         humans = [seat.seat for seat in episode.human_seats]
         stand_in = episode.stand_in_model or models[0]
         return EpisodeSetup(
@@ -47,7 +48,8 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
             relationships=[RelationshipSpec.model_validate(r.model_dump()) for r in relationships],
             judge_model=models[0],
             agent_models=[stand_in if i in humans else m for i, m in enumerate(models[1:])],
-            max_turns=episode.max_turns,
+            # Sotopia stores no turn limit: its episodes are read with as many as they played
+            max_turns=episode.max_turns or max(len(episode.messages), 1),
             turn_order=episode.turn_order,
             dimensions=await load_dimensions(episode.evaluation_dimension_list_id),
             human_seats=humans,
