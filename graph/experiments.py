@@ -149,7 +149,7 @@ class ExperimentProgress:
     def cancelled(self) -> int:
         return self.progress.counts.get(models.EpisodeStatus.CANCELLED, 0)
 
-    @strawberry.field(description="Slots not yet ended: pending, queued, running or evaluating.")
+    @strawberry.field(description="Slots not yet ended: pending, or an episode not yet at its end.")
     def unfinished(self) -> int:
         return self.progress.unfinished
 

@@ -25,11 +25,10 @@ from resolvers.pagination import Page, fetch_page
 from resolvers.records import storable
 from storage import keys
 from storage.experiments import ExperimentStore
-from storage.models import EpisodeStatus, Experiment, ExperimentSlot
+from storage.models import UNFINISHED, EpisodeStatus, Experiment, ExperimentSlot
 
 RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
 """Statuses whose slot a new start fills again."""
-UNFINISHED = frozenset({EpisodeStatus.QUEUED, EpisodeStatus.RUNNING, EpisodeStatus.EVALUATING})
 ROUNDS = 3
 """Passes of one start: a pass can get back, through a slot's key, an episode written by an
 earlier start that stopped before recording it and that has failed since; the next pass

@@ -37,12 +37,11 @@ from lifecycle.transitions import (
 from resolvers.episodes import list_episodes
 from resolvers.records import get_or_none
 from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus
+from storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 
 log = logging.getLogger(__name__)
 RECONNECT = Backoff(base=0.1, cap=5.0)
 RESYNC_READ = Backoff(base=0.1, cap=2.0)
-UNFINISHED = (EpisodeStatus.QUEUED, EpisodeStatus.RUNNING, EpisodeStatus.EVALUATING)
 
 
 @dataclass(eq=False)

@@ -23,13 +23,14 @@ from resolvers.errors import BadArgument, searchable_tag
 from resolvers.statistics import Moments, Paired, Summary, paired, summarize
 from storage import keys
 from storage.connection import TAG_SPECIALS
+from storage.models import EpisodeStatus
 from storage.results_index import OVERALL, SEATS, STANDARD, score_field
 
 MAX_ROWS = 1_000_000
 WHOLE: list[Any] = ["TIMEOUT", 0, "DIALECT", 2]
 """Options of every aggregation: no time limit, since RediSearch's default (500 ms, then
 `ON_TIMEOUT return`) would hand back partial counts as if they were all."""
-APART = ("FAILED", "CANCELLED", "QUEUED", "RUNNING", "EVALUATING")
+APART = tuple(s.value for s in EpisodeStatus if s != EpisodeStatus.COMPLETED)
 """Statuses whose episodes (or evaluations) have no scores to average: counted apart."""
 
 

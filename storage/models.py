@@ -166,6 +166,8 @@ class EpisodeStatus(StrEnum):
 
 TERMINAL = frozenset({EpisodeStatus.COMPLETED, EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
 PARKED = frozenset({EpisodeStatus.WAITING, EpisodeStatus.PAUSED})
+UNFINISHED: tuple[EpisodeStatus, ...] = tuple(s for s in EpisodeStatus if s not in TERMINAL)
+"""Every status an episode has before its end, in the order of its life."""
 
 
 class Waiting(BaseModel):
