@@ -21,12 +21,15 @@ class EpisodeEventKind(str, Enum):
     SNAPSHOT = "SNAPSHOT"
     STATUS = "STATUS"
     TURN = "TURN"
+    INJECTION = "INJECTION"
     CURSOR_EXPIRED = "CURSOR_EXPIRED"
 
 
 class EpisodeStatus(str, Enum):
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"
+    WAITING = "WAITING"
+    PAUSED = "PAUSED"
     EVALUATING = "EVALUATING"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
@@ -65,6 +68,12 @@ class ResultsGroupBy(str, Enum):
     JUDGE_MODEL = "JUDGE_MODEL"
 
 
+class SeatTimeout(str, Enum):
+    LEAVE = "LEAVE"
+    STAND_IN = "STAND_IN"
+    FAIL = "FAIL"
+
+
 class TurnOrder(str, Enum):
     ROUND_ROBIN = "ROUND_ROBIN"
     SIMULTANEOUS = "SIMULTANEOUS"
@@ -76,3 +85,4 @@ class UserErrorCode(str, Enum):
     INVALID = "INVALID"
     CONFLICT = "CONFLICT"
     IN_USE = "IN_USE"
+    FORBIDDEN = "FORBIDDEN"

@@ -6,7 +6,15 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import AgentSampling, EpisodeStatus, Redelivery, RelationshipType, TurnOrder
+from .enums import (
+    ActionType,
+    AgentSampling,
+    EpisodeStatus,
+    Redelivery,
+    RelationshipType,
+    SeatTimeout,
+    TurnOrder,
+)
 
 
 class AgentFilter(BaseModel):
@@ -35,6 +43,15 @@ class AgentSelectionInput(BaseModel):
     "Pairs drawn, 1..100."
     tag: Optional[str] = None
     "Draw only among agents with this tag (RELATIONSHIP: relationships of two)."
+
+
+class ClaimSeatInput(BaseModel):
+    """An open human seat to claim."""
+
+    episode_id: str = Field(alias="episodeId")
+    "The episode."
+    seat: int
+    "The seat (0-based, in agent order)."
 
 
 class CreateAgentInput(BaseModel):
@@ -158,6 +175,13 @@ class DeleteInput(BaseModel):
     "The record to delete."
 
 
+class EpisodeControlInput(BaseModel):
+    """An episode to pause, step or resume."""
+
+    id: str
+    "The episode."
+
+
 class EpisodeFilter(BaseModel):
     """Narrows an episode list; every given condition must hold."""
 
@@ -242,6 +266,17 @@ class ExperimentIdInput(BaseModel):
 
     id: str
     "The experiment."
+
+
+class InjectEventInput(BaseModel):
+    """A message from the environment to some or all agents."""
+
+    episode_id: str = Field(alias="episodeId")
+    "The episode."
+    text: str
+    "What the environment says."
+    to: list[str] = Field(default_factory=lambda: [])
+    "Agent names it is for; empty: everyone."
 
 
 class ModelSelectionInput(BaseModel):
@@ -330,6 +365,35 @@ class StartSimulationInput(BaseModel):
     "Retrying with the same key within a day returns the same episode."
     redelivery: Redelivery = Redelivery.RESUME
     "If its worker is lost: go on from the stored turns (RESUME) or start over."
+    human_seats: list[int] = Field(alias="humanSeats", default_factory=lambda: [])
+    "Seats a person plays instead of a model (their agentModels entry is ignored); the payload's seatTokens holds each seat's secret, shown once."
+    claimable_seats: bool = Field(alias="claimableSeats", default=False)
+    "Give the human seats no token now: the first claimSeat of each gets it."
+    seat_deadline_seconds: float = Field(alias="seatDeadlineSeconds", default=300)
+    "Seconds a human seat has for each turn, 1..604800."
+    on_seat_timeout: SeatTimeout = Field(
+        alias="onSeatTimeout", default=SeatTimeout.LEAVE
+    )
+    "What happens to a seat that does not act in time."
+    stand_in_model: Optional[str] = Field(alias="standInModel", default=None)
+    "The model that acts for a timed-out seat under STAND_IN (default: the judge's)."
+
+
+class SubmitActionInput(BaseModel):
+    """A person's turn for the seat they hold."""
+
+    episode_id: str = Field(alias="episodeId")
+    "The episode."
+    seat: int
+    "The seat (0-based, in agent order)."
+    seat_token: str = Field(alias="seatToken")
+    "The seat's token (startSimulation, claimSeat)."
+    action_type: ActionType = Field(alias="actionType")
+    "What the agent does."
+    argument: str = ""
+    "The words or the action; needed except for none and leave."
+    to: list[str] = Field(default_factory=lambda: [])
+    "Private recipients by name (other agents of the episode); empty: everyone."
 
 
 class UpdateAgentInput(BaseModel):
