@@ -240,6 +240,12 @@ class Episode:
     def agent_models(self) -> list[str]:
         return list((self.record.models or [])[1:])
 
+    @strawberry.field(
+        description="Sotopia's agent class of each seat, in seat order (empty when not recorded)."
+    )
+    def agent_classes(self) -> list[str]:
+        return list(self.record.agent_classes or [])
+
     @strawberry.field(description="Model of the judge.")
     def judge_model(self) -> str | None:
         models = self.record.models or []
@@ -404,6 +410,7 @@ EPISODE_READS = Reads.of(
     agents=("agents",),
     relationships=("agents",),
     agent_models=("models",),
+    agent_classes=("agent_classes",),
     judge_model=("models",),
     turn_order=("turn_order",),
     evaluation_dimension_list_id=("evaluation_dimension_list_id",),

@@ -6,6 +6,7 @@ import strawberry
 
 from graph import inputs
 from graph.context import Info
+from graph.drafts import DraftMutation
 from graph.episode_types import Episode
 from graph.experiments import ExperimentMutation
 from graph.inputs import fields_of, simulation_fields
@@ -46,7 +47,7 @@ def deleted(pk: str, errors: Sequence[object]) -> strawberry.ID | None:
 
 
 @strawberry.type(description="Change the stored world.")
-class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation):
+class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation):
     @strawberry.mutation(description="Create an agent.")
     async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
         record, errors = await agents.create_agent(fields_of(input))

@@ -6,6 +6,7 @@ import strawberry
 
 from graph.connection import Connection, to_connection
 from graph.context import Info
+from graph.drafts import DraftQuery
 from graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
 from graph.errors import UserInputError
 from graph.experiments import ExperimentQuery
@@ -34,7 +35,7 @@ AFTER = "Cursor of the item to start after (a previous page's endCursor)."
 
 
 @strawberry.type(description="Read the stored world.")
-class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery):
+class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
     @strawberry.field(description="One agent by id; null if there is none.")
     async def agent(self, id: strawberry.ID) -> Agent | None:
         record = await agents.get_agent(id)

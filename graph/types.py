@@ -1,6 +1,7 @@
 """GraphQL object types; each wraps one stored record and reads its fields."""
 
 import strawberry
+from strawberry.scalars import JSON
 
 from graph.context import Info
 from graph.enums import ErrorCode, RelationshipType
@@ -55,8 +56,28 @@ class Scenario:
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
+    @strawberry.field(
+        description="Sotopia's social-game settings (phases, teams, visibility), as stored; "
+        "null when none."
+    )
+    def game_metadata(self) -> JSON | None:
+        value = self.record.game_metadata
+        return None if value is None else JSON(value)
 
-SCENARIO_READS = Reads.of(SCENARIO, id=("pk",))
+    @strawberry.field(
+        description="Sotopia's instruction on how to act, given with every turn; null when none."
+    )
+    def action_instruction(self) -> str | None:
+        value = (self.record.model_extra or {}).get("action_instruction")
+        return value if isinstance(value, str) else None
+
+
+SCENARIO_READS = Reads.of(
+    SCENARIO,
+    id=("pk",),
+    game_metadata=("game_metadata",),
+    action_instruction=("action_instruction",),
+)
 
 
 @strawberry.type(description="How two agents relate (Sotopia RelationshipProfile); one per pair.")

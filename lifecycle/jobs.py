@@ -21,6 +21,8 @@ class Job:
     episode_id: str
     evaluation: str | None = None
     """Set for a re-judging's job (lifecycle/rejudge.py): judge the finished episode again."""
+    draft: str | None = None
+    """Set for a part of a draft job (lifecycle/drafts.py), whose id is then `episode_id`."""
 
 
 def _jobs(entries: list[Any]) -> list[Job]:
@@ -28,7 +30,7 @@ def _jobs(entries: list[Any]) -> list[Job]:
     for entry_id, fields in entries:
         if fields and "episode" in fields:
             evaluation = fields.get("evaluation")
-            jobs.append(Job(entry_id, fields["episode"], evaluation))
+            jobs.append(Job(entry_id, fields["episode"], evaluation, fields.get("draft")))
     return jobs
 
 
@@ -60,6 +62,10 @@ class JobQueue:
     def add_evaluation(self, pipe: Any, episode_id: str, rejudging_id: str) -> None:
         """Queue an XADD of a job that judges a finished episode again."""
         pipe.xadd(self.stream, {"episode": episode_id, "evaluation": rejudging_id})
+
+    def add_draft(self, pipe: Any, job_id: str, part: int) -> None:
+        """Queue an XADD of one part of a draft job."""
+        pipe.xadd(self.stream, {"episode": job_id, "draft": str(part)})
 
     async def read(self, consumer: str, count: int, block_ms: int) -> list[Job]:
         """New jobs for `consumer`, waiting up to `block_ms` for the first."""

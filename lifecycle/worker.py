@@ -38,6 +38,7 @@ from engine.types import (
 from engine.usage import Usage, merged
 from lifecycle import logs
 from lifecycle.control import StoredControl
+from lifecycle.drafts import Drafter
 from lifecycle.jobs import Job
 from lifecycle.rejudge import Rejudger
 from lifecycle.seats import Seats
@@ -138,6 +139,9 @@ class Worker:
         self.store = services.store
         self.rejudger = Rejudger(services.client, services.models, self.config.max_attempts)
         self.seats = Seats(services.client, services.store)
+        self.drafter = Drafter(
+            services.client, services.models, services.jobs, self.config.max_attempts
+        )
         self.running: dict[str, Running] = {}
         self._room = asyncio.Event()
         """Set when an episode ends: its place is free."""
@@ -346,6 +350,9 @@ class Worker:
         """Run one delivery of a job; True when the job needs no further delivery."""
         if job.evaluation is not None:
             await self.rejudger.run(job.episode_id, job.evaluation)
+            return True
+        if job.draft is not None:
+            await self.drafter.run(job.episode_id, int(job.draft))
             return True
         episode_id = job.episode_id
         episode = await self._durably(lambda: get_or_none(EpisodeLog, episode_id))

@@ -95,3 +95,14 @@ def experiment_slot_claim(experiment_id: str, slot: int, previous: str) -> str:
     """The idempotency key (see `idempotency`) of the episode that fills a slot after episode
     `previous` ("" for the first): concurrent starts of one slot make one episode."""
     return f"experiment:{experiment_id}:{slot}:{previous or 'first'}"
+
+
+def draft_job(job_id: str) -> str:
+    """A draft job's settings and its parts' sizes (JSON); expires with its parts."""
+    return f"parley:draft-job:{job_id}"
+
+
+def draft_job_parts(job_id: str) -> str:
+    """A hash from a draft job's part number to that part's outcome (JSON), and from
+    `starts:<part>` to how many times a worker began it."""
+    return f"parley:draft-job-parts:{job_id}"

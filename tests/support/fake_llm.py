@@ -179,6 +179,80 @@ def sample(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
     return "Reasonable behaviour."[:limit]
 
 
+FIRST_NAMES = ["Maya", "Jonas", "Priya", "Tomas", "Lena", "Omar", "Ines", "Kofi"]
+LAST_NAMES = ["Okafor", "Lindqvist", "Raman", "Novak", "Vogel", "Haddad", "Sousa", "Mensah"]
+
+
+def draft_person(i: int) -> dict[str, Any]:
+    """A full Sotopia agent profile, different for each `i`."""
+    first, last = FIRST_NAMES[i % len(FIRST_NAMES)], LAST_NAMES[i % len(LAST_NAMES)]
+    suffix = "" if i < len(FIRST_NAMES) else str(i)
+    return {
+        "first_name": first + suffix,
+        "last_name": last,
+        "age": 25 + i,
+        "occupation": "Teacher" if i % 2 else "Nurse",
+        "gender": "Woman" if i % 2 == 0 else "Man",
+        "gender_pronoun": "she/her" if i % 2 == 0 else "he/him",
+        "public_info": f"{first} lives in the city centre.",
+        "big_five": "Openness: high; Conscientiousness: high; Extraversion: low",
+        "moral_values": ["Care"],
+        "schwartz_personal_values": ["Benevolence"],
+        "personality_and_values": f"{first} is patient and values honesty.",
+        "decision_making_style": "Analytical",
+        "secret": f"{first} is planning to move abroad.",
+        "mbti": "INFJ",
+    }
+
+
+def draft_scene(i: int, seats: int, relationship: str = "friend") -> dict[str, Any]:
+    """A scenario with one goal per seat, using Sotopia's hint tags."""
+    goals = [
+        f"Settle the rent for next month (seat {s + 1}) <extra_info>You have saved less than "
+        "you said.</extra_info> <strategy_hint>Offer something in return.</strategy_hint>"
+        for s in range(seats)
+    ]
+    return {
+        "codename": f"rent_talk_{i}",
+        "scenario": f"Two roommates sit down to talk about the rent (version {i}).",
+        "agent_goals": goals,
+        "relationship": relationship,
+    }
+
+
+def draft_world_answer(
+    agents: int, scenarios: int, seats: int, pairs: bool, relationship: str = "friend"
+) -> dict[str, Any]:
+    """A valid answer to a draft request asking for these counts."""
+    out: dict[str, Any] = {}
+    if agents:
+        out["agents"] = [draft_person(i) for i in range(agents)]
+    if scenarios:
+        out["scenarios"] = [draft_scene(i, seats, relationship) for i in range(scenarios)]
+    if pairs:
+        out["relationships"] = [
+            {"agent_index": a, "other_agent_index": b, "relationship": relationship,
+             "background_story": f"Shared a flat for {a + b + 2} years."}
+            for a in range(agents) for b in range(a + 1, agents)
+        ]  # fmt: skip
+    return out
+
+
+def _draft_answer(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer to a draft request (engine/drafting.py), read from its schema; None if the
+    schema is not one."""
+    props = schema.get("properties", {})
+    if not props or not set(props) <= {"agents", "scenarios", "relationships"}:
+        return None
+    agents = int(props.get("agents", {}).get("minItems", 0))
+    scenes = props.get("scenarios", {})
+    seats = int(scenes.get("items", {}).get("properties", {}).get("agent_goals", {})
+                .get("minItems", 2))  # fmt: skip
+    return draft_world_answer(
+        agents, int(scenes.get("minItems", 0)), seats, "relationships" in props
+    )
+
+
 def default_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
     if kind == "action":
         who = re.search(r"You are ([^.\n]+)\.", text)
@@ -190,7 +264,8 @@ def default_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
         # A different line each turn (agents do not repeat themselves word for word).
         return f"Nice to see you, how are you today? ({text.count(chr(10))})"
     if kind == "judge" and schema is not None:
-        return json.dumps(sample(schema))
+        drafted = _draft_answer(schema)
+        return json.dumps(sample(schema) if drafted is None else drafted)
     return "OK"
 
 

@@ -1,0 +1,328 @@
+"""Drafting a world from a sentence: agent profiles, scenarios with a goal per seat, and the
+relationships between the agents, asked of a model as one JSON object.
+
+The answer is read loosely here (shapes and Sotopia's relationship names); the limits the stored
+records obey are the caller's `check`, whose errors go back to the model in the one re-ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from engine.errors import LLMOutputError
+from engine.generation import ask
+from engine.llm import ChatRequest, LLMRouter
+from engine.parsing import InvalidOutput, extract_json
+from engine.stats import GenerationStats
+from engine.types import RelationshipType
+
+DRAFT_SCHEMA_NAME = "world_draft"
+RELATIONSHIP_NAMES = {level.name.lower(): level for level in RelationshipType}
+"""Sotopia's relationship levels by the names the model is asked to use."""
+SHORT = 60
+"""Longest name or label the model is asked for (the stored limit is longer)."""
+TEXT = 400
+"""Longest prose field the model is asked for."""
+
+
+class AgentDraft(BaseModel):
+    """An agent profile as drafted: Sotopia AgentProfile's fields."""
+
+    first_name: str = ""
+    last_name: str = ""
+    age: int = 0
+    occupation: str = ""
+    gender: str = ""
+    gender_pronoun: str = ""
+    public_info: str = ""
+    big_five: str = ""
+    moral_values: list[str] = Field(default_factory=list)
+    schwartz_personal_values: list[str] = Field(default_factory=list)
+    personality_and_values: str = ""
+    decision_making_style: str = ""
+    secret: str = ""
+    mbti: str = ""
+
+
+class ScenarioDraft(BaseModel):
+    """A scenario as drafted: Sotopia EnvironmentProfile's fields, one goal per seat."""
+
+    codename: str = ""
+    scenario: str = ""
+    agent_goals: list[str] = Field(default_factory=list)
+    relationship: RelationshipType = RelationshipType.STRANGER
+
+    @field_validator("relationship", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        return relationship_level(value)
+
+
+class RelationshipDraft(BaseModel):
+    """How two drafted agents relate; the agents are named by their position in the draft."""
+
+    agent_index: int
+    other_agent_index: int
+    relationship: RelationshipType = RelationshipType.STRANGER
+    background_story: str = ""
+
+    @field_validator("relationship", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        return relationship_level(value)
+
+
+class WorldDraft(BaseModel):
+    agents: list[AgentDraft] = Field(default_factory=list)
+    scenarios: list[ScenarioDraft] = Field(default_factory=list)
+    relationships: list[RelationshipDraft] = Field(default_factory=list)
+
+
+def relationship_level(value: Any) -> Any:
+    """A relationship given by Sotopia's name (any case, spaces or underscores) or its code."""
+    if isinstance(value, str):
+        name = value.strip().lower().replace(" ", "_").replace("-", "_")
+        if name in RELATIONSHIP_NAMES:
+            return RELATIONSHIP_NAMES[name]
+        if name.isdigit():
+            return int(name)
+    return value
+
+
+@dataclass(frozen=True)
+class DraftSpec:
+    """What to draft."""
+
+    prompt: str
+    agents: int = 0
+    """Agent profiles to draft."""
+    scenarios: int = 0
+    seats: int = 2
+    """Goals per scenario: the number of agents who meet in it."""
+    cast: list[str] = field(default_factory=list)
+    """Who takes the seats when they are agents already stored (one line each, seat order)."""
+    relationship: RelationshipType | None = None
+    """The relationship every scenario and drafted relationship must have, if given."""
+    relationships: bool = False
+    """Also draft the relationship of every pair of drafted agents."""
+
+    def pairs(self) -> int:
+        return self.agents * (self.agents - 1) // 2 if self.relationships else 0
+
+
+Check = Callable[[WorldDraft], list[tuple[list[str], str]]]
+"""The caller's validation of a draft: (path in the draft, message) for each problem."""
+
+
+class DraftRejected(InvalidOutput):
+    """A draft that parsed but failed the caller's checks; the message is what the re-ask says."""
+
+    def __init__(self, draft: WorldDraft, problems: list[tuple[list[str], str]]) -> None:
+        self.draft = draft
+        self.problems = problems
+        shown = "; ".join(f"{'.'.join(path)}: {message}" for path, message in problems[:20])
+        super().__init__(f"the draft breaks these rules: {shown}")
+
+
+@dataclass
+class DraftOutcome:
+    """A draft and what is still wrong with it after the re-ask (nothing, when valid)."""
+
+    draft: WorldDraft
+    problems: list[tuple[list[str], str]]
+    stats: GenerationStats
+
+
+def _text(limit: int, description: str) -> dict[str, Any]:
+    return {"type": "string", "maxLength": limit, "description": description}
+
+
+def _words(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": _text(SHORT, "one value"), "maxItems": 3,
+            "description": description}  # fmt: skip
+
+
+def agent_schema() -> dict[str, Any]:
+    props = {
+        "first_name": _text(SHORT, "given name"),
+        "last_name": _text(SHORT, "family name"),
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "occupation": _text(SHORT, "occupation"),
+        "gender": {"type": "string", "enum": ["Man", "Woman", "Nonbinary"]},
+        "gender_pronoun": _text(SHORT, "pronouns, e.g. she/her"),
+        "public_info": _text(TEXT, "what anyone may know about this person"),
+        "big_five": _text(TEXT, "Big Five traits, e.g. 'Openness: high; ...'"),
+        "moral_values": _words("moral foundations held, e.g. Care, Fairness"),
+        "schwartz_personal_values": _words("Schwartz values, e.g. Benevolence, Power"),
+        "personality_and_values": _text(TEXT, "personality and values in prose"),
+        "decision_making_style": _text(SHORT, "e.g. Analytical, Directive, Conceptual"),
+        "secret": _text(TEXT, "something this person hides from the others"),
+        "mbti": _text(4, "Myers-Briggs type, e.g. INTJ"),
+    }
+    return {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False}  # fmt: skip
+
+
+def scenario_schema(seats: int) -> dict[str, Any]:
+    props = {
+        "codename": _text(SHORT, "short snake_case name"),
+        "scenario": _text(TEXT, "the situation as every participant sees it"),
+        "agent_goals": {
+            "type": "array",
+            "items": _text(TEXT, "one participant's private goal"),
+            "minItems": seats,
+            "maxItems": seats,
+        },
+        "relationship": {"type": "string", "enum": list(RELATIONSHIP_NAMES)},
+    }
+    return {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False}  # fmt: skip
+
+
+def relationship_schema(agents: int) -> dict[str, Any]:
+    index = {"type": "integer", "minimum": 0, "maximum": max(agents - 1, 0)}
+    props = {
+        "agent_index": index,
+        "other_agent_index": index,
+        "relationship": {"type": "string", "enum": list(RELATIONSHIP_NAMES)},
+        "background_story": _text(TEXT, "how they came to know each other"),
+    }
+    return {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False}  # fmt: skip
+
+
+def _exactly(count: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": item, "minItems": count, "maxItems": count}
+
+
+def draft_schema(spec: DraftSpec) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    if spec.agents:
+        props["agents"] = _exactly(spec.agents, agent_schema())
+    if spec.scenarios:
+        props["scenarios"] = _exactly(spec.scenarios, scenario_schema(spec.seats))
+    if spec.pairs():
+        props["relationships"] = _exactly(spec.pairs(), relationship_schema(spec.agents))
+    return {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False}  # fmt: skip
+
+
+SYSTEM = (
+    "You design characters and situations for social simulations, in which people with "
+    "private goals talk to each other. You answer with a single JSON object and nothing else."
+)
+
+
+def draft_messages(spec: DraftSpec) -> list[dict[str, str]]:
+    asks = []
+    if spec.agents:
+        asks.append(
+            f'- {spec.agents} distinct characters (key "agents"), each with a full profile: '
+            "name, age, occupation, gender and pronouns, what is publicly known about them, "
+            "their Big Five traits, moral and Schwartz values, personality, how they make "
+            "decisions, an MBTI type, and a secret they keep."
+        )
+    if spec.scenarios:
+        who = (
+            "these people, in this seat order:\n"
+            + "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(spec.cast))
+            if spec.cast
+            else f"{spec.seats} people"
+        )
+        asks.append(
+            f'- {spec.scenarios} different scenarios (key "scenarios") for {who}. '
+            "Describe each situation without names (say 'two coworkers', not who they are), "
+            f"give exactly {spec.seats} goals, one per seat in order, each a goal that seat "
+            "pursues privately and that pulls against the others'. Inside a goal, put facts "
+            "only that seat knows in <extra_info>...</extra_info>, a hint on what the goal "
+            "means in <clarification_hint>...</clarification_hint>, and advice on how to "
+            "reach it in <strategy_hint>...</strategy_hint>, where they help. Give the "
+            "relationship the scenario assumes between the participants."
+        )
+    if spec.pairs():
+        asks.append(
+            f"- the relationship of each of the {spec.pairs()} pairs of those characters (key "
+            '"relationships"), naming the two by their position in "agents" (0 is the first), '
+            "with a short background story of how they know each other."
+        )
+    levels = ", ".join(RELATIONSHIP_NAMES)
+    rules = f"Relationships are one of: {levels}."
+    if spec.relationship is not None:
+        rules += f" Use {spec.relationship.name.lower()} for every relationship."
+    user = (
+        f"The situation to build on: {spec.prompt.strip()}\n\nCreate:\n"
+        + "\n".join(asks)
+        + f"\n\n{rules} Keep every text short and concrete."
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def draft_request(spec: DraftSpec) -> ChatRequest:
+    budget = 200 + 450 * spec.agents + 350 * spec.scenarios * max(1, spec.seats // 2)
+    budget += 150 * spec.pairs()
+    return ChatRequest(
+        messages=draft_messages(spec),
+        max_tokens=budget,
+        temperature=0.7,
+        schema=draft_schema(spec),
+        schema_name=DRAFT_SCHEMA_NAME,
+    )
+
+
+def _first_error(err: ValidationError) -> str:
+    item = err.errors()[0]
+    where = ".".join(str(p) for p in item["loc"])
+    return f"{where}: {item['msg']}" if where else item["msg"]
+
+
+def parse_draft(text: str, spec: DraftSpec) -> WorldDraft:
+    """The draft in an answer, with as many of each part as asked; raises InvalidOutput."""
+    data = extract_json(text)
+    if not isinstance(data, dict):
+        raise InvalidOutput("the answer must be a JSON object")
+    try:
+        draft = WorldDraft.model_validate(data)
+    except ValidationError as err:
+        raise InvalidOutput(
+            f"the draft does not have the asked shape: {_first_error(err)}"
+        ) from err
+    wanted = {"agents": spec.agents, "scenarios": spec.scenarios, "relationships": spec.pairs()}
+    for key, count in wanted.items():
+        got = len(getattr(draft, key))
+        if got != count:
+            raise InvalidOutput(f'"{key}" must hold exactly {count} items, not {got}')
+    if spec.relationship is not None:
+        for scenario in draft.scenarios:
+            scenario.relationship = spec.relationship
+        for relation in draft.relationships:
+            relation.relationship = spec.relationship
+    return draft
+
+
+async def draft_world(
+    llm: LLMRouter, model: str, spec: DraftSpec, check: Check | None = None
+) -> DraftOutcome:
+    """Ask for a draft; an answer that does not parse, or that `check` rejects, is asked again
+    once with what is wrong. Raises LLMOutputError when the second answer does not parse;
+    a second answer that parses but is still rejected is returned with its problems."""
+    stats = GenerationStats()
+
+    def parse(text: str) -> WorldDraft:
+        draft = parse_draft(text, spec)
+        problems = check(draft) if check else []
+        if problems:
+            raise DraftRejected(draft, problems)
+        return draft
+
+    try:
+        draft = await ask(llm, model, draft_request(spec), parse, stats)
+    except LLMOutputError as exc:
+        if isinstance(exc.__cause__, DraftRejected):
+            rejected = exc.__cause__
+            return DraftOutcome(rejected.draft, rejected.problems, stats)
+        raise
+    return DraftOutcome(draft, [], stats)

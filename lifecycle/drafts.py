@@ -1,0 +1,266 @@
+"""Draft jobs: a large draft (say 50 scenarios) asked of a model in parts, as queued jobs.
+
+A job is split into parts of a few agents or scenarios each; every part is an entry of the
+episode job queue (lifecycle/jobs.py) with the same leases and takeover, so parts run on any
+worker, at once. Each part's outcome is stored beside the job (storage/keys.py); the job's
+status and progress are read from them, so no two workers ever write the same value.
+"""
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any
+
+import redis.asyncio as redis
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from ulid import ULID
+
+from engine.drafting import DraftSpec, WorldDraft, draft_world
+from engine.errors import LLMError
+from engine.llm import LLMRouter, ModelCatalog
+from engine.models import LOCAL_MODEL
+from lifecycle.jobs import JobQueue
+from resolvers.drafts import SAVE_SCENARIOS, Prompt, cast_of, draft_check, model_errors
+from resolvers.errors import ErrorCode, UserError, camel, from_validation
+from resolvers.limits import LIST_MAX, RecordId, ShortText
+from resolvers.records import storable
+from storage import keys
+from storage.models import RelationshipType
+
+log = logging.getLogger(__name__)
+PART = 5
+"""Agents or scenarios asked for in one request."""
+RETENTION_SECONDS = 7 * 24 * 3600
+"""A job and its parts are kept this long after it is queued."""
+
+
+class DraftJobFields(BaseModel, extra="forbid"):
+    prompt: Prompt
+    model: ShortText = LOCAL_MODEL
+    agents: Annotated[int, Field(ge=0, le=LIST_MAX)] = 0
+    scenarios: Annotated[int, Field(ge=0, le=SAVE_SCENARIOS)] = 0
+    agent_ids: Annotated[list[RecordId], Field(min_length=2, max_length=LIST_MAX)] | None = None
+    relationship: RelationshipType | None = None
+
+    @model_validator(mode="after")
+    def something(self) -> "DraftJobFields":
+        if not (self.agents or self.scenarios):
+            raise ValueError("ask for at least one agent or scenario")
+        return self
+
+
+class DraftJobStatus(StrEnum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    """Every part gave a draft."""
+    FAILED = "FAILED"
+    """Every part ended, and some gave no draft (their errors say why)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    agents: int
+    scenarios: int
+
+    @property
+    def size(self) -> int:
+        return self.agents + self.scenarios
+
+
+def split(agents: int, scenarios: int) -> list[Part]:
+    parts = [Part(min(PART, agents - i), 0) for i in range(0, agents, PART)]
+    return parts + [Part(0, min(PART, scenarios - i)) for i in range(0, scenarios, PART)]
+
+
+@dataclass
+class DraftJob:
+    id: str
+    model: str
+    prompt: str
+    parts: list[Part]
+    seats: int
+    cast: list[str]
+    relationship: RelationshipType | None
+    created_at: float
+    outcomes: dict[int, dict[str, Any]]
+    starts: int
+
+    @property
+    def total(self) -> int:
+        return sum(p.size for p in self.parts)
+
+    @property
+    def done(self) -> int:
+        return sum(p.size for i, p in enumerate(self.parts) if i in self.outcomes)
+
+    @property
+    def status(self) -> DraftJobStatus:
+        if len(self.outcomes) == len(self.parts):
+            failed = any(o.get("error") for o in self.outcomes.values())
+            return DraftJobStatus.FAILED if failed else DraftJobStatus.COMPLETED
+        return DraftJobStatus.RUNNING if self.outcomes or self.starts else DraftJobStatus.QUEUED
+
+    def spec(self, part: int) -> DraftSpec:
+        size = self.parts[part]
+        return DraftSpec(
+            prompt=self.prompt,
+            agents=size.agents,
+            scenarios=size.scenarios,
+            seats=self.seats,
+            cast=self.cast,
+            relationship=self.relationship,
+        )
+
+    def result(self) -> tuple[WorldDraft, list[UserError]]:
+        """What the ended parts drafted, in part order, with their problems re-numbered to the
+        whole draft; a part that failed gives an error on `parts.<n>`."""
+        whole = WorldDraft()
+        errors: list[UserError] = []
+        for i in range(len(self.parts)):
+            outcome = self.outcomes.get(i)
+            if outcome is None:
+                continue
+            if outcome.get("error"):
+                errors.append(UserError(["parts", str(i)], outcome["error"], ErrorCode.INVALID))
+                continue
+            draft = WorldDraft.model_validate(outcome["draft"])
+            offsets = {"agents": len(whole.agents), "scenarios": len(whole.scenarios)}
+            for path, message in outcome.get("problems", []):
+                kind, index, *rest = path
+                moved = [kind, str(int(index) + offsets.get(kind, 0)), *rest]
+                field = ["draft", *(camel(p) for p in moved)]
+                errors.append(UserError(field, message, ErrorCode.INVALID))
+            whole.agents += draft.agents
+            whole.scenarios += draft.scenarios
+        return whole, errors
+
+
+def _settings(job: DraftJob) -> dict[str, Any]:
+    return {
+        "model": job.model,
+        "prompt": job.prompt,
+        "parts": [[p.agents, p.scenarios] for p in job.parts],
+        "seats": job.seats,
+        "cast": job.cast,
+        "relationship": None if job.relationship is None else int(job.relationship),
+        "created_at": job.created_at,
+    }
+
+
+async def queue(
+    client: redis.Redis, jobs: JobQueue, models: ModelCatalog, fields: dict[str, Any]
+) -> tuple[DraftJob | None, list[UserError]]:
+    """Check the request, then write the job and one queue entry per part in one transaction;
+    nothing is written when anything is refused."""
+    try:
+        valid = DraftJobFields(**fields)
+    except ValidationError as err:
+        return None, from_validation(err)
+    errors = model_errors(models, valid.model)
+    cast: list[str] = []
+    if valid.agent_ids is not None:
+        cast, missing = await cast_of(client, valid.agent_ids)
+        errors += missing
+    if errors:
+        return None, errors
+    job = DraftJob(
+        id=str(ULID()),
+        model=valid.model,
+        prompt=valid.prompt,
+        parts=split(valid.agents, valid.scenarios),
+        seats=len(cast) if cast else 2,
+        cast=cast,
+        relationship=valid.relationship,
+        created_at=time.time(),
+        outcomes={},
+        starts=0,
+    )
+    async with client.pipeline(transaction=True) as pipe:
+        pipe.set(keys.draft_job(job.id), json.dumps(_settings(job)), ex=RETENTION_SECONDS)
+        for i in range(len(job.parts)):
+            jobs.add_draft(pipe, job.id, i)
+        await pipe.execute()
+    log.info("draft job queued", extra={"draft_job": job.id, "parts": len(job.parts)})
+    return job, []
+
+
+async def get_draft_job(client: redis.Redis, job_id: str) -> DraftJob | None:
+    if not storable(job_id):
+        return None
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.get(keys.draft_job(job_id))
+        pipe.hgetall(keys.draft_job_parts(job_id))
+        settings, stored = await pipe.execute()
+    if settings is None:
+        return None
+    data = json.loads(settings)
+    outcomes = {int(k): json.loads(v) for k, v in stored.items() if not k.startswith("starts:")}
+    starts = sum(int(v) for k, v in stored.items() if k.startswith("starts:"))
+    level = data["relationship"]
+    return DraftJob(
+        id=job_id,
+        model=data["model"],
+        prompt=data["prompt"],
+        parts=[Part(a, s) for a, s in data["parts"]],
+        seats=data["seats"],
+        cast=data["cast"],
+        relationship=None if level is None else RelationshipType(level),
+        created_at=data["created_at"],
+        outcomes=outcomes,
+        starts=starts,
+    )
+
+
+class Drafter:
+    """Runs the parts of draft jobs."""
+
+    def __init__(
+        self, client: redis.Redis, llm: LLMRouter, jobs: JobQueue, max_attempts: int
+    ) -> None:
+        self.client = client
+        self.llm = llm
+        self.jobs = jobs
+        self.max_attempts = max_attempts
+
+    async def _end(self, job_id: str, part: int, outcome: dict[str, Any]) -> None:
+        key = keys.draft_job_parts(job_id)
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.hsetnx(key, str(part), json.dumps(outcome))
+            pipe.expire(key, RETENTION_SECONDS)
+            await pipe.execute()
+
+    async def run(self, job_id: str, part: int) -> None:
+        """Draft one part; it ends with its draft (and what breaks the limits) or an error."""
+        job = await get_draft_job(self.client, job_id)
+        if job is None or part in job.outcomes or not 0 <= part < len(job.parts):
+            return
+        starts = int(await self.client.hincrby(keys.draft_job_parts(job_id), f"starts:{part}"))
+        if starts > self.max_attempts:
+            await self._end(job_id, part, {"error": f"worker lost {starts - 1} times"})
+            return
+        try:
+            outcome = await draft_world(
+                self.llm,
+                job.model,
+                job.spec(part),
+                draft_check(job.seats if job.parts[part].scenarios else None),
+            )
+        except LLMError as err:
+            await self._end(job_id, part, {"error": f"the model gave no usable draft: {err}"})
+            return
+        except asyncio.CancelledError:
+            # Handed back at shutdown: queue the part again, its start not counted as a loss.
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.hincrby(keys.draft_job_parts(job_id), f"starts:{part}", -1)
+                self.jobs.add_draft(pipe, job_id, part)
+                await pipe.execute()
+            raise
+        problems = [[path, message] for path, message in outcome.problems]
+        await self._end(
+            job_id, part, {"draft": outcome.draft.model_dump(mode="json"), "problems": problems}
+        )
+        log.info("draft part done", extra={"draft_job": job_id, "part": part})

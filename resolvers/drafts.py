@@ -1,0 +1,358 @@
+"""Drafts of a world: asked of a model, checked against the limits of the create mutations,
+returned unsaved; and the saving of an edited draft, all of it or nothing.
+
+A draft's relationships name its agents by their position in the draft. Problems are reported
+per field: `draft.agents.0.firstName` for what a model drafted, `input.agents.0.firstName` for
+what a client asks to save.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import redis.asyncio as redis
+from aredis_om.model.encoders import jsonable_encoder
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from engine.drafting import DraftSpec, WorldDraft, draft_world
+from engine.errors import LLMError, UnknownModelError
+from engine.llm import LLMRouter, ModelCatalog
+from engine.models import LOCAL_MODEL
+from engine.stats import GenerationStats
+from resolvers.agents import NewAgent, get_agents
+from resolvers.errors import ErrorCode, UserError, camel
+from resolvers.fields import WriteModel
+from resolvers.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
+from resolvers.relationships import RELATIONSHIP
+from resolvers.scenarios import NewScenario
+from storage import keys
+from storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
+from storage.models import RelationshipType as Level
+
+Prompt = Annotated[str, Field(min_length=1, max_length=TEXT_MAX)]
+WORLD_AGENTS = 6
+"""Most agents one draftWorld asks for (every pair gets a relationship)."""
+PART_COUNT = 10
+"""Most agents or scenarios one draftAgents / draftScenarios asks for (larger: a draft job)."""
+SAVE_SCENARIOS = 500
+"""Most scenarios one saveDraft stores (a draft job's result, say)."""
+
+Problem = tuple[list[str], str]
+
+
+class DraftWorldFields(WriteModel):
+    prompt: Prompt
+    model: ShortText = LOCAL_MODEL
+    agents: Annotated[int, Field(ge=2, le=WORLD_AGENTS)] = 2
+    scenarios: Annotated[int, Field(ge=1, le=PART_COUNT)] = 1
+    relationship: Level | None = None
+
+
+class DraftAgentsFields(WriteModel):
+    prompt: Prompt
+    count: Annotated[int, Field(ge=1, le=PART_COUNT)]
+    model: ShortText = LOCAL_MODEL
+
+
+class DraftScenariosFields(WriteModel):
+    prompt: Prompt
+    count: Annotated[int, Field(ge=1, le=PART_COUNT)]
+    agent_ids: Annotated[list[RecordId], Field(min_length=2, max_length=LIST_MAX)] | None = None
+    model: ShortText = LOCAL_MODEL
+    relationship: Level | None = None
+
+
+class IndexPair(WriteModel):
+    """The two agents of a drafted relationship, by position in the draft's agents."""
+
+    agent_index: Annotated[int, Field(ge=0)]
+    other_agent_index: Annotated[int, Field(ge=0)]
+
+    @model_validator(mode="after")
+    def distinct_agents(self) -> "IndexPair":
+        if self.agent_index == self.other_agent_index:
+            raise ValueError("a relationship needs two different agents")
+        return self
+
+
+DraftRelationship = RELATIONSHIP.validator("DraftRelationship", IndexPair)
+
+
+@dataclass
+class Drafted:
+    """A draft as the model gave it and what breaks the limits (per field; empty when valid)."""
+
+    draft: WorldDraft
+    errors: list[UserError]
+    stats: GenerationStats
+
+
+@dataclass
+class Saved:
+    agent_ids: list[str]
+    scenario_ids: list[str]
+    relationship_ids: list[str]
+
+
+def _path(prefix: str, loc: list[Any]) -> list[str]:
+    return [prefix, *(camel(p) if isinstance(p, str) else str(p) for p in loc)]
+
+
+def _invalid(prefix: str, problems: list[Problem]) -> list[UserError]:
+    return [UserError(_path(prefix, path), m, ErrorCode.INVALID) for path, m in problems]
+
+
+def _problems(err: ValidationError, at: list[Any]) -> list[Problem]:
+    out = []
+    for item in err.errors():
+        where = [*at, *item["loc"]]
+        out.append(([str(p) for p in where], item["msg"].removeprefix("Value error, ")))
+    return out
+
+
+@dataclass
+class Checked:
+    agents: list[BaseModel]
+    scenarios: list[BaseModel]
+    relationships: list[BaseModel]
+
+
+def check_parts(
+    agents: list[dict[str, Any]],
+    scenarios: list[dict[str, Any]],
+    relationships: list[dict[str, Any]],
+    seats: int | None = None,
+) -> tuple[Checked, list[Problem]]:
+    """Each part against the create mutations' validation; relationships against the agents
+    of the same draft (in range, one per pair)."""
+    problems: list[Problem] = []
+    checked = Checked([], [], [])
+    for kind, items, model in (
+        ("agents", agents, NewAgent),
+        ("scenarios", scenarios, NewScenario),
+        ("relationships", relationships, DraftRelationship),
+    ):
+        for i, item in enumerate(items):
+            try:
+                getattr(checked, kind).append(model(**item))
+            except ValidationError as err:
+                problems += _problems(err, [kind, i])
+    if seats is not None:
+        for i, scenario in enumerate(scenarios):
+            goals = scenario.get("agent_goals") or []
+            if len(goals) != seats:
+                problems.append(
+                    (["scenarios", str(i), "agent_goals"], f"needs {seats} goals, one per seat")
+                )
+    pairs: set[frozenset[int]] = set()
+    for i, item in enumerate(relationships):
+        ends = [item.get("agent_index"), item.get("other_agent_index")]
+        for name, end in zip(("agent_index", "other_agent_index"), ends, strict=True):
+            if isinstance(end, int) and not 0 <= end < len(agents):
+                message = f"no agent at position {end} (the draft has {len(agents)})"
+                problems.append((["relationships", str(i), name], message))
+        pair = frozenset(e for e in ends if isinstance(e, int))
+        if len(pair) == 2 and pair in pairs:
+            message = "these agents already have a relationship in this draft"
+            problems.append((["relationships", str(i), "other_agent_index"], message))
+        pairs.add(pair)
+    given = [a.get("pk") for a in agents if a.get("pk")]
+    for i, agent in enumerate(agents):
+        if agent.get("pk") and given.count(agent["pk"]) > 1:
+            problems.append((["agents", str(i), "pk"], "the same id is given twice"))
+    return checked, problems
+
+
+def draft_check(seats: int | None) -> Any:
+    def check(draft: WorldDraft) -> list[Problem]:
+        dumped = draft.model_dump()
+        return check_parts(dumped["agents"], dumped["scenarios"], dumped["relationships"], seats)[1]
+
+    return check
+
+
+def model_errors(models: ModelCatalog, model: str) -> list[UserError]:
+    try:
+        models.resolve(model)
+    except UnknownModelError as err:
+        return [UserError(["input", "model"], str(err), ErrorCode.INVALID)]
+    return []
+
+
+def _validation(err: ValidationError) -> list[UserError]:
+    return [UserError(_path("input", p), m, ErrorCode.INVALID) for p, m in _problems(err, [])]
+
+
+async def _ask(
+    llm: LLMRouter, model: str, spec: DraftSpec, seats: int | None
+) -> tuple[Drafted | None, list[UserError]]:
+    try:
+        outcome = await draft_world(llm, model, spec, draft_check(seats))
+    except LLMError as err:
+        message = f"the model gave no usable draft: {err}"
+        return None, [UserError(["input", "model"], message, ErrorCode.INVALID)]
+    return Drafted(outcome.draft, _invalid("draft", outcome.problems), outcome.stats), []
+
+
+async def draft_world_from(
+    llm: LLMRouter, fields: dict[str, Any]
+) -> tuple[Drafted | None, list[UserError]]:
+    """Agents, scenarios with a goal per agent, and every pair's relationship."""
+    try:
+        valid = DraftWorldFields(**fields)
+    except ValidationError as err:
+        return None, _validation(err)
+    if errors := model_errors(llm, valid.model):
+        return None, errors
+    spec = DraftSpec(
+        prompt=valid.prompt,
+        agents=valid.agents,
+        scenarios=valid.scenarios,
+        seats=valid.agents,
+        relationship=valid.relationship,
+        relationships=True,
+    )
+    return await _ask(llm, valid.model, spec, valid.agents)
+
+
+async def draft_agents(
+    llm: LLMRouter, fields: dict[str, Any]
+) -> tuple[Drafted | None, list[UserError]]:
+    try:
+        valid = DraftAgentsFields(**fields)
+    except ValidationError as err:
+        return None, _validation(err)
+    if errors := model_errors(llm, valid.model):
+        return None, errors
+    return await _ask(llm, valid.model, DraftSpec(prompt=valid.prompt, agents=valid.count), None)
+
+
+def cast_line(agent: AgentProfile) -> str:
+    """How a stored agent who takes a seat is described to the model."""
+    parts = [f"{agent.first_name} {agent.last_name}".strip()]
+    if agent.age:
+        parts.append(f"{agent.age} years old")
+    if agent.occupation:
+        parts.append(agent.occupation)
+    if agent.public_info:
+        parts.append(agent.public_info)
+    return ", ".join(parts)
+
+
+async def cast_of(client: redis.Redis, agent_ids: list[str]) -> tuple[list[str], list[UserError]]:
+    found = await get_agents(client, agent_ids)
+    errors = [
+        UserError(["input", "agentIds", str(i)], f"no agent with id {pk!r}", ErrorCode.NOT_FOUND)
+        for i, (pk, agent) in enumerate(zip(agent_ids, found, strict=True))
+        if agent is None
+    ]
+    return [cast_line(a) for a in found if a is not None], errors
+
+
+async def draft_scenarios(
+    client: redis.Redis, llm: LLMRouter, fields: dict[str, Any]
+) -> tuple[Drafted | None, list[UserError]]:
+    """Scenarios for the given agents (a goal each, in their order), or for two seats."""
+    try:
+        valid = DraftScenariosFields(**fields)
+    except ValidationError as err:
+        return None, _validation(err)
+    errors = model_errors(llm, valid.model)
+    cast: list[str] = []
+    if valid.agent_ids is not None:
+        cast, missing = await cast_of(client, valid.agent_ids)
+        errors += missing
+    if errors:
+        return None, errors
+    seats = len(cast) if cast else 2
+    spec = DraftSpec(
+        prompt=valid.prompt,
+        scenarios=valid.count,
+        seats=seats,
+        cast=cast,
+        relationship=valid.relationship,
+    )
+    return await _ask(llm, valid.model, spec, seats)
+
+
+class SaveFields(BaseModel, extra="forbid"):
+    agents: Annotated[list[dict[str, Any]], Field(max_length=LIST_MAX)] = []
+    scenarios: Annotated[list[dict[str, Any]], Field(max_length=SAVE_SCENARIOS)] = []
+    relationships: Annotated[list[dict[str, Any]], Field(max_length=SAVE_SCENARIOS)] = []
+
+
+SAVE_ALL = """
+-- KEYS: the keys to write; ARGV[i]: 'J' .. a JSON document, or 'S' .. a string, for KEYS[i].
+-- Writes nothing and returns i when KEYS[i] exists already; else writes all and returns 0.
+for i, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 1 then return i end
+end
+for i, key in ipairs(KEYS) do
+  local value = ARGV[i]
+  if string.sub(value, 1, 1) == 'J' then
+    redis.call('JSON.SET', key, '$', string.sub(value, 2))
+  else
+    redis.call('SET', key, string.sub(value, 2))
+  end
+end
+return 0
+"""
+
+
+def _key(record: Record) -> str:
+    return str(type(record).make_primary_key(record.pk))
+
+
+def _document(record: Record) -> str:
+    return "J" + json.dumps(jsonable_encoder(record.model_dump()))
+
+
+async def save_draft(
+    client: redis.Redis, fields: dict[str, Any]
+) -> tuple[Saved | None, list[UserError]]:
+    """Store every agent, scenario and relationship of a draft in one script, or nothing when
+    any part is invalid or any id is taken."""
+    try:
+        valid = SaveFields(**fields)
+    except ValidationError as err:
+        return None, _validation(err)
+    if not (valid.agents or valid.scenarios):
+        return None, [UserError(["input"], "the draft has nothing to save", ErrorCode.INVALID)]
+    checked, problems = check_parts(valid.agents, valid.scenarios, valid.relationships)
+    if problems:
+        return None, _invalid("input", problems)
+    agents = [
+        AgentProfile(**a.model_dump(exclude={"pk"}), pk=getattr(a, "pk", None))
+        for a in checked.agents
+    ]
+    scenarios = [
+        EnvironmentProfile(**s.model_dump(exclude={"pk"}), pk=getattr(s, "pk", None))
+        for s in checked.scenarios
+    ]
+    relationships = []
+    for r in checked.relationships:
+        values = r.model_dump()
+        first = agents[values.pop("agent_index")]
+        second = agents[values.pop("other_agent_index")]
+        relationships.append(
+            RelationshipProfile(agent_1_id=str(first.pk), agent_2_id=str(second.pk), **values)
+        )
+    writes: list[tuple[str, str, list[str]]] = []
+    for kind, records in (("agents", agents), ("scenarios", scenarios)):
+        for i, record in enumerate(records):
+            writes.append((_key(record), _document(record), ["input", kind, str(i), "id"]))
+    for i, rel in enumerate(relationships):
+        where = ["input", "relationships", str(i), "otherAgentIndex"]
+        writes.append((_key(rel), _document(rel), where))
+        writes.append((keys.relationship_pair(rel.agent_1_id, rel.agent_2_id), f"S{rel.pk}", where))
+    script = client.register_script(SAVE_ALL)
+    taken = int(await script(keys=[w[0] for w in writes], args=[w[1] for w in writes]))
+    if taken:
+        _, _, where = writes[taken - 1]
+        message = "this id is taken" if where[-1] == "id" else "these agents have a relationship"
+        return None, [UserError(where, message, ErrorCode.CONFLICT)]
+    return Saved(
+        agent_ids=[str(a.pk) for a in agents],
+        scenario_ids=[str(s.pk) for s in scenarios],
+        relationship_ids=[str(r.pk) for r in relationships],
+    ), []
