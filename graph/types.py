@@ -72,12 +72,9 @@ class Scenario:
         return value if isinstance(value, str) else None
 
 
-SCENARIO_READS = Reads.of(
-    SCENARIO,
-    id=("pk",),
-    game_metadata=("game_metadata",),
-    action_instruction=("action_instruction",),
-)
+SCENARIO_READS = Reads.of(SCENARIO, id=("pk",), game_metadata=("game_metadata",))
+"""`actionInstruction` is not a declared field (Parley keeps it as Sotopia wrote it, or not at
+all), so a list selecting it reads whole records."""
 
 
 @strawberry.type(description="How two agents relate (Sotopia RelationshipProfile); one per pair.")
