@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -63,10 +64,11 @@ class ScenarioDraft(BaseModel):
 
 
 class RelationshipDraft(BaseModel):
-    """How two drafted agents relate; the agents are named by their position in the draft."""
+    """How two drafted agents relate; the agents are named by their position in the draft
+    (a model's answer gives them by the relationship's place in the list)."""
 
-    agent_index: int
-    other_agent_index: int
+    agent_index: int = 0
+    other_agent_index: int = 1
     relationship: RelationshipType = RelationshipType.STRANGER
     background_story: str = ""
 
@@ -111,7 +113,11 @@ class DraftSpec:
     """Also draft the relationship of every pair of drafted agents."""
 
     def pairs(self) -> int:
-        return self.agents * (self.agents - 1) // 2 if self.relationships else 0
+        return len(self.pair_list())
+
+    def pair_list(self) -> list[tuple[int, int]]:
+        """The pairs of drafted agents whose relationships are asked for, in the asked order."""
+        return list(combinations(range(self.agents), 2)) if self.relationships else []
 
 
 Check = Callable[[WorldDraft], list[tuple[list[str], str]]]
@@ -137,8 +143,9 @@ class DraftOutcome:
     stats: GenerationStats
 
 
-def _text(limit: int, description: str) -> dict[str, Any]:
-    return {"type": "string", "maxLength": limit, "description": description}
+def _text(limit: int, description: str, required: bool = False) -> dict[str, Any]:
+    text = {"type": "string", "maxLength": limit, "description": description}
+    return {**text, "minLength": 1} if required else text
 
 
 def _words(description: str) -> dict[str, Any]:
@@ -148,8 +155,8 @@ def _words(description: str) -> dict[str, Any]:
 
 def agent_schema() -> dict[str, Any]:
     props = {
-        "first_name": _text(SHORT, "given name"),
-        "last_name": _text(SHORT, "family name"),
+        "first_name": _text(SHORT, "given name", required=True),
+        "last_name": _text(SHORT, "family name", required=True),
         "age": {"type": "integer", "minimum": 0, "maximum": 120},
         "occupation": _text(SHORT, "occupation"),
         "gender": {"type": "string", "enum": ["Man", "Woman", "Nonbinary"]},
@@ -170,10 +177,10 @@ def agent_schema() -> dict[str, Any]:
 def scenario_schema(seats: int) -> dict[str, Any]:
     props = {
         "codename": _text(SHORT, "short snake_case name"),
-        "scenario": _text(TEXT, "the situation as every participant sees it"),
+        "scenario": _text(TEXT, "the situation as every participant sees it", required=True),
         "agent_goals": {
             "type": "array",
-            "items": _text(TEXT, "one participant's private goal"),
+            "items": _text(TEXT, "one participant's private goal", required=True),
             "minItems": seats,
             "maxItems": seats,
         },
@@ -183,11 +190,9 @@ def scenario_schema(seats: int) -> dict[str, Any]:
             "additionalProperties": False}  # fmt: skip
 
 
-def relationship_schema(agents: int) -> dict[str, Any]:
-    index = {"type": "integer", "minimum": 0, "maximum": max(agents - 1, 0)}
+def relationship_schema() -> dict[str, Any]:
+    """One pair's relationship; which pair it is follows from its place in the list."""
     props = {
-        "agent_index": index,
-        "other_agent_index": index,
         "relationship": {"type": "string", "enum": list(RELATIONSHIP_NAMES)},
         "background_story": _text(TEXT, "how they came to know each other"),
     }
@@ -206,7 +211,7 @@ def draft_schema(spec: DraftSpec) -> dict[str, Any]:
     if spec.scenarios:
         props["scenarios"] = _exactly(spec.scenarios, scenario_schema(spec.seats))
     if spec.pairs():
-        props["relationships"] = _exactly(spec.pairs(), relationship_schema(spec.agents))
+        props["relationships"] = _exactly(spec.pairs(), relationship_schema())
     return {"type": "object", "properties": props, "required": list(props),
             "additionalProperties": False}  # fmt: skip
 
@@ -244,10 +249,11 @@ def draft_messages(spec: DraftSpec) -> list[dict[str, str]]:
             "relationship the scenario assumes between the participants."
         )
     if spec.pairs():
+        order = ", ".join(f"{a + 1} and {b + 1}" for a, b in spec.pair_list())
         asks.append(
-            f"- the relationship of each of the {spec.pairs()} pairs of those characters (key "
-            '"relationships"), naming the two by their position in "agents" (0 is the first), '
-            "with a short background story of how they know each other."
+            f'- how each pair of those characters relates (key "relationships"), in this '
+            f"order of characters: {order}; each with a short background story of how the two "
+            "know each other."
         )
     levels = ", ".join(RELATIONSHIP_NAMES)
     rules = f"Relationships are one of: {levels}."
@@ -295,6 +301,8 @@ def parse_draft(text: str, spec: DraftSpec) -> WorldDraft:
         got = len(getattr(draft, key))
         if got != count:
             raise InvalidOutput(f'"{key}" must hold exactly {count} items, not {got}')
+    for relation, (a, b) in zip(draft.relationships, spec.pair_list(), strict=True):
+        relation.agent_index, relation.other_agent_index = a, b
     if spec.relationship is not None:
         for scenario in draft.scenarios:
             scenario.relationship = spec.relationship

@@ -119,5 +119,5 @@ async def test_export_and_import_keep_the_newer_fields(redis_client: redis.Redis
 
     assert report.created[Kind.SCENARIOS] == 1 and report.created[Kind.EPISODES] == 1
     assert await redis_client.json().get(skey) == scenario
-    stored = await redis_client.json().get(ekey)
+    stored: dict[str, Any] = await redis_client.json().get(ekey)  # type: ignore[assignment]
     assert {k: stored[k] for k in episode} == episode

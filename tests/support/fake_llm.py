@@ -231,7 +231,7 @@ def draft_world_answer(
         out["scenarios"] = [draft_scene(i, seats, relationship) for i in range(scenarios)]
     if pairs:
         out["relationships"] = [
-            {"agent_index": a, "other_agent_index": b, "relationship": relationship,
+            {"relationship": relationship,
              "background_story": f"Shared a flat for {a + b + 2} years."}
             for a in range(agents) for b in range(a + 1, agents)
         ]  # fmt: skip

@@ -17,6 +17,13 @@ class AgentSampling(str, Enum):
     RELATIONSHIP = "RELATIONSHIP"
 
 
+class DraftJobStatus(str, Enum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
 class EpisodeEventKind(str, Enum):
     SNAPSHOT = "SNAPSHOT"
     STATUS = "STATUS"

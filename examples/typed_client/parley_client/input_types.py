@@ -175,6 +175,36 @@ class DeleteInput(BaseModel):
     "The record to delete."
 
 
+class DraftRelationshipInput(BaseModel):
+    """A relationship of a draft being saved."""
+
+    relationship: RelationshipType
+    "The kind of relationship. Required."
+    background_story: Optional[str] = Field(alias="backgroundStory", default=None)
+    "How the relationship came about."
+    tag: str = ""
+    "Free-form label for grouping."
+    agent_index: int = Field(alias="agentIndex")
+    "Position of the first agent in `agents`."
+    other_agent_index: int = Field(alias="otherAgentIndex")
+    "Position of the second agent."
+
+
+class DraftWorldInput(BaseModel):
+    """What to draft: a world of agents, scenarios and relationships."""
+
+    prompt: str
+    "The situation, in a sentence or more."
+    model: str = "local/gemma-3-270m"
+    "The model that drafts."
+    agents: int = 2
+    "Agents to draft, 2..6."
+    scenarios: int = 1
+    "Scenarios to draft (a goal per agent each), 1..10."
+    relationship: Optional[RelationshipType] = None
+    "The relationship every pair and scenario must have."
+
+
 class EpisodeControlInput(BaseModel):
     """An episode to pause, step or resume."""
 
@@ -320,6 +350,17 @@ class RelationshipFilter(BaseModel):
     "Tag (letter case ignored)."
 
 
+class SaveDraftInput(BaseModel):
+    """An edited draft to store, all of it or nothing."""
+
+    agents: list["CreateAgentInput"] = Field(default_factory=lambda: [])
+    "Agents, as for createAgent."
+    scenarios: list["CreateScenarioInput"] = Field(default_factory=lambda: [])
+    "Scenarios, as for createScenario."
+    relationships: list["DraftRelationshipInput"] = Field(default_factory=lambda: [])
+    "Relationships between these agents, by position."
+
+
 class ScenarioFilter(BaseModel):
     """Narrows a scenario list."""
 
@@ -338,6 +379,23 @@ class ScenarioSelectionInput(BaseModel):
     "Scenarios with this tag."
     codename: Optional[str] = None
     "With this codename."
+
+
+class StartDraftJobInput(BaseModel):
+    """A large draft, run as queued jobs in parts."""
+
+    prompt: str
+    "The situation, in a sentence or more."
+    model: str = "local/gemma-3-270m"
+    "The model that drafts."
+    agents: int = 0
+    "Agents to draft, 0..50."
+    scenarios: int = 0
+    "Scenarios to draft, 0..500."
+    agent_ids: Optional[list[str]] = Field(alias="agentIds", default=None)
+    "Stored agents the scenarios are for (a goal each, in this order); two seats when omitted."
+    relationship: Optional[RelationshipType] = None
+    "The relationship every scenario must have."
 
 
 class StartSimulationInput(BaseModel):
@@ -493,3 +551,4 @@ class UsageFilter(BaseModel):
 CreateEvaluationDimensionListInput.model_rebuild()
 CreateExperimentInput.model_rebuild()
 ExperimentDesignInput.model_rebuild()
+SaveDraftInput.model_rebuild()

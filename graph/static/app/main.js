@@ -3,6 +3,7 @@
 import { Api, ApiError, TOKEN_REFUSED, token } from "./api.js";
 import { clear, currentRoute, h } from "./dom.js";
 import { loadOperations } from "./operations.js";
+import { describePage } from "./pages/describe.js";
 import { episodePage } from "./pages/episode.js";
 import { episodesPage } from "./pages/episodes.js";
 import { experimentRoutes } from "./pages/experiments.js";
@@ -16,6 +17,7 @@ const ROUTES = [
   [/^\/$/, episodesPage, "episodes"],
   [/^\/episodes\/([^/]+)$/, episodePage, "episodes"],
   [/^\/start$/, startPage, "start"],
+  [/^\/describe$/, describePage, "describe"],
   ...experimentRoutes,
   ...worldRoutes,
 ];
