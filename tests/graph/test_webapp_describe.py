@@ -100,6 +100,7 @@ async def test_a_draft_that_breaks_the_limits_shows_the_field_and_saves_nothing(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 async def test_the_embedded_model_drafts_a_world_that_saves_and_starts(
     browser: Browser, service: Service, shots: Path
 ) -> None:

@@ -139,3 +139,20 @@ async def test_a_part_handed_back_is_queued_again_without_counting_a_loss(
     ended = await drafts.get_draft_job(services.client, job.id)
     assert ended is not None and ended.status == DraftJobStatus.COMPLETED
     assert len(ended.result()[0].scenarios) == 1
+
+
+async def test_a_part_whose_workers_were_lost_too_often_ends_with_why(
+    services: Services, fake_llm: FakeLLM, redis_client: redis.Redis
+) -> None:
+    fields = {"prompt": prompt(), "model": fake_llm.model_name(), "scenarios": 7}
+    job, _ = await drafts.queue(services.client, services.jobs, services.models, fields)
+    assert job is not None
+    attempts = WorkerConfig().max_attempts
+    await redis_client.hset(keys.draft_job_parts(job.id), "starts:1", attempts)
+    await burst(services)
+    ended = await drafts.get_draft_job(services.client, job.id)
+    assert ended is not None and ended.status == DraftJobStatus.FAILED
+    result, [problem] = ended.result()
+    assert problem.field == ["parts", "1"]
+    assert problem.message == f"worker lost {attempts} times"
+    assert len(result.scenarios) == 5 and len(fake_llm.requests) == 1
