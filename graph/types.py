@@ -68,13 +68,15 @@ class Scenario:
         description="Sotopia's instruction on how to act, given with every turn; null when none."
     )
     def action_instruction(self) -> str | None:
-        value = (self.record.model_extra or {}).get("action_instruction")
-        return value if isinstance(value, str) else None
+        return self.record.action_instruction
 
 
-SCENARIO_READS = Reads.of(SCENARIO, id=("pk",), game_metadata=("game_metadata",))
-"""`actionInstruction` is not a declared field (Parley keeps it as Sotopia wrote it, or not at
-all), so a list selecting it reads whole records."""
+SCENARIO_READS = Reads.of(
+    SCENARIO,
+    id=("pk",),
+    game_metadata=("game_metadata",),
+    action_instruction=("action_instruction",),
+)
 
 
 @strawberry.type(description="How two agents relate (Sotopia RelationshipProfile); one per pair.")

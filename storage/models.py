@@ -89,6 +89,8 @@ class EnvironmentProfile(SortedByPk, index=True):
     occupation_constraint: str | None = stored(None, "Sotopia's occupation constraint.")
     agent_constraint: list[list[str]] | None = None
     game_metadata: dict[str, Any] | None = None
+    action_instruction: str | None = None
+    """Sotopia's instruction on how to act, given with every turn (added after 0.1.5)."""
     tag: str = Field(default="", index=True, description="Free-form label for grouping.")
 
     class Meta:

@@ -44,6 +44,7 @@ EPISODE = {
     "agents": "agents { id name }",
     "relationships": "relationships { id relationship }",
     "agentModels": "agentModels",
+    "agentClasses": "agentClasses",
     "judgeModel": "judgeModel",
     "turnOrder": "turnOrder",
     "evaluationDimensionListId": "evaluationDimensionListId",
