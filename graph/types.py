@@ -5,9 +5,10 @@ import strawberry
 from graph.context import Info
 from graph.enums import ErrorCode, RelationshipType
 from graph.fields import reads
+from graph.game_types import ScenarioGame, scenario_game_type
 from graph.listed import Listed
 from graph.projection import Reads
-from resolvers import relationships
+from resolvers import games, relationships
 from resolvers.agents import AGENT
 from resolvers.dimensions import dimensions_of
 from resolvers.relationships import RELATIONSHIP
@@ -55,8 +56,13 @@ class Scenario:
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
+    @strawberry.field(description="The social game its gameMetadata holds; null when none.")
+    def game(self) -> ScenarioGame | None:
+        rules = games.scenario_game(self.record)
+        return scenario_game_type(rules) if rules else None
 
-SCENARIO_READS = Reads.of(SCENARIO, id=("pk",))
+
+SCENARIO_READS = Reads.of(SCENARIO, id=("pk",), game=("game_metadata",))
 
 
 @strawberry.type(description="How two agents relate (Sotopia RelationshipProfile); one per pair.")
@@ -182,7 +188,7 @@ class ListedRelationship(Listed[models.RelationshipProfile], Relationship):  # t
 
 OWN_TYPES: dict[str, frozenset[str]] = {
     "Agent": frozenset(),
-    "Scenario": frozenset(),
+    "Scenario": frozenset({"ScenarioGame", "GameTeam", "GamePhase"}),
     "Relationship": frozenset(),
 }
 """Types whose answers read nothing but their record (their fields that reach other records,

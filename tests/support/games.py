@@ -4,6 +4,7 @@ on the fake LLM, and what each agent may see of each turn by the game's own rule
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,7 @@ class Script:
             self.move(speaker, "whispers", game_round, "speak", text, [listener])
 
 
-def replay_rules(turns: list[Turn]) -> list[Rule]:
+def replay_rules(turns: Sequence[Turn]) -> list[Rule]:
     """Every turn of `turns` answered as it was, matched by agent and turn number."""
     return [
         Rule(
