@@ -6,9 +6,11 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from engine.games import GameRules, GameState, game_problems, game_rules, replay
+from engine.games import GameError, GameRules, GameState, game_problems, game_rules, replay
+from engine.types import ActionType, AgentAction, EpisodeSetup
 from resolvers.errors import ErrorCode, UserError, camel
 from resolvers.limits import TEXT_MAX
+from resolvers.records import get_or_none
 from resolvers.transcript import episode_turns
 from storage.models import EnvironmentProfile, EpisodeLog
 
@@ -61,3 +63,35 @@ def episode_game(
         return replay(rules, names, [(t.agent_index, t) for t in turns])
     except ValueError:
         return None
+
+
+async def game_move(
+    episode: EpisodeLog, names: list[str], seat: int, action: AgentAction
+) -> tuple[AgentAction, str | None, list[UserError]]:
+    """A person's action in the episode's game: with the phase's recipients, and the phase it
+    is played in; or why the phase refuses it. Outside a game, or when it is not the seat's
+    turn in it (the seat's own check then refuses it), the action as it is and no phase."""
+    scenario = await get_or_none(EnvironmentProfile, episode.environment)
+    state = episode_game(episode, scenario, names)
+    if state is None or state.actor() != seat:
+        return action, None, []
+    try:
+        return state.check(seat, action), state.phase.name, []
+    except GameError as err:
+        field = "to" if state.phase.visibility == "agent" and "to" in str(err) else "actionType"
+        if state.phase.vote is not None and action.action_type in state.phase.action_types:
+            field = "argument"
+        return action, None, [UserError(["input", field], str(err), ErrorCode.INVALID)]
+
+
+def action_types(episode: EpisodeLog, setup: EpisodeSetup, seat: int) -> list[ActionType] | None:
+    """What `seat` may do now in the episode's game; None outside a game."""
+    rules = game_rules(setup.scenario.game_metadata) if setup.scenario.game_metadata else None
+    if rules is None:
+        return None
+    names = [a.name for a in setup.agents]
+    try:
+        state = replay(rules, names, [(t.agent_index, t) for t in episode_turns(episode)])
+    except ValueError:
+        return None
+    return list(state.phase.action_types) if state.actor() == seat else []

@@ -5,8 +5,10 @@ import asyncio
 from typing import Any
 
 from lifecycle import start
+from lifecycle.seats import Seats
 from lifecycle.services import Services
 from resolvers.episode_setup import load_setup
+from resolvers.errors import ErrorCode
 from resolvers.importer import import_lines
 from resolvers.perspective import perspective
 from storage.models import EpisodeLog, EpisodeStatus
@@ -125,3 +127,53 @@ async def test_a_game_whose_worker_died_resumes_and_ends_the_same_way(
     assert len(fake_llm.requests_of("action")) == len(whole.turns) - kept
     served = (await gql.data(EPISODE, {"id": again}))["episode"]["game"]
     assert served["winner"] == "crew" and served["out"] == ["Dex Moreau"]
+
+
+async def test_a_person_in_a_game_acts_within_its_phase_and_is_seen_by_its_team_only(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    scenario, agents = await imported(services, "werewolf")
+    fields = {
+        "scenario_id": scenario,
+        "agent_ids": agents,
+        "agent_models": [fake_llm.model_name()],
+        "judge_model": fake_llm.model_name(),
+        "max_turns": 80,
+        "human_seats": [0],
+    }
+    started = await start.start_many(services, [fields], prefix=("input",))
+    assert not started.errors, started.errors
+    pk = str(started.episodes[0].pk)
+    token = started.seat_tokens[pk][0]
+    await burst(services)
+    waiting = await EpisodeLog.get(pk)
+    assert waiting.status == EpisodeStatus.WAITING
+    view, _ = await perspective(waiting, 0)
+    assert view is not None and view.your_turn is not None
+    assert view.your_turn.action_types == ["speak"]
+
+    seats = Seats(services.client, services.store)
+    act = {"episode_id": pk, "seat": 0, "seat_token": token, "to": []}
+    _, refused = await seats.act({**act, "action_type": "action", "argument": "Greta Lind"})
+    assert [(e.field, e.code) for e in refused] == [(["input", "actionType"], ErrorCode.INVALID)]
+    assert "in the phase 'night' the action_type must be one of" in refused[0].message
+    assert (await EpisodeLog.get(pk)).turns == []
+
+    words = "We take the teacher tonight."
+    sequence, errors = await seats.act({**act, "action_type": "speak", "argument": words})
+    assert not errors and sequence is not None
+    (turn,) = (await EpisodeLog.get(pk)).turns
+    assert (turn.phase, turn.to, turn.argument) == ("night", ["Tomas Reyes"], words)
+    await burst(services)  # Tomas answers at night; then the night vote waits on Ines again
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == EpisodeStatus.WAITING and len(episode.turns) == 2
+    tomas, _ = await perspective(episode, 1)
+    greta, _ = await perspective(episode, 2)
+    assert tomas is not None and greta is not None
+    assert tomas.seen[0].text.endswith(f'said: "{words}"')
+    assert greta.seen == [] and greta.your_turn is None
+    assert tomas.your_turn is None
+    ines, _ = await perspective(episode, 0)
+    assert ines is not None and ines.your_turn is not None
+    assert ines.your_turn.action_types == ["action"]
+    assert not any(words in r.text for r in fake_llm.requests if "You are Greta" in r.text)
