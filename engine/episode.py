@@ -16,6 +16,8 @@ from engine.errors import (
     UnknownModelError,
     gather_or_fail,
 )
+from engine.game_prompts import game_action_schema, notices_text, phase_text, rules_text
+from engine.games import GameState, game_rules, result_text
 from engine.generation import ask, hotter
 from engine.judge import evaluate
 from engine.llm import ChatRequest, LLMRouter
@@ -64,6 +66,7 @@ _REASONS: dict[TerminationKind, str] = {
     "max_turns": "The conversation is too long; ",
     "too_few_agents": "Too few active agents; ",
     "stale": "The conversation stales for too long; ",
+    "game_over": "The game is over; ",
 }
 _NONE = AgentAction(action_type=ActionType.NONE)
 
@@ -93,8 +96,16 @@ class Uncontrolled:
 class _Episode:
     """Mutable state of one running episode."""
 
-    def __init__(self, setup: EpisodeSetup, llm: LLMRouter, infos: list[ModelInfo]) -> None:
+    def __init__(
+        self,
+        setup: EpisodeSetup,
+        llm: LLMRouter,
+        infos: list[ModelInfo],
+        game: GameState | None = None,
+    ) -> None:
         self.setup = setup
+        self.game = game
+        """The social game being played, if the scenario is one: it chooses who acts."""
         self.llm = llm
         self.infos = infos
         self.names = [a.name for a in setup.agents]
@@ -115,8 +126,13 @@ class _Episode:
         self.active = [True] * n
         self.rng = random.Random(setup.seed)
         self.next_rr = 0
+        self.told = [0] * n
+        """How many of the game's notices each agent has been told."""
 
     def actors(self) -> list[int]:
+        if self.game is not None:
+            actor = self.game.actor()
+            return [] if actor is None else [actor]
         live = [i for i, a in enumerate(self.active) if a]
         match self.setup.turn_order:
             case TurnOrder.SIMULTANEOUS:
@@ -136,7 +152,7 @@ class _Episode:
         info, name = self.infos[i], self.names[i]
         recipients = [n for j, n in enumerate(self.names) if j != i]
         try:
-            if info.text_actions:
+            if info.text_actions and self.game is None:
                 if self.contexts[i] is None:
                     self.contexts[i] = short_context(self.setup, i)
                 prefill = text_prefill(name)
@@ -151,15 +167,24 @@ class _Episode:
                 parse = self.fresh(i, lambda text: parse_text_action(text, prefill))
                 action = await ask(self.llm, info.name, request, parse, self.stats, hotter())
             else:
-                types = list(ACTION_TYPES)
+                game = self.game
+                everything = list(ACTION_TYPES)
+                types = everything if game is None else list(game.phase.action_types)
                 request = ChatRequest(
                     messages=[*self.dialogues[i], self.turn_prompt(i, turn)],
                     max_tokens=400,
                     temperature=0.7,
-                    schema=action_schema(types),
+                    schema=action_schema(types) if game is None else game_action_schema(game, i),
                     schema_name=ACTION_SCHEMA_NAME,
                 )
-                parse = self.fresh(i, lambda text: parse_action(text, types, name, recipients))
+
+                def parse_one(text: str) -> AgentAction:
+                    if game is None:
+                        return parse_action(text, types, name, recipients)
+                    # any type parses; the phase then says which it allows, and why not
+                    return game.check(i, parse_action(text, everything, name, recipients))
+
+                parse = self.fresh(i, parse_one)
                 action = await ask(self.llm, info.name, request, parse, self.stats)
         except LLMError as exc:
             raise EpisodeFailed(
@@ -198,9 +223,17 @@ class _Episode:
 
     def turn_prompt(self, i: int, turn: int) -> dict[str, str]:
         """The next user message of agent `i`'s conversation; its context leads the first."""
-        text = turn_message(self.unseen[i], turn)
+        game = self.game
+        if game is None:
+            text = turn_message(self.unseen[i], turn)
+        else:
+            seen = [*self.unseen[i], *notices_text(game.notices[self.told[i] :])]
+            text = f"{turn_message(seen, turn)} {phase_text(game, i)}"
         if not self.dialogues[i]:
-            text = f"{agent_context(self.setup, i, list(ACTION_TYPES))}\n\n{text}"
+            context = agent_context(self.setup, i, list(ACTION_TYPES))
+            if game is not None:
+                context += "\n" + rules_text(game.rules, self.names, i)
+            text = f"{context}\n\n{text}"
         return {"role": "user", "content": text}
 
     def record(self, turn: int, chosen: dict[int, AgentAction]) -> None:
@@ -211,6 +244,7 @@ class _Episode:
                 reply = {"role": "assistant", "content": action_json(action)}
                 self.dialogues[i] += [prompt, reply]
                 self.unseen[i] = []
+                self.told[i] = len(self.game.notices) if self.game else 0
 
     def deliver(self, injections: list[Injection]) -> None:
         """Environment messages of the turn about to start, for the agents they are to."""
@@ -309,7 +343,7 @@ async def simulate(
         infos = [llm.resolve(m) for m in setup.agent_models]
     except UnknownModelError as exc:
         raise EpisodeFailed(str(exc), stats) from exc
-    episode = _Episode(setup, llm, infos)
+    episode = _Episode(setup, llm, infos, _game(setup, stats))
     stale = 0
     turn = 0
     termination: list[TerminationKind] = []
@@ -332,8 +366,15 @@ async def simulate(
         current = episode.messages[-1]
         for i, name in enumerate(episode.names):
             current.append((name, ENV, action_text(chosen.get(i, _NONE))))
+        phase = episode.game.phase.name if episode.game else None
         done = [
-            Turn(turn=turn, agent_index=i, agent_name=episode.names[i], **dict(chosen[i]))
+            Turn(
+                turn=turn,
+                agent_index=i,
+                agent_name=episode.names[i],
+                phase=phase,
+                **dict(chosen[i]),
+            )
             for i in actors
         ]
         for record in done:
@@ -348,6 +389,11 @@ async def simulate(
         stale = stale + 1 if all(a.action_type == ActionType.NONE for a in chosen.values()) else 0
         episode.record(turn, chosen)
         episode.observe(turn, chosen)
+        if episode.game is not None:
+            for record in done:
+                episode.game.advance(record.agent_index, record)
+            if episode.game.over:
+                termination.append("game_over")
         turn += 1
         if turn >= setup.max_turns:
             termination.append("max_turns")
@@ -361,9 +407,33 @@ async def simulate(
         actions=episode.actions,
         turns=turn,
         termination=termination,
-        termination_reason="".join(_REASONS[t] for t in termination),
+        termination_reason="".join(_reason(t, episode.game) for t in termination),
         stats=episode.stats,
     )
+
+
+def _game(setup: EpisodeSetup, stats: GenerationStats) -> GameState | None:
+    """The game the scenario holds, at its start; EpisodeFailed when its rules do not fit."""
+    try:
+        rules = game_rules(setup.scenario.game_metadata)
+    except ValueError as exc:
+        raise EpisodeFailed(f"the scenario's game rules are invalid: {exc}", stats) from exc
+    if rules is None:
+        return None
+    problems = rules.seat_problems(len(setup.agents))
+    if problems:
+        where, message = problems[0]
+        path = ".".join(map(str, where))
+        raise EpisodeFailed(
+            f"the scenario's game does not fit its agents: {path}: {message}", stats
+        )
+    return GameState(rules, [a.name for a in setup.agents])
+
+
+def _reason(kind: TerminationKind, game: GameState | None) -> str:
+    if kind == "game_over" and game is not None and game.ending is not None:
+        return f"The game is over: {result_text(game.ending)}; "
+    return _REASONS[kind]
 
 
 def _suspended(episode: _Episode, reason: str, turn: int, seats: list[int]) -> EpisodeSuspended:

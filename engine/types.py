@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -75,6 +75,8 @@ class ScenarioSpec(BaseModel):
     scenario: str
     agent_goals: list[str] = Field(default_factory=list)
     relationship: RelationshipType = RelationshipType.STRANGER
+    game_metadata: dict[str, Any] | None = None
+    """A social game's rules (engine.games) when it holds Parley's; else kept, not played."""
 
 
 class RelationshipSpec(BaseModel):
@@ -230,6 +232,8 @@ class Turn(AgentAction):
     turn: int
     agent_index: int
     agent_name: str
+    phase: str | None = None
+    """The game's phase the action was played in; None outside a social game."""
 
 
 Triple = tuple[str, str, str]
@@ -245,7 +249,7 @@ class TurnEvent(BaseModel):
     """Tokens by model the conversation has spent so far, this turn's included."""
 
 
-TerminationKind = Literal["max_turns", "too_few_agents", "stale"]
+TerminationKind = Literal["max_turns", "too_few_agents", "stale", "game_over"]
 
 
 class Transcript(BaseModel):

@@ -16,13 +16,14 @@ from graph.enums import (
     TurnOrder,
 )
 from graph.errors import UserInputError
+from graph.game_types import EpisodeGame, episode_game_type
 from graph.listed import Listed
 from graph.projection import Reads
 from graph.seat_types import EnvironmentMessage, HumanSeat, Perspective, Waiting, YourTurn
 from graph.types import Agent, Relationship, Scenario, load_agent
 from graph.usage_types import ModelUsage
 from lifecycle.transitions import EpisodeEvent as StoredEvent
-from resolvers import episodes, perspective, relationships, transcript
+from resolvers import episodes, games, perspective, relationships, transcript
 from storage import models
 
 
@@ -71,6 +72,10 @@ class Turn:
     @strawberry.field(description="Private recipients by name; empty when everyone saw it.")
     def to(self) -> list[str]:
         return self.record.to
+
+    @strawberry.field(description="The social game's phase it was played in; null outside one.")
+    def phase(self) -> str | None:
+        return self.record.phase
 
     @strawberry.field(description="The episode's event sequence number of this turn.")
     def sequence(self) -> int:
@@ -216,6 +221,14 @@ class Episode:
     async def scenario(self, info: Info) -> Scenario | None:
         record = await info.context.scenarios.load(self.record.environment)
         return Scenario(record=record) if record else None
+
+    @strawberry.field(description="Its social game's state (omniscient); null outside a game.")
+    async def game(self, info: Info) -> EpisodeGame | None:
+        scenario = await info.context.scenarios.load(self.record.environment)
+        found = await info.context.agents.load_many(self.record.agents)
+        names = [f"{a.first_name} {a.last_name}".strip() if a else "" for a in found]
+        state = games.episode_game(self.record, scenario, names)
+        return episode_game_type(state) if state else None
 
     @strawberry.field(description="Ids of the agents, in seat order.")
     def agent_ids(self) -> list[strawberry.ID]:
@@ -406,6 +419,7 @@ EPISODE_READS = Reads.of(
     progress=("progress", "max_turns"),
     scenario_id=("environment",),
     scenario=("environment",),
+    game=("environment", "agents", "turns", "messages"),
     agent_ids=("agents",),
     agents=("agents",),
     relationships=("agents",),

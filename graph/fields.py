@@ -10,10 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 import strawberry
+from strawberry.scalars import JSON
 
 from resolvers.fields import Exposed
 
 Decorator = Callable[[type[Any]], type[Any]]
+_AS_GRAPHQL: dict[Any, Any] = {dict[str, Any] | None: JSON | None}
+"""Stored types GraphQL spells otherwise: a free-form object is JSON."""
+
+
+def _graphql(exposed: Exposed, name: str) -> Any:
+    annotation = exposed.annotation(name)
+    return _AS_GRAPHQL.get(annotation, annotation)
 
 
 def reads(exposed: Exposed) -> Decorator:
@@ -29,7 +37,7 @@ def creates(exposed: Exposed) -> Decorator:
         annotations: dict[str, Any] = {}
         fields: dict[str, Any] = {}
         for name in exposed.limits:
-            annotations[name] = exposed.annotation(name)
+            annotations[name] = _graphql(exposed, name)
             description = exposed.description(name)
             if exposed.required(name):
                 fields[name] = strawberry.field(description=f"{description} Required.")
@@ -46,7 +54,7 @@ def creates(exposed: Exposed) -> Decorator:
 
 def updates(exposed: Exposed) -> Decorator:
     def decorate(cls: type[Any]) -> type[Any]:
-        annotations = {name: exposed.annotation(name) | None for name in exposed.limits}
+        annotations = {name: _graphql(exposed, name) | None for name in exposed.limits}
         fields = {
             name: strawberry.field(
                 default=strawberry.UNSET,
@@ -64,7 +72,7 @@ def _reader(exposed: Exposed, name: str) -> Any:
         return getattr(self.record, name)
 
     read.__name__ = name
-    read.__annotations__ = {"return": exposed.annotation(name)}
+    read.__annotations__ = {"return": _graphql(exposed, name)}
     return strawberry.field(resolver=read, description=exposed.description(name))
 
 

@@ -1,14 +1,14 @@
 """GraphQL object types; each wraps one stored record and reads its fields."""
 
 import strawberry
-from strawberry.scalars import JSON
 
 from graph.context import Info
 from graph.enums import ErrorCode, RelationshipType
 from graph.fields import reads
+from graph.game_types import ScenarioGame, scenario_game_type
 from graph.listed import Listed
 from graph.projection import Reads
-from resolvers import relationships
+from resolvers import games, relationships
 from resolvers.agents import AGENT
 from resolvers.dimensions import dimensions_of
 from resolvers.relationships import RELATIONSHIP
@@ -57,24 +57,21 @@ class Scenario:
         return strawberry.ID(str(self.record.pk))
 
     @strawberry.field(
-        description="Sotopia's social-game settings (phases, teams, visibility), as stored; "
-        "null when none."
-    )
-    def game_metadata(self) -> JSON | None:
-        value = self.record.game_metadata
-        return None if value is None else JSON(value)
-
-    @strawberry.field(
         description="Sotopia's instruction on how to act, given with every turn; null when none."
     )
     def action_instruction(self) -> str | None:
         return self.record.action_instruction
 
+    @strawberry.field(description="The social game its gameMetadata holds; null when none.")
+    def game(self) -> ScenarioGame | None:
+        rules = games.scenario_game(self.record)
+        return scenario_game_type(rules) if rules else None
+
 
 SCENARIO_READS = Reads.of(
     SCENARIO,
     id=("pk",),
-    game_metadata=("game_metadata",),
+    game=("game_metadata",),
     action_instruction=("action_instruction",),
 )
 
@@ -202,7 +199,7 @@ class ListedRelationship(Listed[models.RelationshipProfile], Relationship):  # t
 
 OWN_TYPES: dict[str, frozenset[str]] = {
     "Agent": frozenset(),
-    "Scenario": frozenset(),
+    "Scenario": frozenset({"ScenarioGame", "GameTeam", "GamePhase"}),
     "Relationship": frozenset(),
 }
 """Types whose answers read nothing but their record (their fields that reach other records,

@@ -27,6 +27,7 @@ from engine.types import ActionType, AgentAction
 from lifecycle import logs
 from lifecycle.transitions import STATUS_CHANGE_LUA, EpisodeStore
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
+from resolvers.games import game_move
 from resolvers.limits import LongText, RecordId
 from resolvers.records import get_or_none
 from storage import keys
@@ -187,15 +188,17 @@ async def agent_names(client: redis.Redis, agent_ids: Sequence[str]) -> list[str
     return names
 
 
-def _body(seat: int, name: str, action: AgentAction) -> str:
+def _body(seat: int, name: str, action: AgentAction, phase: str | None = None) -> str:
     """A turn's JSON without its sequence, number and time (the script adds them)."""
-    data = {
+    data: dict[str, Any] = {
         "action_type": str(action.action_type),
         "argument": action.argument,
         "to": action.to,
         "agent_index": seat,
         "agent_name": name,
     }
+    if phase is not None:
+        data["phase"] = phase
     return json.dumps(data)
 
 
@@ -272,6 +275,9 @@ class Seats:
         action = AgentAction(
             action_type=request.action_type, argument=request.argument, to=request.to
         )
+        action, phase, refused = await game_move(episode, names, request.seat, action)
+        if refused:
+            return None, refused
         name = names[request.seat]
         code, detail = await self._act(
             keys=self._keys(request.episode_id),
@@ -280,7 +286,7 @@ class Seats:
                 token_hash(request.seat_token),
                 repr(time.time()),
                 self.store.log_floor(),
-                _body(request.seat, name, action),
+                _body(request.seat, name, action, phase),
                 _triple(name, action),
             ],
         )

@@ -508,7 +508,7 @@ class Worker:
         control = StoredControl(self.store.client, episode_id, attempt, episode.injections)
 
         async def on_turn(event: TurnEvent) -> None:
-            turn = event.turn.model_dump(mode="json")
+            turn = event.turn.model_dump(mode="json", exclude_none=True)  # no phase: no game
             progress = event.turn.turn + 1
             usage = self._usage(spent, event.usage)
             stored = await self._durably(

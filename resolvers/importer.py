@@ -19,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from resolvers import sotopia_format as fmt
 from resolvers.agents import AGENT, NewAgent
 from resolvers.dimensions import NewDimensionList, create_dimension_list
+from resolvers.games import game_errors
 from resolvers.limits import RecordId
 from resolvers.records import exist
 from resolvers.rejudging import evaluation_record, rejudging_fields
@@ -121,6 +122,10 @@ def scenario_record(line: dict[str, Any]) -> EnvironmentProfile:
     constraint = fields.pop("agent_constraint", None)
     checked, kept = _split(extra, set(SCENARIO.limits))
     valid = NewScenario(pk=_record_id(pk, "env_id"), **fields, **checked)
+    game = valid.model_dump(include={"game_metadata", "agent_goals"})
+    problems = game_errors(game["game_metadata"], len(game["agent_goals"]))
+    if problems:
+        raise fmt.LineError("; ".join(f"{'.'.join(e.field[1:])}: {e.message}" for e in problems))
     return EnvironmentProfile(**valid.model_dump(), agent_constraint=constraint, **kept)
 
 

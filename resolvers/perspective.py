@@ -16,6 +16,7 @@ from engine.render import action_text, agent_viewer, own_bio, partner_profile, r
 from engine.types import ACTION_TYPES, ActionType, EpisodeSetup, RelationshipType, Turn
 from resolvers.episode_setup import SetupError, load_setup
 from resolvers.errors import ErrorCode, UserError
+from resolvers.games import action_types
 from resolvers.transcript import episode_turns
 from storage.models import EpisodeLog, EpisodeStatus, StoredInjection, Waiting
 
@@ -73,10 +74,14 @@ class View:
     your_turn: YourTurn | None
 
 
-def your_turn(waiting: Waiting | None, seat: int) -> YourTurn | None:
+def your_turn(
+    waiting: Waiting | None, seat: int, allowed: list[ActionType] | None = None
+) -> YourTurn | None:
+    """`allowed`: the action types of the game's phase, in a game (all of them otherwise)."""
     if waiting is None or seat not in waiting.seats:
         return None
-    return YourTurn(turn=waiting.turn, deadline=waiting.deadline, action_types=list(ACTION_TYPES))
+    types = list(ACTION_TYPES) if allowed is None else allowed
+    return YourTurn(turn=waiting.turn, deadline=waiting.deadline, action_types=types)
 
 
 def seen_turn(turn: Turn, sequence: int) -> Seen:
@@ -127,7 +132,7 @@ def view(episode: EpisodeLog, setup: EpisodeSetup, seat: int) -> View:
         background=agent_background(setup, seat),
         partners=partners,
         seen=sorted([*turns, *told], key=lambda s: s.sequence),
-        your_turn=your_turn(waiting, seat),
+        your_turn=your_turn(waiting, seat, action_types(episode, setup, seat)),
     )
 
 

@@ -8,6 +8,7 @@ from pydantic import Field, ValidationError
 
 from resolvers.errors import UserError, from_validation, not_found, searchable_tag
 from resolvers.fields import Exposed, WithId, WriteModel
+from resolvers.games import GameMetadata, game_errors
 from resolvers.limits import LIST_MAX, LongText, RequiredText, ShortText
 from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
@@ -28,6 +29,7 @@ SCENARIO = Exposed(
         "age_constraint": LongText | None,
         "occupation_constraint": LongText | None,
         "tag": ShortText,
+        "game_metadata": GameMetadata,
     },
     must_give=frozenset({"agent_goals"}),
 )
@@ -62,6 +64,10 @@ async def create_scenario(
         valid = NewScenario(**fields)
     except ValidationError as err:
         return None, from_validation(err)
+    checked = valid.model_dump(include={"game_metadata", "agent_goals"})
+    problems = game_errors(checked["game_metadata"], len(checked["agent_goals"]))
+    if problems:
+        return None, problems
     scenario = EnvironmentProfile(**valid.model_dump(exclude={"pk"}), pk=valid.pk)
     errors = await insert(scenario)
     return (None, errors) if errors else (scenario, [])
@@ -73,6 +79,12 @@ async def update_scenario(
     scenario = await get_scenario(pk)
     if scenario is None:
         return None, [not_found("scenario", pk)]
+    metadata = changes.get("game_metadata", scenario.game_metadata)
+    goals = changes.get("agent_goals", scenario.agent_goals)
+    if isinstance(metadata, dict) and isinstance(goals, list):
+        problems = game_errors(metadata, len(goals))
+        if problems:
+            return None, problems
     return await update_fields(scenario, ScenarioFields, changes)
 
 

@@ -88,7 +88,11 @@ class EnvironmentProfile(SortedByPk, index=True):
     age_constraint: str | None = stored(None, "Sotopia's age constraint, e.g. '[(18, 25)]'.")
     occupation_constraint: str | None = stored(None, "Sotopia's occupation constraint.")
     agent_constraint: list[list[str]] | None = None
-    game_metadata: dict[str, Any] | None = None
+    game_metadata: dict[str, Any] | None = stored(
+        None,
+        "A social game's rules (Parley's format: teams, phases, endings), or another writer's "
+        "game configuration, kept as it is. Not indexed.",
+    )
     action_instruction: str | None = None
     """Sotopia's instruction on how to act, given with every turn (added after 0.1.5)."""
     tag: str = Field(default="", index=True, description="Free-form label for grouping.")

@@ -40,6 +40,7 @@ EPISODE = {
     "progress": "progress { turn maxTurns }",
     "scenarioId": "scenarioId",
     "scenario": "scenario { id codename }",
+    "game": "game { round phase over winner out teams { name members out } }",
     "agentIds": "agentIds",
     "agents": "agents { id name }",
     "relationships": "relationships { id relationship }",
@@ -49,7 +50,7 @@ EPISODE = {
     "turnOrder": "turnOrder",
     "evaluationDimensionListId": "evaluationDimensionListId",
     "tag": "tag",
-    "turns": "turns { turn agentIndex speaker actionType argument to sequence at }",
+    "turns": "turns { turn agentIndex speaker actionType argument to phase sequence at }",
     "messages": "messages",
     "rewards": "rewards { agentIndex agent { id } overall dimensions { dimension score } }",
     "evaluations": "evaluations { id judgeModel status rewards { agent { id } overall } error }",
@@ -76,7 +77,10 @@ AGENT = {
     **{n: n for n in AGENT_READS.fields if n != "relationships"},
     "relationships": "relationships { type otherAgentId relationship { id } }",
 }
-SCENARIO = {n: n for n in SCENARIO_READS.fields}
+SCENARIO = {
+    **{n: n for n in SCENARIO_READS.fields if n != "game"},
+    "game": "game { name teams { name seats } phases { name actionTypes } endings }",
+}
 RELATIONSHIP = {
     **{n: n for n in RELATIONSHIP_READS.fields if n not in ("agent", "otherAgent")},
     "agent": "agent { id name }",

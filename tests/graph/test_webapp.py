@@ -16,10 +16,12 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from graph.webapp import CONTENT_SECURITY_POLICY
+from resolvers.importer import import_lines
 from storage import sample
 from storage.models import EpisodeLog
 from tests.support.browser import PHONE, WAIT_MS, AppPage, browser_for_tests
 from tests.support.fake_llm import FakeLLM, Rule
+from tests.support.games import EXAMPLES, Script, game_lines
 from tests.support.processes import ApiProcess, parley_env, worker_process
 from tests.support.server import CANCEL, serve
 from tests.support.simulation import episode, make_world, post, start, start_input
@@ -36,6 +38,11 @@ RECORD_TRANSCRIPT = """() => {
     .observe(list, { childList: true });
 }"""
 """Record the transcript's length after every change to it, to see how it grew."""
+
+
+SPYFALL = ["Lena Brooks", "Marco Vitale", "Ruth Okafor", "Dex Moreau", "Sami Kallio"]
+SPYFALL_VOTES = ["Dex Moreau", "Dex Moreau", "Dex Moreau", "Lena Brooks", "Dex Moreau"]
+"""Who each Spyfall player accuses: the spy, Dex, is caught."""
 
 
 def unique(prefix: str) -> str:
@@ -648,4 +655,46 @@ async def test_an_experiment_shows_live_progress_results_with_intervals_and_its_
         await first.click()
         await page.wait_for_url(re.compile(r"#/episodes/"))
         await completed(tab)
+        assert await tab.clean() == []
+
+
+async def test_a_game_episode_shows_its_phase_teams_and_each_turns_phase(
+    browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM, redis_client: Any
+) -> None:
+    report = await import_lines(redis_client, (EXAMPLES / "spyfall.jsonl").open())
+    assert report.invalid == 0
+    lines = game_lines("spyfall")
+    agents = [line["agent_id"] for line in lines if "agent_id" in line]
+    (scenario,) = [line["env_id"] for line in lines if "env_id" in line]
+    Script(fake_llm).vote("accusation", 1, dict(zip(SPYFALL, SPYFALL_VOTES, strict=True)))
+    episode_id = await start(service.url, start_input(scenario, agents, MODEL, maxTurns=40))
+    async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
+        page = tab.page
+        panel = page.locator("section.game")
+        # queued: the game is at its first phase, and the teams are shown in full
+        await expect(panel.locator(".game-phase")).to_have_text("questions")
+        await expect(panel.locator(".game-team")).to_have_count(2)
+        await expect(panel.locator('.game-team[data-team="spy"]')).to_contain_text("Dex Moreau")
+        with service.worker("worker"):
+            await completed(tab)
+        await expect(panel.locator(".game-state")).to_contain_text("Over after round 1")
+        await expect(panel.locator(".game-state")).to_contain_text("the crew win")
+        await expect(panel.locator('.game-team[data-winner="true"]')).to_contain_text("crew")
+        await expect(panel.locator('.game-team[data-team="spy"] s')).to_have_text("Dex Moreau")
+        phases = await page.locator(f"{TURNS} .phase-tag").all_inner_texts()
+        assert phases == ["questions"] * 10 + ["accusation"] * 5
+        await snap(tab, shots, "episode-game")
+        assert await tab.clean() == []
+
+
+async def test_an_episode_outside_a_game_has_no_game_panel(
+    browser: Browser, service: Service, fake_llm: FakeLLM
+) -> None:
+    scenario, agents = await make_world(unique("nogame"))
+    episode_id = await start(service.url, start_input(scenario, agents, MODEL, maxTurns=2))
+    async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
+        with service.worker("worker"):
+            await completed(tab)
+        await expect(tab.page.locator("section.game")).to_be_hidden()
+        await expect(tab.page.locator(".phase-tag")).to_have_count(0)
         assert await tab.clean() == []

@@ -3,6 +3,7 @@
 import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
 import { clear, h, statusBadge, when, words } from "../dom.js";
 import { TERMINAL } from "./common.js";
+import { drawGame, gameSection, phaseTag, refreshGame } from "./game.js";
 
 const ACTIONS = {
   SPEAK: (turn) => h("q", { class: "line" }, turn.argument),
@@ -22,6 +23,7 @@ export function turnItem(turn) {
       dataset: { sequence: turn.sequence, turn: turn.turn, kind: turn.actionType },
     },
     h("span", { class: "turn-number" }, `#${turn.turn}`),
+    phaseTag(turn),
     " ",
     h("strong", { class: "speaker" }, turn.speaker),
     recipients ? h("span", { class: "private-to" }, ` (privately to ${recipients.join(", ")})`) : null,
@@ -77,6 +79,7 @@ export async function episodePage({ api, main, setConnection }, id) {
   const actions = h("div", { class: "actions" });
   const progress = h("div", { class: "progress" });
   const setup = h("section", { class: "setup", "aria-labelledby": "setup-title" });
+  const game = gameSection();
   const timeline = h("ol", { class: "timeline" });
   const notice = h("div", { class: "notice-slot" });
   const transcriptTitle = h("h2", { id: "transcript-title" }, "Transcript");
@@ -241,6 +244,7 @@ export async function episodePage({ api, main, setConnection }, id) {
     drawTimeline();
     drawTranscript(live);
     drawResults();
+    drawGame(game, episode.game);
   };
 
   main.append(
@@ -261,6 +265,7 @@ export async function episodePage({ api, main, setConnection }, id) {
       h(
         "div",
         { class: "column-side" },
+        game,
         setup,
         h("section", { "aria-labelledby": "timeline-title" }, h("h2", { id: "timeline-title" }, "Status timeline"), timeline),
       ),
@@ -305,6 +310,7 @@ export async function episodePage({ api, main, setConnection }, id) {
       episode.progress.turn = Math.max(episode.progress.turn, event.turn.turn + 1);
       transcript.append(turnItem(event.turn));
       drawProgress();
+      if (episode.game) refreshGame(api, id, game);
       return;
     }
     const beginsAttempt = event.attempt > episode.attempt && episode.attempt > 0;
