@@ -127,7 +127,7 @@ async def test_a_person_plays_against_models_to_the_scores_seeing_only_their_own
 
     async def act(event: dict[str, Any]) -> None:
         turn = event["yourTurn"]["turn"]
-        assert event["kind"] == "STATUS" and event["status"] == "WAITING", event
+        assert event["kind"] in ("SNAPSHOT", "STATUS") and event["status"] == "WAITING", event
         assert event["waiting"] == {"turn": turn, "seats": [0]}
         assert set(event["yourTurn"]["actionTypes"]) >= {"SPEAK", "LEAVE"}
         said.append(turn)
@@ -141,7 +141,7 @@ async def test_a_person_plays_against_models_to_the_scores_seeing_only_their_own
     assert final["status"] == "COMPLETED", final
     assert said == [0, 3]  # round robin over three seats: the person's turns
     assert events[-1]["kind"] == "STATUS" and events[-1]["status"] == "COMPLETED"
-    waits = [e for e in events if e["kind"] == "STATUS" and e["status"] == "WAITING"]
+    waits = [e for e in events if e["status"] == "WAITING"]
     assert [e["yourTurn"]["turn"] for e in waits] == said
     assert all(e["episode"] is None and e["perspective"]["seat"] == 0 for e in events)
     assert all(e["perspective"]["goal"] for e in events)
@@ -159,6 +159,29 @@ async def test_a_person_plays_against_models_to_the_scores_seeing_only_their_own
     assert all(r["overall"] is not None for r in final["rewards"])
     late = await submit(api.url, speak(pk, 0, tokens[0], "After the end"))
     assert codes(late) == ["CONFLICT"] and "COMPLETED" in late["userErrors"][0]["message"]
+
+
+async def test_a_person_who_opens_their_stream_while_it_waits_is_told_it_is_their_turn(
+    api: ApiProcess, worker: Process, fake_llm: FakeLLM, episodes: list[str]
+) -> None:
+    """The episode waits for seat 0 before its person subscribes: the stream's SNAPSHOT says
+    `yourTurn` (with the deadline), and their action then plays it."""
+    pk, tokens, _ = await human_episode(api, fake_llm, "people-late", episodes, maxTurns=2)
+    waiting = await until(api, pk, status_is("WAITING"))
+
+    async def act(event: dict[str, Any]) -> None:
+        payload = await submit(api.url, speak(pk, 0, tokens[0], "Sorry I am late"))
+        assert payload["userErrors"] == [], payload
+
+    events = await SeatStream(api.url, pk, 0, tokens[0], on_your_turn=act).run()
+    snapshot = events[0]
+    assert (snapshot["kind"], snapshot["status"]) == ("SNAPSHOT", "WAITING"), snapshot
+    assert snapshot["waiting"] == {"turn": 0, "seats": [0]}
+    assert snapshot["yourTurn"]["turn"] == 0
+    assert snapshot["yourTurn"]["deadline"] == waiting["waiting"]["deadline"]
+    assert [e["yourTurn"] for e in events[1:]] == [None] * (len(events) - 1)
+    assert events[-1]["status"] == "COMPLETED"
+    assert (await read(api, pk))["turns"][0]["argument"] == "Sorry I am late"
 
 
 # --- a person who never answers -------------------------------------------------------------------
