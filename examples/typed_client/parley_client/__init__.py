@@ -67,16 +67,37 @@ from .list_episodes import (
     ListEpisodesEpisodesNodes,
     ListEpisodesEpisodesPageInfo,
 )
+from .seat_view import (
+    SeatView,
+    SeatViewSeatView,
+    SeatViewSeatViewPartners,
+    SeatViewSeatViewSeen,
+    SeatViewSeatViewYourTurn,
+)
 from .start_simulation import (
     StartSimulation,
     StartSimulationStartSimulation,
     StartSimulationStartSimulationEpisode,
+    StartSimulationStartSimulationSeatTokens,
     StartSimulationStartSimulationUserErrors,
+)
+from .submit_action import (
+    SubmitAction,
+    SubmitActionSubmitAction,
+    SubmitActionSubmitActionEpisode,
+    SubmitActionSubmitActionUserErrors,
 )
 from .watch_episode import (
     WatchEpisode,
     WatchEpisodeEpisodeEvents,
     WatchEpisodeEpisodeEventsTurn,
+)
+from .watch_seat import (
+    WatchSeat,
+    WatchSeatEpisodeEvents,
+    WatchSeatEpisodeEventsEnvironmentMessage,
+    WatchSeatEpisodeEventsTurn,
+    WatchSeatEpisodeEventsYourTurn,
 )
 
 __all__ = [
@@ -129,12 +150,22 @@ __all__ = [
     "ScenarioFilter",
     "ScenarioSelectionInput",
     "SeatTimeout",
+    "SeatView",
+    "SeatViewSeatView",
+    "SeatViewSeatViewPartners",
+    "SeatViewSeatViewSeen",
+    "SeatViewSeatViewYourTurn",
     "StartSimulation",
     "StartSimulationInput",
     "StartSimulationStartSimulation",
     "StartSimulationStartSimulationEpisode",
+    "StartSimulationStartSimulationSeatTokens",
     "StartSimulationStartSimulationUserErrors",
+    "SubmitAction",
     "SubmitActionInput",
+    "SubmitActionSubmitAction",
+    "SubmitActionSubmitActionEpisode",
+    "SubmitActionSubmitActionUserErrors",
     "TurnOrder",
     "UpdateAgentInput",
     "UpdateRelationshipInput",
@@ -145,4 +176,9 @@ __all__ = [
     "WatchEpisode",
     "WatchEpisodeEpisodeEvents",
     "WatchEpisodeEpisodeEventsTurn",
+    "WatchSeat",
+    "WatchSeatEpisodeEvents",
+    "WatchSeatEpisodeEventsEnvironmentMessage",
+    "WatchSeatEpisodeEventsTurn",
+    "WatchSeatEpisodeEventsYourTurn",
 ]
