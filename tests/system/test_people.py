@@ -184,6 +184,40 @@ async def test_a_person_who_opens_their_stream_while_it_waits_is_told_it_is_thei
     assert (await read(api, pk))["turns"][0]["argument"] == "Sorry I am late"
 
 
+async def test_two_people_in_a_simultaneous_episode_are_both_awaited_each_turn(
+    api: ApiProcess, worker: Process, fake_llm: FakeLLM, episodes: list[str]
+) -> None:
+    """Seats 0 and 1 are people, seat 2 a model, all acting each turn: a turn waits until both
+    people have acted (the first one's action leaves it WAITING for the other), then the model
+    plays its part of the same turn."""
+    pk, tokens, _ = await human_episode(
+        api,
+        fake_llm,
+        "people-simultaneous",
+        episodes,
+        agents=3,
+        humanSeats=[0, 1],
+        turnOrder="SIMULTANEOUS",
+        maxTurns=2,
+    )
+    for turn in (0, 1):
+        found = await until(api, pk, lambda e, t=turn: (e["waiting"] or {}).get("turn") == t)
+        assert found["waiting"]["seats"] == [0, 1], found
+        first = await submit(api.url, speak(pk, 1, tokens[1], f"Seat 1 at {turn}"))
+        assert first["userErrors"] == [] and first["episode"]["status"] == "WAITING", first
+        assert (await read(api, pk))["waiting"]["seats"] == [0]
+        second = await submit(api.url, speak(pk, 0, tokens[0], f"Seat 0 at {turn}"))
+        assert second["userErrors"] == [] and second["episode"]["status"] == "QUEUED", second
+    final = await until(api, pk, status_is(*TERMINAL))
+    assert final["status"] == "COMPLETED", final
+    assert sorted((t["turn"], t["agentIndex"]) for t in final["turns"]) == [
+        (turn, seat) for turn in (0, 1) for seat in (0, 1, 2)
+    ]
+    people = {(t["turn"], t["agentIndex"]): t["argument"] for t in final["turns"]}
+    assert people[(1, 0)] == "Seat 0 at 1" and people[(1, 1)] == "Seat 1 at 1"
+    assert len(final["rewards"]) == 3
+
+
 # --- a person who never answers -------------------------------------------------------------------
 
 
