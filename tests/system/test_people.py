@@ -207,7 +207,7 @@ async def test_two_people_in_a_simultaneous_episode_are_both_awaited_each_turn(
         assert first["userErrors"] == [] and first["episode"]["status"] == "WAITING", first
         assert (await read(api, pk))["waiting"]["seats"] == [0]
         second = await submit(api.url, speak(pk, 0, tokens[0], f"Seat 0 at {turn}"))
-        assert second["userErrors"] == [] and second["episode"]["status"] == "QUEUED", second
+        assert second["userErrors"] == [] and second["sequence"] is not None, second
     final = await until(api, pk, status_is(*TERMINAL))
     assert final["status"] == "COMPLETED", final
     assert sorted((t["turn"], t["agentIndex"]) for t in final["turns"]) == [
@@ -431,7 +431,9 @@ async def test_pause_and_resume_across_a_worker_restart(
         await asyncio.sleep(1.5)  # a new worker leaves a paused episode alone
         assert (await read(api, pk))["turns"] == kept
         resumed = await control(api.url, "resumeSimulation", pk)
-        assert resumed["userErrors"] == [] and resumed["episode"]["status"] == "QUEUED"
+        assert resumed["userErrors"] == [], resumed
+        # Queued again; the worker may have taken it already when the reply reads it.
+        assert resumed["episode"]["status"] in ("QUEUED", "RUNNING", "EVALUATING"), resumed
         final = await until(api, pk, status_is(*TERMINAL))
     assert final["status"] == "COMPLETED", final
     assert final["turns"][: len(kept)] == kept  # every earlier turn kept as it was
@@ -465,7 +467,8 @@ async def test_steps_play_one_turn_each_and_the_last_one_ends_the_episode(
     assert played <= 1
     while played < 2:
         stepped = await control(api.url, "stepSimulation", pk)
-        assert stepped["userErrors"] == [] and stepped["episode"]["status"] == "QUEUED", stepped
+        assert stepped["userErrors"] == [], stepped
+        assert stepped["episode"]["status"] in ("QUEUED", "RUNNING", "PAUSED"), stepped
         found = await until(api, pk, lambda e: e["status"] == "PAUSED" and e["pauseAt"] is None)
         assert len(found["turns"]) == played + 1, found
         played += 1
