@@ -6,13 +6,16 @@ from pathlib import Path
 
 import pytest
 from parley_client import (
+    ActionType,
     EpisodeEventKind,
     EpisodeFilter,
     EpisodeStatus,
     ParleyClient,
     StartSimulationInput,
+    SubmitActionInput,
     UserErrorCode,
     WatchEpisodeEpisodeEvents,
+    WatchSeatEpisodeEvents,
 )
 
 from tests.support.fake_llm import FakeLLM
@@ -176,3 +179,72 @@ async def follow_after(
 ) -> list[WatchEpisodeEpisodeEvents]:
     stream = client.watch_episode(episode_id, after=cursor)
     return [message.episode_events async for message in stream]
+
+
+async def test_a_person_plays_a_seat_to_the_scores(client: ParleyClient, fake_llm: FakeLLM) -> None:
+    """Seat 0 is a person's: the typed client starts the episode with it, follows the seat's
+    own stream, answers each `yourTurn` with submitAction, and reads the scores and what the
+    seat saw once it has ended."""
+    tag = "typed-client-seat"
+    scenario, agents = await make_world(tag)
+    model = fake_llm.model_name()
+    started = await client.start_simulation(
+        StartSimulationInput(
+            scenario_id=scenario,
+            agent_ids=agents,
+            agent_models=[model],
+            judge_model=model,
+            max_turns=4,
+            tag=tag,
+            human_seats=[0],
+        )
+    )
+    payload = started.start_simulation
+    assert payload.user_errors == [] and payload.episode is not None, payload
+    [seat] = payload.seat_tokens
+    assert seat.seat == 0 and seat.token
+    episode_id = payload.episode.id
+
+    events: list[WatchSeatEpisodeEvents] = []
+    async for message in client.watch_seat(episode_id, seat=0, seat_token=seat.token):
+        event = message.episode_events
+        events.append(event)
+        if event.your_turn is None:
+            continue
+        assert event.status == EpisodeStatus.WAITING
+        assert ActionType.SPEAK in event.your_turn.action_types
+        acted = await client.submit_action(
+            SubmitActionInput(
+                episode_id=episode_id,
+                seat=0,
+                seat_token=seat.token,
+                action_type=ActionType.SPEAK,
+                argument=f"Typed at turn {event.your_turn.turn}",
+            )
+        )
+        assert acted.submit_action.user_errors == [], acted
+        assert acted.submit_action.sequence is not None
+    assert [e.your_turn.turn for e in events if e.your_turn is not None] == [0, 2]
+    assert events[-1].status == EpisodeStatus.COMPLETED
+
+    refused = await client.submit_action(
+        SubmitActionInput(
+            episode_id=episode_id,
+            seat=0,
+            seat_token="not-the-token",
+            action_type=ActionType.SPEAK,
+            argument="Too late, and not mine",
+        )
+    )
+    assert [e.code for e in refused.submit_action.user_errors] == [UserErrorCode.FORBIDDEN]
+
+    read = (await client.episode_rewards(episode_id)).episode
+    assert read is not None and read.status == EpisodeStatus.COMPLETED
+    assert [r.agent_index for r in read.rewards] == [0, 1]
+    assert all(r.overall is not None for r in read.rewards)
+    view = (await client.seat_view(episode_id, seat=0, seat_token=seat.token)).seat_view
+    assert view is not None
+    assert view.agent_name == f"Ava0 {tag}" and view.goal and view.your_turn is None
+    mine = [s.argument for s in view.seen if s.speaker == view.agent_name]
+    assert mine == ["Typed at turn 0", "Typed at turn 2"]
+    assert [p.name for p in view.partners] == [f"Ava1 {tag}"]

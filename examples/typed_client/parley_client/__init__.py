@@ -72,16 +72,37 @@ from .list_episodes import (
     ListEpisodesEpisodesNodes,
     ListEpisodesEpisodesPageInfo,
 )
+from .seat_view import (
+    SeatView,
+    SeatViewSeatView,
+    SeatViewSeatViewPartners,
+    SeatViewSeatViewSeen,
+    SeatViewSeatViewYourTurn,
+)
 from .start_simulation import (
     StartSimulation,
     StartSimulationStartSimulation,
     StartSimulationStartSimulationEpisode,
+    StartSimulationStartSimulationSeatTokens,
     StartSimulationStartSimulationUserErrors,
+)
+from .submit_action import (
+    SubmitAction,
+    SubmitActionSubmitAction,
+    SubmitActionSubmitActionEpisode,
+    SubmitActionSubmitActionUserErrors,
 )
 from .watch_episode import (
     WatchEpisode,
     WatchEpisodeEpisodeEvents,
     WatchEpisodeEpisodeEventsTurn,
+)
+from .watch_seat import (
+    WatchSeat,
+    WatchSeatEpisodeEvents,
+    WatchSeatEpisodeEventsEnvironmentMessage,
+    WatchSeatEpisodeEventsTurn,
+    WatchSeatEpisodeEventsYourTurn,
 )
 
 __all__ = [
@@ -138,13 +159,23 @@ __all__ = [
     "ScenarioFilter",
     "ScenarioSelectionInput",
     "SeatTimeout",
+    "SeatView",
+    "SeatViewSeatView",
+    "SeatViewSeatViewPartners",
+    "SeatViewSeatViewSeen",
+    "SeatViewSeatViewYourTurn",
     "StartDraftJobInput",
     "StartSimulation",
     "StartSimulationInput",
     "StartSimulationStartSimulation",
     "StartSimulationStartSimulationEpisode",
+    "StartSimulationStartSimulationSeatTokens",
     "StartSimulationStartSimulationUserErrors",
+    "SubmitAction",
     "SubmitActionInput",
+    "SubmitActionSubmitAction",
+    "SubmitActionSubmitActionEpisode",
+    "SubmitActionSubmitActionUserErrors",
     "TurnOrder",
     "UpdateAgentInput",
     "UpdateRelationshipInput",
@@ -155,4 +186,9 @@ __all__ = [
     "WatchEpisode",
     "WatchEpisodeEpisodeEvents",
     "WatchEpisodeEpisodeEventsTurn",
+    "WatchSeat",
+    "WatchSeatEpisodeEvents",
+    "WatchSeatEpisodeEventsEnvironmentMessage",
+    "WatchSeatEpisodeEventsTurn",
+    "WatchSeatEpisodeEventsYourTurn",
 ]

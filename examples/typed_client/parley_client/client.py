@@ -7,10 +7,13 @@ from typing import Any, Optional, Union
 from .async_base_client import AsyncBaseClient
 from .base_model import UNSET, UnsetType
 from .episode_rewards import EpisodeRewards
-from .input_types import EpisodeFilter, StartSimulationInput
+from .input_types import EpisodeFilter, StartSimulationInput, SubmitActionInput
 from .list_episodes import ListEpisodes
+from .seat_view import SeatView
 from .start_simulation import StartSimulation
+from .submit_action import SubmitAction
 from .watch_episode import WatchEpisode
+from .watch_seat import WatchSeat
 
 
 def gql(q: str) -> str:
@@ -27,6 +30,10 @@ class ParleyClient(AsyncBaseClient):
                 episode {
                   id
                   status
+                }
+                seatTokens {
+                  seat
+                  token
                 }
                 userErrors {
                   field
@@ -130,3 +137,121 @@ class ParleyClient(AsyncBaseClient):
         )
         data = self.get_data(response)
         return ListEpisodes.model_validate(data)
+
+    async def submit_action(
+        self, input: SubmitActionInput, **kwargs: Any
+    ) -> SubmitAction:
+        query = gql("""
+            mutation SubmitAction($input: SubmitActionInput!) {
+              submitAction(input: $input) {
+                sequence
+                episode {
+                  id
+                  status
+                }
+                userErrors {
+                  field
+                  message
+                  code
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="SubmitAction", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return SubmitAction.model_validate(data)
+
+    async def watch_seat(
+        self,
+        id: str,
+        seat: int,
+        seat_token: str,
+        after: Union[Optional[str], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> AsyncIterator[WatchSeat]:
+        query = gql("""
+            subscription WatchSeat($id: ID!, $seat: Int!, $seatToken: String!, $after: String) {
+              episodeEvents(id: $id, as: $seat, seatToken: $seatToken, after: $after) {
+                kind
+                cursor
+                sequence
+                status
+                reason
+                turn {
+                  turn
+                  agentIndex
+                  speaker
+                  actionType
+                  argument
+                  to
+                }
+                environmentMessage {
+                  text
+                  to
+                }
+                yourTurn {
+                  turn
+                  deadline
+                  actionTypes
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {
+            "id": id,
+            "seat": seat,
+            "seatToken": seat_token,
+            "after": after,
+        }
+        async for data in self.execute_ws(
+            query=query, operation_name="WatchSeat", variables=variables, **kwargs
+        ):
+            yield WatchSeat.model_validate(data)
+
+    async def seat_view(
+        self, episode_id: str, seat: int, seat_token: str, **kwargs: Any
+    ) -> SeatView:
+        query = gql("""
+            query SeatView($episodeId: ID!, $seat: Int!, $seatToken: String!) {
+              seatView(episodeId: $episodeId, seat: $seat, seatToken: $seatToken) {
+                seat
+                agentName
+                goal
+                secret
+                background
+                partners {
+                  seat
+                  name
+                  relationship
+                  profile
+                }
+                seen {
+                  sequence
+                  turn
+                  speaker
+                  text
+                  actionType
+                  argument
+                  to
+                }
+                yourTurn {
+                  turn
+                  deadline
+                  actionTypes
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {
+            "episodeId": episode_id,
+            "seat": seat,
+            "seatToken": seat_token,
+        }
+        response = await self.execute(
+            query=query, operation_name="SeatView", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return SeatView.model_validate(data)

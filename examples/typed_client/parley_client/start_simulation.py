@@ -15,6 +15,9 @@ class StartSimulation(BaseModel):
 
 class StartSimulationStartSimulation(BaseModel):
     episode: Optional["StartSimulationStartSimulationEpisode"]
+    seat_tokens: list["StartSimulationStartSimulationSeatTokens"] = Field(
+        alias="seatTokens"
+    )
     user_errors: list["StartSimulationStartSimulationUserErrors"] = Field(
         alias="userErrors"
     )
@@ -23,6 +26,11 @@ class StartSimulationStartSimulation(BaseModel):
 class StartSimulationStartSimulationEpisode(BaseModel):
     id: str
     status: EpisodeStatus
+
+
+class StartSimulationStartSimulationSeatTokens(BaseModel):
+    seat: int
+    token: str
 
 
 class StartSimulationStartSimulationUserErrors(BaseModel):
