@@ -19,7 +19,15 @@ from graph.errors import UserInputError
 from graph.game_types import EpisodeGame, episode_game_type
 from graph.listed import Listed
 from graph.projection import Reads
-from graph.seat_types import EnvironmentMessage, HumanSeat, Perspective, Waiting, YourTurn
+from graph.seat_types import (
+    DimensionScore,
+    EnvironmentMessage,
+    HumanSeat,
+    Perspective,
+    Waiting,
+    YourTurn,
+    dimension_scores,
+)
 from graph.types import Agent, Relationship, Scenario, load_agent
 from graph.usage_types import ModelUsage
 from lifecycle.transitions import EpisodeEvent as StoredEvent
@@ -86,12 +94,6 @@ class Turn:
         return when(self.record.at)
 
 
-@strawberry.type(description="A score on one evaluation dimension.")
-class DimensionScore:
-    dimension: str = strawberry.field(description="Dimension name.")
-    score: float = strawberry.field(description="The judge's score.")
-
-
 async def reward_agent(root: "Reward", info: Info) -> Agent | None:
     return await load_agent(info, root.agent_id) if root.agent_id else None
 
@@ -119,9 +121,7 @@ def rewards_of(
             out.append(Reward(agent_index=i, agent_id=pk, overall=None, dimensions=[]))
             continue
         overall, detail = reward
-        dims = [
-            DimensionScore(dimension=k, score=v) for k, v in detail.items() if k != "overall_score"
-        ]
+        dims = dimension_scores(detail)
         out.append(Reward(agent_index=i, agent_id=pk, overall=overall, dimensions=dims))
     return out
 
@@ -461,6 +461,7 @@ EPISODE_READS = Reads.of(
         "injections",
         "status",
         "waiting",
+        "rewards",
     ),
     created_at=("created_at",),
     started_at=("started_at",),

@@ -14,6 +14,23 @@ def _at(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
+@strawberry.type(description="A score on one evaluation dimension.")
+class DimensionScore:
+    dimension: str = strawberry.field(description="Dimension name.")
+    score: float = strawberry.field(description="The judge's score.")
+
+
+def dimension_scores(detail: dict[str, float]) -> list[DimensionScore]:
+    """A reward's dimensions (Sotopia's `overall_score` is its overall, not one of them)."""
+    return [DimensionScore(dimension=k, score=v) for k, v in detail.items() if k != "overall_score"]
+
+
+@strawberry.type(description="The judge's scores of one agent.")
+class SeatScore:
+    overall: float = strawberry.field(description="The overall score.")
+    dimensions: list[DimensionScore] = strawberry.field(description="Each dimension's score.")
+
+
 @strawberry.type(description="A human seat's secret, shown once: send it as `seatToken`.")
 class SeatToken:
     seat: int = strawberry.field(description="The seat (0-based, in agent order).")
@@ -146,6 +163,17 @@ class Perspective:
             )
             for s in self.view.seen
         ]
+
+    @strawberry.field(
+        description="The judge's scores of this agent, once COMPLETED (only its own: the "
+        "judge's reasoning speaks of every agent's goal and secret)."
+    )
+    def score(self) -> SeatScore | None:
+        reward = self.view.reward
+        if reward is None:
+            return None
+        overall, detail = reward
+        return SeatScore(overall=overall, dimensions=dimension_scores(detail))
 
     @strawberry.field(description="Set while the episode waits for this seat.")
     def your_turn(self) -> YourTurn | None:

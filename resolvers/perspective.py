@@ -72,6 +72,8 @@ class View:
     partners: list[Partner]
     seen: list[Seen]
     your_turn: YourTurn | None
+    reward: tuple[float, dict[str, float]] | None = None
+    """The agent's own scores, once the episode is COMPLETED."""
 
 
 def your_turn(
@@ -133,7 +135,15 @@ def view(episode: EpisodeLog, setup: EpisodeSetup, seat: int) -> View:
         partners=partners,
         seen=sorted([*turns, *told], key=lambda s: s.sequence),
         your_turn=your_turn(waiting, seat, action_types(episode, setup, seat)),
+        reward=own_reward(episode, seat),
     )
+
+
+def own_reward(episode: EpisodeLog, seat: int) -> tuple[float, dict[str, float]] | None:
+    if episode.status != EpisodeStatus.COMPLETED or seat >= len(episode.rewards):
+        return None
+    reward = episode.rewards[seat]
+    return None if isinstance(reward, float | int) else (reward[0], dict(reward[1]))
 
 
 async def perspective(episode: EpisodeLog, seat: int) -> tuple[View | None, list[UserError]]:

@@ -14,6 +14,7 @@ from lifecycle import start
 from lifecycle.seats import Seats
 from lifecycle.services import Services
 from lifecycle.worker import Worker, WorkerConfig
+from resolvers.perspective import perspective
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import FakeLLM
@@ -84,6 +85,10 @@ async def test_a_person_plays_a_seat_against_a_model_to_the_scores(
     assert episode.agent_classes == ["HumanAgent", "LLMAgent"]
     assert len(episode.rewards) == 2
     assert await services.client.zscore(keys.DEADLINES, pk) is None
+    view, _ = await perspective(episode, 0)
+    assert view is not None and view.reward is not None
+    own = episode.rewards[0]
+    assert isinstance(own, tuple) and view.reward == (own[0], own[1])  # its own, only its own
 
 
 async def expire(services: Services, pk: str) -> None:
