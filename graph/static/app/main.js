@@ -5,6 +5,7 @@ import { clear, currentRoute, h } from "./dom.js";
 import { loadOperations } from "./operations.js";
 import { episodePage } from "./pages/episode.js";
 import { episodesPage } from "./pages/episodes.js";
+import { seatPage } from "./pages/seat.js";
 import { experimentRoutes } from "./pages/experiments.js";
 import { startPage } from "./pages/start.js";
 import { worldRoutes } from "./pages/world.js";
@@ -16,6 +17,7 @@ const ROUTES = [
   [/^\/$/, episodesPage, "episodes"],
   [/^\/episodes\/([^/]+)$/, episodePage, "episodes"],
   [/^\/start$/, startPage, "start"],
+  [/^\/seat\/([^/]+)\/(\d+)$/, seatPage, "episodes"],
   ...experimentRoutes,
   ...worldRoutes,
 ];
