@@ -32,6 +32,10 @@ mutation($input: StartSimulationInput!) {
   }
 }"""
 SEEN = ".transcript li"
+SEAT_SETUP = """
+query($id: ID!) {
+  episode(id: $id) { humanSeats { seat claimed } seatDeadlineSeconds onSeatTimeout standInModel }
+}"""
 ENVIRONMENT = """
 query($id: ID!) {
   episode(id: $id) {
@@ -59,19 +63,25 @@ async def status_is(page: Page, status: str, timeout: float = WAIT_MS) -> None:
     await expect(page.locator("main h1")).to_have_attribute("data-status", status, timeout=timeout)
 
 
-async def start_from_the_form(page: Page, agent_model: str, turns: int, tag: str) -> str:
+async def start_from_the_form(
+    tab: AppPage, agent_model: str, turns: int, tag: str, shots: Path | None = None
+) -> str:
     """Fill the start form with Tobias Hale played by a person against Marisol Quintero; the
     episode's id, read from the link to its seat page."""
+    page = tab.page
     await page.get_by_label("Search scenario").fill("van")
     await page.get_by_label("used_van_sale", exact=False).check()
     await page.get_by_label("Tobias Hale").check()
     await page.get_by_label("Marisol Quintero").check()
-    await page.get_by_label("Tobias Hale: a person").check()
+    await page.get_by_label("Tobias Hale (seat 1)").check()
     await page.get_by_label("Agents' model").select_option(agent_model)
     await page.get_by_label("Judge's model").select_option(agent_model)
     await page.get_by_label("Turn limit").fill(str(turns))
     await page.get_by_label("Tag", exact=True).fill(tag)
     await page.get_by_label("Seconds for each turn").fill("900")
+    await page.get_by_label("If a person does not act in time").select_option("STAND_IN")
+    if shots:
+        await snap(tab, shots, "start-form-person")
     await page.get_by_role("button", name="Start simulation").click()
     link = page.locator('.seat-links a.seat-link[data-seat="0"]')
     await expect(link).to_be_visible()
@@ -107,18 +117,31 @@ async def test_a_person_plays_a_seat_from_the_start_page_to_the_scores(
     tag = unique("seat")
     async with AppPage.open(browser, service.url, "#/start") as tab:
         page = tab.page
-        episode_id = await start_from_the_form(page, MODEL, 4, tag)
+        episode_id = await start_from_the_form(tab, MODEL, 4, tag, shots)
         await snap(tab, shots, "start-seat-links")
         await page.get_by_role("button", name="Open seat 1").click()
         await page.wait_for_url(re.compile(f"#/seat/{episode_id}/0$"))  # the token left the URL
         await expect(page.locator("main h1")).to_contain_text("Tobias Hale")
         await expect(page.locator(".me .goal")).not_to_be_empty()
         await expect(page.locator(".me h2")).to_have_text("You are Tobias Hale")
+        episode_page = f"#/episodes/{episode_id}"
         with service.worker("seat-worker"):
             await play(page, "Hello, I saw your van listing.")
 
             async def shoot() -> None:
                 await snap(tab, shots, "seat-page")
+                async with AppPage.open(browser, service.url, episode_page) as watcher:
+                    progress = watcher.page.locator(".progress")
+                    await expect(progress).to_have_attribute("data-status", "WAITING")
+                    await expect(progress).to_contain_text("waiting for Tobias Hale (seat 1)")
+                    await expect(progress.locator(".countdown")).to_contain_text("left")
+                    await expect(watcher.page.locator("table.agents .human")).to_have_count(1)
+                    # going on after a person's turn is no lost worker's new attempt
+                    await expect(watcher.page.locator(".attempt-reset")).to_have_count(0)
+                    title = watcher.page.locator("#transcript-title")
+                    await expect(title).to_have_text("Transcript")
+                    await snap(watcher, shots, "episode-waiting")
+                    assert await watcher.clean() == []
 
             cash = "Between us: I can pay cash today."
             await play(page, cash, to="Marisol Quintero", before_sending=shoot)
@@ -144,6 +167,13 @@ async def test_a_person_plays_a_seat_from_the_start_page_to_the_scores(
     ]
     assert [t["to"] for t in mine] == [[], ["Marisol Quintero"]]
     assert [t["turn"] for t in record["turns"]] == [0, 1, 2, 3]
+    setup = await post(service.url, SEAT_SETUP, {"id": episode_id})
+    assert setup["episode"] == {
+        "humanSeats": [{"seat": 0, "claimed": True}],
+        "seatDeadlineSeconds": 900.0,
+        "onSeatTimeout": "STAND_IN",
+        "standInModel": MODEL,
+    }
 
 
 async def test_a_wrong_seat_token_is_refused_plainly_and_changes_nothing(
@@ -326,7 +356,7 @@ async def test_a_person_plays_against_the_embedded_model_to_the_scores(
     tag = unique("local-seat")
     async with AppPage.open(browser, service.url, "#/start") as tab:
         page = tab.page
-        episode_id = await start_from_the_form(page, LOCAL_MODEL, 2, tag)
+        episode_id = await start_from_the_form(tab, LOCAL_MODEL, 2, tag)
         await page.get_by_role("button", name="Open seat 1").click()
         await page.wait_for_url(re.compile(f"#/seat/{episode_id}/0$"))
         with service.worker("local-worker"):

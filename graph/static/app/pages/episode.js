@@ -68,7 +68,9 @@ export function seatNames(agents, seats) {
 /** The RUNNING change that began the current attempt, when that attempt is not the first. */
 function newAttemptChange(episode) {
   if (episode.attempt < 2) return null;
-  return episode.statusHistory.findLast((c) => c.status === "RUNNING" && c.attempt === episode.attempt) || null;
+  const change = episode.statusHistory.findLast((c) => c.status === "RUNNING" && c.attempt === episode.attempt);
+  // Going on after a person's turn or a pause begins an attempt too, with no reason: not news.
+  return change && change.reason ? change : null;
 }
 
 function resetNotice(episode, live) {
@@ -289,7 +291,7 @@ export async function episodePage({ api, main, setConnection }, id) {
   const drawTranscript = (live = false) => {
     notice.replaceChildren(resetNotice(episode, live) || "");
     if (viewAs !== "") return drawPerspective();
-    transcriptTitle.textContent = episode.attempt > 1 ? `Transcript (attempt ${episode.attempt})` : "Transcript";
+    transcriptTitle.textContent = newAttemptChange(episode) ? `Transcript (attempt ${episode.attempt})` : "Transcript";
     transcript.dataset.view = "everyone";
     transcript.replaceChildren(...transcriptItems(episode.turns, episode.environmentMessages));
   };

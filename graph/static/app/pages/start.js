@@ -91,22 +91,37 @@ export async function startPage({ api, main }) {
 
   const seats = [];
   const people = new Set(); // the agents a person plays instead of a model
-  const seatList = h("ol", { class: "seats", "aria-live": "polite", dataset: { field: "humanSeats" } });
+  const seatList = h("ol", { class: "seats", "aria-live": "polite" });
+  const personList = h("ul", { class: "choices people-seats", dataset: { field: "humanSeats" } });
+  const personField = h(
+    "fieldset",
+    { class: "field", hidden: true },
+    h("legend", {}, "Played by a person instead of a model"),
+    personList,
+  );
   const peopleFields = h("fieldset", { class: "field people", hidden: true }, h("legend", {}, "People in seats"));
   const drawSeats = () => {
     seatList.replaceChildren(
-      ...seats.map((agentId) => {
+      ...seats.map((agentId) => h("li", {}, agents.find((a) => a.id === agentId).name)),
+    );
+    if (!seats.length) seatList.append(h("li", { class: "hint" }, "Pick two or more agents; the order you pick them in is the seat order."));
+    personList.replaceChildren(
+      ...seats.map((agentId, i) => {
         const name = agents.find((a) => a.id === agentId).name;
-        const box = h("input", { type: "checkbox", id: `person-${agentId}`, checked: people.has(agentId) });
+        const box = h("input", {
+          type: "checkbox",
+          id: `person-${agentId}`,
+          checked: people.has(agentId),
+        });
         box.addEventListener("change", () => {
           if (box.checked) people.add(agentId);
           else people.delete(agentId);
           peopleFields.hidden = people.size === 0;
         });
-        return h("li", {}, h("span", { class: "seat-name" }, name), " ", h("span", { class: "recipient" }, box, h("label", { for: box.id }, `${name}: a person`)));
+        return h("li", {}, box, h("label", { for: box.id }, `${name} (seat ${i + 1})`));
       }),
     );
-    if (!seats.length) seatList.append(h("li", { class: "hint" }, "Pick two or more agents; the order you pick them in is the seat order."));
+    personField.hidden = seats.length === 0;
     peopleFields.hidden = people.size === 0;
   };
 
@@ -115,7 +130,6 @@ export async function startPage({ api, main }) {
   agentField.append(h("p", { class: "hint" }, "Seats:"), seatList);
   agentField.addEventListener("change", (event) => {
     const box = event.target;
-    if (box.name !== "agentIds") return;
     const at = seats.indexOf(box.value);
     if (box.checked && at < 0) seats.push(box.value);
     if (!box.checked && at >= 0) seats.splice(at, 1);
@@ -169,6 +183,8 @@ export async function startPage({ api, main }) {
     h("div", { class: "form-errors", role: "alert" }),
     scenarioField,
     agentField,
+    personField,
+    peopleFields,
     field("agentModels", "Agents' model", agentModel),
     field("judgeModel", "Judge's model", judgeModel),
     field("otherModel", "Or another model for both", otherModel, "Any OpenAI-compatible endpoint, as custom/<model>@<base_url>."),
@@ -185,7 +201,6 @@ export async function startPage({ api, main }) {
     field("evaluationDimensionListId", "Dimensions", dimensions),
     field("tag", "Tag", tag),
     field("redelivery", "If its worker is lost", redelivery),
-    peopleFields,
     submit,
   );
   form.addEventListener("submit", async (event) => {
