@@ -14,7 +14,7 @@ from engine.models import LOCAL_MODEL
 from storage.models import EpisodeLog
 from tests.graph import test_webapp
 from tests.graph.test_webapp import MODEL, TURNS, Service, completed, snap, unique
-from tests.support.browser import WAIT_MS, AppPage
+from tests.support.browser import PHONE, WAIT_MS, AppPage
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.server import CANCEL
 from tests.support.simulation import episode, make_world, post, start_input
@@ -158,6 +158,13 @@ async def test_a_person_plays_a_seat_from_the_start_page_to_the_scores(
         assert await tab.clean() == []
         token = next(v["seatToken"] for v in tab.subscribe_variables() if "seatToken" in v)
         assert not [r.url for r in tab.requests if token in r.url]  # only ever the argument
+    link = f"#/seat/{episode_id}/0?token={token}"
+    async with AppPage.open(browser, service.url, link, PHONE) as phone:
+        await status_is(phone.page, "COMPLETED")
+        await expect(phone.page.locator("figure.scores")).to_have_count(2)
+        overflow = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        assert await phone.page.evaluate(overflow) <= 0
+        await snap(phone, shots, "seat-page-phone")
     record = await stored(service.url, episode_id)
     assert record["status"] == "COMPLETED"
     mine = [t for t in record["turns"] if t["speaker"] == "Tobias Hale"]

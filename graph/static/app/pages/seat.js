@@ -272,7 +272,7 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
     gate,
     h(
       "div",
-      { class: "columns" },
+      { class: "columns seat-columns" },
       h(
         "div",
         { class: "column-main" },
