@@ -182,7 +182,7 @@ export async function episodePage({ api, main, setConnection }, id) {
     const pausing = episode.status === "RUNNING" && episode.pauseAt !== null && episode.pauseAt !== undefined;
     const phase = {
       QUEUED: "Waiting for a worker",
-      RUNNING: `Turn ${turn} of ${maxTurns}${pausing ? " (pauses before its next turn)" : ""}`,
+      RUNNING: `Turn ${turn} of ${maxTurns}${pausing ? ` (pauses before ${episode.pauseAt ? `turn #${episode.pauseAt}` : "its next turn"})` : ""}`,
       WAITING: waiting ? `Turn #${waiting.turn} of ${maxTurns}: waiting for ${seatNames(episode.agents, waiting.seats)}` : "Waiting for a person",
       PAUSED: `Paused after ${turn} of ${maxTurns} turns: resume or step to go on`,
       EVALUATING: "The judge is scoring",
