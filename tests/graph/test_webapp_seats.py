@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, WebSocketRoute, expect
 
 from engine.models import LOCAL_MODEL
 from storage.models import EpisodeLog
@@ -32,6 +32,8 @@ mutation($input: StartSimulationInput!) {
   }
 }"""
 SEEN = ".transcript li"
+RESUME = """
+mutation($id: ID!) { resumeSimulation(input: {id: $id}) { userErrors { message } } }"""
 SEAT_SETUP = """
 query($id: ID!) {
   episode(id: $id) { humanSeats { seat claimed } seatDeadlineSeconds onSeatTimeout standInModel }
@@ -220,10 +222,10 @@ async def test_a_wrong_seat_token_is_refused_plainly_and_changes_nothing(
 async def test_pause_step_and_resume_from_the_episode_page_drive_the_status(
     browser: Any, service: Service, shots: Path, fake_llm: FakeLLM
 ) -> None:
-    fake_llm.delay = 0.2
+    fake_llm.delay = 0.5
     tag = unique("control")
     scenario, agents = await make_world(tag)
-    variables = start_input(scenario, agents, MODEL, maxTurns=4, tag=tag)
+    variables = start_input(scenario, agents, MODEL, maxTurns=10, tag=tag)
     episode_id, _ = await start_with_seats(service.url, variables)
     async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
         page = tab.page
@@ -235,7 +237,7 @@ async def test_pause_step_and_resume_from_the_episode_page_drive_the_status(
         await expect(resume).to_be_disabled()
         await pause.click()
         await status_is(page, "PAUSED")
-        await expect(page.locator(".progress")).to_contain_text("Paused after 0 of 4 turns")
+        await expect(page.locator(".progress")).to_contain_text("Paused after 0 of 10 turns")
         await expect(pause).to_be_disabled()
         await expect(resume).to_be_enabled()
         await snap(tab, shots, "episode-paused")
@@ -243,17 +245,53 @@ async def test_pause_step_and_resume_from_the_episode_page_drive_the_status(
             await step.click()
             await expect(page.locator(TURNS)).to_have_count(1)
             await status_is(page, "PAUSED")
-            await expect(page.locator(".progress")).to_contain_text("Paused after 1 of 4 turns")
+            await expect(page.locator(".progress")).to_contain_text("Paused after 1 of 10 turns")
             await page.wait_for_timeout(500)  # a worker that did not pause would play on
             assert len((await EpisodeLog.get(episode_id)).turns) == 1
             await resume.click()
+            await status_is(page, "RUNNING")
+            await expect(page.locator(TURNS).nth(1)).to_be_attached()
+            await pause.click()  # a running episode pauses before its next turn
+            await status_is(page, "PAUSED")
+            paused_at = len((await EpisodeLog.get(episode_id)).turns)
+            assert 2 <= paused_at < 10
+            await expect(page.locator(TURNS)).to_have_count(paused_at)
+            await resume.click()
             await completed(tab)
-        await expect(page.locator(TURNS)).to_have_count(4)
+        await expect(page.locator(TURNS)).to_have_count(10)
         await expect(page.get_by_role("button", name="Pause")).to_have_count(0)
         assert await tab.clean() == []
     record = await stored(service.url, episode_id)
-    assert [h["status"] for h in record["statusHistory"]].count("PAUSED") == 2
-    assert len(record["turns"]) == 4
+    assert [h["status"] for h in record["statusHistory"]].count("PAUSED") == 3
+    assert len(record["turns"]) == 10
+
+
+class HeldBack:
+    """Forwards the server's websocket frames to the page, except while held: then they wait,
+    so the page shows a status the episode has already left."""
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.waiting: list[tuple[WebSocketRoute, str | bytes]] = []
+
+    async def route(self, page: Page) -> None:
+        await page.route_web_socket(re.compile(r"/graphql$"), self._connect)
+
+    def _connect(self, ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        server.on_message(lambda message: self._to_page(ws, message))
+
+    def _to_page(self, ws: WebSocketRoute, message: str | bytes) -> None:
+        if self.holding:
+            self.waiting.append((ws, message))
+        else:
+            ws.send(message)
+
+    def release(self) -> None:
+        self.holding = False
+        for ws, message in self.waiting:
+            ws.send(message)
+        self.waiting.clear()
 
 
 async def test_a_control_that_makes_no_sense_now_is_refused_on_the_page(
@@ -262,14 +300,29 @@ async def test_a_control_that_makes_no_sense_now_is_refused_on_the_page(
     tag = unique("refused")
     scenario, agents = await make_world(tag)
     episode_id, _ = await start_with_seats(service.url, start_input(scenario, agents, MODEL))
-    async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
+    held = HeldBack()
+    async with AppPage.open(browser, service.url, "#/nowhere") as tab:  # no stream yet
         page = tab.page
+        await expect(page.locator("main h1")).to_have_text("Not found")
+        await held.route(page)
+        await tab.go(f"#/episodes/{episode_id}")
         await status_is(page, "QUEUED")
         await page.get_by_role("button", name="Pause").click()
         await status_is(page, "PAUSED")
+        held.holding = True
+        await post(service.url, RESUME, {"id": episode_id})  # elsewhere: the page cannot know
+        before = await stored(service.url, episode_id)
+        await page.get_by_role("button", name="Resume").click()
+        await expect(page.locator(".control-note [role=alert]")).to_contain_text(
+            "the episode is QUEUED"
+        )
+        assert await stored(service.url, episode_id) == before
+        held.release()
+        await status_is(page, "QUEUED")
         await post(service.url, CANCEL, {"id": episode_id})
         await status_is(page, "CANCELLED")
         await expect(page.get_by_role("button", name="Resume")).to_have_count(0)
+        await expect(page.locator(".inject-form")).to_be_hidden()
         assert await tab.clean() == []
 
 
