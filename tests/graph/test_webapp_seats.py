@@ -16,7 +16,7 @@ from tests.graph import test_webapp
 from tests.graph.test_webapp import MODEL, TURNS, Service, completed, snap, unique
 from tests.support.browser import PHONE, WAIT_MS, AppPage
 from tests.support.fake_llm import FakeLLM, Rule
-from tests.support.server import CANCEL
+from tests.support.server import CANCEL, graphql, serve
 from tests.support.simulation import episode, make_world, post, start_input
 
 browser = test_webapp.browser
@@ -196,7 +196,7 @@ async def test_a_wrong_seat_token_is_refused_plainly_and_changes_nothing(
     async with AppPage.open(browser, service.url, f"#/seat/{episode_id}/0?token=wrong") as tab:
         page = tab.page
         refused = page.locator(".seat-refused")
-        await expect(refused).to_contain_text("wrong or missing seat token")
+        await expect(refused).to_contain_text("not the token of this seat")
         await expect(page.locator(".act-form")).to_be_hidden()
         assert "wrong" not in page.url
         await snap(tab, shots, "seat-wrong-token")
@@ -406,6 +406,37 @@ async def test_the_perspective_switch_hides_another_agents_private_message(
         assert await tab.clean() == []
     turns = (await episode(service.url, episode_id))["turns"]
     assert [t["argument"] for t in turns][2] == "Keep this between us."
+
+
+async def test_a_participant_needs_no_api_token_and_reaches_only_their_seat(
+    browser: Any, redis_url: str, redis_client: Any, tmp_path: Path, shots: Path, fake_llm: FakeLLM
+) -> None:
+    tag = unique("seat-only")
+    scenario, agents = await make_world(tag)
+    model = fake_llm.model_name()
+    variables = {"input": start_input(scenario, agents, model, tag=tag, humanSeats=[1])}
+    async with serve(redis_url, tmp_path, tokens="alpha") as url:
+        started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
+        assert started["userErrors"] == [], started
+        episode_id, token = started["episode"]["id"], started["seatTokens"][0]["token"]
+        async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token={token}") as tab:
+            page = tab.page
+            await expect(page.locator(".me h2")).to_have_text(f"You are Ava1 {tag}")
+            await expect(page.locator("main h1")).to_have_attribute("data-status", "QUEUED")
+            assert await page.get_by_role("heading", name="A token is needed").count() == 0
+            await page.get_by_label("What you say or do").fill("Hello")
+            await page.get_by_role("button", name="Send").click()
+            await expect(page.locator(".act-form [role=alert]").first).to_contain_text(
+                "not waiting for this seat"
+            )
+            sent = {h.get("authorization") for h in await tab.graphql_posts()}
+            assert sent == {f"Seat {token}"}
+            assert tab.connection_inits() == [{"seatToken": token}]
+            await snap(tab, shots, "seat-page-seat-token-only")
+            await tab.go("#/")  # the rest of the app needs an API token
+            await expect(page.get_by_role("heading", name="A token is needed")).to_be_visible()
+            assert tab.foreign_requests() == [] and await tab.csp_violations() == []
+        await graphql(url, CANCEL, {"id": episode_id}, "alpha")
 
 
 @pytest.mark.slow

@@ -1,12 +1,13 @@
 // A person's seat: their agent's background, goal and secret, the conversation as that agent
-// sees it (episodeEvents as the seat, with its token), whose turn it is with a countdown, a box
-// to act, and the scores at the end. The seat token comes in the address once and is then kept
-// for this browser tab only; it is sent nowhere but as the seatToken argument.
+// sees it (seatView, then episodeEvents as the seat), whose turn it is with a countdown, a box to
+// act, and the scores at the end. The seat token comes in the address once and is then kept for
+// this browser tab only; it is sent as the seatToken argument and, where the tab has no API
+// token, as the `Seat` credentials that allow only these operations.
 
 import { scoreChart } from "../chart.js";
 import { append, clear, h, statusBadge, words } from "../dom.js";
 import { ACTION_TYPES, TERMINAL, chosenRecipients, countdown, recipientsField, showFieldErrors } from "./common.js";
-import { rangesOf, seatNames, seenItem } from "./episode.js";
+import { rangesOf, seenItem } from "./episode.js";
 
 const tokenKey = (id, seat) => `parley-seat:${id}:${seat}`;
 
@@ -15,6 +16,14 @@ export function seatLink(id, seat, token) {
   const base = `#/seat/${encodeURIComponent(id)}/${seat}`;
   return token ? `${base}?token=${encodeURIComponent(token)}` : base;
 }
+
+/** On a seat's page, its token (taken out of the address); elsewhere null. */
+export function seatTokenOf(path, query) {
+  const match = SEAT_ROUTE.exec(path);
+  return match ? takeToken(decodeURIComponent(match[1]), Number(match[2]), query) : null;
+}
+
+export const SEAT_ROUTE = /^\/seat\/([^/]+)\/(\d+)$/;
 
 /** The token for this seat: from the address (then moved out of it), or kept from before. */
 function takeToken(id, seat, query) {
@@ -49,30 +58,30 @@ function tokenForm(id, seat, message, onToken) {
   return form;
 }
 
-export async function seatPage({ api, main, query, setConnection }, id, seatText) {
+const REFUSED = "This seat token is not the token of this seat (or the seat is not played by a person).";
+
+export async function seatPage({ api, main, setConnection }, id, seatText) {
   const seat = Number.parseInt(seatText, 10);
-  const first = await api.request("SeatEpisode", { id });
-  const episode = first.episode;
-  if (!episode) {
+  const retry = () => location.reload(); // a new token: the page starts again with it
+  const token = sessionStorage.getItem(tokenKey(id, seat));
+  if (!token) {
+    main.append(h("h1", {}, "Play a seat"), tokenForm(id, seat, null, retry));
+    return null;
+  }
+  const first = await api.request("SeatView", { id, seat, seatToken: token });
+  if (!first.seatView) {
     main.append(
-      h("h1", {}, "Episode not found"),
-      h("p", { class: "error", role: "alert" }, "There is no episode with the id ", h("code", {}, id), "."),
+      h("h1", {}, "Play a seat"),
+      h("p", { class: "error seat-refused", role: "alert" }, REFUSED),
+      tokenForm(id, seat, null, retry),
     );
     return null;
   }
-  const agent = episode.agents[seat];
-  if (!agent || !episode.humanSeats.some((s) => s.seat === seat)) {
-    main.append(
-      h("h1", {}, "No such seat"),
-      h("p", { class: "error", role: "alert" }, `Seat ${seatText} of this episode is not played by a person.`),
-      h("p", {}, h("a", { href: `#/episodes/${encodeURIComponent(id)}` }, "See the episode")),
-    );
-    return null;
-  }
-  const names = episode.agents.map((a) => (a ? a.name : "?"));
-  let status = episode.status;
-  let waiting = episode.waiting;
-  let view = null;
+  let view = first.seatView;
+  const names = [view.agentName, ...view.partners.map((p) => p.name)];
+  const nameOf = Object.fromEntries([[seat, view.agentName], ...view.partners.map((p) => [p.seat, p.name])]);
+  let status = null;
+  let waiting = null;
   let stopStream = null;
 
   const title = h("h1", {});
@@ -85,7 +94,7 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
 
   const actionType = h("select", { id: "action-type", name: "action-type" });
   const argument = h("textarea", { id: "action-argument", name: "action-argument", rows: "3" });
-  const recipients = recipientsField("action-to", "Privately to", names.filter((_, i) => i !== seat));
+  const recipients = recipientsField("action-to", "Privately to", names.slice(1));
   const send = h("button", { type: "submit" }, "Send");
   const sent = h("p", { class: "hint sent", role: "status" });
   const form = h(
@@ -116,7 +125,6 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
     event.preventDefault();
     sent.textContent = "";
     send.disabled = true;
-    const token = sessionStorage.getItem(tokenKey(id, seat)) || "";
     const input = {
       episodeId: id,
       seat,
@@ -129,6 +137,7 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
       const result = (await api.request("SubmitAction", { input })).submitAction;
       showFieldErrors(form, result.userErrors);
       if (!result.userErrors.length) {
+        if (result.perspective) view = result.perspective;
         argument.value = "";
         for (const box of recipients.querySelectorAll("input:checked")) box.checked = false;
         sent.textContent = "Sent.";
@@ -141,8 +150,8 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
   });
 
   const drawTitle = () => {
-    title.replaceChildren(`${agent.name}`, " ", statusBadge(status));
-    title.dataset.status = status;
+    title.replaceChildren(view.agentName, " ", status ? statusBadge(status) : "");
+    if (status) title.dataset.status = status;
   };
 
   const drawBanner = () => {
@@ -150,14 +159,16 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
     banner.dataset.yours = yours ? "true" : "false";
     banner.dataset.status = status;
     if (yours) {
-      banner.replaceChildren(`Your turn (#${yours.turn} of ${episode.progress.maxTurns} turns): `, countdown(yours.deadline));
+      banner.replaceChildren(`Your turn (#${yours.turn}): `, countdown(yours.deadline));
       return;
     }
     if (status === "WAITING" && waiting) {
-      banner.replaceChildren(`Waiting for ${seatNames(episode.agents, waiting.seats)}: `, countdown(waiting.deadline));
+      const whom = waiting.seats.map((s) => `${nameOf[s] ?? "?"} (seat ${s + 1})`).join(", ");
+      banner.replaceChildren(`Waiting for ${whom}: `, countdown(waiting.deadline));
       return;
     }
     const text = {
+      null: "Connecting…",
       QUEUED: "The others are about to move: waiting for a worker…",
       RUNNING: "The others are taking their turn…",
       WAITING: "Waiting for a person…",
@@ -197,7 +208,13 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
   };
 
   const drawResults = async () => {
-    const data = await api.request("SeatEpisode", { id });
+    let data;
+    try {
+      data = await api.request("SeatScores", { id });
+    } catch {
+      results.replaceChildren(h("p", { class: "hint" }, "The scores are shown to those with access to the whole episode."));
+      return;
+    }
     const ended = data.episode;
     if (!ended) return;
     clear(results);
@@ -238,9 +255,7 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
     form.hidden = TERMINAL.has(status) || status === "EVALUATING";
   };
 
-  const follow = (token) => {
-    if (stopStream) stopStream();
-    gate.replaceChildren();
+  const follow = () => {
     stopStream = api.follow("WatchSeat", { id, seat, seatToken: token }, {
       event: (event) => {
         status = event.status;
@@ -258,7 +273,7 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
         form.hidden = true;
         gate.replaceChildren(
           h("p", { class: "error seat-refused", role: "alert" }, error.message),
-          tokenForm(id, seat, null, follow),
+          tokenForm(id, seat, null, retry),
         );
       },
     });
@@ -266,7 +281,7 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
 
   main.append(
     title,
-    h("p", { class: "summary" }, episode.scenario ? `${episode.scenario.codename}: ${episode.scenario.scenario}` : `Episode ${id}`),
+    h("p", { class: "summary" }, `Episode ${id}, seat ${seat + 1}`),
     banner,
     streamNote,
     gate,
@@ -284,11 +299,8 @@ export async function seatPage({ api, main, query, setConnection }, id, seatText
     ),
   );
   draw();
-  form.hidden = true; // until the stream shows the seat is this person's
-
-  const token = takeToken(id, seat, query);
-  if (token) follow(token);
-  else gate.replaceChildren(tokenForm(id, seat, null, follow));
+  form.hidden = true; // until the stream says where the episode is
+  follow();
   return () => {
     if (stopStream) stopStream();
   };
