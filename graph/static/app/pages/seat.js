@@ -137,7 +137,10 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
       const result = (await api.request("SubmitAction", { input })).submitAction;
       showFieldErrors(form, result.userErrors);
       if (!result.userErrors.length) {
-        if (result.perspective) view = result.perspective;
+        if (result.perspective) {
+          view = result.perspective; // the turn shows at once; the stream confirms it
+          draw();
+        }
         argument.value = "";
         for (const box of recipients.querySelectorAll("input:checked")) box.checked = false;
         sent.textContent = "Sent.";
