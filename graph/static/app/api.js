@@ -27,6 +27,7 @@ export class Api {
     this.operations = operations;
     this.endpoint = endpoint;
     this.onAuthError = () => {};
+    this.seatToken = null; // on a seat's page: sent when there is no API token (a participant's)
   }
 
   document(name) {
@@ -39,12 +40,14 @@ export class Api {
     const headers = { "content-type": "application/json", accept: "application/json" };
     const value = token.get();
     if (value) headers.authorization = "Bearer " + value;
+    else if (this.seatToken) headers.authorization = "Seat " + this.seatToken;
     return headers;
   }
 
   connectionParams() {
     const value = token.get();
-    return value ? { authorization: "Bearer " + value } : {};
+    if (value) return { authorization: "Bearer " + value };
+    return this.seatToken ? { seatToken: this.seatToken } : {};
   }
 
   /** Run a query or mutation; its data, or an ApiError. */

@@ -6,6 +6,7 @@ import { loadOperations } from "./operations.js";
 import { describePage } from "./pages/describe.js";
 import { episodePage } from "./pages/episode.js";
 import { episodesPage } from "./pages/episodes.js";
+import { seatPage, seatTokenOf } from "./pages/seat.js";
 import { experimentRoutes } from "./pages/experiments.js";
 import { startPage } from "./pages/start.js";
 import { worldRoutes } from "./pages/world.js";
@@ -18,6 +19,7 @@ const ROUTES = [
   [/^\/episodes\/([^/]+)$/, episodePage, "episodes"],
   [/^\/start$/, startPage, "start"],
   [/^\/describe$/, describePage, "describe"],
+  [/^\/seat\/([^/]+)\/(\d+)$/, seatPage, "episodes"],
   ...experimentRoutes,
   ...worldRoutes,
 ];
@@ -46,6 +48,7 @@ async function render(api) {
   stopPage = null;
   setConnection("ended");
   const [path, query] = currentRoute();
+  api.seatToken = seatTokenOf(path, query);
   for (const [pattern, page, section] of ROUTES) {
     const match = pattern.exec(path);
     if (!match) continue;
@@ -128,6 +131,7 @@ async function start() {
     tokenGate(api, error.refused ? TOKEN_REFUSED : null);
   };
   window.addEventListener("hashchange", () => render(api));
+  api.seatToken = seatTokenOf(...currentRoute()); // a participant's link needs no API token
   await enter(api);
 }
 

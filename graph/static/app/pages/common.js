@@ -2,7 +2,8 @@
 
 import { h, statusBadge, when } from "../dom.js";
 
-export const STATUSES = ["QUEUED", "RUNNING", "EVALUATING", "COMPLETED", "FAILED", "CANCELLED"];
+export const STATUSES = ["QUEUED", "RUNNING", "WAITING", "PAUSED", "EVALUATING", "COMPLETED", "FAILED", "CANCELLED"];
+export const ACTION_TYPES = ["SPEAK", "NON_VERBAL_COMMUNICATION", "ACTION", "NONE", "LEAVE"];
 export const TERMINAL = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
 export const RELATIONSHIPS = [
   "STRANGER",
@@ -99,4 +100,40 @@ export function showFieldErrors(form, errors) {
   }
   const first = form.querySelector("[aria-invalid]");
   if (first) first.focus();
+}
+
+/** "m:ss left" until an ISO deadline, or that the time is up. */
+export function timeLeft(deadline, now = Date.now()) {
+  const seconds = Math.max(0, Math.ceil((Date.parse(deadline) - now) / 1000));
+  if (seconds === 0) return "time is up";
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes}:${String(seconds % 60).padStart(2, "0")} left`;
+}
+
+/** A span that counts down to `deadline` each second while it is in the page. */
+export function countdown(deadline) {
+  const span = h("span", { class: "countdown", dataset: { deadline } }, timeLeft(deadline));
+  const timer = setInterval(() => {
+    if (!span.isConnected) return clearInterval(timer);
+    span.textContent = timeLeft(deadline);
+  }, 1000);
+  return span;
+}
+
+/** Checkboxes naming agents, for private recipients; none ticked means everyone. */
+export function recipientsField(id, legend, names) {
+  return h(
+    "fieldset",
+    { class: "field recipients", id, dataset: { field: "to" } },
+    h("legend", {}, legend),
+    names.map((name, i) => {
+      const box = h("input", { type: "checkbox", name: id, value: name, id: `${id}-${i}` });
+      return h("span", { class: "recipient" }, box, h("label", { for: box.id }, name));
+    }),
+    h("p", { class: "hint" }, "None ticked: everyone."),
+  );
+}
+
+export function chosenRecipients(fieldset) {
+  return [...fieldset.querySelectorAll("input:checked")].map((box) => box.value);
 }

@@ -2,7 +2,7 @@
 
 import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
 import { clear, h, statusBadge, when, words } from "../dom.js";
-import { TERMINAL } from "./common.js";
+import { TERMINAL, chosenRecipients, countdown, recipientsField } from "./common.js";
 import { drawGame, gameSection, phaseTag, refreshGame } from "./game.js";
 
 const ACTIONS = {
@@ -32,10 +32,47 @@ export function turnItem(turn) {
   );
 }
 
+/** An environment message, in the transcript among the turns it came between. */
+export function environmentItem(message) {
+  const recipients = message.to && message.to.length ? message.to : null;
+  return h(
+    "li",
+    {
+      class: `turn environment${recipients ? " private" : ""}`,
+      dataset: { sequence: message.sequence, kind: "ENVIRONMENT" },
+    },
+    message.turn === null || message.turn === undefined ? null : h("span", { class: "turn-number" }, `#${message.turn}`),
+    " ",
+    h("strong", { class: "speaker" }, "Environment"),
+    recipients ? h("span", { class: "private-to" }, ` (privately to ${recipients.join(", ")})`) : null,
+    " ",
+    h("span", { class: "line" }, message.text),
+  );
+}
+
+/** One item of an agent's view (Perspective.seen): a turn it saw, or the environment to it. */
+export function seenItem(item) {
+  if (!item.actionType) return environmentItem({ ...item, text: item.argument || item.text });
+  return turnItem(item);
+}
+
+/** Turns and environment messages in the order they happened. */
+export function transcriptItems(turns, messages) {
+  const items = [...turns.map((t) => [t.sequence, turnItem(t)]), ...messages.map((m) => [m.sequence, environmentItem(m)])];
+  return items.sort((a, b) => a[0] - b[0]).map(([, item]) => item);
+}
+
+/** The names of the agents in `seats` ("Alice (seat 1)"). */
+export function seatNames(agents, seats) {
+  return seats.map((seat) => `${agents[seat] ? agents[seat].name : "?"} (seat ${seat + 1})`).join(", ");
+}
+
 /** The RUNNING change that began the current attempt, when that attempt is not the first. */
 function newAttemptChange(episode) {
   if (episode.attempt < 2) return null;
-  return episode.statusHistory.findLast((c) => c.status === "RUNNING" && c.attempt === episode.attempt) || null;
+  const change = episode.statusHistory.findLast((c) => c.status === "RUNNING" && c.attempt === episode.attempt);
+  // Going on after a person's turn or a pause begins an attempt too, with no reason: not news.
+  return change && change.reason ? change : null;
 }
 
 function resetNotice(episode, live) {
@@ -54,7 +91,7 @@ function resetNotice(episode, live) {
   );
 }
 
-function rangesOf(episode, lists) {
+export function rangesOf(episode, lists) {
   if (!episode.evaluationDimensionListId) return SOTOPIA_RANGES;
   const list = lists.find((l) => l.id === episode.evaluationDimensionListId);
   if (!list) return SOTOPIA_RANGES;
@@ -75,6 +112,9 @@ export async function episodePage({ api, main, setConnection }, id) {
   const lists = first.evaluationDimensionLists;
 
   const title = h("h1", {});
+  const controlNote = h("div", { class: "control-note", role: "status" });
+  let viewAs = ""; // "" for everyone, else the seat whose view the transcript shows
+  let perspectiveLoads = 0;
   const summary = h("p", { class: "summary" });
   const actions = h("div", { class: "actions" });
   const progress = h("div", { class: "progress" });
@@ -98,6 +138,31 @@ export async function episodePage({ api, main, setConnection }, id) {
     );
     actions.replaceChildren();
     if (!TERMINAL.has(episode.status)) {
+      const control = (label, operation, field, allowed) => {
+        const button = h("button", { type: "button", class: "control", disabled: !allowed.includes(episode.status) }, label);
+        button.addEventListener("click", async () => {
+          button.disabled = true;
+          controlNote.replaceChildren();
+          try {
+            const result = (await api.request(operation, { id: episode.id }))[field];
+            if (result.userErrors.length) {
+              controlNote.append(h("p", { class: "error", role: "alert" }, result.userErrors.map((e) => e.message).join("; ")));
+            } else if (result.episode) {
+              episode.pauseAt = result.episode.pauseAt;
+              drawProgress();
+            }
+          } catch (error) {
+            controlNote.append(h("p", { class: "error", role: "alert" }, error.message));
+          }
+          button.disabled = !allowed.includes(episode.status);
+        });
+        return button;
+      };
+      actions.append(
+        control("Pause", "PauseEpisode", "pauseSimulation", ["QUEUED", "WAITING", "RUNNING"]),
+        control("Step", "StepEpisode", "stepSimulation", ["PAUSED", "RUNNING"]),
+        control("Resume", "ResumeEpisode", "resumeSimulation", ["PAUSED"]),
+      );
       const cancel = h("button", { type: "button", class: "danger" }, "Cancel episode");
       cancel.addEventListener("click", async () => {
         cancel.disabled = true;
@@ -116,16 +181,21 @@ export async function episodePage({ api, main, setConnection }, id) {
 
   const drawProgress = () => {
     const { turn, maxTurns } = episode.progress;
+    const waiting = episode.status === "WAITING" ? episode.waiting : null;
+    const pausing = episode.status === "RUNNING" && episode.pauseAt !== null && episode.pauseAt !== undefined;
     const phase = {
       QUEUED: "Waiting for a worker",
-      RUNNING: `Turn ${turn} of ${maxTurns}`,
+      RUNNING: `Turn ${turn} of ${maxTurns}${pausing ? ` (pauses before ${episode.pauseAt ? `turn #${episode.pauseAt}` : "its next turn"})` : ""}`,
+      WAITING: waiting ? `Turn #${waiting.turn} of ${maxTurns}: waiting for ${seatNames(episode.agents, waiting.seats)}` : "Waiting for a person",
+      PAUSED: `Paused after ${turn} of ${maxTurns} turns: resume or step to go on`,
       EVALUATING: "The judge is scoring",
       COMPLETED: `Done: ${turn} of ${maxTurns} turns, scored`,
       FAILED: `Failed after ${turn} of ${maxTurns} turns`,
       CANCELLED: `Cancelled after ${turn} of ${maxTurns} turns`,
     }[episode.status];
+    progress.dataset.status = episode.status;
     progress.replaceChildren(
-      h("label", { for: "episode-progress" }, phase),
+      h("label", { for: "episode-progress" }, phase, waiting ? [" · ", countdown(waiting.deadline)] : null),
       h("progress", { id: "episode-progress", max: maxTurns, value: turn }, `${turn} / ${maxTurns}`),
     );
   };
@@ -145,7 +215,13 @@ export async function episodePage({ api, main, setConnection }, id) {
           agent ? h("a", { href: `#/agents/${encodeURIComponent(agent.id)}` }, agent.name) : `${agentId} (deleted)`,
           agent ? h("span", { class: "who" }, `${agent.occupation || ""}${agent.age ? ", " + agent.age : ""}`) : null,
         ),
-        h("td", {}, h("code", {}, episode.agentModels[i] || episode.agentModels[0] || "")),
+        h(
+          "td",
+          {},
+          episode.humanSeats.some((s) => s.seat === i)
+            ? h("span", { class: "human" }, "a person")
+            : h("code", {}, episode.agentModels[i] || episode.agentModels[0] || ""),
+        ),
         h("td", { class: "goal" }, goals[i] || ""),
       );
     });
@@ -217,9 +293,75 @@ export async function episodePage({ api, main, setConnection }, id) {
 
   const drawTranscript = (live = false) => {
     notice.replaceChildren(resetNotice(episode, live) || "");
-    transcriptTitle.textContent = episode.attempt > 1 ? `Transcript (attempt ${episode.attempt})` : "Transcript";
-    transcript.replaceChildren(...episode.turns.map(turnItem));
+    if (viewAs !== "") return drawPerspective();
+    transcriptTitle.textContent = newAttemptChange(episode) ? `Transcript (attempt ${episode.attempt})` : "Transcript";
+    transcript.dataset.view = "everyone";
+    transcript.replaceChildren(...transcriptItems(episode.turns, episode.environmentMessages));
   };
+
+  // The transcript as one agent saw it, read again whenever the episode moves on.
+  const drawPerspective = async () => {
+    const seat = Number(viewAs);
+    const load = ++perspectiveLoads;
+    const name = episode.agents[seat] ? episode.agents[seat].name : `seat ${seat + 1}`;
+    transcriptTitle.textContent = `Transcript as ${name} saw it`;
+    try {
+      const data = await api.request("EpisodePerspective", { id: episode.id, seat });
+      if (load !== perspectiveLoads || viewAs !== String(seat)) return;
+      const view = data.episode && data.episode.perspective;
+      transcript.dataset.view = String(seat);
+      transcript.replaceChildren(...(view ? view.seen.map(seenItem) : []));
+    } catch (error) {
+      if (load !== perspectiveLoads) return;
+      transcript.replaceChildren(h("li", { class: "error", role: "alert" }, error.message));
+    }
+  };
+
+  const viewSelect = h(
+    "select",
+    { id: "view-as", name: "view-as" },
+    h("option", { value: "" }, "everyone (all that happened)"),
+    episode.agents.map((agent, i) => h("option", { value: String(i) }, agent ? agent.name : `seat ${i + 1}`)),
+  );
+  viewSelect.addEventListener("change", () => {
+    viewAs = viewSelect.value;
+    drawTranscript();
+  });
+  const viewSwitch = h("div", { class: "view-switch" }, h("label", { for: "view-as" }, "View as"), viewSelect);
+
+  const injectText = h("textarea", { id: "inject-text", name: "inject-text", rows: "2", required: true });
+  const injectTo = recipientsField("inject-to", "For", episode.agents.map((a, i) => (a ? a.name : `seat ${i + 1}`)));
+  const injectNote = h("div", { class: "form-errors", role: "alert" });
+  const injectButton = h("button", { type: "submit" }, "Inject");
+  const injectForm = h(
+    "form",
+    { class: "inject-form", "aria-labelledby": "inject-title" },
+    h("h2", { id: "inject-title" }, "Environment message"),
+    h("div", { class: "field", dataset: { field: "text" } }, h("label", { for: "inject-text" }, "Message"), injectText),
+    injectTo,
+    injectNote,
+    injectButton,
+    h("p", { class: "hint" }, "The agents see it from their next turn."),
+  );
+  injectForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    injectNote.replaceChildren();
+    injectButton.disabled = true;
+    try {
+      const input = { episodeId: episode.id, text: injectText.value, to: chosenRecipients(injectTo) };
+      const result = (await api.request("InjectEvent", { input })).injectEvent;
+      if (result.userErrors.length) {
+        injectNote.append(...result.userErrors.map((e) => h("p", {}, e.message)));
+      } else {
+        injectText.value = "";
+        for (const box of injectTo.querySelectorAll("input:checked")) box.checked = false;
+      }
+    } catch (error) {
+      injectNote.append(h("p", {}, error.message));
+    } finally {
+      injectButton.disabled = false;
+    }
+  });
 
   const drawResults = () => {
     clear(scores);
@@ -245,12 +387,14 @@ export async function episodePage({ api, main, setConnection }, id) {
     drawTranscript(live);
     drawResults();
     drawGame(game, episode.game);
+    injectForm.hidden = TERMINAL.has(episode.status);
   };
 
   main.append(
     title,
     summary,
     actions,
+    controlNote,
     progress,
     streamNote,
     h(
@@ -259,7 +403,8 @@ export async function episodePage({ api, main, setConnection }, id) {
       h(
         "div",
         { class: "column-main" },
-        h("section", { class: "transcript-section", "aria-labelledby": "transcript-title" }, transcriptTitle, notice, transcript),
+        h("section", { class: "transcript-section", "aria-labelledby": "transcript-title" }, transcriptTitle, viewSwitch, notice, transcript),
+        injectForm,
         scores,
       ),
       h(
@@ -308,9 +453,17 @@ export async function episodePage({ api, main, setConnection }, id) {
     if (event.kind === "TURN") {
       episode.turns.push(event.turn);
       episode.progress.turn = Math.max(episode.progress.turn, event.turn.turn + 1);
-      transcript.append(turnItem(event.turn));
+      if (viewAs === "") transcript.append(turnItem(event.turn));
+      else drawPerspective();
       drawProgress();
       if (episode.game) refreshGame(api, id, game);
+      return;
+    }
+    if (event.kind === "INJECTION") {
+      if (!event.environmentMessage) return;
+      episode.environmentMessages.push(event.environmentMessage);
+      if (viewAs === "") transcript.append(environmentItem(event.environmentMessage));
+      else drawPerspective();
       return;
     }
     const beginsAttempt = event.attempt > episode.attempt && episode.attempt > 0;
@@ -324,6 +477,8 @@ export async function episodePage({ api, main, setConnection }, id) {
       resumedFromTurn: event.resumedFromTurn,
     });
     episode.attempt = event.attempt;
+    episode.waiting = event.status === "WAITING" ? event.waiting : null;
+    if (event.status === "PAUSED" || TERMINAL.has(event.status)) episode.pauseAt = null;
     if (beginsAttempt) {
       const kept = event.resumedFromTurn || 0;
       episode.turns = episode.turns.filter((turn) => turn.turn < kept);

@@ -3,6 +3,7 @@
 
 import { h, words } from "../dom.js";
 import { showFieldErrors } from "./common.js";
+import { seatLink } from "./seat.js";
 
 function field(name, label, control, hint) {
   return h(
@@ -49,6 +50,39 @@ function modelSelect(id, models) {
   );
 }
 
+/** Where each person plays: the links holding the seats' tokens, shown this once. */
+function seatLinks(episode, seatTokens) {
+  return h(
+    "section",
+    { class: "seat-links", "aria-labelledby": "seat-links-title" },
+    h("h2", { id: "seat-links-title" }, "Started: people play these seats"),
+    h("p", {}, "Each link holds its seat's token, shown only this once: give each one to the person who plays that seat."),
+    h(
+      "ul",
+      {},
+      seatTokens.map(({ seat, token }) => {
+        const name = episode.agents[seat] ? episode.agents[seat].name : `seat ${seat + 1}`;
+        const link = seatLink(episode.id, seat, token);
+        const full = new URL(link, location.href).href;
+        const open = h("button", { type: "button", dataset: { seat } }, `Open seat ${seat + 1}`);
+        open.addEventListener("click", () => {
+          location.hash = link;
+        });
+        return h(
+          "li",
+          { dataset: { seat } },
+          h("a", { href: link, class: "seat-link", dataset: { seat } }, `Play ${name} (seat ${seat + 1})`),
+          " ",
+          open,
+          h("br"),
+          h("code", {}, full),
+        );
+      }),
+    ),
+    h("p", {}, h("a", { href: `#/episodes/${encodeURIComponent(episode.id)}` }, "Watch the episode")),
+  );
+}
+
 export async function startPage({ api, main }) {
   const options = await api.request("StartOptions");
   const models = options.models;
@@ -56,12 +90,39 @@ export async function startPage({ api, main }) {
   const agents = options.agents.nodes;
 
   const seats = [];
+  const people = new Set(); // the agents a person plays instead of a model
   const seatList = h("ol", { class: "seats", "aria-live": "polite" });
+  const personList = h("ul", { class: "choices people-seats", dataset: { field: "humanSeats" } });
+  const personField = h(
+    "fieldset",
+    { class: "field", hidden: true },
+    h("legend", {}, "Played by a person instead of a model"),
+    personList,
+  );
+  const peopleFields = h("fieldset", { class: "field people", hidden: true }, h("legend", {}, "People in seats"));
   const drawSeats = () => {
     seatList.replaceChildren(
       ...seats.map((agentId) => h("li", {}, agents.find((a) => a.id === agentId).name)),
     );
     if (!seats.length) seatList.append(h("li", { class: "hint" }, "Pick two or more agents; the order you pick them in is the seat order."));
+    personList.replaceChildren(
+      ...seats.map((agentId, i) => {
+        const name = agents.find((a) => a.id === agentId).name;
+        const box = h("input", {
+          type: "checkbox",
+          id: `person-${agentId}`,
+          checked: people.has(agentId),
+        });
+        box.addEventListener("change", () => {
+          if (box.checked) people.add(agentId);
+          else people.delete(agentId);
+          peopleFields.hidden = people.size === 0;
+        });
+        return h("li", {}, box, h("label", { for: box.id }, `${name} (seat ${i + 1})`));
+      }),
+    );
+    personField.hidden = seats.length === 0;
+    peopleFields.hidden = people.size === 0;
   };
 
   const scenarioField = searchable("scenarioId", "Scenario", scenarios, (s) => `${s.codename || s.id}: ${s.scenario}`, false);
@@ -72,6 +133,7 @@ export async function startPage({ api, main }) {
     const at = seats.indexOf(box.value);
     if (box.checked && at < 0) seats.push(box.value);
     if (!box.checked && at >= 0) seats.splice(at, 1);
+    if (!box.checked) people.delete(box.value);
     drawSeats();
   });
   drawSeats();
@@ -98,6 +160,21 @@ export async function startPage({ api, main }) {
     h("option", { value: "RESUME" }, "resume from the stored turns"),
     h("option", { value: "RESTART" }, "start over"),
   );
+  const deadline = h("input", { id: "seatDeadlineSeconds", name: "seatDeadlineSeconds", type: "number", value: "300", min: "1", max: "604800" });
+  const onTimeout = h(
+    "select",
+    { id: "onSeatTimeout", name: "onSeatTimeout" },
+    h("option", { value: "LEAVE" }, "the agent leaves"),
+    h("option", { value: "STAND_IN" }, "a stand-in model plays the turn"),
+    h("option", { value: "FAIL" }, "the episode fails"),
+  );
+  const standIn = h("select", { id: "standInModel", name: "standInModel" }, h("option", { value: "" }, "the judge's model"), usable.map((m) => h("option", { value: m.name }, m.name)));
+  peopleFields.append(
+    h("p", { class: "hint" }, "After starting, each person's seat gets a link to play it."),
+    field("seatDeadlineSeconds", "Seconds for each turn", deadline, "1 to 604800."),
+    field("onSeatTimeout", "If a person does not act in time", onTimeout),
+    field("standInModel", "Stand-in model", standIn),
+  );
   const submit = h("button", { type: "submit" }, "Start simulation");
 
   const form = h(
@@ -106,6 +183,8 @@ export async function startPage({ api, main }) {
     h("div", { class: "form-errors", role: "alert" }),
     scenarioField,
     agentField,
+    personField,
+    peopleFields,
     field("agentModels", "Agents' model", agentModel),
     field("judgeModel", "Judge's model", judgeModel),
     field("otherModel", "Or another model for both", otherModel, "Any OpenAI-compatible endpoint, as custom/<model>@<base_url>."),
@@ -138,17 +217,30 @@ export async function startPage({ api, main }) {
       evaluationDimensionListId: dimensions.value || null,
       tag: tag.value.trim(),
       redelivery: redelivery.value,
+      humanSeats: seats.flatMap((agentId, i) => (people.has(agentId) ? [i] : [])),
     };
+    if (input.humanSeats.length) {
+      input.seatDeadlineSeconds = Number(deadline.value);
+      input.onSeatTimeout = onTimeout.value;
+      input.standInModel = standIn.value || null;
+    }
     const local = [];
     if (!chosen) local.push({ field: ["input", "scenarioId"], message: "Pick a scenario." });
     if (!Number.isInteger(input.maxTurns)) local.push({ field: ["input", "maxTurns"], message: "A whole number of turns, 1 to 100." });
+    if (input.humanSeats.length && !Number.isFinite(input.seatDeadlineSeconds)) {
+      local.push({ field: ["input", "seatDeadlineSeconds"], message: "A number of seconds, 1 to 604800." });
+    }
     if (local.length) return showFieldErrors(form, local);
     submit.disabled = true;
     try {
       const result = await api.request("StartSimulation", { input });
-      const { episode, userErrors } = result.startSimulation;
+      const { episode, userErrors, seatTokens } = result.startSimulation;
       if (userErrors.length) return showFieldErrors(form, userErrors);
-      location.hash = `#/episodes/${encodeURIComponent(episode.id)}`;
+      if (!seatTokens.length) {
+        location.hash = `#/episodes/${encodeURIComponent(episode.id)}`;
+        return;
+      }
+      form.replaceWith(seatLinks(episode, seatTokens));
     } catch (error) {
       showFieldErrors(form, [{ field: [], message: error.message }]);
     } finally {
