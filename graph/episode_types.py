@@ -532,11 +532,17 @@ class EpisodeEvent:
     @strawberry.field(
         description="In a seat's stream (`as`): set on the WAITING that waits for this seat."
     )
-    def your_turn(self) -> YourTurn | None:
+    async def your_turn(self) -> YourTurn | None:
         if self.seat is None:
             return None
         turn = perspective.your_turn(self.event.waiting, self.seat)
-        return YourTurn.of(turn) if turn else None
+        if turn is None:
+            return None
+        record = await episodes.get_episode(self.event.episode_id)
+        if record is not None and record.waiting is not None and record.waiting.turn == turn.turn:
+            found, _ = await perspective.perspective(record, self.seat)
+            turn = found.your_turn if found and found.your_turn else turn  # a game's phase's types
+        return YourTurn.of(turn)
 
     @strawberry.field(
         description="The episode as stored now (read when asked for); null in a seat's stream, "
