@@ -209,7 +209,10 @@ def episode_line(
     line["reasoning"] = line.pop("reasoning")  # Sotopia's order: after the derived fields
     rewards = line["raw_rewards"] or []
     line["rewards"] = rewards if all(isinstance(r, list) for r in rewards) else []
-    return _with_extras(line, _extras(doc, set(EPISODE_RAW.values())))
+    extras = _extras(doc, set(EPISODE_RAW.values()))
+    if extras.get("human_seats"):  # a seat's token stays with the server that gave it out
+        extras["human_seats"] = [{**seat, "token_hash": ""} for seat in extras["human_seats"]]
+    return _with_extras(line, extras)
 
 
 _EPISODE_DEFAULTS: dict[str, Any] = {

@@ -1,4 +1,5 @@
-"""The export's profile cache: what a batch needs stays at hand however full the cache is."""
+"""The export: its profile cache keeps what a batch needs however full it is; what an exported
+episode leaves behind."""
 
 import uuid
 
@@ -6,6 +7,7 @@ import pytest
 import redis.asyncio as redis
 
 from resolvers import exporter
+from resolvers.sotopia_format import episode_line
 from storage.models import AgentProfile
 
 
@@ -28,3 +30,17 @@ async def test_a_batch_keeps_the_profiles_it_needs_when_the_cache_is_full(
     finally:
         for agent in (a, b, c):
             await AgentProfile.delete(str(agent.pk))
+
+
+def test_an_exported_human_seat_carries_no_token() -> None:
+    doc = {
+        "pk": "E1",
+        "environment": "S1",
+        "agents": ["A1", "A2"],
+        "human_seats": [{"seat": 1, "token_hash": "ab" * 32}],
+        "status": "WAITING",
+    }
+    line = episode_line(doc, None, [None, None])
+    assert line["parley"]["human_seats"] == [{"seat": 1, "token_hash": ""}]
+    assert line["parley"]["status"] == "WAITING"
+    assert doc["human_seats"] == [{"seat": 1, "token_hash": "ab" * 32}]  # the record untouched
