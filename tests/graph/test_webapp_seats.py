@@ -81,6 +81,7 @@ async def start_from_the_form(
     await page.get_by_label("Turn limit").fill(str(turns))
     await page.get_by_label("Tag", exact=True).fill(tag)
     await page.get_by_label("Seconds for each turn").fill("900")
+    await page.get_by_label("Seconds for each turn").press("Tab")  # leave it, as a person does
     await page.get_by_label("If a person does not act in time").select_option("STAND_IN")
     if shots:
         await snap(tab, shots, "start-form-person")
