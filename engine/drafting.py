@@ -19,7 +19,7 @@ from engine.generation import ask
 from engine.llm import ChatRequest, LLMRouter
 from engine.parsing import InvalidOutput, extract_json
 from engine.stats import GenerationStats
-from engine.types import RelationshipType
+from engine.types import AgentFields, RelationshipType
 
 DRAFT_SCHEMA_NAME = "world_draft"
 RELATIONSHIP_NAMES = {level.name.lower(): level for level in RelationshipType}
@@ -30,23 +30,8 @@ TEXT = 400
 """Longest prose field the model is asked for."""
 
 
-class AgentDraft(BaseModel):
-    """An agent profile as drafted: Sotopia AgentProfile's fields."""
-
-    first_name: str = ""
-    last_name: str = ""
-    age: int = 0
-    occupation: str = ""
-    gender: str = ""
-    gender_pronoun: str = ""
-    public_info: str = ""
-    big_five: str = ""
-    moral_values: list[str] = Field(default_factory=list)
-    schwartz_personal_values: list[str] = Field(default_factory=list)
-    personality_and_values: str = ""
-    decision_making_style: str = ""
-    secret: str = ""
-    mbti: str = ""
+class AgentDraft(AgentFields):
+    """An agent profile as drafted."""
 
 
 class ScenarioDraft(BaseModel):

@@ -43,11 +43,10 @@ class RelationshipType(IntEnum):
     FAMILY_MEMBER = 5
 
 
-class AgentSpec(BaseModel):
-    """An agent profile (Sotopia's AgentProfile fields)."""
+class AgentFields(BaseModel):
+    """Sotopia's AgentProfile fields: a profile as stored, or as a model drafts it."""
 
-    pk: str = ""
-    first_name: str
+    first_name: str = ""
     last_name: str = ""
     age: int = 0
     occupation: str = ""
@@ -61,6 +60,13 @@ class AgentSpec(BaseModel):
     decision_making_style: str = ""
     secret: str = ""
     mbti: str = ""
+
+
+class AgentSpec(AgentFields):
+    """An agent profile the engine plays."""
+
+    pk: str = ""
+    first_name: str
 
     @property
     def name(self) -> str:
