@@ -215,7 +215,9 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
     try {
       data = await api.request("SeatScores", { id });
     } catch {
-      // a seat token alone reads no episode: its own scores come with its view
+      // a seat token alone reads no episode: its own scores come with its view (read again
+      // when the one at hand came before them)
+      if (!view || !view.score) view = (await api.request("SeatView", { id, seat, seatToken: token })).seatView;
       if (!view || !view.score) return;
       const own = { agentIndex: seat, agent: { name: view.agentName }, ...view.score };
       const chart = scoreChart(own, SOTOPIA_RANGES);
