@@ -32,6 +32,7 @@ from graph.types import Agent, Relationship, Scenario, load_agent
 from graph.usage_types import ModelUsage
 from lifecycle.transitions import EpisodeEvent as StoredEvent
 from resolvers import episodes, games, perspective, relationships, transcript
+from resolvers.agents import agent_name
 from storage import models
 
 
@@ -226,7 +227,7 @@ class Episode:
     async def game(self, info: Info) -> EpisodeGame | None:
         scenario = await info.context.scenarios.load(self.record.environment)
         found = await info.context.agents.load_many(self.record.agents)
-        names = [f"{a.first_name} {a.last_name}".strip() if a else "" for a in found]
+        names = [agent_name(a) if a else "" for a in found]
         state = games.episode_game(self.record, scenario, names)
         return episode_game_type(state) if state else None
 

@@ -11,8 +11,7 @@ from graph.episode_types import Episode
 from graph.payloads import SimulationPayload, user_errors
 from graph.seat_types import EnvironmentMessage, Perspective, SeatToken
 from graph.types import UserError
-from lifecycle.control import RunControl
-from lifecycle.seats import Seats, holds_seat
+from lifecycle.seats import holds_seat
 from resolvers import perspective
 from resolvers.errors import UserError as Refusal
 from resolvers.records import get_or_none
@@ -100,16 +99,6 @@ class InjectionPayload:
     user_errors: list[UserError] = strawberry.field(description="Why nothing was done.")
 
 
-def _seats(info: Info) -> Seats:
-    services = info.context.services
-    return Seats(services.client, services.store)
-
-
-def _control(info: Info) -> RunControl:
-    services = info.context.services
-    return RunControl(services.client, services.store)
-
-
 Change = Callable[[str], Awaitable[tuple[EpisodeLog | None, list[Refusal]]]]
 
 
@@ -143,7 +132,7 @@ class SeatMutation:
         "who is not in the episode."
     )
     async def submit_action(self, info: Info, input: SubmitActionInput) -> ActionPayload:
-        sequence, errors = await _seats(info).act(
+        sequence, errors = await info.context.services.seats.act(
             {
                 "episode_id": input.episode_id,
                 "seat": input.seat,
@@ -164,7 +153,7 @@ class SeatMutation:
 
     @strawberry.mutation(description="Take an open human seat: its token, to the first caller.")
     async def claim_seat(self, info: Info, input: ClaimSeatInput) -> SeatPayload:
-        token, errors = await _seats(info).claim(str(input.episode_id), input.seat)
+        token, errors = await info.context.services.seats.claim(str(input.episode_id), input.seat)
         return SeatPayload(
             seat_token=SeatToken(seat=input.seat, token=token) if token else None,
             user_errors=user_errors(errors),
@@ -175,25 +164,25 @@ class SeatMutation:
         "its next turn (PAUSED holds no worker)."
     )
     async def pause_simulation(self, info: Info, input: EpisodeControlInput) -> SimulationPayload:
-        return _payload(*await _control(info).pause(str(input.id)))
+        return _payload(*await info.context.services.control.pause(str(input.id)))
 
     @strawberry.mutation(description="Queue a paused episode again: it goes on from its turns.")
     async def resume_simulation(self, info: Info, input: EpisodeControlInput) -> SimulationPayload:
-        return _payload(*await _control(info).resume(str(input.id)))
+        return _payload(*await info.context.services.control.resume(str(input.id)))
 
     @strawberry.mutation(
         description="Run exactly one more turn, then pause (a running episode: the turn after "
         "the one it plays)."
     )
     async def step_simulation(self, info: Info, input: EpisodeControlInput) -> SimulationPayload:
-        return _payload(*await _control(info).step(str(input.id)))
+        return _payload(*await info.context.services.control.step(str(input.id)))
 
     @strawberry.mutation(
         description="Add an environment message that its agents see from their next turn; "
         "stored in the transcript as the Environment's."
     )
     async def inject_event(self, info: Info, input: InjectEventInput) -> InjectionPayload:
-        stored, errors = await _control(info).inject(
+        stored, errors = await info.context.services.control.inject(
             {"episode_id": input.episode_id, "text": input.text, "to": input.to}
         )
         return InjectionPayload(

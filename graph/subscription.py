@@ -15,9 +15,10 @@ from graph.episode_types import EpisodeEvent
 from graph.errors import UserInputError
 from graph.experiments import ExperimentSubscription
 from lifecycle.follow import UnknownEpisode, everything, follow, follow_tag, statuses_only
-from lifecycle.seats import agent_names, holds_seat
+from lifecycle.seats import holds_seat
 from lifecycle.transitions import EpisodeEvent as Event
 from lifecycle.transitions import log_position
+from resolvers.agents import agent_names
 from resolvers.perspective import sees_injection, sees_turn
 from resolvers.records import get_or_none, storable
 from storage.models import EpisodeLog

@@ -9,7 +9,7 @@ from graph.game_types import ScenarioGame, scenario_game_type
 from graph.listed import Listed
 from graph.projection import Reads
 from resolvers import games, relationships
-from resolvers.agents import AGENT
+from resolvers.agents import AGENT, agent_name
 from resolvers.dimensions import dimensions_of
 from resolvers.relationships import RELATIONSHIP
 from resolvers.scenarios import SCENARIO
@@ -34,7 +34,7 @@ class Agent:
 
     @strawberry.field(description="Display name, as used in transcripts: first and last name.")
     def name(self) -> str:
-        return f"{self.record.first_name} {self.record.last_name}".strip()
+        return agent_name(self.record)
 
     @strawberry.field(description="This agent's relationships, each with the other agent.")
     async def relationships(self, info: Info) -> list["AgentRelationship"]:

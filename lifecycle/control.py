@@ -17,12 +17,13 @@ from typing import Annotated, Any
 
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError
+from redis.commands.core import AsyncScript
 
 from engine.episode import TurnControl
 from engine.types import Injection
 from lifecycle import logs
-from lifecycle.seats import agent_names
 from lifecycle.transitions import EpisodeStore, Fenced, TransitionResult
+from resolvers.agents import agent_names
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import RecordId, RequiredText
 from resolvers.records import get_or_none, storable
@@ -96,16 +97,12 @@ class StoredControl:
     """The engine's `Control` over an episode's stored injections and pause request."""
 
     def __init__(
-        self,
-        client: redis.Redis,
-        episode_id: str,
-        attempt: int,
-        stored: list[StoredInjection],
+        self, deliver: AsyncScript, episode_id: str, attempt: int, stored: list[StoredInjection]
     ) -> None:
+        self._deliver = deliver
         self.episode_id = episode_id
         self.attempt = attempt
         self.stored = stored
-        self._deliver = client.register_script(_DELIVER)
 
     async def before_turn(self, turn: int, replaying: bool) -> TurnControl:
         if replaying:
@@ -128,6 +125,8 @@ class InjectRequest(BaseModel, extra="forbid"):
 
 
 _NOT_NOW = "the episode is {status}: {what}"
+PAUSE_FROM = "only a queued, waiting or running one can pause"
+STEP_FROM = "only a paused or running one can step"
 
 
 def _conflict(status: Status, what: str) -> UserError:
@@ -144,48 +143,51 @@ class RunControl:
         self.store = store
         self._request_pause = client.register_script(_REQUEST_PAUSE)
         self._inject = client.register_script(_INJECT)
+        self._deliver = client.register_script(_DELIVER)
+
+    def of_attempt(self, episode: EpisodeLog, attempt: int) -> StoredControl:
+        """What the engine is told before each turn of this attempt of `episode`."""
+        return StoredControl(self._deliver, str(episode.pk), attempt, episode.injections)
 
     async def pause(self, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
-        return await self._pause(pk, "pause")
+        """A queued or waiting episode pauses at once; a running one before its next turn."""
+        if not storable(pk):
+            return None, [not_found("episode", pk)]
+        result = await self.store.transition(
+            pk,
+            Status.PAUSED,
+            reason="paused",
+            allowed_from=(Status.QUEUED, Status.WAITING),
+            fields={"pause_at": None},
+        )
+        if result.ok or result.status != Status.RUNNING:
+            return await self._answer(pk, result, PAUSE_FROM)
+        return await self._ask_running(pk, "pause", PAUSE_FROM)
 
     async def step(self, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
         """Run exactly one more turn, then pause: a paused episode is queued for one turn, a
         running one pauses after the turn after the one it plays."""
-        if not storable(pk):
-            return None, [not_found("episode", pk)]
         episode = await get_or_none(EpisodeLog, pk)
         if episode is None:
             return None, [not_found("episode", pk)]
-        if episode.status == Status.PAUSED:
-            result = await self.store.transition(
-                pk,
-                Status.QUEUED,
-                reason="stepping one turn",
-                allowed_from=(Status.PAUSED,),
-                fields={"pause_at": episode.progress + 1},
-            )
-            return await self._answer(pk, result, "only a paused or running one can step")
-        return await self._pause(pk, "step")
+        if episode.status != Status.PAUSED:
+            return await self._ask_running(pk, "step", STEP_FROM)
+        result = await self.store.transition(
+            pk,
+            Status.QUEUED,
+            reason="stepping one turn",
+            allowed_from=(Status.PAUSED,),
+            fields={"pause_at": episode.progress + 1},
+        )
+        return await self._answer(pk, result, STEP_FROM)
 
-    async def _pause(self, pk: str, mode: str) -> tuple[EpisodeLog | None, list[UserError]]:
-        if not storable(pk):
-            return None, [not_found("episode", pk)]
-        what = "only a queued, waiting or running one can pause"
-        if mode == "pause":
-            result = await self.store.transition(
-                pk,
-                Status.PAUSED,
-                reason="paused",
-                allowed_from=(Status.QUEUED, Status.WAITING),
-                fields={"pause_at": None},
-            )
-            if result.ok or result.status != Status.RUNNING:
-                return await self._answer(pk, result, what)
-        else:
-            what = "only a paused or running one can step"
+    async def _ask_running(
+        self, pk: str, mode: str, what: str
+    ) -> tuple[EpisodeLog | None, list[UserError]]:
+        """Ask the worker of a running episode to pause it (`_REQUEST_PAUSE`)."""
         status = await self._request_pause(keys=[EpisodeLog.make_primary_key(pk)], args=[mode])
         episode = await get_or_none(EpisodeLog, pk)
-        if episode is None:
+        if not status or episode is None:
             return None, [not_found("episode", pk)]
         if status != Status.RUNNING:
             return episode, [_conflict(Status(status), what)]
@@ -224,8 +226,7 @@ class RunControl:
         try:
             request = InjectRequest(**fields)
         except ValidationError as err:
-            invalid = from_validation(err)
-            return None, [UserError(["input", *e.field[1:]], e.message, e.code) for e in invalid]
+            return None, from_validation(err)
         episode = await get_or_none(EpisodeLog, request.episode_id)
         if episode is None:
             return None, [not_found("episode", request.episode_id)]

@@ -16,7 +16,6 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 import redis.asyncio as redis
@@ -26,12 +25,13 @@ from engine.render import action_text
 from engine.types import ActionType, AgentAction
 from lifecycle import logs
 from lifecycle.transitions import STATUS_CHANGE_LUA, EpisodeStore
+from resolvers.agents import agent_names
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.games import game_move
 from resolvers.limits import LongText, RecordId
 from resolvers.records import get_or_none
 from storage import keys
-from storage.models import AgentProfile, EpisodeLog, EpisodeStatus, SeatTimeout
+from storage.models import EpisodeLog, EpisodeStatus, SeatTimeout
 
 log = logging.getLogger(__name__)
 ENV = "Environment"
@@ -176,18 +176,6 @@ class ActionRequest(BaseModel, extra="forbid"):
     seat_token: Annotated[str, Field(max_length=200)] = ""
 
 
-async def agent_names(client: redis.Redis, agent_ids: Sequence[str]) -> list[str]:
-    """The agents' names by seat, in one round trip ("" for an agent that is gone)."""
-    documents: list[Any] = await client.json().mget(
-        [AgentProfile.make_primary_key(pk) for pk in agent_ids], "$"
-    )
-    names = []
-    for doc in documents:
-        data = doc[0] if doc else {}
-        names.append(f"{data.get('first_name', '')} {data.get('last_name', '')}".strip())
-    return names
-
-
 def _body(seat: int, name: str, action: AgentAction, phase: str | None = None) -> str:
     """A turn's JSON without its sequence, number and time (the script adds them)."""
     data: dict[str, Any] = {
@@ -262,9 +250,7 @@ class Seats:
         try:
             request = ActionRequest(**fields)
         except ValidationError as err:
-            return None, [
-                UserError(["input", *e.field[1:]], e.message, e.code) for e in from_validation(err)
-            ]
+            return None, from_validation(err)
         episode = await get_or_none(EpisodeLog, request.episode_id)
         if episode is None:
             return None, [not_found("episode", request.episode_id)]

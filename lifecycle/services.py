@@ -10,12 +10,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import redis.asyncio as redis
 
 from engine.llm import ModelRegistry
+from lifecycle.control import RunControl
 from lifecycle.follow import EventHub
 from lifecycle.jobs import JobQueue
+from lifecycle.seats import Seats
 from lifecycle.settings import RunSettings
 from lifecycle.transitions import DEFAULT_RETENTION, EpisodeStore, EventsLog
 from storage.runtime import redis_storage
@@ -29,6 +32,16 @@ class Services:
     hub: EventHub
     log: EventsLog
     models: ModelRegistry
+
+    @cached_property
+    def seats(self) -> Seats:
+        """People's actions, seat claims and the deadline sweep (its scripts registered once)."""
+        return Seats(self.client, self.store)
+
+    @cached_property
+    def control(self) -> RunControl:
+        """Pause, step, resume and injections, and what a worker's engine is told each turn."""
+        return RunControl(self.client, self.store)
 
     @classmethod
     def over(

@@ -37,11 +37,9 @@ from engine.types import (
 )
 from engine.usage import Usage, merged
 from lifecycle import logs
-from lifecycle.control import StoredControl
 from lifecycle.drafts import Drafter
 from lifecycle.jobs import Job
 from lifecycle.rejudge import Rejudger
-from lifecycle.seats import Seats
 from lifecycle.services import Services, open_services
 from lifecycle.settings import RunSettings
 from lifecycle.transitions import Fenced, TransitionResult
@@ -138,7 +136,8 @@ class Worker:
         self.jobs = services.jobs
         self.store = services.store
         self.rejudger = Rejudger(services.client, services.models, self.config.max_attempts)
-        self.seats = Seats(services.client, services.store)
+        self.seats = services.seats
+        self.control = services.control
         self.drafter = Drafter(
             services.client, services.models, services.jobs, self.config.max_attempts
         )
@@ -505,7 +504,7 @@ class Worker:
         to EVALUATING as it goes; None when it failed (and was stored as FAILED) or was parked
         (WAITING for a person, or PAUSED)."""
         episode_id = str(episode.pk)
-        control = StoredControl(self.store.client, episode_id, attempt, episode.injections)
+        control = self.control.of_attempt(episode, attempt)
 
         async def on_turn(event: TurnEvent) -> None:
             turn = event.turn.model_dump(mode="json", exclude_none=True)  # no phase: no game

@@ -118,3 +118,13 @@ async def get_agents(client: redis.Redis, pks: list[str]) -> list[AgentProfile |
     keys = [AgentProfile.make_primary_key(pk) for pk in pks]
     documents: list[list[dict[str, Any]] | None] = await client.json().mget(keys, "$")  # type: ignore[assignment]
     return [AgentProfile.model_validate(doc[0]) if doc else None for doc in documents]
+
+
+def agent_name(agent: AgentProfile) -> str:
+    """The name an agent goes by in transcripts: its first and last name."""
+    return f"{agent.first_name} {agent.last_name}".strip()
+
+
+async def agent_names(client: redis.Redis, pks: list[str]) -> list[str]:
+    """The agents' names in the order asked, in one round trip ("" for an agent that is gone)."""
+    return [agent_name(a) if a else "" for a in await get_agents(client, pks)]

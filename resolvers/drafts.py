@@ -19,7 +19,7 @@ from engine.errors import LLMError, UnknownModelError
 from engine.llm import LLMRouter, ModelCatalog
 from engine.models import LOCAL_MODEL
 from engine.stats import GenerationStats
-from resolvers.agents import NewAgent, get_agents
+from resolvers.agents import NewAgent, agent_name, get_agents
 from resolvers.errors import ErrorCode, UserError, camel
 from resolvers.fields import WriteModel
 from resolvers.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
@@ -229,7 +229,7 @@ async def draft_agents(
 
 def cast_line(agent: AgentProfile) -> str:
     """How a stored agent who takes a seat is described to the model."""
-    parts = [f"{agent.first_name} {agent.last_name}".strip()]
+    parts = [agent_name(agent)]
     if agent.age:
         parts.append(f"{agent.age} years old")
     if agent.occupation:

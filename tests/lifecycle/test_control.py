@@ -6,9 +6,9 @@ from typing import Any
 
 from lifecycle import start
 from lifecycle.control import RunControl
-from lifecycle.seats import agent_names
 from lifecycle.services import Services
 from lifecycle.worker import Worker, WorkerConfig, running_worker
+from resolvers.agents import agent_names
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import FakeLLM
 from tests.support.simulation import make_world
