@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from engine.episode_log import episode_log_parts
 from engine.errors import (
@@ -436,15 +436,11 @@ def _reason(kind: TerminationKind, game: GameState | None) -> str:
     return _REASONS[kind]
 
 
-def _suspended(episode: _Episode, reason: str, turn: int, seats: list[int]) -> EpisodeSuspended:
-    state = Suspended.model_validate(
-        {
-            "reason": reason,
-            "turn": turn,
-            "seats": seats,
-            "messages": episode.messages,
-            "stats": episode.stats,
-        }
+def _suspended(
+    episode: _Episode, reason: Literal["waiting", "paused"], turn: int, seats: list[int]
+) -> EpisodeSuspended:
+    state = Suspended(
+        reason=reason, turn=turn, seats=seats, messages=episode.messages, stats=episode.stats
     )
     return EpisodeSuspended(state)
 

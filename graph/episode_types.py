@@ -1,5 +1,6 @@
 """GraphQL types of episodes: runs, turns, rewards, and the events of a run."""
 
+import asyncio
 from datetime import UTC, datetime
 
 import strawberry
@@ -347,12 +348,8 @@ class Episode:
 
     @strawberry.field(description="While WAITING: the turn and seats awaited, and the deadline.")
     def waiting(self) -> Waiting | None:
-        waiting = self.record.waiting
-        return (
-            Waiting.of(waiting)
-            if waiting and self.record.status == models.EpisodeStatus.WAITING
-            else None
-        )
+        waiting = self.record.waiting  # stored only while WAITING (lifecycle/transitions.py)
+        return Waiting.of(waiting) if waiting else None
 
     @strawberry.field(
         description="Set while a pause or step is asked of a running episode: it pauses before "
@@ -444,7 +441,7 @@ EPISODE_READS = Reads.of(
     seat_deadline_seconds=("seat_deadline_seconds",),
     on_seat_timeout=("on_seat_timeout",),
     stand_in_model=("stand_in_model",),
-    waiting=("waiting", "status"),
+    waiting=("waiting",),
     pause_at=("pause_at",),
     environment_messages=("injections",),
     perspective=(
@@ -478,6 +475,15 @@ class EpisodeEvent:
     )
     seat: strawberry.Private[int | None] = None
     """Set in a stream of what one seat sees (`episodeEvents(as: …)`)."""
+    seat_view: strawberry.Private[asyncio.Task[perspective.View | None] | None] = None
+    """The seat's view as stored now, read once for the fields that need it."""
+
+    async def view_now(self) -> perspective.View | None:
+        """The seat's view of the episode as stored now (`yourTurn` and `perspective` share it)."""
+        assert self.seat is not None
+        if self.seat_view is None:
+            self.seat_view = asyncio.ensure_future(_seat_view(self.event.episode_id, self.seat))
+        return await self.seat_view
 
     @strawberry.field(description="SNAPSHOT first, then STATUS and TURN (see EpisodeEventKind).")
     def kind(self) -> EventKind:
@@ -539,10 +545,9 @@ class EpisodeEvent:
         turn = perspective.your_turn(self.event.waiting, self.seat)
         if turn is None:
             return None
-        record = await episodes.get_episode(self.event.episode_id)
-        if record is not None and record.waiting is not None and record.waiting.turn == turn.turn:
-            found, _ = await perspective.perspective(record, self.seat)
-            turn = found.your_turn if found and found.your_turn else turn  # a game's phase's types
+        now = await self.view_now()
+        if now is not None and now.your_turn is not None and now.your_turn.turn == turn.turn:
+            turn = now.your_turn  # still that turn: with a game's phase's action types
         return YourTurn.of(turn)
 
     @strawberry.field(
@@ -559,11 +564,16 @@ class EpisodeEvent:
     async def perspective(self) -> Perspective | None:
         if self.seat is None:
             return None
-        record = await episodes.get_episode(self.event.episode_id)
-        if record is None:
-            return None
-        found, _ = await perspective.perspective(record, self.seat)
+        found = await self.view_now()
         return Perspective(view=found) if found else None
+
+
+async def _seat_view(episode_id: str, seat: int) -> perspective.View | None:
+    record = await episodes.get_episode(episode_id)
+    if record is None:
+        return None
+    found, _ = await perspective.perspective(record, seat)
+    return found
 
 
 @strawberry.type(description="A model simulations can name.")

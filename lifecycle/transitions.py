@@ -126,7 +126,7 @@ def snapshot_event(episode: EpisodeLog) -> EpisodeEvent:
         tag=episode.tag,
         experiment_id=episode.experiment_id,
         status=episode.status,
-        waiting=episode.waiting if episode.status == Status.WAITING else None,
+        waiting=episode.waiting,
     )
 
 

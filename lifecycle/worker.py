@@ -456,38 +456,27 @@ class Worker:
     ) -> None:
         """Store a suspended episode WAITING for its human seats (until their deadline) or
         PAUSED; its job ends here, and it holds nothing of this worker's any more."""
-        common = {
-            "messages": suspended.messages,
-            "pause_at": None,
-            **self._usage(spent, suspended.stats.usage),
-        }
-        if suspended.reason == "paused":
-            moved = await self._durably(
-                lambda: self.store.transition(
-                    str(episode.pk),
-                    Status.PAUSED,
-                    fence=attempt,
-                    owner=self.config.consumer,
-                    reason="paused",
-                    fields=common,
-                )
+        paused = suspended.reason == "paused"
+        fields = {"messages": suspended.messages, **self._usage(spent, suspended.stats.usage)}
+        if paused:
+            fields["pause_at"] = None  # a step's pause is kept while it waits on a person
+        deadline = time.time() + episode.seat_deadline_seconds
+        waiting = (
+            None
+            if paused
+            else Waiting(turn=suspended.turn, seats=suspended.seats, deadline=deadline)
+        )
+        moved = await self._durably(
+            lambda: self.store.transition(
+                str(episode.pk),
+                Status.PAUSED if paused else Status.WAITING,
+                fence=attempt,
+                owner=self.config.consumer,
+                reason="paused" if paused else None,
+                waiting=waiting,
+                fields=fields,
             )
-        else:
-            waiting = Waiting(
-                turn=suspended.turn,
-                seats=suspended.seats,
-                deadline=time.time() + episode.seat_deadline_seconds,
-            )
-            moved = await self._durably(
-                lambda: self.store.transition(
-                    str(episode.pk),
-                    Status.WAITING,
-                    fence=attempt,
-                    owner=self.config.consumer,
-                    waiting=waiting,
-                    fields=common,
-                )
-            )
+        )
         if not moved.ok:
             raise Fenced
         log.info("parked %s at turn %d", moved.status, suspended.turn)

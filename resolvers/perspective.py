@@ -18,7 +18,7 @@ from resolvers.episode_setup import SetupError, load_setup
 from resolvers.errors import ErrorCode, UserError
 from resolvers.games import action_types
 from resolvers.transcript import episode_turns
-from storage.models import EpisodeLog, EpisodeStatus, StoredInjection, Waiting
+from storage.models import EpisodeLog, EpisodeStatus, StoredInjection, StoredTurn, Waiting
 
 
 def sees_turn(turn: Turn, seat: int, name: str) -> bool:
@@ -86,9 +86,9 @@ def your_turn(
     return YourTurn(turn=waiting.turn, deadline=waiting.deadline, action_types=types)
 
 
-def seen_turn(turn: Turn, sequence: int) -> Seen:
+def seen_turn(turn: StoredTurn) -> Seen:
     return Seen(
-        sequence=sequence,
+        sequence=turn.sequence,
         turn=turn.turn,
         speaker=turn.agent_name,
         text=action_text(turn),
@@ -120,11 +120,8 @@ def view(episode: EpisodeLog, setup: EpisodeSetup, seat: int) -> View:
         for j, agent in enumerate(setup.agents)
         if j != seat
     ]
-    turns = [
-        seen_turn(t, t.sequence) for t in episode_turns(episode) if sees_turn(t, seat, me.name)
-    ]
+    turns = [seen_turn(t) for t in episode_turns(episode) if sees_turn(t, seat, me.name)]
     told = [seen_injection(i) for i in episode.injections if sees_injection(i, me.name)]
-    waiting = episode.waiting if episode.status == EpisodeStatus.WAITING else None
     return View(
         seat=seat,
         name=me.name,
@@ -134,7 +131,7 @@ def view(episode: EpisodeLog, setup: EpisodeSetup, seat: int) -> View:
         background=agent_background(setup, seat),
         partners=partners,
         seen=sorted([*turns, *told], key=lambda s: s.sequence),
-        your_turn=your_turn(waiting, seat, action_types(episode, setup, seat)),
+        your_turn=your_turn(episode.waiting, seat, action_types(episode, setup, seat)),
         reward=own_reward(episode, seat),
     )
 

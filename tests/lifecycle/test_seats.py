@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.types import ActionType
 from lifecycle import start
+from lifecycle.control import RunControl
 from lifecycle.seats import Seats
 from lifecycle.services import Services
 from lifecycle.worker import Worker, WorkerConfig
@@ -241,3 +242,20 @@ async def test_an_open_seat_is_claimed_once(services: Services, fake_llm: FakeLL
     await burst(services)
     sequence, errors = await seats(services).act(speak(pk, token, "claimed and speaking"))
     assert sequence is not None and not errors
+
+
+async def test_a_step_into_a_persons_turn_pauses_after_it(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    pk, tokens = await human_episode(services, fake_llm.model_name())
+    control = RunControl(services.client, services.store)
+    await control.pause(pk)
+    _, errors = await control.step(pk)  # turn 0 is the person's
+    assert not errors
+    await burst(services)
+    assert (await EpisodeLog.get(pk)).status == Status.WAITING
+    await seats(services).act(speak(pk, tokens[0], "my one turn"))
+    await burst(services)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.PAUSED  # after that one turn, not at the person's next
+    assert [t.agent_index for t in episode.turns] == [0]

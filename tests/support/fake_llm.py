@@ -71,7 +71,7 @@ class Rule(BaseModel):
     """Raw reply text; None = the default answer for the request."""
     delay: float = 0.0
     hang: bool = False
-    """Never answer (until the server stops)."""
+    """Never answer (until the server stops or is reset)."""
     usage: bool | None = None
     """Send `usage` with the answer; None = as the server does (`FakeLLM.usage`)."""
 
@@ -285,6 +285,8 @@ class FakeLLM:
         self.limit = limit or RateLimit()
         self.in_flight = 0
         self.peak_in_flight = 0
+        self._generation = 0
+        """Bumped by `reset`: the requests a hang rule held for an earlier test then end."""
         self.rejected = 0
         """Requests answered 429 by the rate limit."""
         self._admitted: deque[float] = deque()
@@ -329,6 +331,7 @@ class FakeLLM:
         self.limit = RateLimit()
         self.usage = True
         self.peak_in_flight = self.rejected = 0
+        self._generation += 1
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -416,7 +419,8 @@ class FakeLLM:
         if delay:
             await asyncio.sleep(delay)
         if rule is not None and rule.hang:
-            while not self._stopping:  # noqa: ASYNC110 - set from another thread
+            held = self._generation
+            while not self._stopping and held == self._generation:  # noqa: ASYNC110 - set from another thread
                 await asyncio.sleep(0.05)
             return JSONResponse({"error": {"message": "shutting down"}}, status_code=503)
         if status != 200:
