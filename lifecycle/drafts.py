@@ -23,7 +23,7 @@ from engine.errors import LLMError
 from engine.llm import LLMRouter, ModelCatalog
 from engine.models import LOCAL_MODEL
 from lifecycle.jobs import JobQueue
-from resolvers.drafts import SAVE_SCENARIOS, Prompt, cast_of, draft_check, model_errors
+from resolvers.drafts import SAVE_SCENARIOS, Prompt, checked_cast, draft_check
 from resolvers.errors import ErrorCode, UserError, camel, from_validation
 from resolvers.limits import LIST_MAX, RecordId, ShortText
 from resolvers.records import storable
@@ -160,11 +160,7 @@ async def queue(
         valid = DraftJobFields(**fields)
     except ValidationError as err:
         return None, from_validation(err)
-    errors = model_errors(models, valid.model)
-    cast: list[str] = []
-    if valid.agent_ids is not None:
-        cast, missing = await cast_of(client, valid.agent_ids)
-        errors += missing
+    cast, errors = await checked_cast(client, models, valid.model, valid.agent_ids)
     if errors:
         return None, errors
     job = DraftJob(

@@ -249,6 +249,18 @@ async def cast_of(client: redis.Redis, agent_ids: list[str]) -> tuple[list[str],
     return [cast_line(a) for a in found if a is not None], errors
 
 
+async def checked_cast(
+    client: redis.Redis, models: ModelCatalog, model: str, agent_ids: list[str] | None
+) -> tuple[list[str], list[UserError]]:
+    """The stored agents who take the seats (none when not given), and what is wrong with the
+    model or the agents."""
+    errors = model_errors(models, model)
+    if agent_ids is None:
+        return [], errors
+    cast, missing = await cast_of(client, agent_ids)
+    return cast, errors + missing
+
+
 async def draft_scenarios(
     client: redis.Redis, llm: LLMRouter, fields: dict[str, Any]
 ) -> tuple[Drafted | None, list[UserError]]:
@@ -257,11 +269,7 @@ async def draft_scenarios(
         valid = DraftScenariosFields(**fields)
     except ValidationError as err:
         return None, _validation(err)
-    errors = model_errors(llm, valid.model)
-    cast: list[str] = []
-    if valid.agent_ids is not None:
-        cast, missing = await cast_of(client, valid.agent_ids)
-        errors += missing
+    cast, errors = await checked_cast(client, llm, valid.model, valid.agent_ids)
     if errors:
         return None, errors
     seats = len(cast) if cast else 2
