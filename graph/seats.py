@@ -160,8 +160,8 @@ class SeatMutation:
         )
 
     @strawberry.mutation(
-        description="Pause an episode: a queued or waiting one at once, a running one before "
-        "its next turn (PAUSED holds no worker)."
+        description="Pause an episode: a queued or waiting one at once, a running one before a "
+        "turn once its worker notices, within about a second (PAUSED holds no worker)."
     )
     async def pause_simulation(self, info: Info, input: EpisodeControlInput) -> SimulationPayload:
         return _payload(*await info.context.services.control.pause(str(input.id)))

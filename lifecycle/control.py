@@ -5,7 +5,8 @@ worker parks it PAUSED before its next turn, letting the job go, so a paused epi
 worker. Resuming queues it again and a worker goes on from its stored turns; a step does the
 same with `pause_at` one turn ahead. An injection is stored unnumbered and published; the worker
 gives it the turn it delivers it in (`StoredControl`), so a resumed attempt delivers it there
-again.
+again. A worker asks before a turn only when its once-a-second watch saw a pause asked for or an
+injection waiting (`RunControl.requested`), so an uncontrolled turn costs Redis nothing more.
 """
 
 from __future__ import annotations
@@ -96,24 +97,28 @@ turn (-1: none) and the turn's injections; {0} when the attempt is no longer run
 class StoredControl:
     """The engine's `Control` over an episode's stored injections and pause request."""
 
-    def __init__(
-        self, deliver: AsyncScript, episode_id: str, attempt: int, stored: list[StoredInjection]
-    ) -> None:
+    def __init__(self, deliver: AsyncScript, episode: EpisodeLog, attempt: int) -> None:
         self._deliver = deliver
-        self.episode_id = episode_id
+        self.episode_id = str(episode.pk)
         self.attempt = attempt
-        self.stored = stored
+        self.stored = episode.injections
+        self.due = episode.pause_at is not None or any(i.turn is None for i in self.stored)
+        """Whether a pause or an injection may wait: only then is Redis asked before a turn.
+        The worker's watch sets it when it sees one (`RunControl.requested`)."""
 
     async def before_turn(self, turn: int, replaying: bool) -> TurnControl:
         if replaying:
             kept = [Injection(text=i.text, to=i.to) for i in self.stored if i.turn == turn]
             return TurnControl(injections=kept)
+        if not self.due:
+            return TurnControl()
         reply: list[Any] = await self._deliver(
             keys=[EpisodeLog.make_primary_key(self.episode_id)], args=[self.attempt, turn]
         )
         if not int(reply[0]):
             raise Fenced
         pause_at = int(reply[1])
+        self.due = pause_at >= 0  # a step's pause still ahead is asked for again each turn
         injections = [Injection.model_validate(json.loads(raw)[0]) for raw in reply[2:]]
         return TurnControl(injections=injections, pause=0 <= pause_at <= turn)
 
@@ -147,10 +152,26 @@ class RunControl:
 
     def of_attempt(self, episode: EpisodeLog, attempt: int) -> StoredControl:
         """What the engine is told before each turn of this attempt of `episode`."""
-        return StoredControl(self._deliver, str(episode.pk), attempt, episode.injections)
+        return StoredControl(self._deliver, episode, attempt)
+
+    async def requested(self, episode_ids: list[str]) -> list[bool]:
+        """Whether each episode has a pause asked for or an injection not yet delivered, in one
+        round trip (a worker's watch, about once a second)."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for episode_id in episode_ids:
+                key = EpisodeLog.make_primary_key(episode_id)
+                pipe.execute_command("JSON.GET", key, "$.pause_at", "$.injections[*].turn")
+            replies: list[Any] = await pipe.execute()
+        found = []
+        for raw in replies:
+            data = json.loads(raw) if isinstance(raw, str | bytes) else (raw or {})
+            pause = [p for p in data.get("$.pause_at", []) if p is not None]
+            found.append(bool(pause) or None in data.get("$.injections[*].turn", []))
+        return found
 
     async def pause(self, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
-        """A queued or waiting episode pauses at once; a running one before its next turn."""
+        """A queued or waiting episode pauses at once; a running one before a turn, once its
+        worker notices (within about a second)."""
         if not storable(pk):
             return None, [not_found("episode", pk)]
         result = await self.store.transition(

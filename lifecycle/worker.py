@@ -37,6 +37,7 @@ from engine.types import (
 )
 from engine.usage import Usage, merged
 from lifecycle import logs
+from lifecycle.control import StoredControl
 from lifecycle.drafts import Drafter
 from lifecycle.jobs import Job
 from lifecycle.rejudge import Rejudger
@@ -142,6 +143,8 @@ class Worker:
             services.client, services.models, services.jobs, self.config.max_attempts
         )
         self.running: dict[str, Running] = {}
+        self.controls: dict[str, StoredControl] = {}
+        """What each running attempt's engine is told before a turn, by episode."""
         self._room = asyncio.Event()
         """Set when an episode ends: its place is free."""
         self._stopping = asyncio.Event()
@@ -260,11 +263,16 @@ class Worker:
         raise AssertionError("unreachable")
 
     async def _watch(self) -> None:
-        """Stop episodes that were cancelled or deleted, or that another worker now owns."""
+        """Stop episodes that were cancelled or deleted, or that another worker now owns; tell
+        the running ones that a pause or an injection waits (read before a turn only then)."""
         started = [
             i for i in self.running.values() if i.attempt and not i.settled and not i.task.done()
         ]
         states = await self.store.states([i.job.episode_id for i in started])
+        controls = list(self.controls.items())
+        asked = await self.control.requested([episode_id for episode_id, _ in controls])
+        for (_, control), due in zip(controls, asked, strict=True):
+            control.due = control.due or due
         for item, state in zip(started, states, strict=True):
             if item.settled or item.task.done():
                 continue  # it finished while the states were read
@@ -494,6 +502,7 @@ class Worker:
         (WAITING for a person, or PAUSED)."""
         episode_id = str(episode.pk)
         control = self.control.of_attempt(episode, attempt)
+        self.controls[episode_id] = control
 
         async def on_turn(event: TurnEvent) -> None:
             turn = event.turn.model_dump(mode="json", exclude_none=True)  # no phase: no game
@@ -533,6 +542,9 @@ class Worker:
         except EpisodeFailed as failed:
             await self._fail(episode_id, attempt, failed.reason, failed.stats, spent)
             return None
+        finally:
+            if self.controls.get(episode_id) is control:
+                del self.controls[episode_id]
 
     async def _fail(
         self, episode_id: str, attempt: int, reason: str, stats: GenerationStats, spent: Usage
