@@ -313,6 +313,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             if settings.worker:
                 worker = Worker(services, WorkerConfig.from_settings(settings))
                 await stack.enter_async_context(running_worker(worker))
+            await stack.enter_async_context(services.documents.running())
             app.state.services = services
             gc.freeze()  # start-up objects (schema, models, modules) leave the GC's scans
             yield
@@ -323,6 +324,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     async def metrics(request: Request) -> JSONResponse:
         """Live counters: what a leak of subscriptions or tasks would show up in."""
         hub = request.app.state.services.hub
+        documents = request.app.state.services.documents
         return JSONResponse(
             {
                 "subscribers": hub.subscriber_count,
@@ -332,6 +334,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 "tasks": len(asyncio.all_tasks()),
                 "subscription_groups": len(graphql.fanout.groups),
                 "subscription_executions": graphql.fanout.executions,
+                "documents_held_hits": documents.hits,
+                "documents_held_misses": documents.misses,
+                "documents_tracking": documents.active,
+                "documents_tracking_reconnects": documents.reconnects,
             }
         )
 

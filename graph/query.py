@@ -58,6 +58,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
             first=first,
             after=after,
             fields=fields_for(info, AGENT_READS),
+            documents=info.context.services.documents,
         )
         return to_connection(page, ListedAgent)
 
@@ -81,6 +82,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
             first=first,
             after=after,
             fields=fields_for(info, SCENARIO_READS),
+            documents=info.context.services.documents,
         )
         return to_connection(page, ListedScenario)
 
@@ -108,6 +110,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
             first=first,
             after=after,
             fields=fields_for(info, RELATIONSHIP_READS),
+            documents=info.context.services.documents,
         )
         return to_connection(page, ListedRelationship)
 
@@ -140,6 +143,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
             first=first,
             after=after,
             fields=fields_for(info, EPISODE_READS),
+            documents=info.context.services.documents,
         )
         return to_connection(page, ListedEpisode)
 

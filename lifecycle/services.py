@@ -21,7 +21,9 @@ from lifecycle.jobs import JobQueue
 from lifecycle.seats import Seats
 from lifecycle.settings import RunSettings
 from lifecycle.transitions import DEFAULT_RETENTION, EpisodeStore, EventsLog
+from storage.models import LISTED
 from storage.runtime import redis_storage
+from storage.tracking import TrackedDocuments
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,12 @@ class Services:
     def seats(self) -> Seats:
         """People's actions, seat claims and the deadline sweep (its scripts registered once)."""
         return Seats(self.client, self.store)
+
+    @cached_property
+    def documents(self) -> TrackedDocuments:
+        """The listed records' stored JSON, held while Redis says it is unchanged (storage/
+        tracking.py); tracking only while a process runs it (the API does, a worker need not)."""
+        return TrackedDocuments(self.client, [model.make_key("") for model in LISTED])
 
     @cached_property
     def control(self) -> RunControl:

@@ -14,6 +14,7 @@ from resolvers.records import get_or_none, insert, update_fields
 from resolvers.relationships import delete_relationships
 from resolvers.search import Hit
 from storage.models import AgentProfile, RelationshipProfile
+from storage.tracking import TrackedDocuments
 
 AGENT = Exposed(
     AgentProfile,
@@ -53,6 +54,7 @@ async def list_agents(
     first: int | None = None,
     after: str | None = None,
     fields: Collection[str] | None = None,
+    documents: TrackedDocuments | None = None,
 ) -> Page[Hit[AgentProfile]]:
     terms: list[Any] = []
     if tag:
@@ -69,7 +71,9 @@ async def list_agents(
             )
         else:
             terms.append((AgentProfile.first_name == name) | (AgentProfile.last_name == name))
-    return await fetch_hits(AgentProfile.find(*terms).sort_by("pk"), first, after, fields)
+    return await fetch_hits(
+        AgentProfile.find(*terms).sort_by("pk"), first, after, fields, documents
+    )
 
 
 async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, list[UserError]]:

@@ -8,6 +8,7 @@ from resolvers.pagination import Page, fetch_hits, fetch_page
 from resolvers.records import get_or_none
 from resolvers.search import Hit
 from storage.models import EpisodeLog, EpisodeStatus
+from storage.tracking import TrackedDocuments
 
 
 async def get_episode(pk: str) -> EpisodeLog | None:
@@ -60,7 +61,8 @@ async def find_episodes(
     first: int | None = None,
     after: str | None = None,
     fields: Collection[str] | None = None,
+    documents: TrackedDocuments | None = None,
 ) -> Page[Hit[EpisodeLog]]:
     """Newest first, each record read only when first needed (resolvers/search.py)."""
     query = episode_query(tag=tag, status=status, agent_id=agent_id, scenario_id=scenario_id)
-    return await fetch_hits(query, first, after, fields)
+    return await fetch_hits(query, first, after, fields, documents)

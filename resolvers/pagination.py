@@ -9,6 +9,7 @@ from typing import Any
 from resolvers.errors import BadArgument
 from resolvers.records import has_utf8_form
 from resolvers.search import Hit, search
+from storage.tracking import TrackedDocuments
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -60,16 +61,21 @@ def searchable(query: Any) -> bool:
 
 
 async def fetch_hits(
-    query: Any, first: int | None, after: str | None, fields: Collection[str] | None = None
+    query: Any,
+    first: int | None,
+    after: str | None,
+    fields: Collection[str] | None = None,
+    documents: TrackedDocuments | None = None,
 ) -> Page[Hit[Any]]:
     """One page of a redis-om FindQuery and its total count, in one round trip.
 
-    With `fields` (record field names), the records hold only those (see resolvers/search.py).
+    With `fields` (record field names), the records hold only those (see resolvers/search.py);
+    with `documents`, records held there are not fetched again.
     """
     offset, limit = window(first, after)
     if not searchable(query):
         return Page(items=[], offset=offset, total=0)
-    found = await search(query, offset, limit, fields)
+    found = await search(query, offset, limit, fields, documents)
     return Page(items=found.hits, offset=offset, total=found.total)
 
 

@@ -14,6 +14,7 @@ from resolvers.records import get_or_none, insert, update_fields
 from resolvers.search import Hit, search_all
 from storage import keys
 from storage.models import AgentProfile, RelationshipProfile, RelationshipType
+from storage.tracking import TrackedDocuments
 
 RELATIONSHIP = Exposed(
     RelationshipProfile,
@@ -64,6 +65,7 @@ async def list_relationships(
     first: int | None = None,
     after: str | None = None,
     fields: Collection[str] | None = None,
+    documents: TrackedDocuments | None = None,
 ) -> Page[Hit[RelationshipProfile]]:
     terms: list[Any] = []
     if agent_id:
@@ -77,7 +79,9 @@ async def list_relationships(
         terms.append(RelationshipProfile.relationship == int(relationship))
     if tag:
         terms.append(RelationshipProfile.tag == searchable_tag(tag))
-    return await fetch_hits(RelationshipProfile.find(*terms).sort_by("pk"), first, after, fields)
+    return await fetch_hits(
+        RelationshipProfile.find(*terms).sort_by("pk"), first, after, fields, documents
+    )
 
 
 async def relationships_of(agent_id: str) -> list[RelationshipProfile]:

@@ -14,6 +14,7 @@ from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
 from resolvers.search import Hit
 from storage.models import EnvironmentProfile, RelationshipType
+from storage.tracking import TrackedDocuments
 
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
 
@@ -48,13 +49,16 @@ async def list_scenarios(
     first: int | None = None,
     after: str | None = None,
     fields: Collection[str] | None = None,
+    documents: TrackedDocuments | None = None,
 ) -> Page[Hit[EnvironmentProfile]]:
     terms: list[Any] = []
     if tag:
         terms.append(EnvironmentProfile.tag == searchable_tag(tag))
     if codename:
         terms.append(EnvironmentProfile.codename == codename)
-    return await fetch_hits(EnvironmentProfile.find(*terms).sort_by("pk"), first, after, fields)
+    return await fetch_hits(
+        EnvironmentProfile.find(*terms).sort_by("pk"), first, after, fields, documents
+    )
 
 
 async def create_scenario(

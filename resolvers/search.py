@@ -7,6 +7,7 @@ it; `count` is a second round trip. Here one FT.SEARCH returns the total and the
 The query string and sort order are redis-om's own, so matches and their order are the same.
 """
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Collection
@@ -17,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, create_model
 
 from storage.models import Record
+from storage.tracking import Held, TrackedDocuments
 
 DIALECT = "3"
 """For paths: every RETURN value comes back as a JSON array of its matches, so a string, a
@@ -78,38 +80,105 @@ def _mostly(model: type[Record], fields: Collection[str] | None) -> Collection[s
 
 
 def search_args(
-    query: Any, offset: int, limit: int, fields: Collection[str] | None
+    query: Any, offset: int, limit: int, fields: Collection[str] | None, keys_only: bool = False
 ) -> list[str | int]:
-    """FT.SEARCH for one page of a redis-om FindQuery, returning `fields` (None: all)."""
+    """FT.SEARCH for one page of a redis-om FindQuery, returning `fields` (None: all), or only
+    the keys."""
     paths = _paths(query.model, fields)
     args: list[str | int] = ["FT.SEARCH", query.model.Meta.index_name, query.query]
     args += ["LIMIT", offset, limit]
     args += query.resolve_redisearch_sort_fields() or []
+    if keys_only:
+        return [*args, "NOCONTENT", "DIALECT", WHOLE_DIALECT]
     dialect = WHOLE_DIALECT if paths == [WHOLE] else DIALECT
     args += ["RETURN", len(paths), *paths, "DIALECT", dialect]
     return args
 
 
 async def search(
-    query: Any, offset: int, limit: int, fields: Collection[str] | None = None
+    query: Any,
+    offset: int,
+    limit: int,
+    fields: Collection[str] | None = None,
+    documents: TrackedDocuments | None = None,
 ) -> Found[Any]:
     """The total number of matches and the hits of one page.
 
     With `fields`, each record holds those fields as stored (and its pk) and no others (unless
     they are most of the record's, when it is whole). Without, each record is whole, validated as
-    `get` does.
+    `get` does. With `documents` tracking the model's keys, a page whose records are all held
+    there costs a search for its keys alone.
     """
     model: type[Record] = query.model
     fields = _mostly(model, fields)
     if offset + limit > MAX_RESULTS:
         offset, limit = 0, 0
-    raw = await model.db().execute_command(*search_args(query, offset, limit, fields))  # type: ignore[no-untyped-call]
-    total, hits = _hits(raw)
+    paths = tuple(_paths(model, fields))
+    if documents is None or model.make_key("") not in documents.prefixes:
+        return _found(model, fields, *_hits(await _search(query, offset, limit, fields)))
+    if documents.active:
+        held = await _held_page(documents, query, offset, limit, fields, paths)
+        if held is not None:
+            return held
+    ticket = documents.ticket()
+    try:
+        total, hits = _hits(await _search(query, offset, limit, fields))
+        found = _found(model, fields, total, hits)
+        for (key, values), hit in zip(hits, found.hits, strict=True):
+            size = sum(len(text) for text in values.values())
+            documents.keep(ticket, key, paths, Held(values, hit.version, size))
+        return found
+    finally:
+        documents.release(ticket)
+
+
+async def _search(query: Any, offset: int, limit: int, fields: Collection[str] | None) -> Any:
+    model: type[Record] = query.model
+    args = search_args(query, offset, limit, fields)
+    return await model.db().execute_command(*args)  # type: ignore[no-untyped-call]
+
+
+async def _held_page(
+    documents: TrackedDocuments,
+    query: Any,
+    offset: int,
+    limit: int,
+    fields: Collection[str] | None,
+    paths: tuple[str, ...],
+) -> Found[Any] | None:
+    """The page from held documents, if every one of its records is held (after a fence, so
+    none is staler than Redis was when the read began)."""
+    model: type[Record] = query.model
+    args = search_args(query, offset, limit, fields, keys_only=True)
+    raw, fenced = await asyncio.gather(
+        model.db().execute_command(*args),  # type: ignore[no-untyped-call]
+        documents.fence(),
+    )
+    if not fenced:
+        return None
+    total, keys = _hits(raw)
+    held = [documents.held(key, paths) for key, _ in keys]
+    if any(h is None for h in held):
+        return None
+    hits = [(key, h.values) for (key, _), h in zip(keys, held, strict=True) if h is not None]
+    versions = [h.version for h in held if h is not None]
+    return _found(model, fields, total, hits, versions)
+
+
+def _found(
+    model: type[Record],
+    fields: Collection[str] | None,
+    total: int,
+    hits: list[tuple[str, dict[str, str]]],
+    versions: list[bytes] | None = None,
+) -> Found[Any]:
+    versions = versions or [_version(key, values) for key, values in hits]
     if fields is None:
-        return Found(total, [Hit(_version(k, v), partial(_whole, model, k, v)) for k, v in hits])
-    part = _part_model(model, _names(model, fields))
-    build = [partial(_part, model, part, k, v) for k, v in hits]
-    return Found(total, [Hit(_version(k, v), b) for (k, v), b in zip(hits, build, strict=True)])
+        builds = [partial(_whole, model, key, values) for key, values in hits]
+    else:
+        part = _part_model(model, _names(model, fields))
+        builds = [partial(_part, model, part, key, values) for key, values in hits]
+    return Found(total, [Hit(v, b) for v, b in zip(versions, builds, strict=True)])
 
 
 async def search_all(query: Any, batch: int = 1000) -> list[Any]:

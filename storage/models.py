@@ -381,3 +381,10 @@ MODELS: tuple[type[Record], ...] = (
     CustomEvaluationDimensionList,
     Experiment,
 )
+LISTED: tuple[type[Record], ...] = (
+    EpisodeLog,
+    AgentProfile,
+    EnvironmentProfile,
+    RelationshipProfile,
+)
+"""The records list queries page through (their stored JSON may be held: storage/tracking.py)."""

@@ -1,4 +1,5 @@
-"""Responses holding reused answers are the bytes `json.dumps` gives, over real HTTP too."""
+"""Responses holding reused answers are the bytes `json.dumps` gives, over real HTTP too, and a
+record changed by another client is read at once."""
 
 import json
 from typing import Any
@@ -69,7 +70,16 @@ async def test_a_reused_page_is_the_same_bytes_and_follows_a_changed_record(
             assert response.status_code == 200 and "errors" not in response.json()
             return response
 
-        first, again = await page(), await page()
+        async def held_hits() -> int:
+            metrics = (await http.get("/metrics")).json()
+            assert metrics["documents_tracking"] is True
+            hits: int = metrics["documents_held_hits"]
+            return hits
+
+        first = await page()
+        hits = await held_hits()
+        again = await page()
+        assert await held_hits() == hits + 4  # the page's documents were not fetched again
         assert first.content == again.content
         assert first.text == dumps(first.json())
         nodes = first.json()["data"]["episodes"]["nodes"]
