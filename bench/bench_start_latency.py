@@ -1,7 +1,8 @@
 """startSimulation latency against a trivial query, with 1 and with 16 concurrent clients, then
-the start alone at 16 clients: latency, requests per second and the API's CPU per start.
+the start alone at 16 clients: latency, requests per second and the API's CPU per start, and
+the same for a trivial query (what the server spends on a request that does nothing).
 
-Run: python -m bench.bench_start_latency [--requests N] [--throughput N]
+Run: python -m bench.bench_start_latency [--requests N] [--throughput N] [--only-throughput]
 Starts an embedded Redis and one `parley serve --no-worker` process; nothing runs the episodes,
 so the figure is the request alone: validation, one transaction, the event, the job. CPU figures
 are each process's CPU time (user + system, psutil) over the phase, divided by the requests; the
@@ -75,27 +76,33 @@ async def ratios(url: str, start: dict[str, Any], requests: int) -> None:
 async def throughput(
     url: str, start: dict[str, Any], requests: int, api: psutil.Process, redis: psutil.Process
 ) -> None:
-    """Starts only, from 16 clients at once (each sends its next as soon as one is answered)."""
-    clients = [httpx.AsyncClient(base_url=url, timeout=30) for _ in range(CLIENTS)]
-    await measure(clients, START, start, 10)
-    per_client = max(1, requests // CLIENTS)
-    me = psutil.Process()
-    before = [cpu_seconds(p) for p in (api, redis, me)]
-    began = time.perf_counter()
-    starts = await measure(clients, START, start, per_client)
-    wall = time.perf_counter() - began
-    processes = (api, redis, me)
-    api_cpu, redis_cpu, client_cpu = (
-        (cpu_seconds(p) - b) / len(starts) * 1000 for p, b in zip(processes, before, strict=True)
-    )
-    for client in clients:
-        await client.aclose()
-    print(f"startSimulation alone, clients={CLIENTS}")
-    print(f"  {summary_ms(starts)}  {len(starts) / wall:.0f} requests/s")
-    print(
-        f"  CPU per start: API {api_cpu:.2f} ms, Redis {redis_cpu:.2f} ms, "
-        f"load generator {client_cpu:.2f} ms"
-    )
+    """Starts only, from 16 clients at once (each sends its next as soon as one is answered);
+    then as many trivial queries the same way: the API's CPU for a request that does nothing,
+    the floor under a start's."""
+    for label, query, variables in (
+        ("startSimulation alone", START, start),
+        ("a trivial query, the same way", TRIVIAL, {}),
+    ):
+        clients = [httpx.AsyncClient(base_url=url, timeout=30) for _ in range(CLIENTS)]
+        await measure(clients, query, variables, 10)
+        per_client = max(1, requests // CLIENTS)
+        me = psutil.Process()
+        before = [cpu_seconds(p) for p in (api, redis, me)]
+        began = time.perf_counter()
+        times = await measure(clients, query, variables, per_client)
+        wall = time.perf_counter() - began
+        processes = (api, redis, me)
+        api_cpu, redis_cpu, client_cpu = (
+            (cpu_seconds(p) - b) / len(times) * 1000 for p, b in zip(processes, before, strict=True)
+        )
+        for client in clients:
+            await client.aclose()
+        print(f"{label}, clients={CLIENTS}")
+        print(f"  {summary_ms(times)}  {len(times) / wall:.0f} requests/s")
+        print(
+            f"  CPU per request: API {api_cpu:.2f} ms, Redis {redis_cpu:.2f} ms, "
+            f"load generator {client_cpu:.2f} ms"
+        )
 
 
 async def main(requests: int, starts: int, skip_ratios: bool) -> None:

@@ -23,8 +23,9 @@ Rows (the --only names):
 - start: start requests from 16 clients with no worker running (Sotopia `POST /simulate`,
   Parley `startSimulation` on `parley serve --no-worker`); latency, requests/s, API CPU each.
 - reads: 1,000 stored episodes (Sotopia's format): Sotopia's one `GET /episodes` against
-  Parley's pages of 50 with every stored field (no joined objects: Sotopia returns ids); and
-  Parley's first page of 50 with only id, status and tag (Sotopia has no projection).
+  Parley's pages of 50, and of 100 (its largest), with every stored field (no joined objects:
+  Sotopia returns ids); Parley's first page of 50 with only id, status and tag (Sotopia has no
+  projection); and how much of each read is the client's own decoding of the JSON.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ulid import ULID
 from bench.bench_tokens import episode_token_figures
 from bench.common import percentile
 from lifecycle.settings import RunSettings
+from resolvers.pagination import MAX_PAGE_SIZE
 from storage.embedded import EmbeddedRedis, free_port
 from storage.models import AgentProfile, EnvironmentProfile, EpisodeLog
 from tests.support.fake_llm import fake_llm_process
@@ -708,11 +710,17 @@ async def read_all_sotopia(http: httpx.AsyncClient, system: System) -> tuple[int
     return len(response.json()), len(response.content)
 
 
-async def read_all_parley(http: httpx.AsyncClient, system: System) -> tuple[int, int]:
+async def read_all_parley(
+    http: httpx.AsyncClient,
+    system: System,
+    page_size: int = PAGE,
+    bodies: list[bytes] | None = None,
+) -> tuple[int, int]:
+    """Every episode in pages of `page_size`; each response's bytes go to `bodies` if given."""
     after: str | None = None
     count = size = 0
     while True:
-        body = {"query": READ_ALL, "variables": {"first": PAGE, "after": after}}
+        body = {"query": READ_ALL, "variables": {"first": page_size, "after": after}}
         response = await http.post(f"{system.api_url}/graphql", json=body)
         payload = response.json()
         if response.status_code != 200 or "errors" in payload:
@@ -720,9 +728,22 @@ async def read_all_parley(http: httpx.AsyncClient, system: System) -> tuple[int,
         page = payload["data"]["episodes"]
         count += len(page["nodes"])
         size += len(response.content)
+        if bodies is not None:
+            bodies.append(response.content)
         if not page["pageInfo"]["hasNextPage"]:
             return count, size
         after = page["pageInfo"]["endCursor"]
+
+
+def decoding_seconds(bodies: list[bytes], repeats: int = 5) -> float:
+    """The client's own share of a read: json.loads of its responses (median of `repeats`)."""
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        for body in bodies:
+            json.loads(body)
+        times.append(time.perf_counter() - began)
+    return med(times)
 
 
 async def read_few_parley(http: httpx.AsyncClient, system: System) -> tuple[int, int]:
@@ -753,6 +774,7 @@ async def reads_rows(
         reads: dict[str, Read] = {
             "sotopia": lambda: read_all_sotopia(http, sotopia),
             "parley": lambda: read_all_parley(http, parley),
+            "parley_max": lambda: read_all_parley(http, parley, MAX_PAGE_SIZE),
             "few": lambda: read_few_parley(http, parley),
         }
         deadline = time.monotonic() + READY_TIMEOUT  # until both indexes hold every document
@@ -766,12 +788,13 @@ async def reads_rows(
             sizes[name] = got[1]
         times: dict[str, list[float]] = {name: [] for name in reads}
         for repeat in range(repeats):
-            names = (
-                ["sotopia", "parley", "few"] if repeat % 2 == 0 else ["parley", "few", "sotopia"]
-            )
+            names = list(reads) if repeat % 2 == 0 else list(reversed(reads))
             for name in names:
                 times[name].append(await timed(reads[name], PAGE if name == "few" else stored))
-    s, p, f = (med(times[n]) * 1000 for n in ("sotopia", "parley", "few"))
+        bodies: list[bytes] = []
+        await read_all_parley(http, parley, MAX_PAGE_SIZE, bodies)
+        sotopia_body = (await http.get(f"{sotopia.api_url}/episodes")).content
+    s, p, p_max, f = (med(times[n]) * 1000 for n in ("sotopia", "parley", "parley_max", "few"))
     table.add(
         f"{stored:,} stored episodes, every field: Sotopia's one GET /episodes "
         f"vs Parley's pages of {PAGE} (total)",
@@ -779,9 +802,19 @@ async def reads_rows(
         f"{p:.0f} ms ({-(-stored // PAGE)} pages)",
     )
     table.add(
+        f"the same, Parley's pages of {MAX_PAGE_SIZE} (its largest)",
+        f"{s:.0f} ms",
+        f"{p_max:.0f} ms ({-(-stored // MAX_PAGE_SIZE)} pages)",
+    )
+    table.add(
         f"first {PAGE} episodes, only id, status and tag",
         f"\u2013 (no projection; GET /episodes of all {stored:,}: {s:.0f} ms)",
         f"{f:.1f} ms",
+    )
+    table.notes.append(
+        "of which the client's json.loads of the responses alone: Sotopia's "
+        f"{decoding_seconds([sotopia_body]) * 1000:.0f} ms, Parley's pages of {MAX_PAGE_SIZE} "
+        f"{decoding_seconds(bodies) * 1000:.0f} ms"
     )
     mib = {name: size / 2**20 for name, size in sizes.items()}
     table.notes.append(
