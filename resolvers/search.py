@@ -7,7 +7,6 @@ it; `count` is a second round trip. Here one FT.SEARCH returns the total and the
 The query string and sort order are redis-om's own, so matches and their order are the same.
 """
 
-import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Collection
@@ -146,15 +145,11 @@ async def _held_page(
     fields: Collection[str] | None,
     paths: tuple[str, ...],
 ) -> Found[Any] | None:
-    """The page from held documents, if every one of its records is held (after a fence, so
-    none is staler than Redis was when the read began)."""
+    """The page from held documents, if every one of its records is held (the keys' search is
+    asked on the tracking connection, so none is staler than Redis was when the read began)."""
     model: type[Record] = query.model
-    args = search_args(query, offset, limit, fields, keys_only=True)
-    raw, fenced = await asyncio.gather(
-        model.db().execute_command(*args),  # type: ignore[no-untyped-call]
-        documents.fence(),
-    )
-    if not fenced:
+    raw = await documents.ask(*search_args(query, offset, limit, fields, keys_only=True))
+    if raw is None:
         return None
     total, keys = _hits(raw)
     held = [documents.held(key, paths) for key, _ in keys]

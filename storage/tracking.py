@@ -7,10 +7,10 @@ those prefixes that anyone changes (Parley, Sotopia, a hand edit, an expiry; a f
 only and takes each document from here when it is held.
 
 Two fences keep what is held from being staler than Redis:
-- Before a read uses what is held, `fence()` sends PING on the tracking connection and waits
-  for its reply. Redis sends every invalidation of a write it executed before that PING first,
-  and the reader applies them in order, so a write that completed before the read began is
-  never answered from before it.
+- A read that uses what is held sends its search for keys on the tracking connection itself
+  (`ask()`). Redis sends every invalidation of a write it executed before that search ahead of
+  the search's reply, and the reader applies them in order before handing the reply over, so a
+  write that completed before the read began is never answered from before it.
 - A document fetched while an invalidation of its key was being applied is not kept:
   `ticket()` is taken before the fetch, and `keep()` refuses a key invalidated since.
 
@@ -34,11 +34,14 @@ from engine.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
-FENCE_TIMEOUT = 2.0
-"""Seconds a fence waits for its PONG before the tracking connection is taken as lost."""
+ASK_TIMEOUT = 2.0
+"""Seconds a command on the tracking connection waits for its reply before the connection is
+taken as lost."""
 HELD_BYTES = 64 * 2**20
 """Stored JSON text held at most (least recently used first out)."""
 RECONNECT = Backoff(base=0.1, cap=5.0)
+PUSHED = object()
+"""What the reader reads for a push (applied as it was read), as opposed to a reply."""
 TOUCHED_KEPT = 4_096
 """Invalidated keys remembered for fetches in flight before the oldest are pruned."""
 
@@ -65,9 +68,9 @@ class TrackedDocuments:
         self._forgot_at = 0
         self._tickets: dict[int, int] = {}
         self._connection: Any = None
-        self._pings = 0
-        self._pongs = 0
-        self._waiting: dict[int, asyncio.Future[bool]] = {}
+        self._asked = 0
+        self._answered = 0
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._task: asyncio.Task[None] | None = None
         self.hits = 0
         self.misses = 0
@@ -99,29 +102,30 @@ class TrackedDocuments:
 
     # --- reads --------------------------------------------------------------------------
 
-    async def fence(self) -> bool:
-        """True once every invalidation Redis sent before now has been applied; False when not
-        tracking (then nothing held may be used)."""
+    async def ask(self, *command: str | int) -> Any:
+        """`command`'s reply, read after every invalidation Redis sent before executing it has
+        been applied; None when not tracking (then nothing held may be used)."""
         connection = self._connection
         if connection is None:
-            return False
-        self._pings += 1
-        mine = self._pings
+            return None
+        self._asked += 1
+        mine = self._asked
         answered = asyncio.get_running_loop().create_future()
         self._waiting[mine] = answered
         try:
-            # PINGs go out in the order they are counted: send_command writes before it first
-            # waits, and the reader counts PONGs in the order they come back.
-            await connection.send_command("PING", check_health=False)
-            if not await asyncio.wait_for(answered, FENCE_TIMEOUT):
-                return False
-        except (redis.RedisError, OSError, TimeoutError) as err:
-            log.warning("document tracking lost its fence (%s); fetching documents", err)
+            # Commands go out in the order they are counted (send_command writes before it
+            # first waits) and the reader hands replies over in the order they come back.
+            await connection.send_command(*command, check_health=False)
+            reply = await asyncio.wait_for(answered, ASK_TIMEOUT)
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as err:
+            log.warning("document tracking lost Redis (%s); fetching documents", err)
             await self._drop()
-            return False
+            return None
         finally:
             self._waiting.pop(mine, None)
-        return self._connection is connection
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply if self._connection is connection else None
 
     def held(self, key: str, paths: tuple[str, ...]) -> Held | None:
         found = self._held.get((key, paths))
@@ -230,7 +234,7 @@ class TrackedDocuments:
                 await connection.disconnect()
             raise
         self._forget_all()  # what was pushed while not connected is unknown
-        self._pings = self._pongs = 0
+        self._asked = self._answered = 0
         self._connection, self.client_id = connection, client_id
 
     async def _track(self, connection: Any) -> int:
@@ -239,8 +243,9 @@ class TrackedDocuments:
         if connection.protocol != 3:
             raise redis.RedisError("document tracking needs RESP3")
 
-        async def on_push(push: list[Any]) -> None:
+        async def on_push(push: list[Any]) -> object:
             await self.on_invalidation(push[1])
+            return PUSHED
 
         connection._parser.set_invalidation_push_handler(on_push)
         await connection.send_command("CLIENT", "ID")
@@ -253,23 +258,28 @@ class TrackedDocuments:
         return client_id
 
     async def _read(self) -> None:
-        """Apply pushes as they come and hand each PONG to the fence waiting for it."""
+        """Apply pushes as they come and hand each reply to the command waiting for it."""
         connection = self._connection
         assert connection is not None
         while True:
-            reply = await connection.read_response(push_request=True)
-            if reply in ("PONG", b"PONG"):
-                self._pongs += 1
-                answered = self._waiting.pop(self._pongs, None)
-                if answered is not None and not answered.done():
-                    answered.set_result(True)
+            try:
+                reply = await connection.read_response(push_request=True)
+            except redis.ResponseError as refused:
+                reply = refused
+            if reply is PUSHED:
+                continue
+            self._answered += 1
+            answered = self._waiting.pop(self._answered, None)
+            if answered is not None and not answered.done():
+                answered.set_result(reply)
 
     async def _drop(self) -> None:
         connection, self._connection, self.client_id = self._connection, None, None
         self._forget_all()
+        lost = redis.ConnectionError("document tracking lost Redis")
         for answered in self._waiting.values():
             if not answered.done():
-                answered.set_result(False)
+                answered.set_exception(lost)
         self._waiting.clear()
         if connection is not None:
             with contextlib.suppress(redis.RedisError, OSError):

@@ -141,6 +141,15 @@ async def test_a_document_fetched_across_an_invalidation_is_not_kept(
     assert documents.held(key, paths) is None
 
 
+async def test_a_refused_command_is_its_error_and_the_connection_goes_on(
+    documents: TrackedDocuments,
+) -> None:
+    with pytest.raises(redis.ResponseError):
+        await documents.ask("FT.SEARCH", "no-such-index", "*")
+    assert await documents.ask("PING") == "PONG"
+    assert documents.active and documents.reconnects == 0
+
+
 async def test_without_resp3_nothing_is_held(redis_url: str) -> None:
     client = open_client(redis_url)
     client.connection_pool.connection_kwargs["protocol"] = 2
@@ -148,5 +157,5 @@ async def test_without_resp3_nothing_is_held(redis_url: str) -> None:
     async with tracked.running():
         await asyncio.sleep(0.3)
         assert not tracked.active
-        assert not await tracked.fence()
+        assert await tracked.ask("PING") is None
     await client.aclose()
