@@ -14,7 +14,7 @@ deferred, and no answer that raised a field error.
 """
 
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -156,6 +156,31 @@ class Shapes:
             else:
                 return False
         return True
+
+
+def kept_answers(
+    cache: AnswerCache,
+    shapes: Shapes,
+    item_type: GraphQLObjectType,
+    details: list[FieldDetails],
+    items: Sequence[Any],
+) -> list[Encoded] | None:
+    """The kept answers of every item of a list, or None unless all are kept (then the list is
+    completed item by item, as usual). A page of 50 reused items costs 50 look-ups instead of
+    graphql-core's walk over each of them."""
+    if any(d.node.directives for d in details):
+        return None  # @stream and the like change how a list is completed
+    shape = shapes.of(item_type, details)
+    if shape is None:
+        return None
+    answers: list[Encoded] = []
+    for item in items:
+        version = getattr(item, "version", None)
+        answer = cache.get((shape, version)) if isinstance(version, bytes) else None
+        if answer is None:
+            return None
+        answers.append(answer)
+    return answers
 
 
 def cached_completion(

@@ -1,7 +1,6 @@
 """Cursor connections (Relay style) with a total count."""
 
 from collections.abc import Callable
-from typing import Any
 
 import strawberry
 
@@ -24,24 +23,38 @@ class Edge[T]:
 
 @strawberry.type(description="A page of a list, with the list's total size.")
 class Connection[T]:
-    edges: list[Edge[T]] = strawberry.field(description="Items of this page with cursors.")
-    nodes: list[T] = strawberry.field(description="Items of this page.")
-    page_info: PageInfo = strawberry.field(description="Where this page sits.")
-    total_count: int = strawberry.field(description="Items matching the filter, in all pages.")
+    items: strawberry.Private[list[T]]
+    total: strawberry.Private[int]
+    offset: strawberry.Private[int]
+    has_next: strawberry.Private[bool]
+
+    @strawberry.field(description="Items of this page with cursors.")
+    def edges(self) -> list[Edge[T]]:
+        return [Edge(cursor=c, node=n) for c, n in zip(self._cursors(), self.items, strict=True)]
+
+    @strawberry.field(description="Items of this page.")
+    def nodes(self) -> list[T]:
+        return self.items
+
+    @strawberry.field(description="Where this page sits.")
+    def page_info(self) -> PageInfo:
+        cursors = self._cursors()
+        return PageInfo(
+            has_next_page=self.has_next,
+            has_previous_page=self.offset > 0,
+            start_cursor=cursors[0] if cursors else None,
+            end_cursor=cursors[-1] if cursors else None,
+        )
+
+    @strawberry.field(description="Items matching the filter, in all pages.")
+    def total_count(self) -> int:
+        return self.total
+
+    def _cursors(self) -> list[str]:
+        return [encode_cursor(self.offset + i) for i in range(len(self.items))]
 
 
 def to_connection[R, T](page: Page[R], wrap: Callable[[R], T]) -> Connection[T]:
-    nodes = [wrap(item) for item in page.items]
-    cursors = [encode_cursor(page.offset + i) for i in range(len(nodes))]
-    edges: list[Edge[Any]] = [Edge(cursor=c, node=n) for c, n in zip(cursors, nodes, strict=True)]
-    return Connection(
-        edges=edges,
-        nodes=nodes,
-        page_info=PageInfo(
-            has_next_page=page.has_next,
-            has_previous_page=page.offset > 0,
-            start_cursor=cursors[0] if cursors else None,
-            end_cursor=cursors[-1] if cursors else None,
-        ),
-        total_count=page.total,
-    )
+    """A page's connection; its edges and cursors are made only when selected."""
+    items = [wrap(item) for item in page.items]
+    return Connection(items=items, total=page.total, offset=page.offset, has_next=page.has_next)

@@ -6,7 +6,15 @@ from functools import lru_cache
 from typing import Any
 
 import strawberry
-from graphql import ASTValidationRule, GraphQLObjectType, GraphQLResolveInfo, parse
+from graphql import (
+    ASTValidationRule,
+    GraphQLList,
+    GraphQLObjectType,
+    GraphQLOutputType,
+    GraphQLResolveInfo,
+    get_nullable_type,
+    parse,
+)
 from graphql.execution.collect_fields import FieldDetailsList
 from graphql.execution.executor import Executor
 from graphql.pyutils import Path
@@ -15,7 +23,7 @@ from strawberry.extensions import SchemaExtension, max_aliases, query_depth_limi
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext, validate_document
 
-from graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion
+from graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion, kept_answers
 from graph.episode_types import EPISODE_OWN_TYPES
 from graph.errors import ErrorPolicy
 from graph.mutation import Mutation
@@ -114,6 +122,31 @@ class AnswerCachingExecutor(EventScopedExecutor):
     printed: Printed
     _shapes: Shapes | None = None
 
+    @property
+    def shapes(self) -> Shapes:
+        if self._shapes is None:
+            own = {**OWN_TYPES, **EPISODE_OWN_TYPES}
+            self._shapes = Shapes(own, self.fragments, self.printed)
+        return self._shapes
+
+    def complete_list_value(
+        self,
+        return_type: GraphQLList[GraphQLOutputType],
+        field_details_list: FieldDetailsList,
+        info: GraphQLResolveInfo[Any],
+        path: Path,
+        result: Any,
+        position_context: Any,
+    ) -> Any:
+        item_type = get_nullable_type(return_type.of_type)
+        if isinstance(item_type, GraphQLObjectType) and isinstance(result, list) and result:
+            kept = kept_answers(self.answers, self.shapes, item_type, field_details_list, result)
+            if kept is not None:
+                return kept
+        return super().complete_list_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
+
     def complete_object_value(
         self,
         return_type: GraphQLObjectType,
@@ -128,12 +161,9 @@ class AnswerCachingExecutor(EventScopedExecutor):
                 return_type, field_details_list, info, path, result, position_context
             )
 
-        if self._shapes is None:
-            own = {**OWN_TYPES, **EPISODE_OWN_TYPES}
-            self._shapes = Shapes(own, self.fragments, self.printed)
         errors = self.collected_errors.errors
         return cached_completion(
-            self.answers, self._shapes, errors, return_type, field_details_list, result, complete
+            self.answers, self.shapes, errors, return_type, field_details_list, result, complete
         )
 
 
