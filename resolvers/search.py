@@ -112,23 +112,11 @@ async def search(
     fields = _mostly(model, fields)
     if offset + limit > MAX_RESULTS:
         offset, limit = 0, 0
-    paths = tuple(_paths(model, fields))
-    if documents is None or model.make_key("") not in documents.prefixes:
-        return _found(model, fields, *_hits(await _search(query, offset, limit, fields)))
-    if documents.active:
-        held = await _held_page(documents, query, offset, limit, fields, paths)
-        if held is not None:
-            return held
-    ticket = documents.ticket()
-    try:
-        total, hits = _hits(await _search(query, offset, limit, fields))
-        found = _found(model, fields, total, hits)
-        for (key, values), hit in zip(hits, found.hits, strict=True):
-            size = sum(len(text) for text in values.values())
-            documents.keep(ticket, key, paths, Held(values, hit.version, size))
-        return found
-    finally:
-        documents.release(ticket)
+    if documents is not None and model.make_key("") in documents.prefixes:
+        found = await _tracked_page(documents, query, offset, limit, fields)
+        if found is not None:
+            return found
+    return _found(model, fields, *_hits(await _search(query, offset, limit, fields)))
 
 
 async def _search(query: Any, offset: int, limit: int, fields: Collection[str] | None) -> Any:
@@ -137,27 +125,50 @@ async def _search(query: Any, offset: int, limit: int, fields: Collection[str] |
     return await model.db().execute_command(*args)  # type: ignore[no-untyped-call]
 
 
-async def _held_page(
+async def _tracked_page(
     documents: TrackedDocuments,
     query: Any,
     offset: int,
     limit: int,
     fields: Collection[str] | None,
-    paths: tuple[str, ...],
 ) -> Found[Any] | None:
-    """The page from held documents, if every one of its records is held (the keys' search is
-    asked on the tracking connection, so none is staler than Redis was when the read began)."""
+    """The page through the tracking connection: its keys, each record from what is held or
+    else read there (and held from then on); None when not tracking, or when a record went
+    away between the search and its read."""
     model: type[Record] = query.model
+    paths = tuple(_paths(model, fields))
     raw = await documents.ask(*search_args(query, offset, limit, fields, keys_only=True))
     if raw is None:
         return None
-    total, keys = _hits(raw)
-    held = [documents.held(key, paths) for key, _ in keys]
-    if any(h is None for h in held):
-        return None
-    hits = [(key, h.values) for (key, _), h in zip(keys, held, strict=True) if h is not None]
-    versions = [h.version for h in held if h is not None]
-    return _found(model, fields, total, hits, versions)
+    total, hits = _hits(raw)
+    keys = [key for key, _ in hits]
+    held = {key: documents.held(key, paths) for key in keys}
+    missing = [key for key, h in held.items() if h is None]
+    if missing:
+        ticket = documents.ticket()
+        try:
+            read = await documents.read(missing, paths)
+            if read is None:
+                return None
+            for i, key in enumerate(missing):
+                values = {
+                    path: _as_searched(path, texts[i])
+                    for path, texts in zip(paths, read, strict=True)
+                }
+                size = sum(len(text) for text in values.values())
+                held[key] = kept = Held(values, _version(key, values), size)
+                documents.keep(ticket, key, paths, kept)
+        finally:
+            documents.release(ticket)
+    page = [h for h in (held[key] for key in keys) if h is not None]
+    hits = [(key, h.values) for key, h in zip(keys, page, strict=True)]
+    return _found(model, fields, total, hits, [h.version for h in page])
+
+
+def _as_searched(path: str, text: str) -> str:
+    """JSON.MGET's answer for `path` as FT.SEARCH returns it: the matches' array for a path
+    (dialect 3), the document itself for the whole (dialect 2), so both digest alike."""
+    return text[1:-1] if path == WHOLE else text
 
 
 def _found(

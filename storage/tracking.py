@@ -1,21 +1,22 @@
 """Stored JSON of records, kept in the process for as long as Redis says it is unchanged.
 
-One connection of its own turns on Redis's client-side caching support in broadcasting mode
-(`CLIENT TRACKING ON BCAST PREFIX ...`, RESP3): Redis then pushes the name of every key under
-those prefixes that anyone changes (Parley, Sotopia, a hand edit, an expiry; a flush pushes
-"everything"). A read that would fetch whole documents asks Redis for the keys of its page
-only and takes each document from here when it is held.
+One connection of its own turns on Redis's client-side caching support (`CLIENT TRACKING ON`,
+RESP3) and reads on it the documents to hold (`read()`): Redis then remembers each key read
+there and pushes its name once anyone changes it (Parley, Sotopia, a hand edit, an expiry; a
+flush pushes "everything"). Only keys read there are tracked, so records nobody lists cost no
+pushes however often they are written (a running episode, turn after turn). A list read asks
+for the keys of its page, takes each document from here when it is held, and reads the rest.
 
 Two fences keep what is held from being staler than Redis:
 - A read that uses what is held sends its search for keys on the tracking connection itself
   (`ask()`). Redis sends every invalidation of a write it executed before that search ahead of
   the search's reply, and the reader applies them in order before handing the reply over, so a
   write that completed before the read began is never answered from before it.
-- A document fetched while an invalidation of its key was being applied is not kept:
-  `ticket()` is taken before the fetch, and `keep()` refuses a key invalidated since.
+- A document read while an invalidation of its key was being applied is not kept: `ticket()`
+  is taken before the read, and `keep()` refuses a key invalidated since.
 
 When the connection drops, everything held is forgotten (invalidations may have been missed)
-and reads fetch documents again until it is back.
+and reads fetch documents as usual until it is back.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Held:
 class TrackedDocuments:
     def __init__(self, client: redis.Redis, prefixes: Sequence[str]) -> None:
         self.prefixes = tuple(prefixes)
+        """Key prefixes of the records that may be held."""
         self._client = client
         self._held: OrderedDict[tuple[str, tuple[str, ...]], Held] = OrderedDict()
         self._by_key: dict[str, set[tuple[str, ...]]] = {}
@@ -75,6 +77,8 @@ class TrackedDocuments:
         self.hits = 0
         self.misses = 0
         self.reconnects = 0
+        self.invalidated = 0
+        """Keys Redis said changed (each at most once per read of it)."""
         self.client_id: int | None = None
         """The tracking connection's id in Redis (CLIENT LIST), while connected."""
 
@@ -127,6 +131,15 @@ class TrackedDocuments:
             raise reply
         return reply if self._connection is connection else None
 
+    async def read(self, keys: Sequence[str], paths: Sequence[str]) -> list[list[str]] | None:
+        """Per path, the stored JSON of each key at that path (JSON.MGET's answers: each a
+        JSON array of the path's matches), read on the tracking connection so that Redis will
+        say when any of them changes; None when not tracking or when a key is gone."""
+        replies = await asyncio.gather(*(self.ask("JSON.MGET", *keys, path) for path in paths))
+        if any(reply is None or None in reply for reply in replies):
+            return None
+        return [list(reply) for reply in replies]
+
     def held(self, key: str, paths: tuple[str, ...]) -> Held | None:
         found = self._held.get((key, paths))
         if found is None:
@@ -178,6 +191,7 @@ class TrackedDocuments:
             self._forget_all()
             return
         for key in keys:
+            self.invalidated += 1
             self._touched[key] = self._sequence
             for paths in self._by_key.pop(key, ()):
                 held = self._held.pop((key, paths), None)
@@ -250,8 +264,7 @@ class TrackedDocuments:
         connection._parser.set_invalidation_push_handler(on_push)
         await connection.send_command("CLIENT", "ID")
         client_id = int(await connection.read_response())
-        prefixes = [part for prefix in self.prefixes for part in ("PREFIX", prefix)]
-        await connection.send_command("CLIENT", "TRACKING", "ON", "BCAST", *prefixes)
+        await connection.send_command("CLIENT", "TRACKING", "ON")
         reply = await connection.read_response()
         if reply not in ("OK", b"OK"):
             raise redis.RedisError(f"CLIENT TRACKING answered {reply!r}")

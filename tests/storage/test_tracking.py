@@ -87,6 +87,25 @@ async def test_a_write_by_another_client_is_read_at_once(
     await edits_are_read_at_once(documents, other_writer, 30)
 
 
+async def test_only_records_read_through_tracking_are_pushed_and_once_per_read(
+    world: None, documents: TrackedDocuments, other_writer: redis.Redis
+) -> None:
+    unread = EpisodeLog.make_primary_key(f"{WORLD}E000001")  # tagged -sotopia: not in the page
+    for round in range(20):
+        await other_writer.execute_command(
+            "JSON.SET", unread, "$.reasoning", json.dumps(str(round))
+        )  # type: ignore[no-untyped-call]
+    await reasons(documents)
+    assert documents.invalidated == 0
+    pk = (await reasons(documents))[0][0]
+    key = EpisodeLog.make_primary_key(pk)
+    for round in range(3):
+        await other_writer.execute_command("JSON.SET", key, "$.reasoning", json.dumps(str(round)))  # type: ignore[no-untyped-call]
+    await documents.ask("PING")
+    assert documents.invalidated == 1  # untracked once pushed, until it is read again
+    assert dict(await reasons(documents))[pk] == "2"
+
+
 class SlowToApply(TrackedDocuments):
     """Applies each invalidation late, as a busy process would: only the fence keeps a read
     from answering with what was held before."""
