@@ -151,10 +151,7 @@ async def _tracked_page(
             if read is None:
                 return None
             for i, key in enumerate(missing):
-                values = {
-                    path: _as_searched(path, texts[i])
-                    for path, texts in zip(paths, read, strict=True)
-                }
+                values = _as_searched(paths, [texts[i] for texts in read])
                 size = sum(len(text) for text in values.values())
                 held[key] = kept = Held(values, _version(key, values), size)
                 documents.keep(ticket, key, paths, kept)
@@ -165,10 +162,13 @@ async def _tracked_page(
     return _found(model, fields, total, hits, [h.version for h in page])
 
 
-def _as_searched(path: str, text: str) -> str:
-    """JSON.MGET's answer for `path` as FT.SEARCH returns it: the matches' array for a path
-    (dialect 3), the document itself for the whole (dialect 2), so both digest alike."""
-    return text[1:-1] if path == WHOLE else text
+def _as_searched(paths: tuple[str, ...], texts: list[str]) -> dict[str, str]:
+    """JSON.MGET's answers for one record as FT.SEARCH returns them, so both digest alike: the
+    document itself for the whole (dialect 2); for paths, the array of each path's matches
+    (dialect 3), leaving out paths the record lacks, as RETURN does."""
+    if paths == (WHOLE,):
+        return {WHOLE: texts[0][1:-1]}
+    return {path: text for path, text in zip(paths, texts, strict=True) if text != "[]"}
 
 
 def _found(

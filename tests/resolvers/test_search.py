@@ -1,13 +1,15 @@
 """One FT.SEARCH with projected fields returns what redis-om's count and page returned."""
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import redis.asyncio as redis
 
 from resolvers.pagination import encode_cursor, fetch_page
-from resolvers.search import search
+from resolvers.search import Found, search
 from storage.models import (
+    LISTED,
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,
@@ -15,6 +17,7 @@ from storage.models import (
     Record,
     RelationshipProfile,
 )
+from storage.tracking import TrackedDocuments
 from tests.support.read_world import write_world
 
 WORLD = "srch"
@@ -58,14 +61,52 @@ def dump(record: Record, fields: set[str] | None = None) -> dict[str, Any]:
     return record.model_dump(mode="json", include=fields)
 
 
+@pytest.fixture(params=[False, True], ids=["fetched", "tracked"])
+async def documents(
+    request: pytest.FixtureRequest, redis_client: redis.Redis
+) -> AsyncIterator[TrackedDocuments | None]:
+    """No held documents, or documents tracked and held (each search below runs twice then:
+    once reading the records on the tracking connection, once from what it held)."""
+    if not request.param:
+        yield None
+        return
+    tracked = TrackedDocuments(redis_client, [model.make_key("") for model in LISTED])
+    async with tracked.running():
+        assert tracked.active
+        yield tracked
+
+
+async def searched(
+    documents: TrackedDocuments | None,
+    query: Any,
+    offset: int,
+    limit: int,
+    fields: set[str] | None = None,
+) -> Found[Any]:
+    found = await search(query, offset, limit, fields, documents)
+    if documents is None:
+        return found
+    hits = documents.hits
+    again = await search(query, offset, limit, fields, documents)
+    assert documents.hits - hits == len(again.hits)
+    assert [h.version for h in again.hits] == [h.version for h in found.hits]
+    assert [dump(r) for r in again.records] == [dump(r) for r in found.records]
+    return again
+
+
 @pytest.mark.parametrize(("name", "query"), queries(), ids=[n for n, _ in queries()])
 @pytest.mark.parametrize(("offset", "limit"), [(0, 5), (3, 4), (0, 100), (2, 0), (10_000, 5)])
 async def test_whole_records_match_redis_om(
-    world: None, name: str, query: Any, offset: int, limit: int
+    world: None,
+    documents: TrackedDocuments | None,
+    name: str,
+    query: Any,
+    offset: int,
+    limit: int,
 ) -> None:
     expected_total = await query.count()
     expected = await query.page(offset=offset, limit=limit) if limit else []
-    found = await search(query, offset, limit)
+    found = await searched(documents, query, offset, limit)
     assert found.total == expected_total
     assert [dump(r) for r in found.records] == [dump(r) for r in expected]
     if name != "scenarios" and offset == 0 and limit:
@@ -73,10 +114,12 @@ async def test_whole_records_match_redis_om(
 
 
 @pytest.mark.parametrize(("name", "query"), queries(), ids=[n for n, _ in queries()])
-async def test_each_projected_field_reads_as_stored(world: None, name: str, query: Any) -> None:
+async def test_each_projected_field_reads_as_stored(
+    world: None, documents: TrackedDocuments | None, name: str, query: Any
+) -> None:
     whole = await query.page(offset=0, limit=100)
     for field in query.model.model_fields:
-        found = await search(query, 0, 100, {field})
+        found = await searched(documents, query, 0, 100, {field})
         assert [r.pk for r in found.records] == [r.pk for r in whole]
         got = [getattr(r, field) for r in found.records]
         assert got == [getattr(r, field) for r in whole], field
