@@ -14,6 +14,26 @@ export const RELATIONSHIPS = [
   "FAMILY_MEMBER",
 ];
 
+// An agent's fields, for its form and its draft: [name, label, kind, options].
+export const AGENT_FIELDS = [
+  ["firstName", "First name", "text", { required: true }],
+  ["lastName", "Last name", "text", { required: true }],
+  ["age", "Age", "int"],
+  ["occupation", "Occupation", "text"],
+  ["gender", "Gender", "text"],
+  ["genderPronoun", "Pronouns", "text"],
+  ["publicInfo", "Public information", "textarea"],
+  ["bigFive", "Big Five", "text"],
+  ["moralValues", "Moral values (comma-separated)", "list"],
+  ["schwartzPersonalValues", "Schwartz values (comma-separated)", "list"],
+  ["personalityAndValues", "Personality and values", "textarea"],
+  ["decisionMakingStyle", "Decision-making style", "text"],
+  ["secret", "Secret", "textarea"],
+  ["mbti", "MBTI", "text"],
+  ["modelId", "Default model", "text"],
+  ["tag", "Tag", "text"],
+];
+
 export function episodeRow(episode) {
   const agents = episode.agents.map((a) => (a ? a.name : "(deleted)")).join(", ");
   return h(

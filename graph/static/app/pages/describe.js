@@ -3,24 +3,10 @@
 // a simulation started from what was saved in one more click.
 
 import { h, words } from "../dom.js";
-import { RELATIONSHIPS } from "./common.js";
+import { AGENT_FIELDS as ALL_AGENT_FIELDS, RELATIONSHIPS } from "./common.js";
 
-const AGENT_FIELDS = [
-  ["firstName", "First name", "text"],
-  ["lastName", "Last name", "text"],
-  ["age", "Age", "number"],
-  ["occupation", "Occupation", "text"],
-  ["gender", "Gender", "text"],
-  ["genderPronoun", "Pronouns", "text"],
-  ["publicInfo", "Public information", "textarea"],
-  ["bigFive", "Big Five", "textarea"],
-  ["moralValues", "Moral values (comma-separated)", "list"],
-  ["schwartzPersonalValues", "Schwartz values (comma-separated)", "list"],
-  ["personalityAndValues", "Personality and values", "textarea"],
-  ["decisionMakingStyle", "Decision-making style", "text"],
-  ["secret", "Secret", "textarea"],
-  ["mbti", "MBTI", "text"],
-];
+/** What a draft gives an agent: every field of its form but its default model and tag. */
+const AGENT_FIELDS = ALL_AGENT_FIELDS.filter(([key]) => key !== "modelId" && key !== "tag");
 const SCENARIO_FIELDS = [
   ["codename", "Codename", "text"],
   ["scenario", "Situation", "textarea"],
@@ -38,7 +24,7 @@ function control(id, kind, value) {
     select.value = value;
     return select;
   }
-  if (kind === "number") return h("input", { id, name: id, type: "number", value: String(value ?? 0) });
+  if (kind === "int") return h("input", { id, name: id, type: "number", value: String(value ?? 0) });
   const text = kind === "list" ? (value || []).join(", ") : value ?? "";
   return h("input", { id, name: id, type: "text", value: text });
 }
@@ -53,7 +39,7 @@ function fieldFor(path, label, kind, value) {
 function read(form, path) {
   const input = form.querySelector(`[data-field="${CSS.escape(path)}"] [name]`);
   const kind = input.dataset.kind;
-  if (kind === "number") return Number.parseInt(input.value, 10);
+  if (kind === "int") return Number.parseInt(input.value, 10);
   if (kind === "list") return input.value.split(",").map((v) => v.trim()).filter(Boolean);
   return input.value;
 }

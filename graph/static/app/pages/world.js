@@ -2,27 +2,9 @@
 // created and edited through one form description per kind.
 
 import { h, routeLink, words } from "../dom.js";
-import { RELATIONSHIPS, backStack, episodeTable, pageSize, pager, showFieldErrors } from "./common.js";
+import { AGENT_FIELDS, RELATIONSHIPS, backStack, episodeTable, pageSize, pager, showFieldErrors } from "./common.js";
 
 // kind: text | textarea | int | list (comma-separated) | lines (one per line) | enum
-const AGENT_FIELDS = [
-  ["firstName", "First name", "text", { required: true }],
-  ["lastName", "Last name", "text", { required: true }],
-  ["age", "Age", "int"],
-  ["occupation", "Occupation", "text"],
-  ["gender", "Gender", "text"],
-  ["genderPronoun", "Pronouns", "text"],
-  ["publicInfo", "Public information", "textarea"],
-  ["bigFive", "Big Five", "text"],
-  ["moralValues", "Moral values (comma-separated)", "list"],
-  ["schwartzPersonalValues", "Schwartz values (comma-separated)", "list"],
-  ["personalityAndValues", "Personality and values", "textarea"],
-  ["decisionMakingStyle", "Decision-making style", "text"],
-  ["secret", "Secret", "textarea"],
-  ["mbti", "MBTI", "text"],
-  ["modelId", "Default model", "text"],
-  ["tag", "Tag", "text"],
-];
 const SCENARIO_FIELDS = [
   ["codename", "Codename", "text"],
   ["scenario", "Situation", "textarea", { required: true }],
