@@ -16,6 +16,7 @@ from tests.graph import test_webapp
 from tests.graph.test_webapp import MODEL, TURNS, Service, completed, snap, unique
 from tests.support.browser import PHONE, WAIT_MS, AppPage
 from tests.support.fake_llm import FakeLLM, Rule
+from tests.support.people import START_WITH_SEATS
 from tests.support.server import CANCEL, graphql, serve
 from tests.support.simulation import episode, make_world, post, start_input
 
@@ -23,14 +24,6 @@ browser = test_webapp.browser
 shots = test_webapp.shots
 service = test_webapp.service
 
-START_WITH_SEATS = """
-mutation($input: StartSimulationInput!) {
-  startSimulation(input: $input) {
-    episode { id status }
-    seatTokens { seat token }
-    userErrors { field message code }
-  }
-}"""
 SEEN = ".transcript li"
 RESUME = """
 mutation($id: ID!) { resumeSimulation(input: {id: $id}) { userErrors { message } } }"""

@@ -4,14 +4,13 @@ import asyncio
 import uuid
 from typing import Any
 
-from lifecycle import start
 from lifecycle.control import RunControl
 from lifecycle.services import Services
 from lifecycle.worker import Worker, WorkerConfig, running_worker
 from resolvers.agents import agent_names
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import FakeLLM
-from tests.support.simulation import make_world
+from tests.support.simulation import make_world, queue_episode
 
 Status = EpisodeStatus
 
@@ -26,17 +25,7 @@ async def burst(services: Services) -> None:
 
 async def queued(services: Services, model: str, **extra: Any) -> str:
     scenario, agents = await make_world(f"control-{uuid.uuid4().hex[:8]}")
-    fields = {
-        "scenario_id": scenario,
-        "agent_ids": agents,
-        "agent_models": [model],
-        "judge_model": model,
-        "max_turns": 4,
-        **extra,
-    }
-    episode, errors = await start.start(services, fields)
-    assert not errors and episode is not None
-    return str(episode.pk)
+    return await queue_episode(services, scenario, agents, model, **{"max_turns": 4, **extra})
 
 
 async def until(pk: str, status: Status, timeout: float = 20) -> EpisodeLog:

@@ -17,6 +17,7 @@ from tests.lifecycle.test_worker import burst, die_holding
 from tests.support.fake_llm import FakeLLM
 from tests.support.games import EXAMPLES, Script, game_lines, may_see, replay_rules
 from tests.support.server import GraphQLClient
+from tests.support.simulation import queue_episode
 
 EPISODE = """
 query($id: ID!) {
@@ -41,16 +42,7 @@ async def imported(services: Services, game: str) -> tuple[str, list[str]]:
 
 async def queued(services: Services, game: str, model: str) -> str:
     scenario, agents = await imported(services, game)
-    fields = {
-        "scenario_id": scenario,
-        "agent_ids": agents,
-        "agent_models": [model],
-        "judge_model": model,
-        "max_turns": 80,
-    }
-    episode, errors = await start.start(services, fields)
-    assert not errors and episode is not None
-    return str(episode.pk)
+    return await queue_episode(services, scenario, agents, model, max_turns=80)
 
 
 async def test_a_werewolf_game_runs_and_is_served_with_its_phases_and_teams(

@@ -10,6 +10,8 @@ import httpx
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
+from lifecycle.services import Services
+from lifecycle.start import start as start_episode
 from storage.models import AgentProfile, EnvironmentProfile
 
 if TYPE_CHECKING:
@@ -77,6 +79,24 @@ def start_input(scenario: str, agents: list[str], model: str, **extra: Any) -> d
         "maxTurns": 3,
         **extra,
     }
+
+
+async def queue_episode(
+    services: Services, scenario: str, agents: list[str], model: str, **fields: Any
+) -> str:
+    """An episode queued through the lifecycle, without HTTP: its pk."""
+    episode, errors = await start_episode(
+        services,
+        {
+            "scenario_id": scenario,
+            "agent_ids": agents,
+            "agent_models": [model],
+            "judge_model": model,
+            **fields,
+        },
+    )
+    assert not errors and episode is not None, errors
+    return str(episode.pk)
 
 
 async def post(base_url: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
