@@ -152,8 +152,7 @@ async def _tracked_page(
                 return None
             for i, key in enumerate(missing):
                 values = _as_searched(paths, [texts[i] for texts in read])
-                size = sum(len(text) for text in values.values())
-                held[key] = kept = Held(values, _version(key, values), size)
+                held[key] = kept = Held(values, _version(key, values))
                 documents.keep(ticket, key, paths, kept)
         finally:
             documents.release(ticket)

@@ -27,6 +27,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import redis.asyncio as redis
@@ -53,7 +54,10 @@ class Held:
 
     values: dict[str, str]
     version: bytes
-    size: int
+
+    @cached_property
+    def size(self) -> int:
+        return sum(len(text) for text in self.values.values())
 
 
 class TrackedDocuments:

@@ -146,7 +146,7 @@ async def test_a_lost_connection_forgets_what_it_held_and_comes_back(
 async def test_a_document_fetched_across_an_invalidation_is_not_kept(
     documents: TrackedDocuments,
 ) -> None:
-    key, paths, held = "a-key", ("$",), Held({"$": "{}"}, b"v", 2)
+    key, paths, held = "a-key", ("$",), Held({"$": "{}"}, b"v")
     ticket = documents.ticket()
     documents.invalidate([key])
     documents.keep(ticket, key, paths, held)
