@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import psutil
 
-from bench.common import bench_redis
+from bench.common import bench_redis, cpu_seconds
 from storage.embedded import free_port
 from storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import RateLimit, fake_llm_process
@@ -57,11 +56,6 @@ async def fake_stats(client: httpx.AsyncClient, base: str) -> dict[str, int]:
     response = await client.get(base.removesuffix("/v1") + "/_fake/stats")
     stats: dict[str, int] = response.json()
     return stats
-
-
-def cpu_seconds(pid: int) -> float:
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
 
 
 async def run_batch(

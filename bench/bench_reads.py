@@ -6,7 +6,8 @@ written as Sotopia writes them, half as Parley does) and one `parley serve --no-
 Prints p50/p99 of one page of 50 selecting a few fields, per kind (episodes per writer), and the
 total time to read all 1,000 records of a kind with every field, 50 per page: the first pass
 (nothing read before), and the median of five more (finished answers may be reused then); and
-the median of five in pages of 100, the largest the API gives.
+the median of five in pages of 100, the largest the API gives, with the API process's CPU time
+for each of those pages.
 """
 
 import argparse
@@ -17,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import bench_redis, percentile, rss_mib
+from bench.common import bench_redis, cpu_seconds, percentile, rss_mib
 from resolvers.pagination import MAX_PAGE_SIZE
 from tests.support.processes import api_process, parley_env
 from tests.support.read_world import write_world
@@ -147,11 +148,15 @@ async def main(repeat: int) -> None:
                     passes = [await read_all(http, root, query) for _ in range(5)]
                     total = sorted(seconds for seconds, _, _ in passes)[2]
                     largest = page_query(root, filter_type, fields, MAX_PAGE_SIZE)
+                    cpu = cpu_seconds(api.pid)
                     passes = [await read_all(http, root, largest) for _ in range(5)]
+                    pages = 5 * -(-count // MAX_PAGE_SIZE)
+                    per_page = (cpu_seconds(api.pid) - cpu) / pages
                     in_largest = sorted(seconds for seconds, _, _ in passes)[2]
                     print(
                         f"  {root:14} {count:5} records {size / 2**20:6.2f} MiB "
                         f"{first * 1000:8.1f} ms {total * 1000:8.1f} ms {in_largest * 1000:8.1f} ms"
+                        f" (API CPU {per_page * 1000:.1f} ms a page)"
                     )
                 print(f"API process RSS after: {rss_mib(api.pid):.0f} MiB")
 

@@ -47,5 +47,11 @@ def summary_ms(values: list[float]) -> str:
     )
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far, user and system."""
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
 def rss_mib(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 2**20
