@@ -9,8 +9,10 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from lifecycle.transitions import EpisodeStore
 from storage.connection import open_client, prepare
 from storage.embedded import EmbeddedRedis
+from storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from tests.support.database import snapshot
 from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient, serve
@@ -33,6 +35,18 @@ async def redis_client(redis_url: str) -> AsyncIterator[redis.Redis]:
     await prepare(client)
     yield client
     await client.aclose()
+
+
+@pytest.fixture(scope="module", autouse=True)
+async def leaves_no_work(redis_client: redis.Redis) -> AsyncIterator[None]:
+    """Episodes a test module leaves unfinished (a seat nobody answered, a worker stopped mid-run)
+    are cancelled after it, so no later module's worker takes them up and asks its LLM."""
+    yield
+    store = EpisodeStore(redis_client)
+    open_statuses = [status.value for status in UNFINISHED]
+    unfinished = await EpisodeLog.find(EpisodeLog.status << open_statuses).all()  # type: ignore[operator]
+    for episode in unfinished:
+        await store.transition(str(episode.pk), EpisodeStatus.CANCELLED, reason="test ended")
 
 
 @pytest.fixture(scope="session")

@@ -338,8 +338,10 @@ class FakeLLM:
         with self._lock:
             return list(self._requests)
 
-    def requests_of(self, kind: Kind) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.kind == kind]
+    def requests_of(self, kind: Kind, mentioning: str = "") -> list[RecordedRequest]:
+        """The recorded requests of one kind, and only those whose text has `mentioning` (a
+        world's tag: the session's other episodes may reach this server too)."""
+        return [r for r in self.requests if r.kind == kind and mentioning in r.text]
 
     def _take_rule(self, kind: Kind, text: str) -> Rule | None:
         with self._lock:

@@ -295,7 +295,8 @@ async def test_llm_endpoint_hanging_times_out_and_fails(
     assert failed["status"] == "FAILED", failed
     assert "timed out" in failed["error"] and f"after {ATTEMPTS} attempts" in failed["error"]
     assert counters["timeouts"] == ATTEMPTS, counters
-    assert len(fake_llm.requests) == ATTEMPTS  # every attempt reached the endpoint, none answered
+    # every attempt reached the endpoint, none answered
+    assert len(fake_llm.requests_of("action", mentioning="faults-hang")) == ATTEMPTS
 
 
 async def test_llm_garbage_is_repaired_once_and_fails_when_it_persists(
@@ -368,7 +369,8 @@ async def test_worker_killed_during_evaluation_restarts_the_episode(
     assert all(r["dimensions"] for r in done["rewards"])
     resumed = done["statusHistory"][3]
     assert resumed["resumedFromTurn"] == 3 and "stopped renewing its lease" in resumed["reason"]
-    assert len(fake_llm.requests_of("action")) == 3  # the turns were not asked for again
+    # the turns were not asked for again
+    assert len(fake_llm.requests_of("action", mentioning="faults-judge")) == 3
 
 
 # --- 4. A backlog of 10,000 queued episodes -----------------------------------------------
