@@ -83,12 +83,12 @@ def search_args(
 ) -> list[str | int]:
     """FT.SEARCH for one page of a redis-om FindQuery, returning `fields` (None: all), or only
     the keys."""
-    paths = _paths(query.model, fields)
     args: list[str | int] = ["FT.SEARCH", query.model.Meta.index_name, query.query]
     args += ["LIMIT", offset, limit]
     args += query.resolve_redisearch_sort_fields() or []
     if keys_only:
         return [*args, "NOCONTENT", "DIALECT", WHOLE_DIALECT]
+    paths = _paths(query.model, fields)
     dialect = WHOLE_DIALECT if paths == [WHOLE] else DIALECT
     args += ["RETURN", len(paths), *paths, "DIALECT", dialect]
     return args
