@@ -41,12 +41,12 @@ from graph.fanout import Disconnected, Fanout, Subscribe
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from graph.request_ids import RequestIds
 from graph.schema import Limits, build_schema, validation_rules
-from graph.seat_access import REFUSED as SEAT_REFUSED
-from graph.seat_access import seat_connection, seat_scoped
+from graph.seat_access import NAME_THE_OPERATION, names_its_operation, refusal, seat_connection
 from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
 from graph.settings import Settings, split
 from graph.subscription import event_content, shared_event
 from graph.webapp import APP_PATH, webapp_routes
+from lifecycle.seats import SeatHolder
 from lifecycle.services import Services, open_services
 from lifecycle.worker import Worker, WorkerConfig, running_worker
 
@@ -128,9 +128,12 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             self.websocket, ASGIWebSocketAdapter
         )
         socket, services = self.websocket.ws, self.context.services
-        if self.context.seat_only and not seat_scoped(operation.query, operation.operation_name):
+        if not self.view.names_its_operation(
+            self.context, operation.query, operation.operation_name
+        ):
+            payload = [refusal(NAME_THE_OPERATION).formatted]
             await operation.send_operation_message(
-                {"id": operation.id, "type": "error", "payload": [{"message": SEAT_REFUSED}]}
+                {"id": operation.id, "type": "error", "payload": payload}
             )
             return
 
@@ -162,16 +165,14 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
         if not well_formed(message, "start"):
             return
         payload: Any = message.get("payload") or {}
-        start = message.get("type") == "start"
-        if (
-            start
-            and self.context.seat_only
-            and not seat_scoped(payload.get("query"), payload.get("operationName"))
+        assert isinstance(self.view, GraphQLApp)
+        if message.get("type") == "start" and not self.view.names_its_operation(
+            self.context, payload.get("query"), payload.get("operationName")
         ):
-            refusal = ErrorMessage(
-                type="error", id=str(message.get("id")), payload={"message": SEAT_REFUSED}
+            refused = refusal(NAME_THE_OPERATION).formatted
+            await self.send_message(
+                ErrorMessage(type="error", id=str(message.get("id")), payload=refused)
             )
-            await self.send_message(refusal)
             return
         await super().handle_message(message)
 
@@ -197,6 +198,7 @@ class GraphQLApp(GraphQL[Context, None]):
             allowed_origins=split(settings.allowed_origins),
         )
         self.checker = checker
+        self.max_tokens = settings.max_tokens
         self.fanout = Fanout(
             schema,
             validation_rules(limits),
@@ -267,28 +269,36 @@ class GraphQLApp(GraphQL[Context, None]):
         executed as a query it would crash (its field yields a stream, not a value)."""
         if is_subscription(request_data.query, request_data.operation_name):
             return ExecutionResult(data=None, errors=[GraphQLError(SUBSCRIPTIONS_OVER_WEBSOCKETS)])
-        if context.seat_only and not seat_scoped(request_data.query, request_data.operation_name):
-            return ExecutionResult(data=None, errors=[GraphQLError(SEAT_REFUSED)])
+        if not self.names_its_operation(context, request_data.query, request_data.operation_name):
+            return ExecutionResult(data=None, errors=[refusal(NAME_THE_OPERATION)])
         return await super().execute_single(
             request, request_adapter, sub_response, context, root_value, request_data
         )
+
+    def names_its_operation(
+        self, context: Context, query: str | None, operation_name: str | None
+    ) -> bool:
+        """Under a seat credential, a document of several operations must say which one runs."""
+        return not context.seat_only or names_its_operation(query, operation_name, self.max_tokens)
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return graphiql_page(request)
 
     async def get_context(self, request: Any, response: Any) -> Context:
         services: Services = request.app.state.services
-        seat_only = bool(request.scope.get("state", {}).get("seat_only"))
-        return Context(services=services, seat_only=seat_only)
+        seat: SeatHolder | None = request.scope.get("state", {}).get("seat")
+        return Context(services=services, seat=seat)
 
     async def on_ws_connect(self, context: Context) -> UnsetType:
         """Accept (an acknowledgement without payload) only a connection_init with a valid token,
-        or one offering a seat token (then only that seat's stream may be followed)."""
+        or with the token of a seat (then only that seat's fields may be used)."""
         params = context.connection_params
         if not self.checker.accepts_connection_params(params):
-            if not seat_connection(params):
+            token = seat_connection(params)
+            holder = await context.services.seats.holder(token) if token else None
+            if holder is None:
                 raise ConnectionRejectionError({"message": "a valid token is required"})
-            context.seat_only = True
+            context.seat = holder
         no_payload: UnsetType = UNSET
         return no_payload
 
@@ -297,6 +307,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
     checker = TokenChecker(split(settings.tokens))
     graphql = GraphQLApp(settings, checker)
+
+    async def seat_holder(token: str) -> SeatHolder | None:
+        services: Services = app.state.services
+        return await services.seats.holder(token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -362,7 +376,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     if settings.graphiql:
         routes.append(graphiql_assets())
         open_prefixes += (ASSETS_PATH + "/",)
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[
@@ -374,6 +388,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             ),
             Middleware(RequestIds),
             Middleware(BodySizeLimit, limit=settings.max_body_bytes),
-            Middleware(BearerAuth, checker=checker, open_prefixes=open_prefixes),
+            Middleware(BearerAuth, checker=checker, open_prefixes=open_prefixes, seats=seat_holder),
         ],
     )
+    return app

@@ -6,6 +6,7 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info as StrawberryInfo
 
+from lifecycle.seats import SeatHolder
 from lifecycle.services import Services
 from resolvers.agents import get_agents
 from resolvers.scenarios import get_scenarios
@@ -18,10 +19,14 @@ class Context:
 
     services: Services
     connection_params: dict[str, Any] | None = None
-    seat_only: bool = False
-    """Authorized by a seat token alone: only its seat's fields (graph/seat_access.py)."""
+    seat: SeatHolder | None = None
+    """Authorized by a seat credential alone: only that seat's fields (graph/seat_access.py)."""
     agents: DataLoader[str, AgentProfile | None] = field(init=False)
     scenarios: DataLoader[str, EnvironmentProfile | None] = field(init=False)
+
+    @property
+    def seat_only(self) -> bool:
+        return self.seat is not None
 
     def __post_init__(self) -> None:
         async def load(pks: list[str]) -> list[AgentProfile | None]:

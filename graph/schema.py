@@ -21,13 +21,14 @@ from graphql.pyutils import Path
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension, max_aliases, query_depth_limiter
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext, validate_document
+from strawberry.schema.schema import validate_document
 
 from graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion, kept_answers
 from graph.episode_types import EPISODE_OWN_TYPES
 from graph.errors import ErrorPolicy
 from graph.mutation import Mutation
 from graph.query import Query
+from graph.seat_access import SeatScopedExecutor
 from graph.subscription import Subscription
 from graph.types import OWN_TYPES
 
@@ -101,7 +102,7 @@ def extensions(limits: Limits) -> list[Callable[[], SchemaExtension]]:
     return [lambda: Documents(rules, limits.max_tokens), ErrorPolicy]
 
 
-class EventScopedExecutor(StrawberryGraphQLCoreExecutionContext):
+class EventScopedExecutor(SeatScopedExecutor):
     """Gives each subscription event its own sub-field cache.
 
     graphql-core 3.3 copies the executor shallowly for every event, so all events of a

@@ -1,55 +1,148 @@
 """What a person holding only a seat token may ask: their seat, nothing else.
 
 Where the API has tokens, a participant is not given one: the seat page sends
-`Authorization: Seat <seat token>` (a websocket, `{"seatToken": …}` in connection_init), and such a
-request may only read its seat's view (`seatView`), play its turn (`submitAction`) and follow what
-its agent sees (`episodeEvents` with `as`). Each of those checks the seat token it is given; the
-omniscient episode is never reachable from them (graph/seat_types.py, graph/seats.py).
+`Authorization: Seat <seat token>` (a websocket, `{"seatToken": …}` in connection_init). The
+credential is looked up when it arrives (lifecycle/seats.py `Seats.holder`): an unknown one is
+refused like a wrong bearer token, a known one scopes the request to its one seat of its one
+episode. Such a request may only read that seat's view (`seatView`), play its turn
+(`submitAction`) and follow what its agent sees (`episodeEvents` with `as`), each naming that
+episode and seat (`SEAT_FIELDS`); every other root field needs an API token.
+
+The decision is taken once per executed operation, on the operation graphql-core chose to run:
+`SeatScopedExecutor.build` is where every path (HTTP POST and GET, both websocket protocols,
+the subscription fanout) turns a document into the one operation it executes. A document of
+several operations must name the one to run (`names_its_operation`), so that no reader of it
+can take another for it.
 """
 
+from dataclasses import dataclass
+from typing import Any
+
 from graphql import (
-    FieldNode,
     GraphQLError,
     OperationDefinitionNode,
     OperationType,
-    get_operation_ast,
     parse,
 )
+from graphql.execution.collect_fields import collect_fields
+from graphql.execution.executor import Executor
+from graphql.execution.values import get_argument_values
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+
+from graph.context import Context
+from lifecycle.seats import SeatHolder
 
 SEAT_SCHEME = "seat"
-SEAT_FIELDS: dict[OperationType, frozenset[str]] = {
-    OperationType.QUERY: frozenset({"seatView", "__typename"}),
-    OperationType.MUTATION: frozenset({"submitAction"}),
-    OperationType.SUBSCRIPTION: frozenset({"episodeEvents"}),
+
+
+@dataclass(frozen=True)
+class SeatField:
+    """A root field a seat credential may use: where its arguments name the episode and the
+    seat (a path through input objects), which must be the credential's own."""
+
+    episode: tuple[str, ...]
+    seat: tuple[str, ...]
+
+
+SEAT_FIELDS: dict[OperationType, dict[str, SeatField]] = {
+    OperationType.QUERY: {"seatView": SeatField(("episodeId",), ("seat",))},
+    OperationType.MUTATION: {"submitAction": SeatField(("input", "episodeId"), ("input", "seat"))},
+    OperationType.SUBSCRIPTION: {"episodeEvents": SeatField(("id",), ("as",))},
 }
+"""Every root field a seat credential may use; any other needs an API token."""
+FORBIDDEN = {"code": "FORBIDDEN"}
 REFUSED = (
-    "a seat token grants only seatView, submitAction and episodeEvents(as: …) with that seat's "
-    "token; other operations need an API token"
+    "a seat token grants only seatView, submitAction and episodeEvents(as: …) of its own seat; "
+    "other operations need an API token"
+)
+NAME_THE_OPERATION = (
+    "with a seat token, a document of several operations needs operationName to say which to run"
 )
 
 
-def seat_scoped(query: str | None, operation_name: str | None) -> bool:
-    """Whether the operation asks only for what a seat token grants (a document that does not
-    parse is left to the normal path to report)."""
-    if not query:
+def refusal(message: str) -> GraphQLError:
+    return GraphQLError(message, extensions=FORBIDDEN)
+
+
+def names_its_operation(query: str | None, operation_name: str | None, max_tokens: int) -> bool:
+    """Whether the request says which operation runs: one operation, or operationName given (a
+    document that does not parse is left to the normal path to report)."""
+    if operation_name is not None or not query:
         return True
     try:
-        operation = get_operation_ast(parse(query), operation_name)
+        document = parse(query, no_location=True, max_tokens=max_tokens)
     except GraphQLError:
         return True
-    if not isinstance(operation, OperationDefinitionNode):
-        return True
-    allowed = SEAT_FIELDS[operation.operation]
-    for selection in operation.selection_set.selections:
-        if not isinstance(selection, FieldNode) or selection.name.value not in allowed:
-            return False
-        if operation.operation == OperationType.SUBSCRIPTION:
-            named = {argument.name.value for argument in selection.arguments or ()}
-            if not {"as", "seatToken"} <= named:
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    return len(operations) <= 1
+
+
+def seat_connection(params: object) -> str | None:
+    """The seat token a websocket connection_init payload offers, if any."""
+    if isinstance(params, dict) and isinstance(params.get("seatToken"), str):
+        token: str = params["seatToken"]
+        return token
+    return None
+
+
+def within(executor: Executor[Any], holder: SeatHolder) -> bool:
+    """Whether every root field the executor's operation runs is one of SEAT_FIELDS naming
+    `holder`'s episode and seat (fields skipped by @skip or @include do not run)."""
+    schema, operation = executor.schema, executor.operation
+    root = schema.get_root_type(operation.operation)
+    allowed = SEAT_FIELDS.get(operation.operation, {})
+    if root is None:
+        return False
+    try:
+        collected = collect_fields(
+            schema, executor.fragments, executor.variable_values, root, operation
+        )
+    except RecursionError:
+        return False
+    for details in collected.grouped_field_set.values():
+        for detail in details:
+            name = detail.node.name.value
+            if name == "__typename":
+                continue
+            field = allowed.get(name)
+            if field is None:
+                return False
+            try:
+                arguments = get_argument_values(
+                    root.fields[name],
+                    detail.node,
+                    executor.variable_values,
+                    detail.fragment_variable_values,
+                )
+            except GraphQLError:
+                return False
+            named = (argument(arguments, field.episode), argument(arguments, field.seat))
+            if named != (holder.episode_id, holder.seat):
                 return False
     return True
 
 
-def seat_connection(params: object) -> bool:
-    """A websocket connection_init payload that offers a seat token (and no API token)."""
-    return isinstance(params, dict) and isinstance(params.get("seatToken"), str)
+def argument(arguments: dict[str, Any], path: tuple[str, ...]) -> object:
+    value: object = arguments
+    for name in path:
+        value = value.get(name) if isinstance(value, dict) else None
+    return value
+
+
+class SeatScopedExecutor(StrawberryGraphQLCoreExecutionContext):
+    """graphql-core's executor, refusing an operation that a seat credential does not grant.
+
+    `build` is where graphql-core picks the operation to run (the one named, or Strawberry's
+    choice when none is: the first) and coerces its variables, for every request; an operation
+    refused here never starts, and its refusal says nothing of any episode or seat.
+    """
+
+    @classmethod
+    def build(cls, *args: Any, **kwargs: Any) -> list[GraphQLError] | Executor[Any]:
+        built = super().build(*args, **kwargs)
+        if isinstance(built, Executor):
+            context = built.context_value
+            holder = context.seat if isinstance(context, Context) else None
+            if holder is not None and not within(built, holder):
+                return [refusal(REFUSED)]
+        return built

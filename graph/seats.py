@@ -56,6 +56,8 @@ class InjectEventInput:
 @strawberry.type(description="Result of submitAction.")
 class ActionPayload:
     record: strawberry.Private[EpisodeLog | None]
+    """The episode after the action, only when the action was stored: a refusal tells nothing
+    of the episode or the seat."""
     seat: strawberry.Private[int]
     stored: strawberry.Private[int | None]
     refusals: strawberry.Private[list[UserError]]
@@ -69,15 +71,17 @@ class ActionPayload:
         return self.refusals
 
     @strawberry.field(
-        description="The episode after the action; null for a request with a seat token alone "
-        "(read `perspective`)."
+        description="The episode after the action; null if refused, and for a request with a "
+        "seat token alone (read `perspective`)."
     )
     def episode(self, info: Info) -> Episode | None:
         if self.record is None or info.context.seat_only:
             return None
         return Episode(record=self.record)
 
-    @strawberry.field(description="The episode as the seat's agent sees it after the action.")
+    @strawberry.field(
+        description="The episode as the seat's agent sees it after the action; null if refused."
+    )
     async def perspective(self) -> Perspective | None:
         if self.record is None:
             return None
@@ -142,10 +146,9 @@ class SeatMutation:
                 "to": input.to,
             }
         )
-        record = await get_or_none(EpisodeLog, str(input.episode_id))
-        known = record is not None and any(s.seat == input.seat for s in record.human_seats)
+        record = None if sequence is None else await get_or_none(EpisodeLog, str(input.episode_id))
         return ActionPayload(
-            record=record if known else None,
+            record=record,
             seat=input.seat,
             stored=sequence,
             refusals=user_errors(errors),

@@ -2,14 +2,17 @@
 
 import hmac
 import json
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graph.seat_access import SEAT_SCHEME
+from lifecycle.seats import SeatHolder
 
+SeatLookup = Callable[[str], Awaitable[SeatHolder | None]]
+"""The seat a seat token is the token of (lifecycle/seats.py `Seats.holder`), or None."""
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 """Probes answer without a token (they reveal nothing)."""
 PAGE_PATHS = frozenset({"/", "/graphql"})
@@ -87,8 +90,9 @@ async def send_json(send: Send, status: int, body: dict[str, Any], headers: list
 class BearerAuth:
     """Every HTTP request needs a valid token, except the probes and the GraphiQL page itself
     with its assets under `open_prefixes` (a browser loads them without headers; its requests
-    then carry the header set in GraphiQL). Websockets are checked at `connection_init` by the
-    GraphQL app.
+    then carry the header set in GraphiQL). A GraphQL request may instead carry the token of a
+    seat that `seats` knows (graph/seat_access.py). Websockets are checked at `connection_init`
+    by the GraphQL app.
     """
 
     def __init__(
@@ -96,10 +100,12 @@ class BearerAuth:
         app: ASGIApp,
         checker: TokenChecker,
         open_prefixes: tuple[str, ...] = (),
+        seats: SeatLookup | None = None,
     ) -> None:
         self.app = app
         self.checker = checker
         self.open_prefixes = open_prefixes
+        self.seats = seats
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.checker.enabled or self._open(scope):
@@ -111,11 +117,12 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         scheme, _, seat_token = authorization.partition(" ")
-        if scheme.lower() == SEAT_SCHEME and seat_token.strip() and scope["path"] == "/graphql":
-            # only the seat's own fields, each checking its token (graph/seat_access.py)
-            scope.setdefault("state", {})["seat_only"] = True
-            await self.app(scope, receive, send)
-            return
+        if scheme.lower() == SEAT_SCHEME and scope["path"] == "/graphql" and self.seats:
+            holder = await self.seats(seat_token.strip())
+            if holder is not None:  # then only that seat's own fields (graph/seat_access.py)
+                scope.setdefault("state", {})["seat"] = holder
+                await self.app(scope, receive, send)
+                return
         message = "a valid bearer token is required (Authorization: Bearer <token>)"
         await send_json(
             send, 401, {"errors": [{"message": message}]}, [(b"www-authenticate", b"Bearer")]

@@ -107,11 +107,10 @@ def seen_by(seat: int, name: str) -> Callable[[Event], bool]:
 
 
 async def seat_holder(client: redis.Redis, pk: str, seat: int, token: str) -> str:
-    """The name of the agent in `seat`, when `token` is that human seat's."""
+    """The name of the agent in `seat`, when `token` is that human seat's (refused alike for an
+    episode or a seat that does not exist: the refusal tells nothing of them)."""
     episode = await get_or_none(EpisodeLog, pk)
-    if episode is None:
-        raise UserInputError(f"no episode with id {pk!r}")
-    if not holds_seat(episode, seat, token):
+    if episode is None or not holds_seat(episode, seat, token):
         raise UserInputError("wrong or missing seat token for this seat")
     names = await agent_names(client, episode.agents)
     return names[seat]
@@ -154,8 +153,7 @@ class Subscription(ExperimentSubscription):
             async for item in one_episode(info, id, everything, after):
                 yield item
             return
-        pk = episode_id(id)
-        name = await seat_holder(info.context.services.client, pk, as_, seat_token or "")
+        name = await seat_holder(info.context.services.client, str(id), as_, seat_token or "")
         async for item in one_episode(info, id, seen_by(as_, name), after):
             yield EpisodeEvent(event=item.event, cursor=item.cursor, seat=as_)
 

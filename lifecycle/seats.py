@@ -16,6 +16,7 @@ import json
 import logging
 import secrets
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import redis.asyncio as redis
@@ -31,7 +32,7 @@ from resolvers.games import game_move
 from resolvers.limits import LongText, RecordId
 from resolvers.records import get_or_none
 from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus, SeatTimeout
+from storage.models import EpisodeLog, EpisodeStatus, HumanSeat, SeatTimeout
 
 log = logging.getLogger(__name__)
 ENV = "Environment"
@@ -50,11 +51,32 @@ def token_hash(token: str) -> str:
 
 def holds_seat(episode: EpisodeLog, seat: int, token: str) -> bool:
     """Whether `token` is the token of human seat `seat` of `episode`."""
-    given = token_hash(token)
+    return _holds(episode.human_seats, seat, token_hash(token))
+
+
+def _holds(human_seats: list[HumanSeat], seat: int, digest: str) -> bool:
     return any(
-        s.seat == seat and s.token_hash and hmac.compare_digest(s.token_hash, given)
-        for s in episode.human_seats
+        s.seat == seat and s.token_hash and hmac.compare_digest(s.token_hash, digest)
+        for s in human_seats
     )
+
+
+@dataclass(frozen=True)
+class SeatHolder:
+    """What a seat token is the token of: one human seat of one episode."""
+
+    episode_id: str
+    seat: int
+
+
+def seat_entry(episode_id: str, seat: int) -> str:
+    """The value of a seat's `keys.seat_token` key (the creation script writes the same)."""
+    return json.dumps([episode_id, seat])
+
+
+def seat_keys(episode: EpisodeLog) -> list[str]:
+    """The `keys.seat_token` keys of an episode's claimed seats."""
+    return [keys.seat_token(s.token_hash) for s in episode.human_seats if s.token_hash]
 
 
 _TURN = """
@@ -159,12 +181,17 @@ for i, s in ipairs(seats) do
     if s.token_hash ~= '' then return 0 end
     redis.call('JSON.SET', KEYS[1], '$.human_seats[' .. (i - 1) .. '].token_hash',
                cjson.encode(ARGV[2]))
+    redis.call('SET', KEYS[2], ARGV[3])
     return 1
   end
 end
 return -2
 """
-"""Give an open seat its token: the first claim wins."""
+"""Give an open seat its token (and the key its credential is found by): the first claim wins."""
+
+
+MAX_TOKEN_LENGTH = 200
+"""A seat token is 32 characters (`new_token`); a longer one is refused unread."""
 
 
 class ActionRequest(BaseModel, extra="forbid"):
@@ -173,7 +200,7 @@ class ActionRequest(BaseModel, extra="forbid"):
     action_type: ActionType
     argument: LongText = ""
     to: Annotated[list[str], Field(max_length=10)] = []
-    seat_token: Annotated[str, Field(max_length=200)] = ""
+    seat_token: Annotated[str, Field(max_length=MAX_TOKEN_LENGTH)] = ""
 
 
 def _body(seat: int, name: str, action: AgentAction, phase: str | None = None) -> str:
@@ -225,7 +252,8 @@ _REFUSALS = {
 
 
 class Seats:
-    """A person's side of an episode: acting, claiming a seat, and the deadline sweep."""
+    """A person's side of an episode: acting, claiming a seat, finding the seat a token opens,
+    and the deadline sweep."""
 
     def __init__(self, client: redis.Redis, store: EpisodeStore) -> None:
         self.client = client
@@ -246,14 +274,15 @@ class Seats:
 
     async def act(self, fields: dict[str, Any]) -> tuple[int | None, list[UserError]]:
         """Play a person's turn; the turn event's sequence, or why it was refused (then
-        nothing changed)."""
+        nothing changed). The token is checked first: a wrong one is refused alike whether the
+        episode and the seat exist or not, before anything else about them is said."""
         try:
             request = ActionRequest(**fields)
         except ValidationError as err:
             return None, from_validation(err)
         episode = await get_or_none(EpisodeLog, request.episode_id)
-        if episode is None:
-            return None, [not_found("episode", request.episode_id)]
+        if episode is None or not holds_seat(episode, request.seat, request.seat_token):
+            return None, [_refusal("token", request.episode_id)]
         names = await agent_names(self.client, episode.agents)
         errors = action_errors(request, names, {s.seat for s in episode.human_seats})
         if errors:
@@ -285,8 +314,10 @@ class Seats:
     async def claim(self, episode_id: str, seat: int) -> tuple[str | None, list[UserError]]:
         """A token for an open seat; the seat is then closed to other claims."""
         token = new_token()
+        digest = token_hash(token)
         done = await self._claim(
-            keys=[EpisodeLog.make_primary_key(episode_id)], args=[seat, token_hash(token)]
+            keys=[EpisodeLog.make_primary_key(episode_id), keys.seat_token(digest)],
+            args=[seat, digest, seat_entry(episode_id, seat)],
         )
         match int(done):
             case 1:
@@ -299,6 +330,60 @@ class Seats:
             case _:
                 message = f"seat {seat} is not a human seat of this episode"
                 return None, [UserError(["input", "seat"], message, ErrorCode.INVALID)]
+
+    async def holder(self, token: str) -> SeatHolder | None:
+        """The seat `token` is the token of, or None. Found by the token's hash, so the lookup
+        takes no time that depends on how much of a guess is right, and checked against the
+        episode's stored seats (a key left by an episode that is gone counts for nothing)."""
+        if not token or len(token) > MAX_TOKEN_LENGTH:
+            return None
+        digest = token_hash(token)
+        entry = await self.client.get(keys.seat_token(digest))
+        try:
+            episode_id, seat = json.loads(entry) if entry else (None, None)
+        except (ValueError, TypeError):  # not a pair: no key of ours
+            return None
+        if not isinstance(episode_id, str) or not isinstance(seat, int):
+            return None
+        found: Any = await self.client.json().get(
+            EpisodeLog.make_primary_key(episode_id), "$.human_seats"
+        )
+        stored = [HumanSeat.model_validate(s) for s in (found[0] if found else [])]
+        return SeatHolder(episode_id, seat) if _holds(stored, seat, digest) else None
+
+    async def index_tokens(self, batch: int = 1000) -> int:
+        """Key the claimed seats of episodes stored before seat credentials were found by key
+        (once per database, `keys.SEAT_TOKENS_INDEXED`); how many seats were keyed."""
+        if await self.client.exists(keys.SEAT_TOKENS_INDEXED):
+            return 0
+        indexed = 0
+        pending: list[str] = []
+
+        async def flush() -> int:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for key in pending:
+                    pipe.json().get(key, "$.human_seats")
+                found = await pipe.execute(raise_on_error=False)
+            entries: dict[str, str] = {}
+            for key, seats in zip(pending, found, strict=True):
+                for seat in seats[0] if isinstance(seats, list) and seats else []:
+                    if seat.get("token_hash"):
+                        pk = key.removeprefix(EpisodeLog.make_primary_key(""))
+                        entries[keys.seat_token(seat["token_hash"])] = seat_entry(pk, seat["seat"])
+            if entries:
+                await self.client.mset(entries)
+            pending.clear()
+            return len(entries)
+
+        pattern = EpisodeLog.make_primary_key("*")
+        async for key in self.client.scan_iter(match=pattern, count=batch, _type="ReJSON-RL"):
+            pending.append(key)
+            if len(pending) >= batch:
+                indexed += await flush()
+        if pending:
+            indexed += await flush()
+        await self.client.set(keys.SEAT_TOKENS_INDEXED, 1)
+        return indexed
 
     async def expire_due(self, now: float | None = None, batch: int = 100) -> int:
         """Apply the timeout policy to waiting turns whose deadline passed; how many."""

@@ -71,6 +71,7 @@ async def open_services(settings: RunSettings, *, seed_if_empty: bool) -> AsyncI
         stack.push_async_callback(registry.aclose)
         services = Services.over(client, registry, settings.event_retention_seconds)
         await services.jobs.ensure_group()
+        await services.seats.index_tokens()
         await services.hub.start()
         stack.push_async_callback(services.hub.stop)
         yield services

@@ -17,7 +17,7 @@ from engine.llm import ModelCatalog
 from engine.models import DEFAULT_MODEL
 from engine.types import TurnOrder
 from lifecycle import failpoints, logs
-from lifecycle.seats import new_token, token_hash
+from lifecycle.seats import new_token, seat_keys, token_hash
 from lifecycle.services import Services
 from lifecycle.transitions import initial_history
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
@@ -317,10 +317,10 @@ async def delete(services: Services, pk: str) -> list[UserError]:
         message = f"episode is {episode.status.value}: cancel it before deleting it"
         return [UserError(["input", "id"], message, ErrorCode.IN_USE)]
     await EpisodeLog.delete(pk)
-    if episode.evaluations:  # the re-judgings' records of it go with it
-        await services.client.delete(
-            *(keys.evaluation_record(e.id, pk) for e in episode.evaluations)
-        )
+    # the re-judgings' records of it and the keys its seat credentials are found by go with it
+    related = [keys.evaluation_record(e.id, pk) for e in episode.evaluations] + seat_keys(episode)
+    if related:
+        await services.client.delete(*related)
     if episode.idempotency_key:
         # the key named this episode only: a new start with it makes a new episode
         await services.client.delete(keys.idempotency(episode.idempotency_key))

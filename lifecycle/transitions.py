@@ -185,7 +185,7 @@ _CREATE = (
     + """
 local jobs, events_log, everyone = KEYS[1], KEYS[2], KEYS[3]
 local ttl, prefix, minid = ARGV[1], ARGV[2], ARGV[3]
-local required, count = tonumber(ARGV[4]), tonumber(ARGV[5])
+local required, count, seat_prefix = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local missing = {}
 for i = 1, required do
   if redis.call('EXISTS', KEYS[3 + i]) == 0 then missing[#missing + 1] = i end
@@ -193,7 +193,7 @@ end
 if #missing > 0 then return {0, missing} end
 local ids = {}
 for n = 0, count - 1 do
-  local k, a = 3 + required + 3 * n, 5 + 4 * n
+  local k, a = 3 + required + 3 * n, 6 + 4 * n
   local id, document, event, keyed = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local earlier = keyed == '1' and redis.call('GET', KEYS[k + 1])
   if earlier and redis.call('EXISTS', prefix .. earlier) == 1 then
@@ -203,6 +203,11 @@ for n = 0, count - 1 do
       redis.call('SET', KEYS[k + 1], id, 'EX', ttl)  -- new, or left by an episode that is gone
     end
     redis.call('JSON.SET', KEYS[k + 2], '$', document)
+    for _, seat in ipairs(cjson.decode(document).human_seats or {}) do
+      if seat.token_hash ~= '' then  -- a seat credential finds its seat by this key
+        redis.call('SET', seat_prefix .. seat.token_hash, cjson.encode({id, seat.seat}))
+      end
+    end
     log_and_publish(events_log, minid, event, {KEYS[k + 3], everyone})
     redis.call('XADD', jobs, '*', 'episode', id)
     ids[#ids + 1] = id
@@ -212,8 +217,9 @@ return {1, ids}
 """
 )
 """Store QUEUED episodes, announce them and queue their jobs, claiming their idempotency keys
-in the same step, once every required key exists: a crash leaves either all of it or none of it,
-and a record deleted meanwhile cannot be referenced."""
+and keying their human seats by token hash (`keys.seat_token`) in the same step, once every
+required key exists: a crash leaves either all of it or none of it, and a record deleted
+meanwhile cannot be referenced."""
 
 STATUS_CHANGE_LUA = (
     _LOG
@@ -433,6 +439,7 @@ class EpisodeStore:
             self.log_floor(),
             len(required),
             len(episodes),
+            keys.seat_token(""),
         ]
         for episode in episodes:
             pk = str(episode.pk)

@@ -159,6 +159,8 @@ def episode_record(line: dict[str, Any]) -> EpisodeLog:
         )
     if not record.created_at:
         record.created_at = ulid_time(str(record.pk)) or time.time()
+    for seat in record.human_seats:  # a token stays with the server that gave it: claimed anew
+        seat.token_hash = ""
     return record
 
 

@@ -35,6 +35,16 @@ DEADLINES = "parley:deadlines"
 """A sorted set of the WAITING episodes by the deadline of the seats they wait for (epoch
 seconds): what the workers' sweep applies the timeout policies to."""
 
+
+def seat_token(token_hash: str) -> str:
+    """The human seat a seat token belongs to, by the SHA-256 of the token (hex), as a JSON pair
+    `[episode id, seat]`: how a seat credential is found without the token being stored."""
+    return f"parley:seat-token:{token_hash}"
+
+
+SEAT_TOKENS_INDEXED = "parley:seat-tokens:indexed"
+"""Set once the seats of episodes stored before `seat_token` existed have their keys."""
+
 EPISODES_CHANNEL = "parley:events:episodes"
 """Pub/sub channel with the status events of every episode (turns go only to their episode's)."""
 

@@ -433,6 +433,31 @@ async def test_a_participant_needs_no_api_token_and_reaches_only_their_seat(
         await graphql(url, CANCEL, {"id": episode_id}, "alpha")
 
 
+async def test_a_seat_token_a_locked_server_does_not_know_is_refused_on_the_seat_page(
+    browser: Any, redis_url: str, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """The server answers such a seat credential 401, as a wrong bearer token: the seat page
+    says the token is not the seat's and asks for it, not for an API token."""
+    tag = unique("seat-unknown")
+    scenario, agents = await make_world(tag)
+    model = fake_llm.model_name()
+    variables = {"input": start_input(scenario, agents, model, tag=tag, humanSeats=[1])}
+    async with serve(redis_url, tmp_path, tokens="alpha") as url:
+        started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
+        episode_id, token = started["episode"]["id"], started["seatTokens"][0]["token"]
+        async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token=made-up") as tab:
+            page = tab.page
+            await expect(page.locator(".seat-refused")).to_contain_text(
+                "not the token of this seat"
+            )
+            assert await page.get_by_role("heading", name="A token is needed").count() == 0
+            await page.get_by_label("Seat token").fill(token)
+            await page.get_by_role("button", name="Take the seat").click()
+            await expect(page.locator(".me h2")).to_have_text(f"You are Ava1 {tag}")
+            assert await tab.clean() == []
+        await graphql(url, CANCEL, {"id": episode_id}, "alpha")
+
+
 async def test_a_participant_with_a_seat_token_alone_sees_their_own_scores(
     browser: Any, redis_url: str, tmp_path: Path, fake_llm: FakeLLM
 ) -> None:

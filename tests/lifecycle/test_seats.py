@@ -159,8 +159,8 @@ async def test_refused_actions_change_nothing(services: Services, fake_llm: Fake
     refused: list[tuple[dict[str, Any], str]] = [
         ({"seat_token": "wrong"}, "FORBIDDEN"),
         ({"seat_token": ""}, "FORBIDDEN"),
-        ({"seat": 1}, "INVALID"),
-        ({"seat": 5}, "INVALID"),
+        ({"seat": 1}, "FORBIDDEN"),  # a model's seat: the token is not its token
+        ({"seat": 5}, "FORBIDDEN"),
         ({"argument": "  "}, "INVALID"),
         ({"to": ["Nobody Here"]}, "INVALID"),
         ({"action_type": "dance"}, "INVALID"),
@@ -175,7 +175,7 @@ async def test_refused_actions_change_nothing(services: Services, fake_llm: Fake
         _, errors = await seats(services).act({**speak(pk, tokens[0], "hi"), **change})
         assert [e.code.value for e in errors] == [code], change
     _, errors = await seats(services).act(speak("no-such-episode", tokens[0], "hi"))
-    assert [e.code.value for e in errors] == ["NOT_FOUND"]
+    assert [e.code.value for e in errors] == ["FORBIDDEN"]  # said alike, existing or not
     after = await EpisodeLog.get(pk)
     assert after.sequence == waiting.sequence and after.turns == waiting.turns
     assert after.status == Status.WAITING

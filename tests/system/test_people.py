@@ -351,8 +351,8 @@ async def test_wrong_or_missing_seat_tokens_and_actions_not_allowed_change_nothi
     redis_client: redis.Redis,
 ) -> None:
     """Two people, seats 0 and 1 of three: while the episode waits for seat 0, a wrong or
-    missing token is FORBIDDEN, seat 1 acting is CONFLICT (not its turn), an empty argument,
-    a recipient who is not in the episode or the speaker themself, and a model's seat are
+    missing token, or a model's seat, is FORBIDDEN, seat 1 acting is CONFLICT (not its turn),
+    an empty argument, a recipient who is not in the episode or the speaker themself are
     INVALID; each leaves the stored episode exactly as it was. A wrong token cannot follow the
     seat's stream either."""
     pk, tokens, names = await human_episode(
@@ -367,7 +367,7 @@ async def test_wrong_or_missing_seat_tokens_and_actions_not_allowed_change_nothi
         (speak(pk, 0, tokens[0], "   "), "INVALID", ["input", "argument"]),
         (speak(pk, 0, tokens[0], "Hi", to=["Nobody Here"]), "INVALID", ["input", "to", "0"]),
         (speak(pk, 0, tokens[0], "Hi", to=[names[0]]), "INVALID", ["input", "to", "0"]),
-        (speak(pk, 2, tokens[0], "A model's seat"), "INVALID", ["input", "seat"]),
+        (speak(pk, 2, tokens[0], "A model's seat"), "FORBIDDEN", ["input", "seatToken"]),
     ]
     for action, code, where in cases:
         payload = await submit(api.url, action)

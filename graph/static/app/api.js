@@ -10,7 +10,10 @@ export const token = {
 };
 
 export class ApiError extends Error {
-  /** kind: "auth" (a token is missing or refused), "unavailable", "graphql" or "network". */
+  /**
+   * kind: "auth" (a token is missing or refused), "seat" (the seat token the tab sent instead is
+   * not a seat's), "unavailable", "graphql" or "network".
+   */
   constructor(message, kind) {
     super(message);
     this.kind = kind;
@@ -61,6 +64,9 @@ export class Api {
       });
     } catch (error) {
       throw new ApiError(`The server did not answer (${error.message}).`, "network");
+    }
+    if (response.status === 401 && !token.get() && this.seatToken) {
+      throw new ApiError("The server does not know this seat token.", "seat"); // the seat page says so
     }
     if (response.status === 401) {
       const error = new ApiError(token.get() ? TOKEN_REFUSED : "This server needs a token.", "auth");

@@ -117,6 +117,7 @@ async function enter(api) {
     await api.request("Probe");
   } catch (error) {
     if (error instanceof ApiError && error.kind === "auth") return; // onAuthError shows the gate
+    if (error instanceof ApiError && error.kind === "seat") return render(api); // its page says so
     clear(main).append(errorBox(error));
     return;
   }

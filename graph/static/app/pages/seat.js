@@ -68,7 +68,10 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
     main.append(h("h1", {}, "Play a seat"), tokenForm(id, seat, null, retry));
     return null;
   }
-  const first = await api.request("SeatView", { id, seat, seatToken: token });
+  const first = await api.request("SeatView", { id, seat, seatToken: token }).catch((error) => {
+    if (error.kind === "seat") return { seatView: null }; // a locked server refused the token
+    throw error;
+  });
   if (!first.seatView) {
     main.append(
       h("h1", {}, "Play a seat"),
