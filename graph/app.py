@@ -35,7 +35,7 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context
 from graph.encoding import encode
-from graph.errors import RETRY_AFTER_SECONDS, client_errors, unavailable
+from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, client_errors, unavailable
 from graph.exchange import exchange_routes
 from graph.fanout import Disconnected, Fanout, Subscribe
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
@@ -111,11 +111,29 @@ def without_data(response: GraphQLHTTPResponse) -> GraphQLHTTPResponse:
     return rest
 
 
+class StorageUnavailable(Exception):
+    """Redis could not be asked whether a websocket's credential is valid."""
+
+    def __init__(self, err: BaseException) -> None:
+        super().__init__(f"storage is unavailable (Redis: {err}); retry in {RETRY_AFTER_SECONDS} s")
+
+
+TRY_AGAIN_LATER = 1013
+"""The websocket close code for a server that cannot serve now (RFC 6455's registry)."""
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """graphql-transport-ws, closing 4400 on a frame that would crash Strawberry's handler, and
     running subscriptions through the app's fanout (graph/fanout.py): one execution and one
     encoding of each shared event for all who subscribed with the same document and variables.
     Everything else, and every error before the stream starts, goes Strawberry's own way."""
+
+    async def handle_connection_init(self, message: Any) -> None:
+        try:
+            await super().handle_connection_init(message)
+        except StorageUnavailable as err:
+            await self.websocket.close(code=TRY_AGAIN_LATER, reason="storage is unavailable")
+            log.warning("%s", err)
 
     async def handle_message(self, message: Message) -> None:
         if well_formed(message, "subscribe"):
@@ -160,6 +178,14 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
     """Legacy graphql-ws, ignoring such frames as it ignores frames that are not JSON."""
+
+    async def handle_connection_init(self, message: Any) -> None:
+        try:
+            await super().handle_connection_init(message)
+        except StorageUnavailable as err:
+            payload = {"message": str(err), **UNAVAILABLE}
+            await self.send_message({"type": "connection_error", "payload": payload})
+            await self.websocket.close(code=TRY_AGAIN_LATER, reason="storage is unavailable")
 
     async def handle_message(self, message: OperationMessage) -> None:
         if not well_formed(message, "start"):
@@ -295,7 +321,10 @@ class GraphQLApp(GraphQL[Context, None]):
         params = context.connection_params
         if not self.checker.accepts_connection_params(params):
             token = seat_connection(params)
-            holder = await context.services.seats.holder(token) if token else None
+            try:
+                holder = await context.services.seats.holder(token) if token else None
+            except (redis.RedisError, OSError) as err:
+                raise StorageUnavailable(err) from err
             if holder is None:
                 raise ConnectionRejectionError({"message": "a valid token is required"})
             context.seat = holder

@@ -5,9 +5,11 @@ import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import redis.asyncio as redis
 from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE
 from graph.seat_access import SEAT_SCHEME
 from lifecycle.seats import SeatHolder
 
@@ -87,6 +89,13 @@ async def send_json(send: Send, status: int, body: dict[str, Any], headers: list
     await send({"type": "http.response.body", "body": data})
 
 
+async def send_unavailable(send: Send, err: BaseException) -> None:
+    """503 with a retry hint, as graph/errors.py answers a request that met a Redis outage."""
+    message = f"storage is unavailable (Redis: {err}); retry in {RETRY_AFTER_SECONDS} s"
+    body = {"errors": [{"message": message, "extensions": UNAVAILABLE}]}
+    await send_json(send, 503, body, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+
+
 class BearerAuth:
     """Every HTTP request needs a valid token, except the probes and the GraphiQL page itself
     with its assets under `open_prefixes` (a browser loads them without headers; its requests
@@ -118,7 +127,11 @@ class BearerAuth:
             return
         scheme, _, seat_token = authorization.partition(" ")
         if scheme.lower() == SEAT_SCHEME and scope["path"] == "/graphql" and self.seats:
-            holder = await self.seats(seat_token.strip())
+            try:
+                holder = await self.seats(seat_token.strip())
+            except (redis.RedisError, OSError) as err:
+                await send_unavailable(send, err)
+                return
             if holder is not None:  # then only that seat's own fields (graph/seat_access.py)
                 scope.setdefault("state", {})["seat"] = holder
                 await self.app(scope, receive, send)

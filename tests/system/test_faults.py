@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as redis
+import websockets
 
 from engine.llm import RetryPolicy
 from lifecycle.jobs import JobQueue
@@ -251,6 +252,35 @@ async def test_while_redis_is_down_requests_say_so_with_a_code_and_when_to_retry
     assert plain.json()["errors"][0]["extensions"]["code"] == "UNAVAILABLE"
     assert ids[0] == ids[1]
     assert await EpisodeLog.find(EpisodeLog.tag == tag).count() == 1
+
+
+async def test_while_redis_is_down_a_seat_credential_is_told_to_retry(
+    own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    """A seat token is looked up in Redis when it arrives: with Redis down that is UNAVAILABLE
+    with a retry hint (HTTP 503; a websocket closed 1013, try again later), not a crash."""
+    env = parley_env(own_redis.url, tmp_path / "data", seed="false", worker="false", tokens="t")
+    with api_process(env, tmp_path / "api.log") as api:
+        await own_redis.server.stop()
+        async with httpx.AsyncClient(base_url=api.url, timeout=30) as http:
+            answer = await http.post(
+                "/graphql",
+                json={"query": "{ __typename }"},
+                headers={"authorization": "Seat some-seat-token"},
+            )
+        ws_url = api.url.replace("http", "ws", 1) + "/graphql"
+        async with websockets.connect(
+            ws_url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")]
+        ) as socket:
+            init = {"type": "connection_init", "payload": {"seatToken": "some-seat-token"}}
+            await socket.send(json.dumps(init))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await socket.recv()
+        await own_redis.server.start()
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1", answer.text
+    assert answer.json()["errors"][0]["extensions"]["code"] == "UNAVAILABLE"
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013  # try again later
+    assert "unavailable" in closed.value.rcvd.reason
 
 
 # --- 2. LLM endpoint down, hanging, answering garbage -------------------------------------
