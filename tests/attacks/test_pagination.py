@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from storage.models import AgentProfile, EnvironmentProfile, EpisodeLog, Experiment
+from storage.models import (
+    AgentProfile,
+    EnvironmentProfile,
+    EpisodeLog,
+    Experiment,
+    Record,
+    RelationshipProfile,
+)
 from tests.support.fake_llm import FakeLLM
 from tests.support.read_world import parley_episode
 from tests.support.server import GraphQLClient
@@ -138,6 +145,13 @@ KINDS = {
     "episodes": Kind("episodes", make_episode, delete_episode),
     "experiments": Kind("experiments", make_experiment, delete_experiment),
 }
+RECORDS: dict[str, type[Record]] = {
+    "agents": AgentProfile,
+    "scenarios": EnvironmentProfile,
+    "relationships": RelationshipProfile,
+    "episodes": EpisodeLog,
+    "experiments": Experiment,
+}
 FILTER_TYPES = {
     "agents": "AgentFilter",
     "scenarios": "ScenarioFilter",
@@ -155,10 +169,9 @@ async def world(
     scenario, agents = await make_world(f"{tag}-setup")  # not in the lists paged
     made = [("scenarios", scenario), *(("agents", a) for a in agents)]
     yield World(gql, redis_client, tag, fake_llm.model_name(), scenario, agents, made)
-    for root, pk in reversed(made):
-        model = {"agents": AgentProfile, "scenarios": EnvironmentProfile}.get(root)
-        if model is not None:
-            await model.delete(pk)
+    for root, pk in reversed(made):  # episodes stay, as runs do (a queued one is cancelled)
+        if root != "episodes":
+            await redis_client.delete(RECORDS[root].make_primary_key(pk))
 
 
 async def page(world: World, root: str, first: int, after: str | None = None) -> dict[str, Any]:

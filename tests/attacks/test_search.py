@@ -96,6 +96,7 @@ async def each_alone(gql: GraphQLClient, root: str, ids: list[str]) -> list[dict
 async def make_world(gql: GraphQLClient, tag: str, model: str) -> dict[str, str]:
     """N records of each kind, tagged: the filter of each list (episodes in two sets), by list."""
     agents, scenarios = [], []
+    input: dict[str, Any]
     for i in range(N):
         input = {"firstName": f"Stale{i}", "lastName": tag, "tag": tag}
         made = await gql.mutate("createAgent", "CreateAgentInput", input, "agent { id }")
@@ -178,41 +179,44 @@ async def edit_through_parley(
             await gql.mutate(field, "ExperimentIdInput", {"id": node["id"]})
 
 
+@pytest.fixture
+async def other_writer(redis_url: str) -> AsyncIterator[redis.Redis]:
+    """A plain client, as Sotopia or a person in redis-cli would be."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    await client.aclose()
+
+
 async def test_every_record_of_every_list_is_listed_as_written_by_anyone(
-    api: GraphQLClient, redis_url: str, fake_llm: FakeLLM
+    api: GraphQLClient, other_writer: redis.Redis, fake_llm: FakeLLM
 ) -> None:
     tag = f"stale-{uuid.uuid4().hex[:8]}"
     model = fake_llm.model_name()
     tags = await make_world(api, tag, model)
-    before = await every_list(api, tags)  # each page now held, whole and in parts
-
-    await edit_through_parley(api, before, model)
-    after = await every_list(api, tags)
-    assert [n["occupation"] for n in after["agents"]] == [f"edited by Parley {i}" for i in range(N)]
-    assert [n["scenario"] for n in after["scenarios"]] == [
-        f"edited by Parley {i}" for i in range(N)
-    ]
-    assert [n["backgroundStory"] for n in after["relationships"]] == [
-        f"edited by Parley {i}" for i in range(N)
-    ]
-    assert [len(n["evaluations"]) for n in after["played"]] == [1] * N
-    assert all(n["evaluations"][0]["status"] == "COMPLETED" for n in after["played"])
-    assert [n["status"] for n in after["seated"]] == ["CANCELLED"] * N
-    assert all(n["startedAt"] is not None for n in after["experiments"])
-    assert all(b["startedAt"] is None for b in before["experiments"])
-
-    other = redis.Redis.from_url(redis_url, decode_responses=True)
+    before = await every_list(api, tags)  # each page now held
     try:
+        await edit_through_parley(api, before, model)
+        after = await every_list(api, tags)
+        for name in ("agents", "scenarios", "relationships"):
+            _, field = EDITED_BY_HAND[name]
+            assert [n[field] for n in after[name]] == [f"edited by Parley {i}" for i in range(N)]
+        assert [len(n["evaluations"]) for n in after["played"]] == [1] * N
+        assert all(n["evaluations"][0]["status"] == "COMPLETED" for n in after["played"])
+        assert [n["status"] for n in after["seated"]] == ["CANCELLED"] * N
+        assert all(n["startedAt"] is not None for n in after["experiments"])
+        assert all(n["startedAt"] is None for n in before["experiments"])
+
         for name, nodes in after.items():
             path, field = EDITED_BY_HAND[root_of(name)]
-            model_type = LISTS[root_of(name)][3]
             for i, node in enumerate(nodes):
-                key = model_type.make_primary_key(node["id"])
+                key = LISTS[root_of(name)][3].make_primary_key(node["id"])
                 text = json.dumps(f"edited by hand {i}")
-                await other.execute_command("JSON.SET", key, path, text)  # type: ignore[no-untyped-call]
-    finally:
-        await other.aclose()
-    by_hand = await every_list(api, tags)
-    for name, nodes in by_hand.items():
-        _, field = EDITED_BY_HAND[root_of(name)]
-        assert [n[field] for n in nodes] == [f"edited by hand {i}" for i in range(N)], name
+                await other_writer.execute_command("JSON.SET", key, path, text)  # type: ignore[no-untyped-call]
+        by_hand = await every_list(api, tags)
+        for name, nodes in by_hand.items():
+            _, field = EDITED_BY_HAND[root_of(name)]
+            assert [n[field] for n in nodes] == [f"edited by hand {i}" for i in range(N)], name
+    finally:  # episodes stay, as runs do
+        for name in ("agents", "scenarios", "relationships", "experiments"):
+            keys = [LISTS[name][3].make_primary_key(n["id"]) for n in before[name]]
+            await other_writer.delete(*keys)
