@@ -45,9 +45,13 @@ async def in_order(
     client: redis.Redis, model: type[Record], keyset: Keyset, order: SortOrder, pks: list[str]
 ) -> list[str]:
     """`pks` in the list's documented `order`."""
-    at = await positions(client, model, keyset, pks)
+    return ordered(order, await positions(client, model, keyset, pks))
+
+
+def ordered(order: SortOrder, at: dict[str, Position]) -> list[str]:
+    """The ids of `at` in `order` of their positions."""
 
     def by_position(a: str, b: str) -> int:
         return compare(order, at[a], at[b])
 
-    return sorted(pks, key=functools.cmp_to_key(by_position))
+    return sorted(at, key=functools.cmp_to_key(by_position))
