@@ -21,7 +21,7 @@ import redis.asyncio as redis
 from pydantic import BaseModel, create_model
 from redis.asyncio.client import Pipeline
 
-from resolvers.keyset import Keyset, Position, SortOrder
+from resolvers.keyset import Keyset, Position, SortKey, SortOrder
 from storage.models import Record
 from storage.tracking import Held, TrackedDocuments
 
@@ -95,8 +95,14 @@ def page_args(
     if after is not None:
         args += ["FILTER", keyset.after(order, after)]
     args += [*keyset.sortby(order), "MAX", limit]
-    loads = [KEY, *(f"$.{key.field}" for key in keyset.keys)]  # only the page's, after SORTBY
-    return [*args, "LOAD", len(loads), *loads, "DIALECT", DIALECT]
+    loads = [KEY, *(_loaded(key) for key in keyset.keys if key.kind is not str)]
+    return [*args, "LOAD", len(loads), *loads, "DIALECT", DIALECT]  # the page's rows alone
+
+
+def _loaded(key: SortKey) -> str:
+    """Where a row has a number key's value as stored: its JSON (RediSearch prints the number
+    it sorts by to 12 digits). A string key's sorted value is the stored string itself (UNF)."""
+    return f"$.{key.field}"
 
 
 def count_args(query: Any) -> list[str | int]:
@@ -245,10 +251,17 @@ def _rows(raw: Any, keyset: Keyset) -> list[tuple[str | None, Position]]:
         rows = [r.get("extra_attributes") or {} for r in raw["results"]]
     else:
         rows = [dict(zip(r[::2], r[1::2], strict=True)) for r in raw[1:]]
-    return [
-        (row.get(KEY[1:]), tuple(_first(row.get(f"$.{key.field}")) for key in keyset.keys))
-        for row in rows
-    ]
+    if len(keyset.keys) == 1 and keyset.keys[0].kind is str:  # by id: the common case, quick
+        field = keyset.keys[0].field
+        return [(row.get(KEY[1:]), (row.get(field),)) for row in rows]
+    return [(row.get(KEY[1:]), tuple(_value(key, row) for key in keyset.keys)) for row in rows]
+
+
+def _value(key: SortKey, row: dict[str, str]) -> Any:
+    """A row's value of a sort key, None when it has none."""
+    if key.kind is str:
+        return row.get(key.field)
+    return _first(row.get(_loaded(key)))
 
 
 def _first(text: str | None) -> Any:
