@@ -12,18 +12,8 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as redis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from lifecycle.experiments import list_experiments
-from resolvers.agents import list_agents, update_agent
-from resolvers.episodes import find_episodes
-from resolvers.keyset import SortOrder
-from resolvers.pagination import Page
-from resolvers.relationships import list_relationships, update_relationship
-from resolvers.scenarios import list_scenarios, update_scenario
 from storage.models import (
-    LISTED,
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,
@@ -31,9 +21,7 @@ from storage.models import (
     Record,
     RelationshipProfile,
 )
-from storage.tracking import TrackedDocuments
 from tests.support.fake_llm import FakeLLM
-from tests.support.read_world import write_world
 from tests.support.server import GraphQLClient, serve
 from tests.support.simulation import start_input
 
@@ -232,161 +220,3 @@ async def test_every_record_of_every_list_is_listed_as_written_by_anyone(
         for name in ("agents", "scenarios", "relationships", "experiments"):
             keys = [LISTS[name][3].make_primary_key(n["id"]) for n in before[name]]
             await other_writer.delete(*keys)
-
-
-# --- Random writes and reads: each list answered from held documents equals a fresh read ----
-
-PROPERTY_WORLD = "heldprop"
-EDITED = {
-    "agents": "occupation",
-    "scenarios": "scenario",
-    "relationships": "background_story",
-    "episodes": "reasoning",
-    "experiments": "name",
-}
-MODELS: dict[str, type[Record]] = {
-    "agents": AgentProfile,
-    "scenarios": EnvironmentProfile,
-    "relationships": RelationshipProfile,
-    "episodes": EpisodeLog,
-    "experiments": Experiment,
-}
-UPDATES = {
-    "agents": update_agent,
-    "scenarios": update_scenario,
-    "relationships": update_relationship,
-}
-
-
-@pytest.fixture(scope="module")
-async def stored(redis_client: redis.Redis) -> dict[str, dict[str, dict[str, Any]]]:
-    """Kind -> pk -> the stored document, six of each, tagged f"{PROPERTY_WORLD}-parley"."""
-    await write_world(
-        redis_client, PROPERTY_WORLD, episodes=12, agents=12, scenarios=12, relationships=12
-    )
-    for i in range(6):
-        experiment = Experiment(
-            pk=f"{PROPERTY_WORLD}X{i}", name=f"x{i}", tag=f"{PROPERTY_WORLD}-parley", created_at=i
-        )
-        await experiment.save()
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for kind, model in MODELS.items():
-        found = await model.find(model.tag == f"{PROPERTY_WORLD}-parley").all()  # type: ignore[attr-defined]
-        out[kind] = {
-            str(r.pk): await redis_client.json().get(model.make_primary_key(str(r.pk)))  # type: ignore[misc]
-            for r in found
-        }
-        assert len(out[kind]) == 6, kind
-    return out
-
-
-@pytest.fixture
-async def held(redis_client: redis.Redis) -> AsyncIterator[TrackedDocuments]:
-    documents = TrackedDocuments(redis_client, [model.make_key("") for model in LISTED])
-    async with documents.running():
-        assert documents.active
-        yield documents
-
-
-async def list_kind(
-    kind: str,
-    documents: TrackedDocuments | None,
-    first: int,
-    after: str | None,
-    order: SortOrder,
-    fields: set[str] | None,
-) -> Page[Any]:
-    tag = f"{PROPERTY_WORLD}-parley"
-    arguments: dict[str, Any] = {"first": first, "after": after, "order": order}
-    arguments["documents"] = documents
-    if kind == "experiments":
-        return await list_experiments(name=None, tag=tag, **arguments)
-    lister: Any = {
-        "agents": list_agents,
-        "scenarios": list_scenarios,
-        "relationships": list_relationships,
-        "episodes": find_episodes,
-    }[kind]
-    page: Page[Any] = await lister(tag=tag, fields=fields, **arguments)
-    return page.with_items([hit.record for hit in page.items])
-
-
-KIND = st.sampled_from(list(MODELS))
-WRITE = st.tuples(
-    st.just("write"),
-    KIND,
-    st.integers(0, 5),
-    st.sampled_from(["parley", "another writer", "delete", "restore"]),
-    st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8),
-)
-READ = st.tuples(
-    st.just("read"),
-    KIND,
-    st.integers(1, 6),
-    st.sampled_from(list(SortOrder)),
-    st.sampled_from(["whole", "edited", "edited and tag"]),
-)
-
-
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(steps=st.lists(st.one_of(WRITE, READ), min_size=1, max_size=25))
-async def test_a_held_list_is_what_an_uncached_read_of_it_finds(
-    redis_client: redis.Redis,
-    other_writer: redis.Redis,
-    stored: dict[str, dict[str, dict[str, Any]]],
-    held: TrackedDocuments,
-    steps: list[tuple[Any, ...]],
-) -> None:
-    after: dict[str, str | None] = dict.fromkeys(MODELS)
-    try:
-        for step in steps:
-            if step[0] == "write":
-                await write(redis_client, other_writer, stored, *step[1:])
-                continue
-            _, kind, first, order, shape = step
-            edited = EDITED[kind]
-            fields = {"whole": None, "edited": {edited}, "edited and tag": {edited, "tag"}}[shape]
-            cached = await list_kind(kind, held, first, after[kind], order, fields)
-            fresh = await list_kind(kind, None, first, after[kind], order, fields)
-            assert [r.model_dump(mode="json", include=fields) for r in cached.items] == [
-                r.model_dump(mode="json", include=fields) for r in fresh.items
-            ]
-            assert (cached.total, cached.has_next) == (fresh.total, fresh.has_next)
-            last = len(cached.items) - 1
-            after[kind] = cached.cursor(last) if cached.has_next and cached.items else None
-    finally:
-        for kind, documents in stored.items():
-            for pk, doc in documents.items():
-                await redis_client.json().set(MODELS[kind].make_primary_key(pk), "$", doc)
-
-
-async def write(
-    client: redis.Redis,
-    other_writer: redis.Redis,
-    stored: dict[str, dict[str, dict[str, Any]]],
-    kind: str,
-    index: int,
-    how: str,
-    text: str,
-) -> None:
-    pk = sorted(stored[kind])[index]
-    key = MODELS[kind].make_primary_key(pk)
-    exists = await client.exists(key)
-    if how == "delete":
-        await other_writer.delete(key)
-    elif how == "restore" or not exists:
-        await other_writer.execute_command("JSON.SET", key, "$", json.dumps(stored[kind][pk]))  # type: ignore[no-untyped-call]
-    elif how == "another writer":
-        await other_writer.execute_command("JSON.SET", key, f"$.{EDITED[kind]}", json.dumps(text))  # type: ignore[no-untyped-call]
-    elif kind in UPDATES:
-        value = text.strip() or "x"
-        _, errors = await UPDATES[kind](pk, {EDITED[kind]: value})
-        assert not errors, errors
-    else:  # an episode or an experiment saved whole, as Parley's records are
-        record = await MODELS[kind].get(pk)
-        setattr(record, EDITED[kind], text or "x")
-        await record.save()
