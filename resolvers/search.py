@@ -95,28 +95,16 @@ def page_args(
     if after is not None:
         args += ["FILTER", keyset.after(order, after)]
     args += [*keyset.sortby(order), "MAX", limit]
-    loads = [KEY, *(_loaded(key) for key in keyset.keys if key.kind is not str)]
-    return [*args, "LOAD", len(loads), *loads, "DIALECT", DIALECT]  # the page's rows alone
-
-
-def _loaded(key: SortKey) -> str:
-    """Where a row has a number key's value as stored: its JSON (RediSearch prints the number
-    it sorts by to 12 digits). A string key's sorted value is the stored string itself (UNF)."""
-    return f"$.{key.field}"
+    # A string key's sorted value is the stored string itself (UNF); a number is printed to 12
+    # digits, so its stored JSON is loaded. A LOAD after SORTBY reads the page's rows alone.
+    loads = [KEY, *(f"$.{key.field}" for key in keyset.keys if key.kind is not str)]
+    return [*args, "LOAD", len(loads), *loads, "DIALECT", DIALECT]
 
 
 def count_args(query: Any) -> list[str | int]:
     """FT.SEARCH for the number of matches of a redis-om FindQuery."""
-    return [
-        "FT.SEARCH",
-        query.model.Meta.index_name,
-        query.query,
-        "LIMIT",
-        0,
-        0,
-        "DIALECT",
-        DIALECT,
-    ]
+    index = query.model.Meta.index_name
+    return ["FT.SEARCH", index, query.query, "LIMIT", 0, 0, "DIALECT", DIALECT]
 
 
 async def search(
@@ -261,7 +249,7 @@ def _value(key: SortKey, row: dict[str, str]) -> Any:
     """A row's value of a sort key, None when it has none."""
     if key.kind is str:
         return row.get(key.field)
-    return _first(row.get(_loaded(key)))
+    return _first(row.get(f"$.{key.field}"))
 
 
 def _first(text: str | None) -> Any:
