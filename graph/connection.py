@@ -1,36 +1,43 @@
-"""Cursor connections (Relay style) with a total count."""
+"""Cursor connections (Relay style) with a total count; each cursor names its item."""
 
 from collections.abc import Callable
+from typing import Any
 
 import strawberry
 
-from resolvers.pagination import Page, encode_cursor
+from resolvers.pagination import Page
 
 
 @strawberry.type(description="Where a page sits in the whole list.")
 class PageInfo:
     has_next_page: bool = strawberry.field(description="More items follow this page.")
-    has_previous_page: bool = strawberry.field(description="Items precede this page.")
+    has_previous_page: bool = strawberry.field(
+        description="This page was asked for after a cursor, so items may precede it (those "
+        "still there are the other order's pages after this page's startCursor)."
+    )
     start_cursor: str | None = strawberry.field(description="Cursor of the first item.")
-    end_cursor: str | None = strawberry.field(description="Cursor to pass as `after`.")
+    end_cursor: str | None = strawberry.field(
+        description="Cursor of the last item: pass it as `after` for the next page."
+    )
 
 
 @strawberry.type(description="One item of a page and its cursor.")
 class Edge[T]:
-    cursor: str = strawberry.field(description="Opaque position of this item.")
+    cursor: str = strawberry.field(
+        description="Names this item by its place in the list's order: the page after it "
+        "starts right after it, whatever was added or deleted meanwhile (itself included)."
+    )
     node: T = strawberry.field(description="The item.")
 
 
 @strawberry.type(description="A page of a list, with the list's total size.")
 class Connection[T]:
     items: strawberry.Private[list[T]]
-    total: strawberry.Private[int]
-    offset: strawberry.Private[int]
-    has_next: strawberry.Private[bool]
+    page: strawberry.Private[Page[Any]]
 
     @strawberry.field(description="Items of this page with cursors.")
     def edges(self) -> list[Edge[T]]:
-        return [Edge(cursor=c, node=n) for c, n in zip(self._cursors(), self.items, strict=True)]
+        return [Edge(cursor=self.page.cursor(i), node=n) for i, n in enumerate(self.items)]
 
     @strawberry.field(description="Items of this page.")
     def nodes(self) -> list[T]:
@@ -38,23 +45,27 @@ class Connection[T]:
 
     @strawberry.field(description="Where this page sits.")
     def page_info(self) -> PageInfo:
-        cursors = self._cursors()
+        last = len(self.items) - 1
         return PageInfo(
-            has_next_page=self.has_next,
-            has_previous_page=self.offset > 0,
-            start_cursor=cursors[0] if cursors else None,
-            end_cursor=cursors[-1] if cursors else None,
+            has_next_page=self.page.has_next,
+            has_previous_page=self.page.after,
+            start_cursor=self.page.cursor(0) if self.items else None,
+            end_cursor=self.page.cursor(last) if self.items else None,
         )
 
     @strawberry.field(description="Items matching the filter, in all pages.")
     def total_count(self) -> int:
-        return self.total
-
-    def _cursors(self) -> list[str]:
-        return [encode_cursor(self.offset + i) for i in range(len(self.items))]
+        return self.page.total
 
 
 def to_connection[R, T](page: Page[R], wrap: Callable[[R], T]) -> Connection[T]:
     """A page's connection; its edges and cursors are made only when selected."""
-    items = [wrap(item) for item in page.items]
-    return Connection(items=items, total=page.total, offset=page.offset, has_next=page.has_next)
+    return Connection(items=[wrap(item) for item in page.items], page=page)
+
+
+FIRST = "How many items to return, 0..100 (default 20)."
+AFTER = "Cursor of the item to start after (a previous page's endCursor)."
+BY_ID = "Along the id: ASCENDING (the default) or DESCENDING."
+NEWEST_FIRST = (
+    "Along the creation time, then the id: DESCENDING (newest first, the default) or ASCENDING."
+)

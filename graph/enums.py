@@ -5,6 +5,7 @@ import strawberry
 from engine.types import ActionType, RelationshipType, TurnOrder
 from lifecycle.transitions import EventKind
 from resolvers.errors import ErrorCode
+from resolvers.keyset import SortOrder
 from storage.models import EpisodeStatus, EvaluationStatus, Redelivery, SeatTimeout
 
 strawberry.enum(
@@ -20,6 +21,7 @@ strawberry.enum(
 strawberry.enum(SeatTimeout, description="What happens to a human seat that does not act in time.")
 strawberry.enum(ActionType, description="What an agent did on its turn (Sotopia's action types).")
 strawberry.enum(TurnOrder, description="Who acts when.")
+strawberry.enum(SortOrder, description="Which way a list runs along its sort key.")
 strawberry.enum(
     EventKind,
     name="EpisodeEventKind",
@@ -36,5 +38,6 @@ __all__ = [
     "Redelivery",
     "RelationshipType",
     "SeatTimeout",
+    "SortOrder",
     "TurnOrder",
 ]

@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 import strawberry
 
-from graph.connection import Connection, to_connection
+from graph.connection import AFTER, FIRST, NEWEST_FIRST, Connection, to_connection
 from graph.context import Info
-from graph.enums import EpisodeStatus, TurnOrder
+from graph.enums import EpisodeStatus, SortOrder, TurnOrder
 from graph.episode_types import Episode, when
 from graph.errors import UserInputError
 from graph.payloads import user_errors
@@ -22,12 +22,11 @@ from lifecycle.experiment_follow import UnknownExperiment, follow_experiment
 from lifecycle.experiments import Progress
 from lifecycle.start import get_many
 from resolvers.experiment_design import Sampling
-from resolvers.pagination import Page, window
+from resolvers.pagination import numbered
 from storage import models
 from storage.experiments import ExperimentStore
 
-FIRST = "How many items to return, 0..100 (default 20)."
-AFTER = "Cursor of the item to start after (a previous page's endCursor)."
+IN_PLAN = "Along the slot number: ASCENDING (design order, the default) or DESCENDING."
 
 strawberry.enum(Sampling, name="AgentSampling", description="How agent pairs are drawn.")
 
@@ -250,22 +249,22 @@ class Experiment:
         info: Info,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        order: Annotated[SortOrder, strawberry.argument(description=IN_PLAN)] = SortOrder.ASCENDING,
     ) -> Connection[ExperimentSlot]:
-        offset, limit = window(first, after)
+        page = numbered(self.record.slot_count, first, after, order)
         store = ExperimentStore(info.context.services.client)
         pk = str(self.record.pk)
         filled = await store.slots(pk)
-        chosen = await store.plan(pk, offset, offset + limit) if limit else []
-        numbers = range(offset, offset + len(chosen))
+        low = min(page.items, default=0)
+        chosen = await store.plan(pk, low, max(page.items) + 1) if page.items else []
         # The page's episodes in one read, not one per slot.
-        ids = [filled[n] for n in numbers if n in filled]
+        ids = [filled[n] for n in page.items if n in filled]
         episodes = {str(e.pk): e for e in await get_many(store.client, ids)}
         items = [
-            ExperimentSlot(number=n, slot=s, record=episodes.get(filled.get(n, "")))
-            for n, s in zip(numbers, chosen, strict=True)
+            ExperimentSlot(number=n, slot=chosen[n - low], record=episodes.get(filled.get(n, "")))
+            for n in page.items
         ]
-        page = Page(items=items, offset=offset, total=self.record.slot_count)
-        return to_connection(page, lambda item: item)
+        return to_connection(page.with_items(items), lambda item: item)
 
     @strawberry.field(description="Counts by status, rate and an estimate of the time left.")
     async def progress(self, info: Info) -> ExperimentProgress:
@@ -298,15 +297,26 @@ class ExperimentQuery:
     async def experiment(self, info: Info, id: strawberry.ID) -> Experiment | None:
         return wrap(await service.get_experiment(info.context.services, id))
 
-    @strawberry.field(description="Experiments, newest first.")
+    @strawberry.field(description="Experiments, newest first unless asked otherwise.")
     async def experiments(
         self,
+        info: Info,
         filter: ExperimentFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        order: Annotated[
+            SortOrder, strawberry.argument(description=NEWEST_FIRST)
+        ] = SortOrder.DESCENDING,
     ) -> Connection[Experiment]:
         f = filter or ExperimentFilter()
-        page = await service.list_experiments(name=f.name, tag=f.tag, first=first, after=after)
+        page = await service.list_experiments(
+            name=f.name,
+            tag=f.tag,
+            first=first,
+            after=after,
+            order=order,
+            documents=info.context.services.documents,
+        )
         return to_connection(page, lambda record: Experiment(record=record))
 
 

@@ -4,9 +4,10 @@ from typing import Annotated
 
 import strawberry
 
-from graph.connection import Connection, to_connection
+from graph.connection import AFTER, BY_ID, FIRST, NEWEST_FIRST, Connection, to_connection
 from graph.context import Info
 from graph.drafts import DraftQuery
+from graph.enums import SortOrder
 from graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
 from graph.errors import UserInputError
 from graph.experiments import ExperimentQuery
@@ -30,9 +31,6 @@ from graph.types import (
 from graph.usage_types import UsageFilter, UsageTotals
 from resolvers import agents, dimensions, episodes, relationships, scenarios, usage
 
-FIRST = "How many items to return, 0..100 (default 20)."
-AFTER = "Cursor of the item to start after (a previous page's endCursor)."
-
 
 @strawberry.type(description="Read the stored world.")
 class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
@@ -41,13 +39,14 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
         record = await agents.get_agent(id)
         return Agent(record=record) if record else None
 
-    @strawberry.field(description="Agents, oldest first.")
+    @strawberry.field(description="Agents, by id (generated ids sort oldest first).")
     async def agents(
         self,
         info: Info,
         filter: AgentFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        order: Annotated[SortOrder, strawberry.argument(description=BY_ID)] = SortOrder.ASCENDING,
     ) -> Connection[Agent]:
         f = filter or AgentFilter()
         page = await agents.list_agents(
@@ -57,6 +56,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
             name=f.name,
             first=first,
             after=after,
+            order=order,
             fields=fields_for(info, AGENT_READS),
             documents=info.context.services.documents,
         )
@@ -67,13 +67,14 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
         record = await scenarios.get_scenario(id)
         return Scenario(record=record) if record else None
 
-    @strawberry.field(description="Scenarios, oldest first.")
+    @strawberry.field(description="Scenarios, by id (generated ids sort oldest first).")
     async def scenarios(
         self,
         info: Info,
         filter: ScenarioFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        order: Annotated[SortOrder, strawberry.argument(description=BY_ID)] = SortOrder.ASCENDING,
     ) -> Connection[Scenario]:
         f = filter or ScenarioFilter()
         page = await scenarios.list_scenarios(
@@ -81,6 +82,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
             codename=f.codename,
             first=first,
             after=after,
+            order=order,
             fields=fields_for(info, SCENARIO_READS),
             documents=info.context.services.documents,
         )
@@ -91,13 +93,14 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
         record = await relationships.get_relationship(id)
         return Relationship(record=record) if record else None
 
-    @strawberry.field(description="Relationships, oldest first.")
+    @strawberry.field(description="Relationships, by id (generated ids sort oldest first).")
     async def relationships(
         self,
         info: Info,
         filter: RelationshipFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        order: Annotated[SortOrder, strawberry.argument(description=BY_ID)] = SortOrder.ASCENDING,
     ) -> Connection[Relationship]:
         f = filter or RelationshipFilter()
         if f.agent_ids is not None and len(f.agent_ids) != 2:
@@ -109,6 +112,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
             tag=f.tag,
             first=first,
             after=after,
+            order=order,
             fields=fields_for(info, RELATIONSHIP_READS),
             documents=info.context.services.documents,
         )
@@ -126,13 +130,16 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
         record = await episodes.get_episode(id)
         return Episode(record=record) if record else None
 
-    @strawberry.field(description="Episodes, newest first.")
+    @strawberry.field(description="Episodes, newest first unless asked otherwise.")
     async def episodes(
         self,
         info: Info,
         filter: EpisodeFilter | None = None,
         first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        order: Annotated[
+            SortOrder, strawberry.argument(description=NEWEST_FIRST)
+        ] = SortOrder.DESCENDING,
     ) -> Connection[Episode]:
         f = filter or EpisodeFilter()
         page = await episodes.find_episodes(
@@ -142,6 +149,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
             scenario_id=f.scenario_id,
             first=first,
             after=after,
+            order=order,
             fields=fields_for(info, EPISODE_READS),
             documents=info.context.services.documents,
         )

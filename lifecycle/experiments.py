@@ -20,12 +20,14 @@ from lifecycle import start as simulations
 from lifecycle.services import Services
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
 from resolvers.experiment_design import plan
+from resolvers.keyset import SortOrder, newest_first
 from resolvers.limits import Name, ShortText
 from resolvers.pagination import Page, fetch_page
 from resolvers.records import storable
 from storage import keys
 from storage.experiments import ExperimentStore
 from storage.models import UNFINISHED, EpisodeStatus, Experiment, ExperimentSlot
+from storage.tracking import TrackedDocuments
 
 RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
 """Statuses whose slot a new start fills again."""
@@ -33,6 +35,7 @@ ROUNDS = 3
 """Passes of one start: a pass can get back, through a slot's key, an episode written by an
 earlier start that stopped before recording it and that has failed since; the next pass
 replaces those (and only those)."""
+EXPERIMENTS = newest_first("experiments")
 
 
 class ExperimentFields(BaseModel, extra="forbid"):
@@ -101,15 +104,22 @@ async def get_experiment(services: Services, pk: str) -> Experiment | None:
 
 
 async def list_experiments(
-    *, name: str | None, tag: str | None, first: int | None, after: str | None
+    *,
+    name: str | None,
+    tag: str | None,
+    first: int | None,
+    after: str | None,
+    order: SortOrder | None = None,
+    documents: TrackedDocuments | None = None,
 ) -> Page[Experiment]:
-    """Newest first."""
+    """Newest first unless asked otherwise."""
     terms: list[Any] = []
     if name:
         terms.append(Experiment.name == searchable_tag(name))
     if tag:
         terms.append(Experiment.tag == searchable_tag(tag))
-    return await fetch_page(Experiment.find(*terms).sort_by("-created_at"), first, after)
+    query = Experiment.find(*terms)
+    return await fetch_page(query, EXPERIMENTS, first, after, order, documents=documents)
 
 
 def slot_request(

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
 from resolvers.fields import Exposed, WithId, WriteModel
+from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import Age, LongText, Name, ShortText, Tags
 from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
@@ -38,6 +39,7 @@ AGENT = Exposed(
     },
 )
 AgentFields = AGENT.validator("AgentFields", WriteModel)
+AGENTS = by_id("agents")
 NewAgent = AGENT.validator("NewAgent", WithId)
 
 
@@ -53,6 +55,7 @@ async def list_agents(
     name: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    order: SortOrder | None = None,
     fields: Collection[str] | None = None,
     documents: TrackedDocuments | None = None,
 ) -> Page[Hit[AgentProfile]]:
@@ -71,9 +74,8 @@ async def list_agents(
             )
         else:
             terms.append((AgentProfile.first_name == name) | (AgentProfile.last_name == name))
-    return await fetch_hits(
-        AgentProfile.find(*terms).sort_by("pk"), first, after, fields, documents
-    )
+    query = AgentProfile.find(*terms)
+    return await fetch_hits(query, AGENTS, first, after, order, fields, documents)
 
 
 async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, list[UserError]]:

@@ -4,11 +4,14 @@ from collections.abc import Collection
 from typing import Any
 
 from resolvers.errors import searchable_tag
+from resolvers.keyset import SortOrder, newest_first
 from resolvers.pagination import Page, fetch_hits, fetch_page
 from resolvers.records import get_or_none
 from resolvers.search import Hit
 from storage.models import EpisodeLog, EpisodeStatus
 from storage.tracking import TrackedDocuments
+
+EPISODES = newest_first("episodes")
 
 
 async def get_episode(pk: str) -> EpisodeLog | None:
@@ -23,7 +26,7 @@ def episode_query(
     scenario_id: str | None = None,
     experiment_id: str | None = None,
 ) -> Any:
-    """Newest first."""
+    """The episodes matching the filters (listed in the order of EPISODES)."""
     terms: list[Any] = []
     if tag:
         terms.append(EpisodeLog.tag == searchable_tag(tag))
@@ -35,7 +38,7 @@ def episode_query(
         terms.append(EpisodeLog.agents << [agent_id])  # type: ignore[operator]
     if scenario_id:
         terms.append(EpisodeLog.environment == scenario_id)
-    return EpisodeLog.find(*terms).sort_by("-created_at")
+    return EpisodeLog.find(*terms)
 
 
 async def list_episodes(
@@ -46,10 +49,11 @@ async def list_episodes(
     scenario_id: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    order: SortOrder | None = None,
 ) -> Page[EpisodeLog]:
-    """Newest first, whole records."""
+    """Newest first unless asked otherwise, whole records."""
     query = episode_query(tag=tag, status=status, agent_id=agent_id, scenario_id=scenario_id)
-    return await fetch_page(query, first, after)
+    return await fetch_page(query, EPISODES, first, after, order)
 
 
 async def find_episodes(
@@ -60,9 +64,11 @@ async def find_episodes(
     scenario_id: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    order: SortOrder | None = None,
     fields: Collection[str] | None = None,
     documents: TrackedDocuments | None = None,
 ) -> Page[Hit[EpisodeLog]]:
-    """Newest first, each record read only when first needed (resolvers/search.py)."""
+    """Newest first unless asked otherwise, each record read only when first needed
+    (resolvers/search.py)."""
     query = episode_query(tag=tag, status=status, agent_id=agent_id, scenario_id=scenario_id)
-    return await fetch_hits(query, first, after, fields, documents)
+    return await fetch_hits(query, EPISODES, first, after, order, fields, documents)

@@ -1,56 +1,45 @@
-"""Cursor pagination over RediSearch queries: opaque offset cursors, a capped page size."""
+"""Cursor pagination: pages of a list after the item a cursor names, a capped page size."""
 
-import base64
-import binascii
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from resolvers.errors import BadArgument
+from resolvers.keyset import Keyset, Position, SortKey, SortOrder
 from resolvers.records import has_utf8_form
 from resolvers.search import Hit, search
 from storage.tracking import TrackedDocuments
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
-_PREFIX = "parley:"
+SLOTS = Keyset("slots", (SortKey("number", int, required=True),), SortOrder.ASCENDING)
+"""An experiment's slots: a fixed plan, each named by its number."""
 
 
 @dataclass(frozen=True)
 class Page[T]:
     items: list[T]
-    offset: int
+    positions: list[Position]
+    """Where each item sits in the list's order, for its cursor."""
+    keyset: Keyset
     total: int
+    has_next: bool
+    after: bool
+    """The page was asked for after a cursor."""
 
-    @property
-    def has_next(self) -> bool:
-        return self.offset + len(self.items) < self.total
+    def cursor(self, index: int) -> str:
+        return self.keyset.cursor(self.positions[index])
 
-
-def encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"{_PREFIX}{offset}".encode()).decode()
-
-
-def decode_cursor(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-        if not text.startswith(_PREFIX):
-            raise ValueError(text)
-        offset = int(text.removeprefix(_PREFIX))
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise BadArgument(f"malformed cursor {cursor!r}") from None
-    if offset < 0:
-        raise BadArgument(f"malformed cursor {cursor!r}")
-    return offset
+    def with_items[U](self, items: list[U]) -> "Page[U]":
+        return Page(items, self.positions, self.keyset, self.total, self.has_next, self.after)
 
 
-def window(first: int | None, after: str | None) -> tuple[int, int]:
-    """(offset, limit) for `first`/`after`, refusing sizes outside 0..MAX_PAGE_SIZE."""
+def page_size(first: int | None) -> int:
+    """The page size `first` asks for, refusing sizes outside 0..MAX_PAGE_SIZE."""
     limit = DEFAULT_PAGE_SIZE if first is None else first
     if not 0 <= limit <= MAX_PAGE_SIZE:
         raise BadArgument(f"first must be between 0 and {MAX_PAGE_SIZE}, got {limit}")
-    offset = 0 if after is None else decode_cursor(after) + 1
-    return offset, limit
+    return limit
 
 
 def searchable(query: Any) -> bool:
@@ -62,26 +51,58 @@ def searchable(query: Any) -> bool:
 
 async def fetch_hits(
     query: Any,
+    keyset: Keyset,
     first: int | None,
     after: str | None,
+    order: SortOrder | None = None,
     fields: Collection[str] | None = None,
     documents: TrackedDocuments | None = None,
 ) -> Page[Hit[Any]]:
-    """One page of a redis-om FindQuery and its total count, in one round trip.
+    """One page of a redis-om FindQuery in `order` (the list's own when None), after the item
+    the cursor `after` names, and its total count, in one round trip (two when documents are
+    read).
 
     With `fields` (record field names), the records hold only those (see resolvers/search.py);
     with `documents`, records held there are not fetched again.
     """
-    offset, limit = window(first, after)
+    limit = page_size(first)
+    position = None if after is None else keyset.position(after)
     if not searchable(query):
-        return Page(items=[], offset=offset, total=0)
-    found = await search(query, offset, limit, fields, documents)
-    return Page(items=found.hits, offset=offset, total=found.total)
+        return Page([], [], keyset, 0, False, after is not None)
+    found = await search(query, keyset, order or keyset.default, position, limit, fields, documents)
+    positions = [hit.position for hit in found.hits]
+    return Page(found.hits, positions, keyset, found.total, found.has_next, after is not None)
 
 
 async def fetch_page(
-    query: Any, first: int | None, after: str | None, fields: Collection[str] | None = None
+    query: Any,
+    keyset: Keyset,
+    first: int | None,
+    after: str | None,
+    order: SortOrder | None = None,
+    fields: Collection[str] | None = None,
+    documents: TrackedDocuments | None = None,
 ) -> Page[Any]:
     """`fetch_hits`, as records."""
-    page = await fetch_hits(query, first, after, fields)
-    return Page([hit.record for hit in page.items], page.offset, page.total)
+    page = await fetch_hits(query, keyset, first, after, order, fields, documents)
+    return page.with_items([hit.record for hit in page.items])
+
+
+def numbered(
+    count: int, first: int | None, after: str | None, order: SortOrder | None = None
+) -> Page[int]:
+    """A page of the numbers 0..count-1 of a fixed list (an experiment's slots), after the
+    number the cursor `after` names."""
+    limit = page_size(first)
+    number = None if after is None else SLOTS.position(after)[0]
+    assert number is None or isinstance(number, int)
+    if (order or SLOTS.default) is SortOrder.ASCENDING:
+        start = 0 if number is None else max(number + 1, 0)
+        numbers = list(range(start, min(start + limit, count)))
+        more = start + limit < count
+    else:
+        top = count - 1 if number is None else min(number - 1, count - 1)
+        numbers = list(range(top, max(top - limit, -1), -1))
+        more = top - limit >= 0
+    positions: list[Position] = [(n,) for n in numbers]
+    return Page(numbers, positions, SLOTS, count, more, after is not None)

@@ -8,6 +8,7 @@ from pydantic import ValidationError, model_validator
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
 from resolvers.fields import Exposed, WithId, WriteModel
+from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import LongText, RecordId, ShortText
 from resolvers.pagination import Page, fetch_hits, searchable
 from resolvers.records import get_or_none, insert, update_fields
@@ -21,6 +22,7 @@ RELATIONSHIP = Exposed(
     {"relationship": RelationshipType, "background_story": LongText | None, "tag": ShortText},
 )
 RelationshipFields = RELATIONSHIP.validator("RelationshipFields", WriteModel)
+RELATIONSHIPS = by_id("relationships")
 
 
 class Pair(WithId):
@@ -64,6 +66,7 @@ async def list_relationships(
     tag: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    order: SortOrder | None = None,
     fields: Collection[str] | None = None,
     documents: TrackedDocuments | None = None,
 ) -> Page[Hit[RelationshipProfile]]:
@@ -79,16 +82,15 @@ async def list_relationships(
         terms.append(RelationshipProfile.relationship == int(relationship))
     if tag:
         terms.append(RelationshipProfile.tag == searchable_tag(tag))
-    return await fetch_hits(
-        RelationshipProfile.find(*terms).sort_by("pk"), first, after, fields, documents
-    )
+    query = RelationshipProfile.find(*terms)
+    return await fetch_hits(query, RELATIONSHIPS, first, after, order, fields, documents)
 
 
 async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
     query = RelationshipProfile.find(
         (RelationshipProfile.agent_1_id == agent_id) | (RelationshipProfile.agent_2_id == agent_id)
     )
-    return await search_all(query.sort_by("pk"))
+    return await search_all(query, RELATIONSHIPS)
 
 
 async def create_relationship(

@@ -9,6 +9,7 @@ from pydantic import Field, ValidationError
 from resolvers.errors import UserError, from_validation, not_found, searchable_tag
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.games import GameMetadata, game_errors
+from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import LIST_MAX, LongText, RequiredText, ShortText
 from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
@@ -36,6 +37,7 @@ SCENARIO = Exposed(
 )
 ScenarioFields = SCENARIO.validator("ScenarioFields", WriteModel)
 NewScenario = SCENARIO.validator("NewScenario", WithId)
+SCENARIOS = by_id("scenarios")
 
 
 async def get_scenario(pk: str) -> EnvironmentProfile | None:
@@ -48,6 +50,7 @@ async def list_scenarios(
     codename: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    order: SortOrder | None = None,
     fields: Collection[str] | None = None,
     documents: TrackedDocuments | None = None,
 ) -> Page[Hit[EnvironmentProfile]]:
@@ -56,9 +59,8 @@ async def list_scenarios(
         terms.append(EnvironmentProfile.tag == searchable_tag(tag))
     if codename:
         terms.append(EnvironmentProfile.codename == codename)
-    return await fetch_hits(
-        EnvironmentProfile.find(*terms).sort_by("pk"), first, after, fields, documents
-    )
+    query = EnvironmentProfile.find(*terms)
+    return await fetch_hits(query, SCENARIOS, first, after, order, fields, documents)
 
 
 async def create_scenario(

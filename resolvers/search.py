@@ -1,44 +1,48 @@
-"""RediSearch queries that fetch only the fields a reader needs, in one round trip.
+"""RediSearch pages in a list's order, fetching only the fields a reader needs.
 
-redis-om's `FindQuery.page` sends every matching document whole and rebuilds each through its
-own read-side converters (a walk over the whole document per record) before pydantic validates
-it; `count` is a second round trip. Here one FT.SEARCH returns the total and the page, with
-`RETURN` of just the JSON paths asked for, and each record is validated from those fields alone.
-The query string and sort order are redis-om's own, so matches and their order are the same.
+A page is two commands sent together: FT.AGGREGATE for the keys of its items, in the list's
+order after a position (resolvers/keyset.py), each with its position read from its stored JSON,
+and FT.SEARCH ... LIMIT 0 0 for the list's total (FT.AGGREGATE's total_results is not the
+number of matches). Each document then comes from what the process holds (storage/tracking.py)
+or is read with a JSON.GET of its own, of just the JSON paths asked for, sent together; each
+record is validated from those fields alone (redis-om's `FindQuery.page` sends every document
+whole and rebuilds each through its own read-side converters before pydantic validates it). The
+query string is redis-om's own, so the matches are the same.
 """
 
 import hashlib
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
+import redis.asyncio as redis
 from pydantic import BaseModel, create_model
+from redis.asyncio.client import Pipeline
 
+from resolvers.keyset import Keyset, Position, SortKey, SortOrder
 from storage.models import Record
 from storage.tracking import Held, TrackedDocuments
 
 DIALECT = "3"
-"""For paths: every RETURN value comes back as a JSON array of its matches, so a string, a
-number, a list and null read back unambiguously (dialects 1 and 2 send strings bare)."""
-WHOLE_DIALECT = "2"
-"""For whole documents, which come back as their JSON object either way: dialect 3 parses
-queries as dialect 2 does but costs Redis three times as much to send a document (measured:
-4.0 against 1.3 ms for 50 stored episodes of 20 turns)."""
-
+"""Every JSON path loaded comes back as a JSON array of its matches, so a string, a number and
+null read back unambiguously and exactly (dialect 2 prints a number to 12 digits); queries parse
+as in dialect 2."""
+KEY = "@__key"
 WHOLE = "$"
-MAX_RESULTS = 1_000_000
-"""RediSearch refuses a LIMIT reaching past this (MAXSEARCHRESULTS); such a page is empty."""
 
 
 class Hit[R: Record]:
-    """One match: a digest of what was fetched of it, and its record, built when first read
-    (a reader that can answer from the digest alone never pays for the parse)."""
+    """One match: where it sits in the list, a digest of what was fetched of it, and its record,
+    built when first read (a reader that can answer from the digest alone never pays for the
+    parse)."""
 
-    __slots__ = ("_build", "_record", "version")
+    __slots__ = ("_build", "_record", "position", "version")
 
-    def __init__(self, version: bytes, build: Callable[[], R]) -> None:
+    def __init__(self, position: Position, version: bytes, build: Callable[[], R]) -> None:
+        self.position = position
+        """Its values of the list's sort keys, as stored."""
         self.version = version
         """A digest of the key and the stored JSON of the fields fetched: equal digests mean
         equal stored values of those fields."""
@@ -56,6 +60,8 @@ class Hit[R: Record]:
 class Found[R: Record]:
     total: int
     hits: list[Hit[R]]
+    has_next: bool
+    """More items follow the page."""
 
     @property
     def records(self) -> list[R]:
@@ -66,8 +72,10 @@ def _names(model: type[Record], fields: Collection[str]) -> frozenset[str]:
     return frozenset({"pk", *fields} & set(model.model_fields))
 
 
-def _paths(model: type[Record], fields: Collection[str] | None) -> list[str]:
-    return [WHOLE] if fields is None else [f"$.{name}" for name in sorted(_names(model, fields))]
+def _paths(model: type[Record], fields: Collection[str] | None) -> tuple[str, ...]:
+    return (
+        (WHOLE,) if fields is None else tuple(f"$.{name}" for name in sorted(_names(model, fields)))
+    )
 
 
 def _mostly(model: type[Record], fields: Collection[str] | None) -> Collection[str] | None:
@@ -78,122 +86,180 @@ def _mostly(model: type[Record], fields: Collection[str] | None) -> Collection[s
     return fields
 
 
-def search_args(
-    query: Any, offset: int, limit: int, fields: Collection[str] | None, keys_only: bool = False
+def page_args(
+    query: Any, keyset: Keyset, order: SortOrder, after: Position | None, limit: int
 ) -> list[str | int]:
-    """FT.SEARCH for one page of a redis-om FindQuery, returning `fields` (None: all), or only
-    the keys."""
-    args: list[str | int] = ["FT.SEARCH", query.model.Meta.index_name, query.query]
-    args += ["LIMIT", offset, limit]
-    args += query.resolve_redisearch_sort_fields() or []
-    if keys_only:
-        return [*args, "NOCONTENT", "DIALECT", WHOLE_DIALECT]
-    paths = _paths(query.model, fields)
-    dialect = WHOLE_DIALECT if paths == [WHOLE] else DIALECT
-    args += ["RETURN", len(paths), *paths, "DIALECT", dialect]
-    return args
+    """FT.AGGREGATE for the keys and positions of the first `limit` matches of a redis-om
+    FindQuery in `order`, after `after` (None: from the first)."""
+    args: list[str | int] = ["FT.AGGREGATE", query.model.Meta.index_name, query.query]
+    if after is not None:
+        args += ["FILTER", keyset.after(order, after)]
+    args += [*keyset.sortby(order), "MAX", limit]
+    # A string key's sorted value is the stored string itself (UNF); a number is printed to 12
+    # digits, so its stored JSON is loaded. A LOAD after SORTBY reads the page's rows alone.
+    loads = [KEY, *(f"$.{key.field}" for key in keyset.keys if key.kind is not str)]
+    return [*args, "LOAD", len(loads), *loads, "DIALECT", DIALECT]
+
+
+def count_args(query: Any) -> list[str | int]:
+    """FT.SEARCH for the number of matches of a redis-om FindQuery."""
+    index = query.model.Meta.index_name
+    return ["FT.SEARCH", index, query.query, "LIMIT", 0, 0, "DIALECT", DIALECT]
 
 
 async def search(
     query: Any,
-    offset: int,
+    keyset: Keyset,
+    order: SortOrder,
+    after: Position | None,
     limit: int,
     fields: Collection[str] | None = None,
     documents: TrackedDocuments | None = None,
 ) -> Found[Any]:
-    """The total number of matches and the hits of one page.
+    """The total number of matches, and the hits of the first `limit` after `after` in `order`.
 
     With `fields`, each record holds those fields as stored (and its pk) and no others (unless
     they are most of the record's, when it is whole). Without, each record is whole, validated as
     `get` does. With `documents` tracking the model's keys, a page whose records are all held
-    there costs a search for its keys alone.
+    there costs a search for its keys alone. A record deleted between the search and the read of
+    its document is left out.
     """
     model: type[Record] = query.model
+    client: redis.Redis = model.db()  # type: ignore[no-untyped-call]
     fields = _mostly(model, fields)
-    if offset + limit > MAX_RESULTS:
-        offset, limit = 0, 0
-    if documents is not None and model.make_key("") in documents.prefixes:
-        found = await _tracked_page(documents, query, offset, limit, fields)
-        if found is not None:
+    paths = _paths(model, fields)
+    commands = [page_args(query, keyset, order, after, limit + 1), count_args(query)]
+    tracking = documents if documents and model.make_key("") in documents.prefixes else None
+    replies = await tracking.ask_all(commands) if tracking else None
+    if replies is None:
+        tracking = None
+        replies = await _send(client, commands)
+    rows = _rows(replies[0], keyset)
+    page = [(key, position) for key, position in rows[:limit] if key is not None]
+    stored = await _documents(client, tracking, [key for key, _ in page], paths)
+    build: Callable[[str, dict[str, str]], Any]
+    if fields is None:
+        build = partial(_whole, model)
+    else:
+        build = partial(_part, model, _part_model(model, _names(model, fields)))
+    hits = [
+        Hit(position, held.version, partial(build, key, held.values))
+        for key, position in page
+        if (held := stored.get(key)) is not None
+    ]
+    return Found(_total(replies[1]), hits, len(rows) > limit)
+
+
+async def search_all(query: Any, keyset: Keyset, batch: int = 1000) -> list[Any]:
+    """Every match of a redis-om FindQuery as whole records, in the list's own order."""
+    records: list[Any] = []
+    after: Position | None = None
+    while True:
+        found = await search(query, keyset, keyset.default, after, batch)
+        records += found.records
+        if not found.has_next or not found.hits:
+            return records
+        after = found.hits[-1].position
+
+
+async def _send(client: redis.Redis, commands: Sequence[Sequence[str | int]]) -> list[Any]:
+    """The replies of `commands`, sent together on an ordinary connection, as Redis sent them:
+    through a pipeline without the client's response callbacks (which parse JSON.GET's text
+    once anything has used `client.json()`)."""
+    async with Pipeline(client.connection_pool, {}, transaction=False, shard_hint=None) as pipe:
+        for command in commands:
+            pipe.execute_command(*command)
+        return await pipe.execute()
+
+
+async def _documents(
+    client: redis.Redis,
+    documents: TrackedDocuments | None,
+    keys: list[str],
+    paths: tuple[str, ...],
+) -> dict[str, Held]:
+    """The stored JSON at `paths` of each of `keys` still stored: what `documents` holds, the
+    rest read there (and held from then on) or else on an ordinary connection."""
+    found: dict[str, Held] = {}
+    if documents is not None:
+        for key in keys:
+            held = documents.held(key, paths)
+            if held is not None:
+                found[key] = held
+        keys = [key for key in keys if key not in found]
+        if not keys:
             return found
-    return _found(model, fields, *_hits(await _search(query, offset, limit, fields)))
-
-
-async def _search(query: Any, offset: int, limit: int, fields: Collection[str] | None) -> Any:
-    model: type[Record] = query.model
-    args = search_args(query, offset, limit, fields)
-    return await model.db().execute_command(*args)  # type: ignore[no-untyped-call]
-
-
-async def _tracked_page(
-    documents: TrackedDocuments,
-    query: Any,
-    offset: int,
-    limit: int,
-    fields: Collection[str] | None,
-) -> Found[Any] | None:
-    """The page through the tracking connection: its keys, each record from what is held or
-    else read there (and held from then on); None when not tracking, or when a record went
-    away between the search and its read."""
-    model: type[Record] = query.model
-    paths = tuple(_paths(model, fields))
-    raw = await documents.ask(*search_args(query, offset, limit, fields, keys_only=True))
-    if raw is None:
-        return None
-    total, hits = _hits(raw)
-    keys = [key for key, _ in hits]
-    held = {key: documents.held(key, paths) for key in keys}
-    missing = [key for key, h in held.items() if h is None]
-    if missing:
         ticket = documents.ticket()
         try:
-            read = await documents.read(missing, paths)
-            if read is None:
-                return None
-            for i, key in enumerate(missing):
-                values = _as_searched(paths, [texts[i] for texts in read])
-                held[key] = kept = Held(values, _version(key, values))
-                documents.keep(ticket, key, paths, kept)
+            texts = await documents.read(keys, paths)
+            if texts is not None:
+                for key, held in _stored(keys, paths, texts):
+                    found[key] = held
+                    documents.keep(ticket, key, paths, held)
+                return found
         finally:
             documents.release(ticket)
-    page = [h for h in (held[key] for key in keys) if h is not None]
-    hits = [(key, h.values) for key, h in zip(keys, page, strict=True)]
-    return _found(model, fields, total, hits, [h.version for h in page])
+    texts = await _send(client, [("JSON.GET", key, *paths) for key in keys])
+    found.update(_stored(keys, paths, texts))
+    return found
 
 
-def _as_searched(paths: tuple[str, ...], texts: list[str]) -> dict[str, str]:
-    """JSON.MGET's answers for one record as FT.SEARCH returns them, so both digest alike: the
-    document itself for the whole (dialect 2); for paths, the array of each path's matches
-    (dialect 3), leaving out paths the record lacks, as RETURN does."""
+def _stored(
+    keys: list[str], paths: tuple[str, ...], texts: list[str | None]
+) -> list[tuple[str, Held]]:
+    """Each key's JSON.GET answer as held, leaving out the keys that are gone."""
+    out = []
+    for key, text in zip(keys, texts, strict=True):
+        if text is not None:
+            values = _as_fetched(paths, text)
+            out.append((key, Held(values, _version(key, values))))
+    return out
+
+
+def _as_fetched(paths: tuple[str, ...], text: str) -> dict[str, str]:
+    """A JSON.GET answer per path: the document itself for the whole; for paths, the JSON
+    array of each path's matches, leaving out paths the record lacks (several paths come as one
+    object of such arrays, each written out again)."""
     if paths == (WHOLE,):
-        return {WHOLE: texts[0][1:-1]}
-    return {path: text for path, text in zip(paths, texts, strict=True) if text != "[]"}
+        return {WHOLE: text[1:-1]}
+    if len(paths) == 1:
+        return {paths[0]: text} if text != "[]" else {}
+    matches: dict[str, list[Any]] = json.loads(text)
+    return {
+        path: json.dumps(found, ensure_ascii=False, separators=(",", ":"))
+        for path, found in matches.items()
+        if found
+    }
 
 
-def _found(
-    model: type[Record],
-    fields: Collection[str] | None,
-    total: int,
-    hits: list[tuple[str, dict[str, str]]],
-    versions: list[bytes] | None = None,
-) -> Found[Any]:
-    versions = versions or [_version(key, values) for key, values in hits]
-    if fields is None:
-        builds = [partial(_whole, model, key, values) for key, values in hits]
+def _rows(raw: Any, keyset: Keyset) -> list[tuple[str | None, Position]]:
+    """(key, position) of each row of an FT.AGGREGATE reply, RESP3 (a map) or RESP2 (arrays).
+    A row has no key when RediSearch cannot load it (a key holding a NUL)."""
+    if isinstance(raw, dict):
+        rows = [r.get("extra_attributes") or {} for r in raw["results"]]
     else:
-        part = _part_model(model, _names(model, fields))
-        builds = [partial(_part, model, part, key, values) for key, values in hits]
-    return Found(total, [Hit(v, b) for v, b in zip(versions, builds, strict=True)])
+        rows = [dict(zip(r[::2], r[1::2], strict=True)) for r in raw[1:]]
+    if len(keyset.keys) == 1 and keyset.keys[0].kind is str:  # by id: the common case, quick
+        field = keyset.keys[0].field
+        return [(row.get(KEY[1:]), (row.get(field),)) for row in rows]
+    return [(row.get(KEY[1:]), tuple(_value(key, row) for key in keyset.keys)) for row in rows]
 
 
-async def search_all(query: Any, batch: int = 1000) -> list[Any]:
-    """Every match of a redis-om FindQuery as whole records, in its order (as `all()` gives)."""
-    records: list[Any] = []
-    while True:
-        found = await search(query, len(records), batch)
-        records += found.records
-        if not found.hits or len(records) >= found.total:
-            return records
+def _value(key: SortKey, row: dict[str, str]) -> Any:
+    """A row's value of a sort key, None when it has none."""
+    if key.kind is str:
+        return row.get(key.field)
+    return _first(row.get(f"$.{key.field}"))
+
+
+def _first(text: str | None) -> Any:
+    """The first match of a loaded path (a JSON array), None when it has none."""
+    matches = json.loads(text) if text is not None else []
+    return matches[0] if matches else None
+
+
+def _total(raw: Any) -> int:
+    return int(raw["total_results"] if isinstance(raw, dict) else raw[0])
 
 
 def _version(key: str, values: dict[str, str]) -> bytes:
@@ -205,15 +271,6 @@ def _version(key: str, values: dict[str, str]) -> bytes:
         digest.update(f"\x00{path}\x00".encode())
         digest.update(values[path].encode())
     return digest.digest()[:16]
-
-
-def _hits(raw: Any) -> tuple[int, list[tuple[str, dict[str, str]]]]:
-    """(total, [(key, {path: JSON text})]) from a RESP3 map or a RESP2 array."""
-    if isinstance(raw, dict):
-        hits = [(r["id"], r.get("extra_attributes") or {}) for r in raw["results"]]
-        return int(raw["total_results"]), hits
-    pairs = [(raw[i], raw[i + 1]) for i in range(1, len(raw), 2)]
-    return int(raw[0]), [(key, dict(zip(v[::2], v[1::2], strict=True))) for key, v in pairs]
 
 
 def _pk(model: type[Record], key: str, doc: dict[str, Any]) -> str:

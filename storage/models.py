@@ -34,11 +34,13 @@ def stored(default: Any = "", description: str = "", **options: Any) -> Any:
     return Field(default=default, index=False, description=description, **options)
 
 
-class SortedByPk(Record):
-    """A record whose lists are ordered by primary key, which its index keeps SORTABLE (UNF: the
-    stored value as it is, the order RediSearch gives a field it is not keeping). Otherwise it
-    reads the key from every match's document for every page: 1.9 against 0.65 ms a page
-    among 1,000 agents. redis-om writes the primary key's index field itself, without options."""
+class ListedRecord(Record):
+    """A record listed in pages, ordered by index fields that end with its primary key
+    (resolvers/keyset.py). Its index keeps the primary key SORTABLE (UNF: the stored value as
+    it is, the order RediSearch gives a field it is not keeping), so pages are sorted and
+    filtered from the index alone; otherwise every page reads the key from every match's
+    document: 1.9 against 0.65 ms a page among 1,000 agents. redis-om writes the primary key's
+    index field itself, without options."""
 
     @classmethod
     def schema_for_fields(cls) -> list[str]:
@@ -47,7 +49,7 @@ class SortedByPk(Record):
         return [f"{field} SORTABLE UNF" if field == primary else field for field in fields]
 
 
-class AgentProfile(SortedByPk, index=True):
+class AgentProfile(ListedRecord, index=True):
     """A character that takes part in simulations (Sotopia AgentProfile)."""
 
     first_name: str = Field(index=True, description="Given name.")
@@ -73,7 +75,7 @@ class AgentProfile(SortedByPk, index=True):
         index_name = keys.index_name("AgentProfile")
 
 
-class EnvironmentProfile(SortedByPk, index=True):
+class EnvironmentProfile(ListedRecord, index=True):
     """A scenario: the situation, one goal per seat, and the relationship it assumes."""
 
     codename: str = Field(default="", index=True, description="Short name of the scenario.")
@@ -103,7 +105,7 @@ class EnvironmentProfile(SortedByPk, index=True):
         index_name = keys.index_name("EnvironmentProfile")
 
 
-class RelationshipProfile(SortedByPk, index=True):
+class RelationshipProfile(ListedRecord, index=True):
     """How two agents relate (Sotopia RelationshipProfile); Parley keeps one per pair."""
 
     agent_1_id: str = Field(index=True, description="The first agent (Sotopia's agent_1_id).")
@@ -268,7 +270,7 @@ class Evaluation(BaseModel):
     finished_at: float | None = None
 
 
-class EpisodeLog(Record, index=True):
+class EpisodeLog(ListedRecord, index=True):
     """Sotopia's EpisodeLog, plus the run state Parley adds as extra keys.
 
     A record Sotopia wrote has none of the additions and loads as a COMPLETED episode.
@@ -354,7 +356,7 @@ class ExperimentSlot(BaseModel):
     """The seat of `model` in a design against a partner; None in one with explicit seats."""
 
 
-class Experiment(Record, index=True):
+class Experiment(ListedRecord, index=True):
     """A named batch of episodes and its design. The slots the design expanded into, and which
     episode fills each, are kept beside it (`keys.experiment_plan`, `keys.experiment_slots`)."""
 
@@ -381,10 +383,11 @@ MODELS: tuple[type[Record], ...] = (
     CustomEvaluationDimensionList,
     Experiment,
 )
-LISTED: tuple[type[Record], ...] = (
+LISTED: tuple[type[ListedRecord], ...] = (
     EpisodeLog,
     AgentProfile,
     EnvironmentProfile,
     RelationshipProfile,
+    Experiment,
 )
 """The records list queries page through (their stored JSON may be held: storage/tracking.py)."""

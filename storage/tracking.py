@@ -7,6 +7,11 @@ flush pushes "everything"). Only keys read there are tracked, so records nobody 
 pushes however often they are written (a running episode, turn after turn). A list read asks
 for the keys of its page, takes each document from here when it is held, and reads the rest.
 
+Redis tracks the keys a command declares, and RedisJSON declares only the first argument of
+JSON.MGET as its key (`COMMAND INFO JSON.MGET`: first and last key 1): an MGET would leave every
+document but the first untracked, held and never invalidated. So each document is read with a
+command of its own (`JSON.GET key path...`), the reads of a page sent together.
+
 Two fences keep what is held from being staler than Redis:
 - A read that uses what is held sends its search for keys on the tracking connection itself
   (`ask()`). Redis sends every invalidation of a write it executed before that search ahead of
@@ -24,9 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -46,6 +51,15 @@ PUSHED = object()
 """What the reader reads for a push (applied as it was read), as opposed to a reply."""
 TOUCHED_KEPT = 4_096
 """Invalidated keys remembered for fetches in flight before the oldest are pruned."""
+
+
+@dataclass
+class Asked:
+    """Commands sent together, and their replies as they come back."""
+
+    count: int
+    answered: asyncio.Future[list[Any]]
+    replies: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -74,9 +88,8 @@ class TrackedDocuments:
         self._forgot_at = 0
         self._tickets: dict[int, int] = {}
         self._connection: Any = None
-        self._asked = 0
-        self._answered = 0
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._waiting: deque[Asked] = deque()
+        """What was sent and is not yet answered, in the order it was sent."""
         self._task: asyncio.Task[None] | None = None
         self.hits = 0
         self.misses = 0
@@ -113,36 +126,40 @@ class TrackedDocuments:
     async def ask(self, *command: str | int) -> Any:
         """`command`'s reply, read after every invalidation Redis sent before executing it has
         been applied; None when not tracking (then nothing held may be used)."""
+        replies = await self.ask_all([command])
+        return None if replies is None else replies[0]
+
+    async def ask_all(self, commands: Sequence[Sequence[str | int]]) -> list[Any] | None:
+        """The replies of `commands`, sent together, as `ask` reads each; None when not
+        tracking. A command Redis refused raises its error."""
         connection = self._connection
         if connection is None:
             return None
-        self._asked += 1
-        mine = self._asked
-        answered = asyncio.get_running_loop().create_future()
-        self._waiting[mine] = answered
+        if not commands:
+            return []
+        asked = Asked(len(commands), asyncio.get_running_loop().create_future())
+        # Commands go out in the order they are queued here (send_packed_command writes before
+        # it first waits) and the reader hands replies over in the order they come back.
+        self._waiting.append(asked)
         try:
-            # Commands go out in the order they are counted (send_command writes before it
-            # first waits) and the reader hands replies over in the order they come back.
-            await connection.send_command(*command, check_health=False)
-            reply = await asyncio.wait_for(answered, ASK_TIMEOUT)
+            packed = connection.pack_commands(commands)
+            await connection.send_packed_command(packed, check_health=False)
+            replies = await asyncio.wait_for(asked.answered, ASK_TIMEOUT)
         except (redis.ConnectionError, redis.TimeoutError, OSError) as err:
             log.warning("document tracking lost Redis (%s); fetching documents", err)
             await self._drop()
             return None
-        finally:
-            self._waiting.pop(mine, None)
-        if isinstance(reply, BaseException):
-            raise reply
-        return reply if self._connection is connection else None
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise reply
+        return replies if self._connection is connection else None
 
-    async def read(self, keys: Sequence[str], paths: Sequence[str]) -> list[list[str]] | None:
-        """Per path, the stored JSON of each key at that path (JSON.MGET's answers: each a
-        JSON array of the path's matches), read on the tracking connection so that Redis will
-        say when any of them changes; None when not tracking or when a key is gone."""
-        replies = await asyncio.gather(*(self.ask("JSON.MGET", *keys, path) for path in paths))
-        if any(reply is None or None in reply for reply in replies):
-            return None
-        return [list(reply) for reply in replies]
+    async def read(self, keys: Sequence[str], paths: Sequence[str]) -> list[str | None] | None:
+        """Each key's stored JSON at `paths`, as JSON.GET answers it (for one path, the JSON
+        array of its matches; for several, an object of such arrays by path; None for a key
+        that is gone), read on the tracking connection so that Redis will say when any of them
+        changes; None when not tracking."""
+        return await self.ask_all([("JSON.GET", key, *paths) for key in keys])
 
     def held(self, key: str, paths: tuple[str, ...]) -> Held | None:
         found = self._held.get((key, paths))
@@ -252,7 +269,6 @@ class TrackedDocuments:
                 await connection.disconnect()
             raise
         self._forget_all()  # what was pushed while not connected is unknown
-        self._asked = self._answered = 0
         self._connection, self.client_id = connection, client_id
 
     async def _track(self, connection: Any) -> int:
@@ -275,7 +291,7 @@ class TrackedDocuments:
         return client_id
 
     async def _read(self) -> None:
-        """Apply pushes as they come and hand each reply to the command waiting for it."""
+        """Apply pushes as they come and hand each reply to the commands waiting for it."""
         connection = self._connection
         assert connection is not None
         while True:
@@ -285,18 +301,20 @@ class TrackedDocuments:
                 reply = refused
             if reply is PUSHED:
                 continue
-            self._answered += 1
-            answered = self._waiting.pop(self._answered, None)
-            if answered is not None and not answered.done():
-                answered.set_result(reply)
+            asked = self._waiting[0]
+            asked.replies.append(reply)
+            if len(asked.replies) == asked.count:
+                self._waiting.popleft()
+                if not asked.answered.done():
+                    asked.answered.set_result(asked.replies)
 
     async def _drop(self) -> None:
         connection, self._connection, self.client_id = self._connection, None, None
         self._forget_all()
         lost = redis.ConnectionError("document tracking lost Redis")
-        for answered in self._waiting.values():
-            if not answered.done():
-                answered.set_exception(lost)
+        for asked in self._waiting:
+            if not asked.answered.done():
+                asked.answered.set_exception(lost)
         self._waiting.clear()
         if connection is not None:
             with contextlib.suppress(redis.RedisError, OSError):

@@ -12,7 +12,10 @@ from graph.episode_types import EPISODE_READS
 from graph.projection import Reads
 from graph.schema import schema
 from graph.types import AGENT_READS, RELATIONSHIP_READS, SCENARIO_READS
+from resolvers.episodes import EPISODES
+from resolvers.keyset import SortOrder
 from storage.models import AgentProfile, EpisodeLog
+from tests.support.lists import in_order
 from tests.support.read_world import write_world
 from tests.support.server import GraphQLClient
 
@@ -197,9 +200,9 @@ PAGE = """query($after: String, $filter: EpisodeFilter) {
     ],
 )
 async def test_pages_walk_the_filtered_list_in_order(
-    world: None, gql: GraphQLClient, filter: dict[str, Any]
+    world: None, gql: GraphQLClient, redis_client: redis.Redis, filter: dict[str, Any]
 ) -> None:
-    expected = await redis_om_order(filter)
+    expected = await redis_om_order(redis_client, filter)
     seen: list[str] = []
     after = None
     while True:
@@ -216,8 +219,9 @@ async def test_pages_walk_the_filtered_list_in_order(
     assert seen == expected and expected
 
 
-async def redis_om_order(filter: dict[str, Any]) -> list[str]:
-    """The ids redis-om's own query finds for `filter`, newest first."""
+async def redis_om_order(client: redis.Redis, filter: dict[str, Any]) -> list[str]:
+    """The ids redis-om's own query finds for `filter`, newest first (those with no creation
+    time, Sotopia's, last), then by id."""
     e = EpisodeLog
     terms: list[Any] = []
     if "tag" in filter:
@@ -228,7 +232,8 @@ async def redis_om_order(filter: dict[str, Any]) -> list[str]:
         terms.append(e.agents << [filter["agentId"]])  # type: ignore[operator]
     if "scenarioId" in filter:
         terms.append(e.environment == filter["scenarioId"])
-    return [str(r.pk) for r in await e.find(*terms).sort_by("-created_at").all()]
+    found = [str(r.pk) for r in await e.find(*terms).all()]
+    return await in_order(client, e, EPISODES, SortOrder.DESCENDING, found)
 
 
 async def test_empty_pages(world: None, gql: GraphQLClient) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from resolvers.episodes import EPISODES
 from resolvers.search import search
 from storage.connection import open_client
 from storage.models import EpisodeLog
@@ -46,12 +47,9 @@ async def until(condition: Any, timeout: float = 5.0) -> None:
             await asyncio.sleep(0.01)
 
 
-def page() -> Any:
-    return EpisodeLog.find(EpisodeLog.tag == TAG).sort_by("-created_at")
-
-
 async def reasons(documents: TrackedDocuments | None, fields: set[str] | None = None) -> list[Any]:
-    found = await search(page(), 0, 50, fields, documents)
+    query = EpisodeLog.find(EpisodeLog.tag == TAG)
+    found = await search(query, EPISODES, EPISODES.default, None, 50, fields, documents)
     return [(hit.record.pk, hit.record.reasoning) for hit in found.hits]
 
 

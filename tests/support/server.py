@@ -56,6 +56,19 @@ class GraphQLClient:
         assert "Unexpected error." not in messages, body
         return messages
 
+    async def mutate(
+        self, field: str, input_type: str, input: dict[str, Any], returns: str = ""
+    ) -> dict[str, Any]:
+        """The payload of mutation `field(input:)`, with `returns` selected; it must succeed
+        with no userErrors."""
+        document = (
+            f"mutation($input: {input_type}!) {{ {field}(input: $input) "
+            f"{{ {returns} userErrors {{ field message code }} }} }}"
+        )
+        payload: dict[str, Any] = (await self.data(document, {"input": input}))[field]
+        assert payload["userErrors"] == [], payload
+        return payload
+
 
 @asynccontextmanager
 async def serve(redis_url: str, data_dir: Path, **overrides: Any) -> AsyncIterator[str]:

@@ -14,6 +14,7 @@ from .enums import (
     RelationshipType,
     ResultsGroupBy,
     SeatTimeout,
+    SortOrder,
     TurnOrder,
     UserErrorCode,
 )
@@ -164,6 +165,7 @@ __all__ = [
     "SeatViewSeatViewPartners",
     "SeatViewSeatViewSeen",
     "SeatViewSeatViewYourTurn",
+    "SortOrder",
     "StartDraftJobInput",
     "StartSimulation",
     "StartSimulationInput",

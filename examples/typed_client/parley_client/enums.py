@@ -81,6 +81,11 @@ class SeatTimeout(str, Enum):
     FAIL = "FAIL"
 
 
+class SortOrder(str, Enum):
+    ASCENDING = "ASCENDING"
+    DESCENDING = "DESCENDING"
+
+
 class TurnOrder(str, Enum):
     ROUND_ROBIN = "ROUND_ROBIN"
     SIMULTANEOUS = "SIMULTANEOUS"
