@@ -52,11 +52,13 @@ def serve(settings: "Settings") -> None:
     import uvicorn
 
     from graph.app import create_app
+    from graph.http_timeouts import header_limited
 
     uvicorn.run(
         create_app(settings),
         host=settings.host,
         port=settings.port,
+        http=header_limited(settings.header_timeout),
         timeout_graceful_shutdown=10,
         ws_per_message_deflate=settings.ws_per_message_deflate,
         log_config=None,  # uvicorn's loggers go through Parley's handler (lifecycle/logs.py)
