@@ -10,17 +10,21 @@ import psutil
 import redis.asyncio as redis
 
 from storage.connection import open_client, prepare
+from storage.durability import Fsync
 from storage.embedded import EmbeddedRedis
 
 
 @asynccontextmanager
-async def bench_redis() -> AsyncIterator[tuple[str, Path, redis.Redis]]:
-    """A fresh embedded Redis in a temporary directory and a client the models are bound to.
+async def bench_redis(
+    fsync: Fsync = "everysec", parent: Path | None = None
+) -> AsyncIterator[tuple[str, Path, redis.Redis]]:
+    """A fresh embedded Redis in a temporary directory (under `parent`, else the system's) and a
+    client the models are bound to.
 
     Its pid is written to `<tmp>/redis.pid` for CPU and memory readings.
     """
-    with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
-        server = EmbeddedRedis(Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="parley-bench-", dir=parent) as tmp:
+        server = EmbeddedRedis(Path(tmp), fsync=fsync)
         url = await server.start()
         assert server.process is not None
         (Path(tmp) / "redis.pid").write_text(str(server.process.pid))

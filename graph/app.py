@@ -16,6 +16,7 @@ from graphql.utilities import get_operation_ast
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
@@ -38,11 +39,19 @@ from graph.encoding import encode
 from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, client_errors, unavailable
 from graph.exchange import exchange_routes
 from graph.fanout import Disconnected, Fanout, Subscribe
+from graph.http_timeouts import BodyDeadline
 from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from graph.request_ids import RequestIds
 from graph.schema import Limits, build_schema, validation_rules
 from graph.seat_access import NAME_THE_OPERATION, names_its_operation, refusal, seat_connection
-from graph.security import BearerAuth, BodySizeLimit, TokenChecker, well_formed
+from graph.security import (
+    BearerAuth,
+    BodySizeLimit,
+    CrossSiteWrites,
+    TokenChecker,
+    trusted_hosts,
+    well_formed,
+)
 from graph.settings import Settings, split
 from graph.subscription import event_content, shared_event
 from graph.webapp import APP_PATH, webapp_routes
@@ -410,13 +419,23 @@ def create_app(settings: Settings | None = None) -> Starlette:
         lifespan=lifespan,
         middleware=[
             Middleware(
+                TrustedHostMiddleware,
+                allowed_hosts=trusted_hosts(settings.allowed_hosts, settings.host),
+                www_redirect=False,
+            ),
+            Middleware(
                 CORSMiddleware,
                 allow_origins=split(settings.cors_origins),
                 allow_methods=["GET", "POST"],
                 allow_headers=["authorization", "content-type"],
             ),
             Middleware(RequestIds),
+            Middleware(
+                CrossSiteWrites,
+                origins=split(settings.cors_origins) + split(settings.allowed_origins),
+            ),
             Middleware(BodySizeLimit, limit=settings.max_body_bytes),
+            Middleware(BodyDeadline, timeout=settings.body_timeout),
             Middleware(BearerAuth, checker=checker, open_prefixes=open_prefixes, seats=seat_holder),
         ],
     )

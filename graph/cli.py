@@ -52,11 +52,13 @@ def serve(settings: "Settings") -> None:
     import uvicorn
 
     from graph.app import create_app
+    from graph.http_timeouts import header_limited
 
     uvicorn.run(
         create_app(settings),
         host=settings.host,
         port=settings.port,
+        http=header_limited(settings.header_timeout),
         timeout_graceful_shutdown=10,
         ws_per_message_deflate=settings.ws_per_message_deflate,
         log_config=None,  # uvicorn's loggers go through Parley's handler (lifecycle/logs.py)
@@ -77,7 +79,9 @@ async def seed(settings: RunSettings) -> dict[str, int]:
     from storage.runtime import redis_storage
     from storage.sample import seed as load_sample
 
-    async with redis_storage(settings.redis_url, settings.data_dir) as client:
+    async with redis_storage(
+        settings.redis_url, settings.data_dir, fsync=settings.redis_fsync
+    ) as client:
         return await load_sample(client)
 
 
@@ -90,6 +94,35 @@ async def worker(settings: RunSettings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await serve_worker(settings, stop)
+
+
+def redis_url(settings: RunSettings) -> str:
+    """The URL of the Redis Parley uses: the configured one, or the running embedded one's
+    (with its password), checked to answer."""
+    if settings.redis_url is not None:
+        return settings.redis_url
+    from redis.exceptions import RedisError
+
+    from storage.connection import open_client
+    from storage.embedded import running_url
+
+    url = running_url(settings.data_dir)
+
+    async def answers(url: str) -> bool:
+        client = open_client(url)
+        try:
+            return bool(await client.ping())
+        except RedisError:
+            return False
+        finally:
+            await client.aclose()
+
+    if url is None or not asyncio.run(answers(url)):
+        sys.exit(
+            f"parley redis-url: no embedded Redis is running for {settings.data_dir} "
+            "(start `parley serve` first)"
+        )
+    return url
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -125,6 +158,11 @@ def parser() -> argparse.ArgumentParser:
 
     load = commands.add_parser("seed", help="load the sample data (idempotent)")
     load.add_argument("--data-dir", type=Path, help="where embedded data lives")
+
+    where = commands.add_parser(
+        "redis-url", help="print the URL (with its password) of the Redis Parley uses"
+    )
+    where.add_argument("--data-dir", type=Path, help="where embedded data lives")
     from graph import exchange_cli, experiment_cli
 
     exchange_cli.add_commands(commands)
@@ -166,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
             return
         preflight(api_settings)
         serve(api_settings)
+    elif args.command == "redis-url":
+        print(redis_url(RunSettings(**overrides)))
     elif args.command in ("export", "import"):
         settings = RunSettings(**overrides)
         if not args.url:

@@ -2,8 +2,8 @@
 
 `GET /export?kind=…&format=jsonl|csv&tag=…&experiment=…&status=…&agent=…&scenario=…` streams the
 records in Sotopia's layout as they are read; `POST /import` takes JSONL in the body (within
-the body limit, graph/security.py) and answers with the import's report. Both sit behind the
-same bearer tokens as /graphql.
+the body limit, graph/security.py), sent as one of IMPORT_MEDIA_TYPES, and answers with the
+import's report. Both sit behind the same bearer tokens as /graphql.
 """
 
 from collections.abc import AsyncIterator
@@ -21,6 +21,15 @@ from resolvers.errors import BadArgument
 from resolvers.importer import import_lines
 
 MEDIA_TYPES = {exporter.Format.JSONL: "application/x-ndjson", exporter.Format.CSV: "text/csv"}
+IMPORT_MEDIA_TYPES = (
+    "application/x-ndjson",
+    "application/jsonl",
+    "application/x-jsonlines",
+    "application/json",
+)
+"""What an import's body may be sent as: JSON lines (a body of one line is JSON too). Never a
+type a web page may send to another site without asking first (text/plain, a form)."""
+UNSUPPORTED_MEDIA_TYPE = {"code": "UNSUPPORTED_MEDIA_TYPE"}
 
 
 def exchange_routes() -> list[BaseRoute]:
@@ -67,6 +76,13 @@ async def export_records(request: Request) -> Response:
 
 async def import_records(request: Request) -> Response:
     services: Services = request.app.state.services
+    given = request.headers.get("content-type", "")
+    if given.split(";")[0].strip().lower() not in IMPORT_MEDIA_TYPES:
+        message = (
+            f"an import is JSON lines, sent as {', '.join(IMPORT_MEDIA_TYPES)}; "
+            f"not {given or 'a body without a content type'}"
+        )
+        return _error(415, message, UNSUPPORTED_MEDIA_TYPE)
     body = await request.body()
     try:
         report = await import_lines(services.client, body.splitlines())

@@ -123,7 +123,9 @@ async def local_export(settings: RunSettings, params: dict[str, str], sink: IO[b
         kinds, episodes, form = request(params)
     except BadArgument as err:
         sys.exit(f"parley export: {err}")
-    async with redis_storage(settings.redis_url, settings.data_dir) as client:
+    async with redis_storage(
+        settings.redis_url, settings.data_dir, fsync=settings.redis_fsync
+    ) as client:
         async for text in export_text(client, kinds, episodes, form):
             sink.write(text.encode())
 
@@ -148,7 +150,9 @@ async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportRepor
     from resolvers.importer import import_lines
     from storage.runtime import redis_storage
 
-    async with redis_storage(settings.redis_url, settings.data_dir) as client:
+    async with redis_storage(
+        settings.redis_url, settings.data_dir, fsync=settings.redis_fsync
+    ) as client:
         return await import_lines(client, source)
 
 
@@ -235,7 +239,7 @@ def serve_dump(settings: "Settings", dump: Path, serve: Callable[["Settings"], N
         home = working_copy(dump, settings.data_dir)
     except DumpError as err:
         sys.exit(f"parley serve: {err}")
-    server = EmbeddedRedis(home)
+    server = EmbeddedRedis(home, fsync=settings.redis_fsync)
     # uvicorn re-raises the SIGTERM it stopped on once it is done: as an exception here, so
     # that the Redis started for the dump is stopped too.
     signal.signal(signal.SIGTERM, _stopped)

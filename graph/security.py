@@ -1,4 +1,5 @@
-"""Request guards in front of the app: a body size limit and optional bearer tokens."""
+"""Request guards in front of the app: the Host names it answers, no writes from other sites,
+a body size limit and optional bearer tokens."""
 
 import hmac
 import json
@@ -6,11 +7,17 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import redis.asyncio as redis
-from starlette.datastructures import QueryParams
+from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from strawberry.http.websocket_origin import (
+    is_same_origin,
+    normalize_allowed_origins,
+    normalize_origin,
+)
 
 from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE
 from graph.seat_access import SEAT_SCHEME
+from graph.settings import split
 from lifecycle.seats import SeatHolder
 
 SeatLookup = Callable[[str], Awaitable[SeatHolder | None]]
@@ -20,6 +27,25 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 PAGE_PATHS = frozenset({"/", "/graphql"})
 """The pages a browser opens (the web app, GraphiQL): without a token, as pages only; they ask
 for the token and send it with every request they make."""
+
+
+LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+EVERY_INTERFACE = frozenset({"", "0.0.0.0", "::", "[::]"})
+
+
+def trusted_hosts(setting: str, bind: str) -> list[str]:
+    """The Host names the API answers (any port): the `setting` (comma-separated, `*` for any,
+    `*.example.org` for a domain's names) when given. Otherwise the loopback names and the
+    address it is bound to, so that a page whose name was rebound to this machine (DNS
+    rebinding) is refused; bound to every interface (0.0.0.0, ::), any name, as the names the
+    machine is reached by are not known."""
+    listed = split(setting)
+    if listed:
+        return ["*"] if "*" in listed else listed
+    if bind in EVERY_INTERFACE:
+        return ["*"]
+    host = f"[{bind}]" if ":" in bind else bind
+    return LOOPBACK_HOSTS + ([] if host.lower() in LOOPBACK_HOSTS else [host])
 
 
 class TokenChecker:
@@ -154,6 +180,49 @@ class BearerAuth:
             scope["method"] == "GET"
             and b"text/html" in accept
             and "query" not in QueryParams(scope["query_string"])
+        )
+
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LISTED_ORIGINS = "PARLEY_CORS_ORIGINS (or PARLEY_ALLOWED_ORIGINS)"
+
+
+class CrossSiteWrites:
+    """Refuse (403) a request that may write (any method but GET, HEAD and OPTIONS) that a
+    browser sent from a page of another origin: its `Origin` is neither this server's (the
+    Host it was sent to, which `trusted_hosts` vouches for) nor listed in `origins`, or it says
+    `Sec-Fetch-Site: cross-site` (or `same-site`) and names no origin. A browser sends a
+    text/plain POST from any page without asking first; clients that are not browsers send
+    neither header and pass."""
+
+    def __init__(self, app: ASGIApp, origins: Iterable[str]) -> None:
+        self.app = app
+        self.origins = normalize_allowed_origins(list(origins))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in SAFE_METHODS:
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if self.allows(origin, headers.get("sec-fetch-site"), headers.get("host")):
+            await self.app(scope, receive, send)
+            return
+        message = (
+            f"cross-site request refused: a page on {origin or 'another site'} may not send "
+            f"writes here; list its origin in {LISTED_ORIGINS} to allow it"
+        )
+        await send_json(send, 403, {"errors": [{"message": message}]}, [])
+
+    def allows(self, origin: str | None, site: str | None, host: str | None) -> bool:
+        if site == "same-origin":  # the browser's word (a proxy may have rewritten the Host)
+            return True
+        if origin is None:
+            return site not in ("cross-site", "same-site")
+        return (
+            is_same_origin(origin, host)
+            or "*" in self.origins
+            or normalize_origin(origin) in self.origins
         )
 
 

@@ -29,6 +29,17 @@ class Settings(RunSettings):
     cors_origins: str = Field(
         default="", description="Comma-separated origins allowed to call the API from browsers."
     )
+    allowed_hosts: str = Field(
+        default="",
+        description="Comma-separated Host names the API answers ('*' for any); unset: the "
+        "loopback names and the bound address, or any name when bound to 0.0.0.0 or ::.",
+    )
+    header_timeout: float = Field(
+        default=10.0, gt=0, description="Seconds a request's headers may take to arrive."
+    )
+    body_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds a request's body may take to arrive."
+    )
     ws_init_timeout: float = Field(
         default=10.0, gt=0, description="Seconds a websocket may take to send connection_init."
     )

@@ -65,7 +65,12 @@ class Services:
 async def open_services(settings: RunSettings, *, seed_if_empty: bool) -> AsyncIterator[Services]:
     async with contextlib.AsyncExitStack() as stack:
         client = await stack.enter_async_context(
-            redis_storage(settings.redis_url, settings.data_dir, seed_if_empty=seed_if_empty)
+            redis_storage(
+                settings.redis_url,
+                settings.data_dir,
+                seed_if_empty=seed_if_empty,
+                fsync=settings.redis_fsync,
+            )
         )
         registry = ModelRegistry(settings.models_file, settings.data_dir)
         stack.push_async_callback(registry.aclose)

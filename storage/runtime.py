@@ -8,7 +8,8 @@ from pathlib import Path
 import redis.asyncio as redis
 
 from storage import sample
-from storage.connection import open_client, prepare
+from storage.connection import describe, open_client, prepare
+from storage.durability import Fsync
 from storage.embedded import EmbeddedRedis
 
 log = logging.getLogger(__name__)
@@ -16,16 +17,19 @@ log = logging.getLogger(__name__)
 
 @asynccontextmanager
 async def redis_storage(
-    url: str | None, data_dir: Path, *, seed_if_empty: bool = False
+    url: str | None, data_dir: Path, *, seed_if_empty: bool = False, fsync: Fsync = "everysec"
 ) -> AsyncIterator[redis.Redis]:
-    """Yield a ready client; start (and later stop) an embedded Redis when `url` is None."""
-    embedded = EmbeddedRedis(data_dir) if url is None else None
+    """Yield a ready client; start (and later stop) an embedded Redis when `url` is None, its
+    append-only file synced as `fsync` says (a configured Redis keeps its own setting)."""
+    embedded = EmbeddedRedis(data_dir, fsync=fsync) if url is None else None
     if embedded is not None:
         url = await embedded.start()
     assert url is not None
     client = open_client(url)
     try:
         await prepare(client)
+        if embedded is None and fsync == "always":
+            await warn_unless_synced(client)
         if seed_if_empty and await sample.is_empty():
             log.info("seeded sample data", extra={"added": await sample.seed(client)})
         yield client
@@ -33,3 +37,21 @@ async def redis_storage(
         await client.aclose()
         if embedded is not None:
             await embedded.stop()
+
+
+async def warn_unless_synced(client: redis.Redis) -> None:
+    """Say so when a configured Redis does not sync each write before answering, as `always`
+    asks (its own configuration decides: Parley does not change another's server)."""
+    try:
+        config = await client.config_get("append*")
+    except redis.ResponseError:  # CONFIG refused, as managed services do
+        config = {}
+    if config.get("appendonly") != "yes" or config.get("appendfsync") != "always":
+        log.warning(
+            "PARLEY_REDIS_FSYNC=always, but the Redis at %s has appendonly %s, appendfsync %s: "
+            "set appendonly yes and appendfsync always there, or a power loss may lose "
+            "acknowledged writes",
+            describe(client),
+            config.get("appendonly", "unknown"),
+            config.get("appendfsync", "unknown"),
+        )

@@ -13,6 +13,7 @@ from resolvers import sotopia_format as fmt
 from tests.support import sotopia_records as sotopia
 from tests.support.server import GraphQLClient, serve
 
+JSONL = "application/x-ndjson"
 EPISODE = """
 query($id: ID!) {
   episode(id: $id) {
@@ -41,7 +42,9 @@ SOTOPIA_EPISODE_FIELDS = [
 
 
 async def post_import(http: httpx.AsyncClient, lines: list[str]) -> dict[str, Any]:
-    response = await http.post("/import", content="\n".join(lines) + "\n")
+    response = await http.post(
+        "/import", content="\n".join(lines) + "\n", headers={"content-type": JSONL}
+    )
     assert response.status_code == 200, response.text
     report: dict[str, Any] = response.json()
     return report

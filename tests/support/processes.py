@@ -21,6 +21,14 @@ def parley_env(redis_url: str, data_dir: Path, **settings: str) -> dict[str, str
     return env
 
 
+def embedded_env(data_dir: Path, **settings: str) -> dict[str, str]:
+    """As `parley_env`, with no Redis URL: the processes start the embedded Redis of
+    `data_dir`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "REDIS_OM_URL")}
+    env.update({f"PARLEY_{k.upper()}": v for k, v in settings.items()})
+    return {**env, "PARLEY_DATA_DIR": str(data_dir)}
+
+
 class Process:
     def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
         self.log = log

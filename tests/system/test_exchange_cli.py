@@ -67,7 +67,7 @@ async def source_redis(tmp_path: Path) -> AsyncIterator[redis.Redis]:
 
 def url_of(client: redis.Redis) -> str:
     kwargs = client.connection_pool.connection_kwargs
-    return f"redis://{kwargs['host']}:{kwargs['port']}/0"
+    return f"redis://:{kwargs['password']}@{kwargs['host']}:{kwargs['port']}/0"
 
 
 def scored(overall: float) -> tuple[float, dict[str, float]]:
