@@ -16,6 +16,7 @@ from typing import Any
 import redis.asyncio as redis
 from pydantic import TypeAdapter, ValidationError
 
+from resolvers import client_json
 from resolvers import sotopia_format as fmt
 from resolvers.agents import AGENT, NewAgent
 from resolvers.dimensions import NewDimensionList, create_dimension_list
@@ -181,8 +182,10 @@ BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Record | NewDimensionList]] 
 def parse_line(text: str | bytes) -> tuple[fmt.Kind, Record | NewDimensionList]:
     """The record a line holds; raises LineError saying what is wrong."""
     try:
-        line = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        line = client_json.loads(text)
+    except client_json.TooDeep as err:
+        raise fmt.LineError(str(err)) from None
+    except ValueError as err:  # not JSON, not UTF-8, or an integer Python will not convert
         raise fmt.LineError(f"not valid JSON ({err})") from None
     if not isinstance(line, dict):
         raise fmt.LineError("not a JSON object")
