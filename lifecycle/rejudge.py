@@ -26,7 +26,7 @@ from engine.types import Transcript
 from lifecycle.jobs import JobQueue
 from resolvers.dimensions import dimensions_of, get_dimension_list
 from resolvers.episode_setup import SetupError, load_setup
-from resolvers.errors import ErrorCode, UserError, from_validation
+from resolvers.errors import BadArgument, ErrorCode, UserError, from_validation, searchable_tag
 from resolvers.limits import RecordId, ShortText
 from resolvers.records import get_or_none, storable
 from resolvers.rejudging import evaluation_record, rejudging_fields
@@ -136,6 +136,11 @@ async def queue(
         valid = RejudgeFields(**fields)
     except ValidationError as err:
         return None, from_validation(err)
+    if valid.tag is not None:
+        try:
+            searchable_tag(valid.tag)
+        except BadArgument as err:
+            return None, [_error("tag", str(err))]
     errors = []
     try:
         models.resolve(valid.judge_model)
