@@ -24,7 +24,7 @@ from engine.llm import LLMRouter, ModelCatalog
 from engine.stats import GenerationStats
 from engine.types import Transcript
 from lifecycle.jobs import JobQueue
-from resolvers.dimensions import dimensions_of, get_dimension_list
+from resolvers.dimensions import dimensions_of, get_dimension_list, index_dimensions
 from resolvers.episode_setup import SetupError, load_setup
 from resolvers.errors import BadArgument, ErrorCode, UserError, from_validation, searchable_tag
 from resolvers.limits import RecordId, ShortText
@@ -39,7 +39,6 @@ from storage.models import (
     Evaluation,
     EvaluationStatus,
 )
-from storage.results_index import ResultsIndex
 
 log = logging.getLogger(__name__)
 MAX_EPISODES = 10_000
@@ -182,7 +181,9 @@ async def queue(
     if errors:
         return None, errors
     assert names is not None
-    await ResultsIndex(client).ensure_dimensions(names)
+    errors = await index_dimensions(client, names, ["input", "evaluationDimensionListId"])
+    if errors:
+        return None, errors
     rejudging = Rejudging(
         id=str(ULID()),
         judge_model=valid.judge_model,

@@ -59,7 +59,7 @@ def searchable_tag(value: str) -> str:
     surrogate (no UTF-8 form to send)."""
     if not value.strip("|") or "\x00" in value or "\x7f" in value or not has_utf8_form(value):
         raise BadArgument(
-            "A filter value or id cannot be empty or '|' alone, or contain NUL, DEL (U+007F) "
+            "A filter value or id cannot be '|' alone or empty, or contain NUL, DEL (U+007F) "
             "or a lone surrogate."
         )
     return value
