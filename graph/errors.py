@@ -6,6 +6,7 @@ UNAVAILABLE (Redis cannot be reached or refuses writes; retryable, after
 written), and INTERNAL ("Unexpected error.", logged on the server).
 """
 
+import re
 from typing import Any
 
 import redis.exceptions
@@ -23,6 +24,11 @@ OUTAGES = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 """What Redis raises while it is down, restarting or loading (BusyLoadingError is one)."""
 REFUSED_WRITES = (redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError)
 """What Redis answers a write while it is at `maxmemory` (OOM) or a read-only replica."""
+MISCONF = re.compile(
+    r"(Command # \d+ \(.*\) of pipeline caused error: \(['\"])?MISCONF ", re.DOTALL
+)
+"""The error of a write Redis refuses after a failed save (in a pipeline, redis-py puts which
+command it was first); redis-py has no class of its own for it."""
 
 
 def is_outage(error: BaseException | None) -> bool:
@@ -32,8 +38,7 @@ def is_outage(error: BaseException | None) -> bool:
     if isinstance(error, (*OUTAGES, *REFUSED_WRITES)):
         return True
     if isinstance(error, redis.exceptions.ResponseError):
-        message = str(error)  # a pipeline's error starts with which command it was
-        return message.startswith("MISCONF") or "caused error: MISCONF" in message
+        return MISCONF.match(str(error)) is not None
     return False
 
 
