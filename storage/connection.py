@@ -94,6 +94,7 @@ async def prepare(client: redis.Redis) -> None:
     for model in MODELS:
         model._meta.database = client
     await Migrator().run()
+    await wait_indexed(client)  # the stored dimension names are read through their index
     await ResultsIndex(client).prepare()
     await wait_indexed(client)
 
