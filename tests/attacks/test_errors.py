@@ -29,6 +29,8 @@ from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
 
+JSON_LINES = {"content-type": "application/x-ndjson"}
+
 START = """
 mutation($input: StartSimulationInput!) {
   startSimulation(input: $input) { episode { id status } userErrors { field message code } }
@@ -151,7 +153,7 @@ async def test_writes_redis_refuses_are_unavailable_and_write_nothing(
                         await gql.post(CREATE_AGENT, {"input": {"firstName": "C", "lastName": "D"}})
                     )
                     unavailable(await gql.post(CREATE_LIST, {"input": new_list}))
-                    imported = await http.post("/import", content=line + "\n")
+                    imported = await http.post("/import", content=line + "\n", headers=JSON_LINES)
                     assert imported.status_code == 503, imported.text
                     assert imported.headers["retry-after"] == "1"
                     unavailable(imported.json())
@@ -162,7 +164,7 @@ async def test_writes_redis_refuses_are_unavailable_and_write_nothing(
                 assert retried["userErrors"] == [] and retried["episode"]["status"] == "QUEUED"
                 created = await gql.data(CREATE_LIST, {"input": new_list})
                 assert created["createEvaluationDimensionList"]["userErrors"] == []
-                imported = await http.post("/import", content=line + "\n")
+                imported = await http.post("/import", content=line + "\n", headers=JSON_LINES)
                 assert imported.json()["created"] == {"agents": 1}
             log = api.output()
         assert "Traceback" not in log, log

@@ -10,6 +10,8 @@ import httpx
 from resolvers.client_json import MAX_DEPTH
 from tests.support import sotopia_records as sotopia
 
+JSON_LINES = {"content-type": "application/x-ndjson"}
+
 
 def deep(levels: int) -> str:
     """An agent line whose `extra` field nests `levels` deep in all."""
@@ -27,7 +29,7 @@ async def test_lines_nested_too_deep_are_invalid_and_the_others_written(api_url:
         json.dumps(agent),
     ]
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
-        response = await http.post("/import", content="\n".join(lines) + "\n")
+        response = await http.post("/import", content="\n".join(lines) + "\n", headers=JSON_LINES)
     assert response.status_code == 200, response.text
     report = response.json()
     reasons = {p["line"]: p["reason"] for p in report["problems"]}

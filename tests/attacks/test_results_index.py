@@ -26,6 +26,8 @@ from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
 
+JSON_LINES = {"content-type": "application/x-ndjson"}
+
 CREATE = """
 mutation($input: CreateEvaluationDimensionListInput!) {
   createEvaluationDimensionList(input: $input) {
@@ -169,7 +171,9 @@ async def test_imports_past_the_cap_list_the_lines_as_invalid(
         async with httpx.AsyncClient(base_url=api.url, timeout=60) as http:
             reports = []
             for lines in (first, second):
-                response = await http.post("/import", content="\n".join(lines) + "\n")
+                response = await http.post(
+                    "/import", content="\n".join(lines) + "\n", headers=JSON_LINES
+                )
                 assert response.status_code == 200, response.text
                 reports.append(response.json())
     assert reports[0]["created"] == {"dimension_lists": FULL - 2} and reports[0]["invalid"] == 0
