@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import redis.asyncio as redis
+from cross_web import HTTPException
 from graphql import GraphQLError, OperationType, parse
 from graphql.utilities import get_operation_ast
 from starlette.applications import Starlette
@@ -58,6 +59,7 @@ from graph.webapp import APP_PATH, webapp_routes
 from lifecycle.seats import SeatHolder
 from lifecycle.services import Services, open_services
 from lifecycle.worker import Worker, WorkerConfig, running_worker
+from resolvers import client_json
 
 log = logging.getLogger(__name__)
 SUBSCRIPTIONS_OVER_WEBSOCKETS = (
@@ -249,13 +251,21 @@ class GraphQLApp(GraphQL[Context, None]):
 
     def decode_json(self, data: str | bytes) -> object:
         """JSON as Strawberry reads it, but a number Python will not convert (an integer of over
-        4,300 digits) makes the document malformed (HTTP 400, websocket 4400), not a crash."""
+        4,300 digits) or nesting deeper than client_json.MAX_DEPTH makes the document malformed
+        (HTTP 400, websocket 4400), not a crash."""
         try:
-            return super().decode_json(data)
+            return client_json.loads(data)
         except json.JSONDecodeError:
             raise
         except ValueError as err:
             raise json.JSONDecodeError(str(err), "", 0) from err
+
+    def parse_json(self, data: str | bytes) -> Any:
+        """As Strawberry parses a body or a query parameter, saying why the JSON was refused."""
+        try:
+            return self.decode_json(data)
+        except json.JSONDecodeError as err:
+            raise HTTPException(400, f"Unable to parse request body as JSON: {err.msg}") from err
 
     async def get_sub_response(self, request: Request | WebSocket) -> Response:
         """The sub-response carries the media type negotiated from the Accept header."""

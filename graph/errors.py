@@ -1,16 +1,18 @@
 """Errors as GraphQL reports them: each with a code a client can act on, crashes masked.
 
 Codes in `extensions.code` (README, "Errors"): BAD_USER_INPUT (an argument refused; fix it),
-UNAVAILABLE (Redis cannot be reached; retryable, after `extensions.retryAfterSeconds`, and with
-an idempotency key a retried start returns what was written), and INTERNAL ("Unexpected
-error.", logged on the server).
+UNAVAILABLE (Redis cannot be reached or refuses writes; retryable, after
+`extensions.retryAfterSeconds`, and with an idempotency key a retried start returns what was
+written), and INTERNAL ("Unexpected error.", logged on the server).
 """
 
+import re
 from typing import Any
 
 import redis.exceptions
 from graphql import GraphQLError
 from strawberry.extensions import MaskErrors
+from strawberry.utils.logging import StrawberryLogger
 
 from resolvers.errors import BadArgument
 
@@ -20,6 +22,24 @@ UNAVAILABLE = {"code": "UNAVAILABLE", "retryable": True, "retryAfterSeconds": RE
 INTERNAL = {"code": "INTERNAL"}
 OUTAGES = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 """What Redis raises while it is down, restarting or loading (BusyLoadingError is one)."""
+REFUSED_WRITES = (redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError)
+"""What Redis answers a write while it is at `maxmemory` (OOM) or a read-only replica."""
+MISCONF = re.compile(
+    r"(Command # \d+ \(.*\) of pipeline caused error: \(['\"])?MISCONF ", re.DOTALL
+)
+"""The error of a write Redis refuses after a failed save (in a pipeline, redis-py puts which
+command it was first); redis-py has no class of its own for it."""
+
+
+def is_outage(error: BaseException | None) -> bool:
+    """Whether Redis cannot serve the request now but may soon: it is unreachable, or it refuses
+    writes (OOM, READONLY, or MISCONF: a failed save with stop-writes-on-bgsave-error). Such a
+    refusal comes before the command runs, so a script or a transaction wrote nothing."""
+    if isinstance(error, (*OUTAGES, *REFUSED_WRITES)):
+        return True
+    if isinstance(error, redis.exceptions.ResponseError):
+        return MISCONF.match(str(error)) is not None
+    return False
 
 
 class UserInputError(GraphQLError):
@@ -38,7 +58,7 @@ def is_unexpected(error: GraphQLError) -> bool:
     plain exception there (as int() does for an integer literal of over 4,300 digits).
     """
     original = error.original_error
-    if original is None or isinstance(original, (GraphQLError, BadArgument, *OUTAGES)):
+    if original is None or isinstance(original, GraphQLError | BadArgument) or is_outage(original):
         return False
     return error.path is not None or not error.nodes
 
@@ -58,6 +78,18 @@ class ErrorPolicy(MaskErrors):
         return _with(masked, masked.message, INTERNAL)
 
 
+def log_error(error: GraphQLError) -> None:
+    """A crash at ERROR with its traceback (as Strawberry logs every error); Redis unavailable at
+    WARNING, and what a client got wrong (a document that does not validate, a refused argument)
+    at INFO, each in one line."""
+    if is_unexpected(error):
+        StrawberryLogger.error(error)
+    elif is_outage(error.original_error):
+        StrawberryLogger.logger.warning("%s", unavailable_message(error.original_error))
+    else:
+        StrawberryLogger.logger.info("refused: %s", error.message)
+
+
 def client_errors(errors: list[GraphQLError]) -> list[GraphQLError]:
     """Errors as ErrorPolicy hands them to clients (for results made outside Strawberry's
     pipeline, graph/fanout.py)."""
@@ -68,10 +100,13 @@ def _coded(error: GraphQLError) -> GraphQLError:
     original = error.original_error
     if isinstance(original, BadArgument):
         return _with(error, error.message, BAD_USER_INPUT)
-    if isinstance(original, OUTAGES):
-        message = f"storage is unavailable (Redis: {original}); retry in {RETRY_AFTER_SECONDS} s"
-        return _with(error, message, UNAVAILABLE)
+    if is_outage(original):
+        return _with(error, unavailable_message(original), UNAVAILABLE)
     return error
+
+
+def unavailable_message(error: BaseException | None) -> str:
+    return f"storage is unavailable (Redis: {error}); retry in {RETRY_AFTER_SECONDS} s"
 
 
 def _with(error: GraphQLError, message: str, extensions: dict[str, Any]) -> GraphQLError:

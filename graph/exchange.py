@@ -14,7 +14,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from graph.errors import BAD_USER_INPUT, RETRY_AFTER_SECONDS, UNAVAILABLE
+from graph.errors import (
+    BAD_USER_INPUT,
+    RETRY_AFTER_SECONDS,
+    UNAVAILABLE,
+    is_outage,
+    unavailable_message,
+)
 from lifecycle.services import Services
 from resolvers import exporter
 from resolvers.errors import BadArgument
@@ -46,7 +52,7 @@ def _error(status: int, message: str, extensions: dict[str, Any]) -> JSONRespons
 
 
 def _unavailable(err: redis.RedisError) -> JSONResponse:
-    return _error(503, f"Redis is unreachable: {err}", UNAVAILABLE)
+    return _error(503, unavailable_message(err), UNAVAILABLE)
 
 
 async def export_records(request: Request) -> Response:
@@ -58,7 +64,9 @@ async def export_records(request: Request) -> Response:
     text = exporter.export_text(services.client, kinds, episodes, form)
     try:
         first = await anext(text, "")  # Redis trouble is still an answer, not a cut stream
-    except (redis.ConnectionError, redis.TimeoutError) as err:
+    except redis.RedisError as err:
+        if not is_outage(err):
+            raise
         return _unavailable(err)
 
     async def body() -> AsyncIterator[bytes]:
@@ -86,6 +94,8 @@ async def import_records(request: Request) -> Response:
     body = await request.body()
     try:
         report = await import_lines(services.client, body.splitlines())
-    except (redis.ConnectionError, redis.TimeoutError) as err:
+    except redis.RedisError as err:
+        if not is_outage(err):
+            raise
         return _unavailable(err)
     return JSONResponse(report.as_json())

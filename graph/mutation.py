@@ -28,7 +28,6 @@ from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
 from lifecycle import start as simulations
 from resolvers import agents, dimensions, relationships, scenarios
 from storage.models import EpisodeLog
-from storage.results_index import ResultsIndex
 
 
 def changes(data: object) -> dict[str, object]:
@@ -123,10 +122,8 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
     async def create_evaluation_dimension_list(
         self, info: Info, input: inputs.CreateEvaluationDimensionListInput
     ) -> EvaluationDimensionListPayload:
-        record, errors = await dimensions.create_dimension_list(fields_of(input))
-        if record is not None:  # results can group its scores from the first episode on
-            names = [d.name for d in input.dimensions]
-            await ResultsIndex(info.context.services.client).ensure_dimensions(names)
+        client = info.context.services.client
+        record, errors = await dimensions.create_dimension_list(client, fields_of(input))
         return EvaluationDimensionListPayload(
             evaluation_dimension_list=EvaluationDimensionList(record=record) if record else None,
             user_errors=user_errors(errors),

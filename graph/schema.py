@@ -8,10 +8,12 @@ from typing import Any
 import strawberry
 from graphql import (
     ASTValidationRule,
+    GraphQLError,
     GraphQLList,
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLResolveInfo,
+    ValidationContext,
     get_nullable_type,
     parse,
 )
@@ -22,10 +24,11 @@ from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension, max_aliases, query_depth_limiter
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import validate_document
+from strawberry.types import ExecutionContext
 
 from graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion, kept_answers
 from graph.episode_types import EPISODE_OWN_TYPES
-from graph.errors import ErrorPolicy
+from graph.errors import ErrorPolicy, log_error
 from graph.mutation import Mutation
 from graph.query import Query
 from graph.seat_access import SeatScopedExecutor
@@ -49,12 +52,29 @@ class Limits:
     introspection: bool = True
 
 
+def depth_limit(max_depth: int) -> type[ASTValidationRule]:
+    """Strawberry's depth rule, which measures the document when it is made and looks up each
+    spread fragment by name: a spread of an unknown fragment raised KeyError out of validation
+    (answered with the message `'Name'`). Such a document is left to KnownFragmentNamesRule,
+    which refuses it with a validation error; its depth is not measured."""
+    measured = query_depth_limiter.create_validator(max_depth, should_ignore=None)
+
+    class DepthLimit(measured):  # type: ignore[valid-type, misc]
+        def __init__(self, context: ValidationContext) -> None:
+            try:
+                super().__init__(context)
+            except KeyError:
+                ASTValidationRule.__init__(self, context)
+
+    return DepthLimit
+
+
 def validation_rules(limits: Limits) -> list[type[ASTValidationRule]]:
     """Built once per schema, so the validation cache (keyed by the rules) hits across requests;
     the QueryDepthLimiter and MaxAliasesLimiter extensions would make new rule classes per request.
     """
     rules: list[type[ASTValidationRule]] = [
-        query_depth_limiter.create_validator(limits.max_depth, should_ignore=None),
+        depth_limit(limits.max_depth),
         max_aliases.create_validator(limits.max_aliases),
     ]
     if not limits.introspection:
@@ -168,10 +188,20 @@ class AnswerCachingExecutor(EventScopedExecutor):
         )
 
 
+class Schema(strawberry.Schema):
+    """Logs each error by what it is (graph/errors.py `log_error`), not all as crashes."""
+
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        for error in errors:
+            log_error(error)
+
+
 def build_schema(limits: Limits | None = None, answers: int = CACHED_ANSWERS) -> strawberry.Schema:
     caches = {"answers": AnswerCache(answers), "printed": Printed()}
     executor = type("Executor", (AnswerCachingExecutor,), caches)
-    return strawberry.Schema(
+    return Schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,

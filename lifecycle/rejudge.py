@@ -24,9 +24,9 @@ from engine.llm import LLMRouter, ModelCatalog
 from engine.stats import GenerationStats
 from engine.types import Transcript
 from lifecycle.jobs import JobQueue
-from resolvers.dimensions import dimensions_of, get_dimension_list
+from resolvers.dimensions import dimensions_of, get_dimension_list, index_dimensions
 from resolvers.episode_setup import SetupError, load_setup
-from resolvers.errors import ErrorCode, UserError, from_validation
+from resolvers.errors import BadArgument, ErrorCode, UserError, from_validation, searchable_tag
 from resolvers.limits import RecordId, ShortText
 from resolvers.records import get_or_none, storable
 from resolvers.rejudging import evaluation_record, rejudging_fields
@@ -39,7 +39,6 @@ from storage.models import (
     Evaluation,
     EvaluationStatus,
 )
-from storage.results_index import ResultsIndex
 
 log = logging.getLogger(__name__)
 MAX_EPISODES = 10_000
@@ -136,6 +135,11 @@ async def queue(
         valid = RejudgeFields(**fields)
     except ValidationError as err:
         return None, from_validation(err)
+    if valid.tag is not None:
+        try:
+            searchable_tag(valid.tag)
+        except BadArgument as err:
+            return None, [_error("tag", str(err))]
     errors = []
     try:
         models.resolve(valid.judge_model)
@@ -177,7 +181,9 @@ async def queue(
     if errors:
         return None, errors
     assert names is not None
-    await ResultsIndex(client).ensure_dimensions(names)
+    errors = await index_dimensions(client, names, ["input", "evaluationDimensionListId"])
+    if errors:
+        return None, errors
     rejudging = Rejudging(
         id=str(ULID()),
         judge_model=valid.judge_model,

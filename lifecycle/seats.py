@@ -30,7 +30,7 @@ from resolvers.agents import agent_names
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.games import game_move
 from resolvers.limits import LongText, RecordId
-from resolvers.records import get_or_none
+from resolvers.records import get_or_none, storable
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus, HumanSeat, SeatTimeout
 
@@ -313,6 +313,8 @@ class Seats:
 
     async def claim(self, episode_id: str, seat: int) -> tuple[str | None, list[UserError]]:
         """A token for an open seat; the seat is then closed to other claims."""
+        if not storable(episode_id):
+            return None, [not_found("episode", episode_id)]
         token = new_token()
         digest = token_hash(token)
         done = await self._claim(

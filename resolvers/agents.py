@@ -12,9 +12,9 @@ from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import Age, LongText, Name, ShortText, Tags
 from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
-from resolvers.relationships import delete_relationships
+from resolvers.relationships import delete_relationships, relationships_of
 from resolvers.search import Hit
-from storage.models import AgentProfile, RelationshipProfile
+from storage.models import AgentProfile
 from storage.tracking import TrackedDocuments
 
 AGENT = Exposed(
@@ -63,16 +63,17 @@ async def list_agents(
     if tag:
         terms.append(AgentProfile.tag == searchable_tag(tag))
     if gender:
-        terms.append(AgentProfile.gender == gender)
+        terms.append(AgentProfile.gender == searchable_tag(gender))
     if occupation:
-        terms.append(AgentProfile.occupation == occupation)
+        terms.append(AgentProfile.occupation == searchable_tag(occupation))
     if name:
-        parts = name.split()
+        parts = [searchable_tag(part) for part in name.split()]
         if len(parts) == 2:
             terms.append(
                 (AgentProfile.first_name == parts[0]) & (AgentProfile.last_name == parts[1])
             )
         else:
+            name = searchable_tag(name)
             terms.append((AgentProfile.first_name == name) | (AgentProfile.last_name == name))
     query = AgentProfile.find(*terms)
     return await fetch_hits(query, AGENTS, first, after, order, fields, documents)
@@ -107,9 +108,7 @@ async def delete_agent(
     agent = await get_agent(pk)
     if agent is None:
         return [], [not_found("agent", pk)]
-    linked = await RelationshipProfile.find(
-        (RelationshipProfile.agent_1_id == pk) | (RelationshipProfile.agent_2_id == pk)
-    ).all()
+    linked = await relationships_of(pk)
     if linked and not cascade:
         message = f"{len(linked)} relationship(s) reference this agent; pass cascade to delete them"
         return [], [UserError(["input", "id"], message, ErrorCode.IN_USE)]

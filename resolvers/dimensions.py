@@ -1,13 +1,16 @@
 """Evaluation dimension lists: Sotopia CustomEvaluationDimension[List] records."""
 
+from collections.abc import Iterable
 from typing import Annotated, Any
 
+import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import LIST_MAX, LongText, Name, RecordId
-from resolvers.records import get_or_none, insert
+from resolvers.records import exist, get_or_none, insert
 from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
+from storage.results_index import ResultsIndex
 
 ScoreBound = Annotated[int, Field(ge=-1000, le=1000)]
 
@@ -54,9 +57,20 @@ async def dimensions_of(record: CustomEvaluationDimensionList) -> list[CustomEva
     return [d for d in found if d is not None]
 
 
+async def index_dimensions(
+    client: redis.Redis, names: Iterable[str], field: list[str]
+) -> list[UserError]:
+    """Give the names score fields in the results indexes, before anything that holds them is
+    stored, so that results cover it from the start; a user error on `field` when that would
+    pass the cap on indexed names (storage/results_index.py), and then nothing is written."""
+    refused = await ResultsIndex(client).add_dimensions(names)
+    return [] if refused is None else [UserError(field, str(refused), ErrorCode.INVALID)]
+
+
 async def create_dimension_list(
-    fields: dict[str, Any],
+    client: redis.Redis, fields: dict[str, Any]
 ) -> tuple[CustomEvaluationDimensionList | None, list[UserError]]:
+    """Validate, give the dimensions results (index_dimensions), then store the list."""
     try:
         valid = NewDimensionList(**fields)
     except ValidationError as err:
@@ -67,6 +81,15 @@ async def create_dimension_list(
     if taken:
         message = f"an evaluation dimension list named {valid.name!r} exists"
         return None, [UserError(["input", "name"], message, ErrorCode.CONFLICT)]
+    if (
+        valid.pk is not None
+        and (await exist(client, [(CustomEvaluationDimensionList, valid.pk)]))[0]
+    ):
+        return None, [UserError(["input", "id"], f"id {valid.pk!r} is taken", ErrorCode.CONFLICT)]
+    names = [d.name for d in valid.dimensions]
+    errors = await index_dimensions(client, names, ["input", "dimensions"])
+    if errors:
+        return None, errors
     dimensions = [CustomEvaluationDimension(**d.model_dump()) for d in valid.dimensions]
     record = CustomEvaluationDimensionList(
         pk=valid.pk, name=valid.name, dimension_pks=[d.pk for d in dimensions]

@@ -35,9 +35,9 @@ def episode_query(
     if status is not None:
         terms.append(EpisodeLog.status == status.value)
     if agent_id:
-        terms.append(EpisodeLog.agents << [agent_id])  # type: ignore[operator]
+        terms.append(EpisodeLog.agents << [searchable_tag(agent_id)])  # type: ignore[operator]
     if scenario_id:
-        terms.append(EpisodeLog.environment == scenario_id)
+        terms.append(EpisodeLog.environment == searchable_tag(scenario_id))
     return EpisodeLog.find(*terms)
 
 

@@ -5,6 +5,8 @@ from enum import Enum
 
 from pydantic import ValidationError
 
+from resolvers.limits import has_utf8_form
+
 
 class ErrorCode(Enum):
     NOT_FOUND = "NOT_FOUND"
@@ -49,11 +51,15 @@ def not_found(kind: str, pk: str, field: str = "id") -> UserError:
     return UserError(["input", field], f"no {kind} with id {pk!r}", ErrorCode.NOT_FOUND)
 
 
-def searchable_tag(tag: str) -> str:
-    """`tag`, if the search index can look it up. It cannot for two values: a lone `|` (the
-    separator of the index's TAG fields, which redis-om drops from a query, leaving it malformed)
-    and anything holding DEL (U+007F), which RediSearch's query syntax cannot express, escaped or
-    not."""
-    if tag == "|" or "\x7f" in tag:
-        raise BadArgument("A tag filter cannot be '|' alone or contain the DEL character (U+007F).")
-    return tag
+def searchable_tag(value: str) -> str:
+    """`value`, if a TAG query can look it up (every filter value and id a search is built from
+    passes here). It cannot for: nothing or only `|` characters (the separator of redis-om's TAG
+    fields, which it drops from a query, leaving it malformed), NUL (RediSearch's parser stops
+    there), DEL (U+007F: its query syntax cannot express it, escaped or not), and a lone
+    surrogate (no UTF-8 form to send)."""
+    if not value.strip("|") or "\x00" in value or "\x7f" in value or not has_utf8_form(value):
+        raise BadArgument(
+            "A filter value or id cannot be '|' alone or empty, or contain NUL, DEL (U+007F) "
+            "or a lone surrogate."
+        )
+    return value

@@ -242,7 +242,7 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
         if chosen.tag:
             terms.append(EnvironmentProfile.tag == searchable_tag(chosen.tag))
         if chosen.codename:
-            terms.append(EnvironmentProfile.codename == chosen.codename)
+            terms.append(EnvironmentProfile.codename == searchable_tag(chosen.codename))
         scenarios = await EnvironmentProfile.find(*terms).all()
         if not scenarios:
             message = "no scenario matches the design's scenario filter"

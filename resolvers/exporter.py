@@ -19,7 +19,7 @@ import redis.asyncio as redis
 
 from resolvers import sotopia_format as fmt
 from resolvers.episodes import episode_query
-from resolvers.errors import BadArgument, searchable_tag
+from resolvers.errors import BadArgument
 from resolvers.pagination import searchable
 from storage.keys import index_name
 from storage.models import (
@@ -257,9 +257,6 @@ def request(
         agent_id=params.get("agent"),
         scenario_id=params.get("scenario"),
     )
-    if episodes.tag:
-        searchable_tag(episodes.tag)
-    if episodes.experiment_id:
-        searchable_tag(episodes.experiment_id)
+    episodes.query()  # refuses a value no search can look up before anything is streamed
     check(kinds, form)
     return kinds, episodes, form

@@ -16,6 +16,7 @@ from typing import Any
 import redis.asyncio as redis
 from pydantic import TypeAdapter, ValidationError
 
+from resolvers import client_json
 from resolvers import sotopia_format as fmt
 from resolvers.agents import AGENT, NewAgent
 from resolvers.dimensions import NewDimensionList, create_dimension_list
@@ -181,8 +182,10 @@ BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Record | NewDimensionList]] 
 def parse_line(text: str | bytes) -> tuple[fmt.Kind, Record | NewDimensionList]:
     """The record a line holds; raises LineError saying what is wrong."""
     try:
-        line = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        line = client_json.loads(text)
+    except client_json.TooDeep as err:
+        raise fmt.LineError(str(err)) from None
+    except ValueError as err:  # not JSON, not UTF-8, or an integer Python will not convert
         raise fmt.LineError(f"not valid JSON ({err})") from None
     if not isinstance(line, dict):
         raise fmt.LineError("not a JSON object")
@@ -209,6 +212,8 @@ class Importer:
         self.client = client
         self.report = report
         self.pending: list[tuple[int, fmt.Kind, Record]] = []
+        self.indexed: set[str] = set()
+        """Dimension names this import has given results already."""
 
     async def add(self, number: int, kind: fmt.Kind, record: Record | NewDimensionList) -> None:
         if isinstance(record, NewDimensionList):
@@ -219,6 +224,8 @@ class Importer:
             await self.flush()
             await self._relationship(number, record)
             return
+        if isinstance(record, EpisodeLog) and not await self._index_scores(number, record):
+            return
         self.pending.append((number, kind, record))
         if len(self.pending) >= BATCH:
             await self.flush()
@@ -227,15 +234,6 @@ class Importer:
         batch, self.pending = self.pending, []
         if not batch:
             return
-        # Scores on dimensions the results index has no fields for yet get them first.
-        await ResultsIndex(self.client).ensure_dimensions(
-            name
-            for _, _, record in batch
-            if isinstance(record, EpisodeLog)
-            for reward in record.rewards
-            if not isinstance(reward, float)
-            for name in reward[1]
-        )
         async with self.client.pipeline(transaction=False) as pipe:
             for _, _, record in batch:
                 # What redis-om's save(nx=True) writes, without its slow generic encoder.
@@ -269,16 +267,35 @@ class Importer:
                     pipe.hincrby(keys.rejudging(entry.id), "episodes", 1)
             await pipe.execute()
 
+    async def _index_scores(self, number: int, episode: EpisodeLog) -> bool:
+        """Give the dimensions the episode is scored on results before it is written (as
+        creating a dimension list does); False, with the line refused, when that would pass
+        the cap on indexed names."""
+        names = {
+            name
+            for rewards in (episode.rewards, *(e.rewards for e in episode.evaluations))
+            for reward in rewards
+            if not isinstance(reward, float)
+            for name in reward[1]
+        } - self.indexed
+        if not names:
+            return True
+        refused = await ResultsIndex(self.client).add_dimensions(sorted(names))
+        if refused is not None:
+            self.report.refuse(number, f"the dimensions it is scored on: {refused}")
+            return False
+        self.indexed |= names
+        return True
+
     async def _dimension_list(self, number: int, valid: NewDimensionList) -> None:
         kind = fmt.Kind.DIMENSION_LISTS.value
         if (await exist(self.client, [(CustomEvaluationDimensionList, str(valid.pk))]))[0]:
             self.report.skipped[kind] += 1
             return
-        _, errors = await create_dimension_list(valid.model_dump())
+        _, errors = await create_dimension_list(self.client, valid.model_dump())
         if errors:
             self.report.refuse(number, "; ".join(e.message for e in errors))
             return
-        await ResultsIndex(self.client).ensure_dimensions(d.name for d in valid.dimensions)
         self.report.created[kind] += 1
 
     async def _relationship(self, number: int, record: RelationshipProfile) -> None:

@@ -17,3 +17,12 @@ RequiredText = Annotated[
 Tags = Annotated[list[ShortText], Field(max_length=LIST_MAX)]
 Age = Annotated[int, Field(ge=0, le=150)]
 RecordId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-.]{1,100}$")]
+
+
+def has_utf8_form(text: str) -> bool:
+    """False for text with a lone surrogate: JSON can carry one, but Redis cannot store it."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

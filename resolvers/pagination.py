@@ -6,7 +6,7 @@ from typing import Any
 
 from resolvers.errors import BadArgument
 from resolvers.keyset import Keyset, Position, SortKey, SortOrder
-from resolvers.records import has_utf8_form
+from resolvers.limits import has_utf8_form
 from resolvers.search import Hit, search
 from storage.tracking import TrackedDocuments
 

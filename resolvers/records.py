@@ -7,16 +7,8 @@ from aredis_om import NotFoundError
 from pydantic import BaseModel, ValidationError
 
 from resolvers.errors import ErrorCode, UserError, from_validation
+from resolvers.limits import has_utf8_form
 from storage.models import Record
-
-
-def has_utf8_form(text: str) -> bool:
-    """False for text with a lone surrogate: JSON can carry one, but Redis cannot store it."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def storable(pk: str) -> bool:

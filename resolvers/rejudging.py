@@ -6,13 +6,16 @@ import redis.asyncio as redis
 from redis.typing import EncodableT, FieldT
 
 from resolvers.errors import BadArgument
+from resolvers.records import storable
 from storage import keys
 from storage.models import Evaluation
 
 
 async def check_exists(client: redis.Redis, rejudging_id: str | None) -> None:
     """Refuse results of a re-judging that does not exist (None: the original rewards)."""
-    if rejudging_id is not None and not await client.exists(keys.rejudging(rejudging_id)):
+    if rejudging_id is None:
+        return
+    if not storable(rejudging_id) or not await client.exists(keys.rejudging(rejudging_id)):
         raise BadArgument(f"no re-judging with id {rejudging_id!r}")
 
 

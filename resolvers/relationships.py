@@ -6,11 +6,18 @@ from typing import Any
 import redis.asyncio as redis
 from pydantic import ValidationError, model_validator
 
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from resolvers.errors import (
+    BadArgument,
+    ErrorCode,
+    UserError,
+    from_validation,
+    not_found,
+    searchable_tag,
+)
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import LongText, RecordId, ShortText
-from resolvers.pagination import Page, fetch_hits, searchable
+from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
 from resolvers.search import Hit, search_all
 from storage import keys
@@ -43,7 +50,16 @@ NewRelationship = RELATIONSHIP.validator("NewRelationship", Pair)
 
 def pair_query(agent_id: str, other_id: str) -> Any:
     a, b = RelationshipProfile.agent_1_id, RelationshipProfile.agent_2_id
+    agent_id, other_id = searchable_tag(agent_id), searchable_tag(other_id)
     return ((a == agent_id) & (b == other_id)) | ((a == other_id) & (b == agent_id))
+
+
+def agent_query(agent_id: str) -> Any:
+    """Relationships of one agent, in either seat."""
+    agent_id = searchable_tag(agent_id)
+    return (RelationshipProfile.agent_1_id == agent_id) | (
+        RelationshipProfile.agent_2_id == agent_id
+    )
 
 
 async def get_relationship(pk: str) -> RelationshipProfile | None:
@@ -51,10 +67,7 @@ async def get_relationship(pk: str) -> RelationshipProfile | None:
 
 
 async def relationship_between(agent_id: str, other_id: str) -> RelationshipProfile | None:
-    query = RelationshipProfile.find(pair_query(agent_id, other_id))
-    if not searchable(query):
-        return None
-    found = await query.page(0, 1)
+    found = await RelationshipProfile.find(pair_query(agent_id, other_id)).page(0, 1)
     return found[0] if found else None
 
 
@@ -72,10 +85,7 @@ async def list_relationships(
 ) -> Page[Hit[RelationshipProfile]]:
     terms: list[Any] = []
     if agent_id:
-        terms.append(
-            (RelationshipProfile.agent_1_id == agent_id)
-            | (RelationshipProfile.agent_2_id == agent_id)
-        )
+        terms.append(agent_query(agent_id))
     if pair:
         terms.append(pair_query(pair[0], pair[1]))
     if relationship is not None:
@@ -87,9 +97,12 @@ async def list_relationships(
 
 
 async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
-    query = RelationshipProfile.find(
-        (RelationshipProfile.agent_1_id == agent_id) | (RelationshipProfile.agent_2_id == agent_id)
-    )
+    """The stored agent's relationships (none for an id no search can name: one that a record
+    written outside Parley holds)."""
+    try:
+        query = RelationshipProfile.find(agent_query(agent_id))
+    except BadArgument:
+        return []
     return await search_all(query, RELATIONSHIPS)
 
 

@@ -58,7 +58,7 @@ async def list_scenarios(
     if tag:
         terms.append(EnvironmentProfile.tag == searchable_tag(tag))
     if codename:
-        terms.append(EnvironmentProfile.codename == codename)
+        terms.append(EnvironmentProfile.codename == searchable_tag(codename))
     query = EnvironmentProfile.find(*terms)
     return await fetch_hits(query, SCENARIOS, first, after, order, fields, documents)
 

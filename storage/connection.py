@@ -12,7 +12,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from storage import keys
-from storage.models import MODELS, CustomEvaluationDimension
+from storage.models import MODELS
 from storage.results_index import ResultsIndex
 
 log = logging.getLogger(__name__)
@@ -94,8 +94,8 @@ async def prepare(client: redis.Redis) -> None:
     for model in MODELS:
         model._meta.database = client
     await Migrator().run()
-    dimensions = [d.name for d in await CustomEvaluationDimension.find().all()]
-    await ResultsIndex(client).ensure_dimensions(dimensions)
+    await wait_indexed(client)  # the stored dimension names are read through their index
+    await ResultsIndex(client).prepare()
     await wait_indexed(client)
 
 
@@ -113,13 +113,26 @@ async def wait_indexed(client: redis.Redis, timeout: float = INDEXING_TIMEOUT) -
         async with asyncio.timeout(timeout):
             names = [keys.index_name(model.__name__) for model in MODELS]
             for name in [*names, keys.RESULTS_INDEX, keys.EVALUATIONS_INDEX]:
-                while not _indexed(await client.execute_command("FT.INFO", name)):  # type: ignore[no-untyped-call]  # noqa: ASYNC110 - Redis has no event for it
+                while not _indexed(await _info(client, name)):  # noqa: ASYNC110 - Redis has no event for it
                     await asyncio.sleep(0.1)
     except TimeoutError:
         log.warning("indexes still filling after %.0f s: searches may miss records", timeout)
 
 
+async def _info(client: redis.Redis, index: str) -> Any:
+    """FT.INFO of an index; None for one that is missing (one the start could not create has
+    been reported)."""
+    try:
+        return await client.execute_command("FT.INFO", index)  # type: ignore[no-untyped-call]
+    except redis.ResponseError as err:
+        if "unknown index" in str(err).lower() or "no such index" in str(err).lower():
+            return None
+        raise
+
+
 def _indexed(info: Any) -> bool:
+    if info is None:
+        return True
     if isinstance(info, list):
         info = dict(zip(info[::2], info[1::2], strict=True))
     return int(info.get("indexing", 0)) == 0 and float(info.get("percent_indexed", 1)) >= 1.0

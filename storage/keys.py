@@ -67,6 +67,9 @@ CAPABILITY_PROBE = "parley:capability-probe"
 RESULTS_INDEX = "parley:results:index"
 """RediSearch index over episodes for grouped results: JSONPath fields per seat (model, agent,
 each dimension's score), aggregated with FT.AGGREGATE (storage/results_index.py)."""
+INDEXED_DIMENSIONS = "parley:results:dimensions"
+"""A set of the dimension names (besides Sotopia's seven) the results indexes have score fields
+for, or are about to have: what their cap is counted on (storage/results_index.py)."""
 EVALUATIONS_INDEX = "parley:evaluations:index"
 """The same fields over the evaluation records below, for results of a re-judging."""
 EVALUATION_PREFIX = "parley:evaluation:"

@@ -6,10 +6,14 @@ re-judging writes. Rewards are Sotopia's `[[overall, {dimension: score}], ...]` 
 failed evaluation's bare `0.0` has no such paths, so it simply has no score fields.
 
 Only the first two seats are indexed (Sotopia's episodes have two). A dimension gets a field per
-seat when its name first appears (`ensure_dimensions`, FT.ALTER); Sotopia's seven are there
-from the start.
+seat when its name first appears (`add_dimensions`: claimed, then FT.ALTER, before anything
+that holds it is stored); Sotopia's seven are there from the start. RediSearch allows 1,024
+fields per index and a field can never be taken out again, so the names are capped
+(MAX_DIMENSIONS), and the cap is counted in Redis by one script over the set of claimed names,
+so that processes creating dimension lists at once cannot together pass it.
 """
 
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,6 +23,8 @@ import redis.asyncio as redis
 
 from engine.types import SOTOPIA_DIMENSIONS
 from storage import keys
+
+log = logging.getLogger(__name__)
 
 SEATS = (0, 1)
 OVERALL = "overall"
@@ -43,6 +49,7 @@ TAGS: dict[str, str] = {
 """Field name -> JSONPath. Every field is SORTABLE, so GROUPBY reads the index, not the JSON."""
 
 _PLAIN = re.compile(r"[A-Za-z0-9_]+")
+BATCH = 1000
 
 
 def score_field(seat: int, dimension: str) -> str:
@@ -83,12 +90,121 @@ INDEXES = {
 }
 """Index name -> the key prefix it covers."""
 
+FIELD_LIMIT = 1024
+"""Fields RediSearch allows in one index."""
+MAX_DIMENSIONS = 400
+"""Distinct dimension names besides Sotopia's seven that get score fields (README, "Limits").
+Each takes a field per seat, on top of the tag fields and those of the overall score and
+Sotopia's seven: 11 + 2 * (1 + 7 + 400) = 827 of the 1,024, leaving room for fields to come."""
+assert len(TAGS) + len(SEATS) * (1 + len(STANDARD) + MAX_DIMENSIONS) <= FIELD_LIMIT - 150
+
+CLAIM = """
+-- KEYS[1] the set of indexed dimension names; ARGV[1] the cap, ARGV[2..] distinct names.
+-- Adds every name, or none when the new ones would take the set past the cap.
+-- Returns {1 added or 0 refused, names in the set before, new names among ARGV}.
+local names = {unpack(ARGV, 2)}
+local known = redis.call('SMISMEMBER', KEYS[1], unpack(names))
+local new = {}
+for i, name in ipairs(names) do
+  if known[i] == 0 then new[#new + 1] = name end
+end
+local size = redis.call('SCARD', KEYS[1])
+if #new == 0 then return {1, size, 0} end
+if size + #new > tonumber(ARGV[1]) then return {0, size, #new} end
+redis.call('SADD', KEYS[1], unpack(new))
+return {1, size, #new}
+"""
+
+
+@dataclass(frozen=True)
+class CapReached:
+    """Dimension names refused: with them, more than MAX_DIMENSIONS would be indexed."""
+
+    indexed: int
+    new: int
+
+    def __str__(self) -> str:
+        return (
+            f"at most {MAX_DIMENSIONS} dimension names besides Sotopia's seven can have "
+            f"results: {self.indexed} have, and {self.new} would be new"
+        )
+
+
+def custom(dimensions: Iterable[str]) -> list[str]:
+    """The distinct names among `dimensions` that are not always indexed."""
+    fixed = {OVERALL, *STANDARD}
+    return [d for d in dict.fromkeys(dimensions) if d not in fixed]
+
+
+def dimension_of(field: str) -> str | None:
+    """The dimension name of seat 0's score field (None for any other field)."""
+    if field.startswith("s0_d_"):
+        return field.removeprefix("s0_d_")
+    if field.startswith("s0_h_"):
+        try:
+            return bytes.fromhex(field.removeprefix("s0_h_")).decode()
+        except ValueError:
+            return None
+    return None
+
 
 @dataclass
 class ResultsIndex:
     """Creates the indexes, and adds a dimension's score fields the first time it is seen."""
 
     client: redis.Redis
+
+    async def add_dimensions(self, dimensions: Iterable[str]) -> CapReached | None:
+        """Claim the names, all or none, within MAX_DIMENSIONS, then give them score fields; a
+        refusal writes nothing. Call it before storing what holds the names, so that results
+        cover it from the start."""
+        names = custom(dimensions)
+        refused = await self._claim(names)
+        if refused is None:
+            await self.ensure_dimensions(names)
+        return refused
+
+    async def prepare(self) -> None:
+        """At start-up: create the indexes, and give fields to every claimed name and to the
+        stored dimensions that have none (a list Sotopia wrote) within the cap. Never fails on
+        the data it finds: names past the cap, or an index RediSearch refuses, are logged as a
+        warning and left out."""
+        try:
+            indexed = await self._indexed_names()
+            if indexed:  # what an older Parley added without claiming counts too
+                await self.client.sadd(keys.INDEXED_DIMENSIONS, *indexed)
+            refused = []
+            for name in sorted(set(custom(await self._stored_names())) - set(indexed)):
+                if await self._claim([name]) is not None:
+                    refused.append(name)
+            await self.ensure_dimensions(await self._claimed())
+        except redis.ResponseError as err:
+            log.warning("results indexes not brought up to date (%s): results may miss scores", err)
+            return
+        if refused:
+            log.warning(
+                "%d stored dimension names have no results: at most %d besides Sotopia's "
+                "seven can (first: %r)",
+                len(refused),
+                MAX_DIMENSIONS,
+                refused[0],
+            )
+
+    async def _claim(self, names: list[str]) -> CapReached | None:
+        if not names:
+            return None
+        if len(names) > MAX_DIMENSIONS:  # refused whatever is indexed (and too many for Lua)
+            indexed = await self.client.scard(keys.INDEXED_DIMENSIONS)
+            return CapReached(indexed=int(indexed), new=len(names))
+        claim = self.client.register_script(CLAIM)
+        added, indexed, new = await claim(
+            keys=[keys.INDEXED_DIMENSIONS], args=[MAX_DIMENSIONS, *names]
+        )
+        return None if added else CapReached(indexed=int(indexed), new=int(new))
+
+    async def _claimed(self) -> list[str]:
+        members = await self.client.smembers(keys.INDEXED_DIMENSIONS)
+        return sorted(str(name) for name in members)
 
     async def ensure_dimensions(self, dimensions: Iterable[str] = ()) -> None:
         """Create a missing index with every field, or add the score fields of dimensions it
@@ -98,7 +214,8 @@ class ResultsIndex:
         for name, prefix in INDEXES.items():
             fields = await self._fields(name)
             if fields is None:
-                await self._create(name, prefix, wanted)
+                names = custom([*wanted, *await self._claimed()])[:MAX_DIMENSIONS]
+                await self._create(name, prefix, [OVERALL, *STANDARD, *names])
                 continue
             missing = [d for d in wanted if score_field(0, d) not in fields]
             if missing:
@@ -120,6 +237,33 @@ class ResultsIndex:
             if "already exists" not in str(err).lower():
                 raise
 
+    async def _indexed_names(self) -> list[str]:
+        """The dimension names with score fields in either index (besides Sotopia's seven)."""
+        names: set[str] = set()
+        for index in INDEXES:
+            for field in await self._fields(index) or set():
+                dimension = dimension_of(field)
+                if dimension is not None:
+                    names.add(dimension)
+        return custom(sorted(names))
+
+    async def _stored_names(self) -> list[str]:
+        """The name of every stored CustomEvaluationDimension, read raw: a record that would
+        not validate as a model still has its name read, and one without a name is passed by."""
+        index = keys.index_name("CustomEvaluationDimension")
+        names: list[str] = []
+        offset = 0
+        while True:
+            reply: Any = await self.client.execute_command(  # type: ignore[no-untyped-call]
+                "FT.SEARCH", index, "*", "RETURN", 3, "$.name", "AS", "name",
+                "LIMIT", offset, BATCH, "DIALECT", 2,
+            )  # fmt: skip
+            found = _found(reply)
+            names += [str(doc["name"]) for doc in found if doc.get("name") is not None]
+            offset += len(found)
+            if len(found) < BATCH:
+                return names
+
     async def _fields(self, index: str) -> set[str] | None:
         """The index's field names, or None when it does not exist."""
         try:
@@ -135,6 +279,13 @@ class ResultsIndex:
             entry = attribute if isinstance(attribute, dict) else _pairs(attribute)
             names.add(str(entry["attribute"]))
         return names
+
+
+def _found(reply: Any) -> list[dict[str, Any]]:
+    """FT.SEARCH's returned fields per document, from a RESP3 or a RESP2 reply."""
+    if isinstance(reply, dict):
+        return [dict(doc.get("extra_attributes") or {}) for doc in reply.get("results", [])]
+    return [_pairs(fields) for fields in reply[2::2]]
 
 
 def _pairs(flat: list[Any]) -> dict[str, Any]:

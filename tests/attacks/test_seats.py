@@ -23,7 +23,7 @@ from storage import keys
 from storage.models import EpisodeLog
 from tests.support.fake_llm import FakeLLM
 from tests.support.people import START_WITH_SEATS
-from tests.support.server import CANCEL, graphql, receive, send, serve, socket
+from tests.support.server import CANCEL, GraphQLClient, graphql, receive, send, serve, socket
 from tests.support.simulation import make_world, start_input
 
 API_TOKEN = "alpha"
@@ -298,3 +298,16 @@ async def test_an_imported_seat_is_claimed_anew(seated: Seated, redis_client: re
     assert (await graphql(seated.url, DELETE, {"id": pk}, API_TOKEN))["deleteEpisode"][
         "userErrors"
     ] == []
+
+
+async def test_claiming_a_seat_of_an_id_without_a_utf8_form_is_not_found(
+    gql: GraphQLClient,
+) -> None:
+    """A lone surrogate in the episode id has no UTF-8 form to send to Redis: INTERNAL before
+    (found by tests/graph/test_fuzz_schema.py), now NOT_FOUND as for any id of no episode."""
+    variables = {"id": "e\udfff", "seat": 0}
+    body = await gql.post(CLAIM, variables)
+    assert "errors" not in body, body
+    payload = body["data"]["claimSeat"]
+    assert payload["seatToken"] is None
+    assert [e["code"] for e in payload["userErrors"]] == ["NOT_FOUND"], payload

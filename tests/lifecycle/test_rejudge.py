@@ -49,9 +49,9 @@ async def finished(services: Services, model: str, tag: str, count: int = 2) -> 
     return ids
 
 
-async def custom_list(name: str) -> str:
+async def custom_list(client: redis.Redis, name: str) -> str:
     record, errors = await create_dimension_list(
-        {"name": name, "dimensions": [{"name": "warmth", "range_low": 0, "range_high": 10}]}
+        client, {"name": name, "dimensions": [{"name": "warmth", "range_low": 0, "range_high": 10}]}
     )
     assert not errors and record is not None
     return str(record.pk)
@@ -64,7 +64,7 @@ async def test_a_rejudging_scores_again_beside_the_original(
     model = fake_llm.model_name()
     ids = await finished(services, model, tag)
     originals = {pk: (await EpisodeLog.get(pk)).rewards for pk in ids}
-    list_id = await custom_list(tag)
+    list_id = await custom_list(services.client, tag)
     judge = fake_llm.model_name("second-judge")
 
     rejudging, errors = await rejudge.queue(

@@ -1,0 +1,75 @@
+"""JSON nested deeper than 64 levels, in every JSON a client sends the GraphQL endpoint: a POST
+body, GET `variables` and `extensions`, a websocket message. It is a malformed request (HTTP
+400, websocket close 4400), where 5,000 levels were an HTTP 500 (a RecursionError)."""
+
+import json
+
+import httpx
+import pytest
+
+from resolvers.client_json import MAX_DEPTH
+from tests.support.server import LEGACY_WS, close_code, init, receive, send, socket
+
+MODELS = "{ models { name } }"
+REASON = f"JSON nested deeper than {MAX_DEPTH} levels"
+
+
+def nested(levels: int) -> str:
+    """JSON text of arrays `levels` deep."""
+    return "[" * levels + "]" * levels
+
+
+def body(levels: int) -> str:
+    """A request body `levels` deep in all: the body and `variables` are two of them."""
+    return json.dumps({"query": MODELS, "variables": {"unused": "@"}}).replace(
+        '"@"', nested(levels - 2)
+    )
+
+
+async def test_a_body_nested_past_the_limit_is_malformed(api_url: str) -> None:
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        answers = {
+            levels: await http.post(
+                "/graphql", content=body(levels), headers={"content-type": "application/json"}
+            )
+            for levels in (MAX_DEPTH, MAX_DEPTH + 1, 5_000)
+        }
+    served = answers.pop(MAX_DEPTH)
+    assert served.status_code == 200 and "errors" not in served.json(), served.text
+    for response in answers.values():
+        assert response.status_code == 400, response.text
+        assert REASON in response.text
+
+
+@pytest.mark.parametrize("parameter", ["variables", "extensions"])
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 5_000])
+async def test_get_parameters_nested_too_deep_are_malformed(
+    api_url: str, parameter: str, levels: int
+) -> None:
+    text = '{"x": ' + nested(levels - 1) + "}"
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        response = await http.get(
+            "/graphql",
+            params={"query": MODELS, parameter: text},
+            headers={"accept": "application/json"},
+        )
+    assert response.status_code == 400, response.text
+    assert REASON in response.text
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 5_000])
+async def test_a_websocket_message_nested_too_deep_closes_4400(api_url: str, levels: int) -> None:
+    async with socket(api_url) as ws:
+        await init(ws)
+        message = json.dumps(
+            {"id": "1", "type": "subscribe", "payload": {"query": MODELS, "variables": "@"}}
+        )
+        await ws.send(message.replace('"@"', nested(levels - 2)))
+        assert await close_code(ws) == (4400, "WebSocket message must be valid JSON")
+
+
+async def test_the_legacy_protocol_ignores_a_message_nested_too_deep(api_url: str) -> None:
+    async with socket(api_url, protocol=LEGACY_WS) as ws:
+        await ws.send(nested(5_000))
+        await send(ws, {"type": "connection_init", "payload": {}})
+        assert await receive(ws) == {"type": "connection_ack"}

@@ -1,0 +1,110 @@
+"""Start-up on stored data it cannot index: `parley serve` and `parley worker` start (with a
+warning), where they stopped with "Schema is limited to 1024 fields".
+
+Each test puts a Redis of its own in that state by hand, as a client writing Sotopia's records
+directly (or an older Parley) would, then starts real processes on it.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis.asyncio as redis
+
+from storage import keys
+from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, Record
+from storage.results_index import FIELD_LIMIT, MAX_DIMENSIONS, SEATS, STANDARD, TAGS, ResultsIndex
+from tests.support.processes import Process, api_process, parley_env, worker_process
+from tests.support.server import GraphQLClient
+from tests.support.spare_redis import spare_redis
+
+RESULTS = "{ episodeResults(groupBy: [MODEL]) { groups { model scored } } }"
+CREATE = """
+mutation($input: CreateEvaluationDimensionListInput!) {
+  createEvaluationDimensionList(input: $input) {
+    evaluationDimensionList { id } userErrors { field message code }
+  }
+}"""
+WARNING = "stored dimension names have no results"
+
+
+@pytest.fixture
+async def spare(tmp_path: Path) -> AsyncIterator[tuple[str, redis.Redis]]:
+    async with spare_redis(tmp_path / "redis") as found:
+        yield found
+
+
+async def write_lists(client: redis.Redis, count: int, prefix: str) -> None:
+    """`count` lists of one dimension each, every name new, written straight to Redis."""
+    async with client.pipeline(transaction=False) as pipe:
+        for n in range(count):
+            dimension = CustomEvaluationDimension(
+                pk=f"{prefix}-d{n}", name=f"{prefix} {n}", range_low=0, range_high=10
+            )
+            listed = CustomEvaluationDimensionList(
+                pk=f"{prefix}-l{n}", name=f"{prefix} list {n}", dimension_pks=[dimension.pk]
+            )
+            records: list[Record] = [dimension, listed]
+            for record in records:
+                key = type(record).make_primary_key(str(record.pk))
+                pipe.json().set(key, "$", record.model_dump(mode="json"))
+        await pipe.execute()
+
+
+async def started_worker(worker: Process, timeout: float = 30) -> str:
+    """The worker's log once it says it started."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = worker.output()
+        if "worker started" in text:
+            return text
+        assert worker.popen.poll() is None, text
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the worker did not start:\n{worker.output()}")
+
+
+async def test_serve_and_worker_start_on_lists_written_past_the_cap(
+    spare: tuple[str, redis.Redis], tmp_path: Path
+) -> None:
+    url, client = spare
+    await write_lists(client, MAX_DIMENSIONS + 200, "by-hand")
+    broken = CustomEvaluationDimension.make_primary_key("no-name")  # fails the model
+    await client.json().set(broken, "$", {"pk": "no-name", "range_low": "low"})
+    env = parley_env(url, tmp_path / "data")
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        async with httpx.AsyncClient(base_url=api.url, timeout=60) as http:
+            data = await GraphQLClient(http).data(RESULTS)
+        with worker_process(env, tmp_path / "worker.log") as worker:
+            worker_log = await started_worker(worker)
+        api_log = api.output()
+    assert data == {"episodeResults": {"groups": []}}
+    assert f"200 {WARNING}" in api_log, api_log
+    assert "Traceback" not in api_log and "Traceback" not in worker_log
+    assert await client.scard(keys.INDEXED_DIMENSIONS) == MAX_DIMENSIONS
+
+
+async def test_serve_starts_on_indexes_an_older_version_filled(
+    spare: tuple[str, redis.Redis], tmp_path: Path
+) -> None:
+    """Indexes with as many score fields as RediSearch allows, and more lists stored: the service
+    starts and serves, and a list of new names is refused as past the cap."""
+    url, client = spare
+    room = (FIELD_LIMIT - len(TAGS)) // len(SEATS) - 1 - len(STANDARD)
+    await ResultsIndex(client).ensure_dimensions([f"older {n}" for n in range(room)])
+    await write_lists(client, 100, "later")
+    env = parley_env(url, tmp_path / "data", worker="false")
+    with api_process(env, tmp_path / "api.log") as api:
+        async with httpx.AsyncClient(base_url=api.url, timeout=60) as http:
+            gql = GraphQLClient(http)
+            data = await gql.data(RESULTS)
+            dimensions = [{"name": "brand new", "rangeLow": 0, "rangeHigh": 1}]
+            input = {"name": "one more", "dimensions": dimensions}
+            created = (await gql.data(CREATE, {"input": input}))["createEvaluationDimensionList"]
+        api_log = api.output()
+    assert data == {"episodeResults": {"groups": []}}
+    assert f"100 {WARNING}" in api_log, api_log
+    assert created["evaluationDimensionList"] is None
+    assert [e["code"] for e in created["userErrors"]] == ["INVALID"]

@@ -1,0 +1,39 @@
+"""Import lines Python's JSON parser cannot or must not read whole: nested 5,000 levels deep
+(a RecursionError, HTTP 500, before), deeper than the 64 levels any JSON a client sends may
+nest, and an integer of more digits than Python converts. Each is an invalid line, listed with
+its reason; the good lines beside it are written."""
+
+import json
+
+import httpx
+
+from resolvers.client_json import MAX_DEPTH
+from tests.support import sotopia_records as sotopia
+
+JSON_LINES = {"content-type": "application/x-ndjson"}
+
+
+def deep(levels: int) -> str:
+    """An agent line whose `extra` field nests `levels` deep in all."""
+    return '{"agent_id": "deep", "first_name": "D", "last_name": "E", "x": ' + (
+        "[" * (levels - 1) + "]" * (levels - 1) + "}"
+    )
+
+
+async def test_lines_nested_too_deep_are_invalid_and_the_others_written(api_url: str) -> None:
+    agent = json.loads(sotopia.with_ids("IM")[0])
+    lines = [
+        deep(5_000),
+        deep(MAX_DEPTH + 1),
+        '{"agent_id": "huge", "age": ' + "9" * 5_000 + "}",
+        json.dumps(agent),
+    ]
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        response = await http.post("/import", content="\n".join(lines) + "\n", headers=JSON_LINES)
+    assert response.status_code == 200, response.text
+    report = response.json()
+    reasons = {p["line"]: p["reason"] for p in report["problems"]}
+    assert reasons[1] == reasons[2] == f"JSON nested deeper than {MAX_DEPTH} levels"
+    assert reasons[3].startswith("not valid JSON") and "4300" in reasons[3]
+    assert report["invalid"] == 3
+    assert report["created"] == {"agents": 1}
