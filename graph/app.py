@@ -37,7 +37,13 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from graph.context import Context
 from graph.encoding import encode
-from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, client_errors, unavailable
+from graph.errors import (
+    RETRY_AFTER_SECONDS,
+    UNAVAILABLE,
+    client_errors,
+    unavailable,
+    unavailable_message,
+)
 from graph.exchange import exchange_routes
 from graph.fanout import Disconnected, Fanout, Subscribe
 from graph.http_timeouts import BodyDeadline
@@ -126,7 +132,7 @@ class StorageUnavailable(Exception):
     """Redis could not be asked whether a websocket's credential is valid."""
 
     def __init__(self, err: BaseException) -> None:
-        super().__init__(f"storage is unavailable (Redis: {err}); retry in {RETRY_AFTER_SECONDS} s")
+        super().__init__(unavailable_message(err))
 
 
 TRY_AGAIN_LATER = 1013

@@ -11,7 +11,9 @@ from typing import Any
 
 import redis.exceptions
 from graphql import GraphQLError
+from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import MaskErrors
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.utils.logging import StrawberryLogger
 
 from resolvers.errors import BadArgument
@@ -49,6 +51,17 @@ class UserInputError(GraphQLError):
         super().__init__(message, extensions=BAD_USER_INPUT)
 
 
+CLIENT_FAULTS = (
+    GraphQLError,
+    BadArgument,
+    InvalidOperationTypeError,
+    CannotGetOperationTypeError,
+    MissingQueryError,
+)
+"""What a client's request got wrong, raised before execution: a query where only subscriptions
+are carried (legacy graphql-ws), an operation name the document lacks, no query at all."""
+
+
 def is_unexpected(error: GraphQLError) -> bool:
     """Mask crashes only; validation, limit and input errors keep their message.
 
@@ -58,7 +71,7 @@ def is_unexpected(error: GraphQLError) -> bool:
     plain exception there (as int() does for an integer literal of over 4,300 digits).
     """
     original = error.original_error
-    if original is None or isinstance(original, GraphQLError | BadArgument) or is_outage(original):
+    if original is None or isinstance(original, CLIENT_FAULTS) or is_outage(original):
         return False
     return error.path is not None or not error.nodes
 

@@ -15,7 +15,7 @@ from strawberry.http.websocket_origin import (
     normalize_origin,
 )
 
-from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE
+from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, unavailable_message
 from graph.seat_access import SEAT_SCHEME
 from graph.settings import split
 from lifecycle.seats import SeatHolder
@@ -117,8 +117,7 @@ async def send_json(send: Send, status: int, body: dict[str, Any], headers: list
 
 async def send_unavailable(send: Send, err: BaseException) -> None:
     """503 with a retry hint, as graph/errors.py answers a request that met a Redis outage."""
-    message = f"storage is unavailable (Redis: {err}); retry in {RETRY_AFTER_SECONDS} s"
-    body = {"errors": [{"message": message, "extensions": UNAVAILABLE}]}
+    body = {"errors": [{"message": unavailable_message(err), "extensions": UNAVAILABLE}]}
     await send_json(send, 503, body, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
 
 

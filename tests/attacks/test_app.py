@@ -73,3 +73,20 @@ async def test_the_legacy_protocol_ignores_a_message_nested_too_deep(api_url: st
         await ws.send(nested(5_000))
         await send(ws, {"type": "connection_init", "payload": {}})
         assert await receive(ws) == {"type": "connection_ack"}
+
+
+async def test_a_query_over_the_legacy_protocol_is_refused_in_words_not_as_a_crash(
+    api_url: str,
+) -> None:
+    """graphql-ws carries subscriptions only: a query sent there is told so, with no INTERNAL."""
+    async with socket(api_url, protocol=LEGACY_WS) as ws:
+        await send(ws, {"type": "connection_init", "payload": {}})
+        assert await receive(ws) == {"type": "connection_ack"}
+        await send(ws, {"id": "1", "type": "start", "payload": {"query": MODELS}})
+        answer = await receive(ws)
+        while answer["type"] == "ka":  # keep-alives come first
+            answer = await receive(ws)
+    assert answer["type"] in {"error", "data"}, answer
+    text = json.dumps(answer)
+    assert "INTERNAL" not in text and "Unexpected error" not in text, answer
+    assert answer["payload"]["message"] == "queries are not allowed", answer
