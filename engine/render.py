@@ -8,7 +8,10 @@ import xml.etree.ElementTree as ET
 from engine.types import ActionType, AgentAction, AgentSpec, RelationshipType
 
 _GENDER_ADJECTIVE = {"man": "male", "woman": "female", "nonbinary": "nonbinary"}
-_UNWRAPPED_TAGS = {"root", "p", "extra_info", "clarification_hint", "strategy_hint"}
+HINT_TAGS = ("extra_info", "clarification_hint", "strategy_hint")
+"""Sotopia's hints inside a goal."""
+_UNWRAPPED_TAGS = {"root", "p", *HINT_TAGS}
+_ANY_TAG = re.compile(r"</?([a-zA-Z_][^>\s/]*)[^>]*>")
 ENVIRONMENT = "environment"
 
 
@@ -78,12 +81,13 @@ def partner_profile(agent: AgentSpec, relationship: RelationshipType) -> str:
     return profile_text(agent, relationship > RelationshipType.ACQUAINTANCE, secret=False)
 
 
-def render_tagged(text: str, viewer: str) -> str:
+def render_tagged(text: str, viewer: str, keep_hints: bool = False) -> str:
     """Render Sotopia's XML-tagged text for one viewer.
 
-    Hint tags (extra_info, clarification_hint, strategy_hint, p) are unwrapped;
-    elements with a viewer attribute are kept only for that viewer (the
-    environment sees everything); unknown tags are dropped.
+    Hint tags (extra_info, clarification_hint, strategy_hint, p) are unwrapped, or with
+    `keep_hints` the three hints kept as plain tags (for a page that labels them); elements
+    with a viewer attribute are kept only for that viewer (the environment sees everything);
+    unknown tags are dropped.
     """
     if "<" not in text:
         return text
@@ -93,16 +97,19 @@ def render_tagged(text: str, viewer: str) -> str:
         try:
             root = ET.fromstring(f"<root>{text.replace('&', '&amp;')}</root>")
         except ET.ParseError:
-            return re.sub(r"</?[a-zA-Z_][^>]*>", "", text)
-    return _render_element(root, viewer).strip()
+            kept = HINT_TAGS if keep_hints else ()
+            return _ANY_TAG.sub(lambda tag: tag[0] if tag[1] in kept else "", text)
+    return _render_element(root, viewer, keep_hints).strip()
 
 
-def _render_element(elem: ET.Element, viewer: str) -> str:
+def _render_element(elem: ET.Element, viewer: str, keep_hints: bool) -> str:
     parts = [elem.text or ""]
     for child in elem:
         allowed = viewer == ENVIRONMENT or child.get("viewer") in (None, viewer)
         if child.tag in _UNWRAPPED_TAGS and allowed:
-            parts.append(_render_element(child, viewer))
+            inner = _render_element(child, viewer, keep_hints)
+            hint = keep_hints and child.tag in HINT_TAGS
+            parts.append(f"<{child.tag}>{inner}</{child.tag}>" if hint else inner)
         parts.append(child.tail or "")
     return "".join(parts)
 

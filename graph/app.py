@@ -424,7 +424,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/readyz", readyz),
         Route("/metrics", metrics),
     ]
-    routes += webapp_routes()
+    routes += webapp_routes(checker.enabled)
     routes += exchange_routes()
     open_prefixes: tuple[str, ...] = (APP_PATH + "/",)
     if settings.graphiql:

@@ -129,7 +129,10 @@ class Perspective:
     def secret(self) -> str:
         return self.view.secret
 
-    @strawberry.field(description="Its goal (the hints meant for it included).")
+    @strawberry.field(
+        description="Its goal, with the hints meant for it kept in Sotopia's tags "
+        "(<extra_info>, <clarification_hint>, <strategy_hint>) for a page to label them."
+    )
     def goal(self) -> str:
         return self.view.goal
 

@@ -127,7 +127,7 @@ def view(episode: EpisodeLog, setup: EpisodeSetup, seat: int) -> View:
         name=me.name,
         profile=own_bio(me),
         secret=me.secret,
-        goal=render_tagged(setup.goal_of(seat), agent_viewer(seat)),
+        goal=render_tagged(setup.goal_of(seat), agent_viewer(seat), keep_hints=True),
         background=agent_background(setup, seat),
         partners=partners,
         seen=sorted([*turns, *told], key=lambda s: s.sequence),

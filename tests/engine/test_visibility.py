@@ -7,6 +7,7 @@ import pytest
 from engine.episode import simulate
 from engine.llm import ModelRegistry
 from engine.prompts import agent_background, agent_context
+from engine.render import agent_viewer, render_tagged
 from engine.types import ACTION_TYPES, RelationshipSpec
 from tests.support.factories import ALICE, BOB, make_setup
 from tests.support.fake_llm import FakeLLM
@@ -86,3 +87,20 @@ def test_hint_tags_are_rendered_for_their_owner_only() -> None:
     assert "Keep your savings intact Offer help of another kind." in bob_view
     assert "You need it by Friday" not in bob_view
     assert "Offer help of another kind" not in alice_view
+
+
+def test_a_goal_keeps_its_own_hint_tags_for_a_page_to_label() -> None:
+    goal = (
+        "Sell the van <extra_info>The clutch is new.</extra_info> "
+        '<p viewer="agent_2">Only for the buyer.</p><strategy_hint>Start high.</strategy_hint>'
+    )
+    kept = (
+        "Sell the van <extra_info>The clutch is new.</extra_info> "
+        "<strategy_hint>Start high.</strategy_hint>"
+    )
+    assert render_tagged(goal, agent_viewer(0), keep_hints=True) == kept
+    assert render_tagged(goal, agent_viewer(0)) == "Sell the van The clutch is new. Start high."
+    broken = "Sell it <extra_info>Cash & more</extra_info> <b>now"  # not XML: tags are cut out
+    expected = "Sell it <extra_info>Cash & more</extra_info> now"
+    assert render_tagged(broken, agent_viewer(0), keep_hints=True) == expected
+    assert render_tagged(broken, agent_viewer(0)) == "Sell it Cash & more now"

@@ -172,6 +172,7 @@ async def test_the_page_is_served_with_a_policy_and_its_files_need_no_token(
     assert len(sources) == 3 and all(f.status_code == 200 and f.content for f in files)
     assert operations.status_code == 200 and "subscription WatchEpisode" in operations.text
     assert query.status_code == 401
+    assert '<meta name="parley-tokens" content="required" />' in page.text  # asked for at once
 
 
 async def test_the_app_shows_the_sample_data_and_filters_the_list(
@@ -475,9 +476,19 @@ async def test_field_errors_from_the_start_form_sit_next_to_their_fields(
         page = tab.page
         await page.keyboard.press("Tab")
         assert await page.evaluate("document.activeElement.textContent") == "Skip to content"
+        person = page.get_by_role("group", name="Played by a person instead of a model")
+        seconds = page.get_by_label("Seconds for each turn")
+        await expect(person).to_be_hidden()  # no seats to play before agents are picked
+        await expect(seconds).to_be_hidden()
         await page.get_by_label("checkup_talk", exact=False).check()
+        await page.get_by_role("button", name="Start simulation").click()
+        agents_error = page.locator('[data-field="agentIds"] .field-error')
+        await expect(agents_error).to_have_text("Pick at least two agents.")
+        assert not [r for r in tab.requests if "StartSimulation" in (r.post_data or "")]
         await page.get_by_label("Priya Raman").check()
         await page.get_by_label("Ezra Whitlock").check()
+        await expect(person).to_be_visible()
+        await expect(seconds).to_be_hidden()  # until a seat is ticked for a person
         await page.get_by_label("Turn limit").fill("500")
         await page.get_by_label("Tag", exact=True).fill(tag)
         await page.get_by_role("button", name="Start simulation").click()
@@ -490,7 +501,13 @@ async def test_field_errors_from_the_start_form_sit_next_to_their_fields(
         await page.get_by_label("Turn limit").fill("3")
         await page.get_by_label("Or another model for both").fill("no-such-model")
         await page.get_by_role("button", name="Start simulation").click()
-        await expect(page.locator('[data-field="agentModels"] .field-error')).to_be_visible()
+        # the agents' and the judge's model are refused once, under the field that named it
+        model_error = page.locator('[data-field="otherModel"] .field-error')
+        await expect(model_error).to_have_count(1)
+        await expect(model_error).to_contain_text("no-such-model")
+        assert await page.evaluate("document.activeElement.id") == "otherModel"
+        selects = '[data-field="agentModels"] .field-error, [data-field="judgeModel"] .field-error'
+        await expect(page.locator(selects)).to_have_count(0)
         await expect(page.locator('[data-field="maxTurns"] .field-error')).to_have_count(0)
         assert "#/start" in page.url
         assert await tab.clean() == []
@@ -632,14 +649,11 @@ async def test_an_experiment_shows_live_progress_results_with_intervals_and_its_
         await expect(finished).to_have_count(slots)  # the slots followed without a reload
         await expect(page.locator("table.slots tbody tr").first).to_contain_text("used_van_sale")
 
-        rows = page.locator("table.results tbody tr")
-        await expect(rows).to_have_count(2)
-        assert sorted(await rows.evaluate_all("rs => rs.map(r => r.dataset.model)")) == sorted(
-            [MODEL, OTHER_MODEL]
-        )
-        goal = page.locator(
-            f'table.results tr[data-model="{OTHER_MODEL}"] td[data-dimension="goal"]'
-        )
+        columns = page.locator("table.results thead th[data-model]")
+        await expect(columns).to_have_count(2)
+        models = await columns.evaluate_all("cs => cs.map(c => c.dataset.model)")
+        assert sorted(models) == sorted([MODEL, OTHER_MODEL])
+        goal = page.locator(f'table.results td[data-model="{OTHER_MODEL}"][data-dimension="goal"]')
         # OTHER_MODEL sits in 4 episodes, one seat each: 4 goal scores, shown as mean ± margin.
         await expect(goal).to_have_attribute("data-count", "4")
         await expect(goal).to_contain_text("±")

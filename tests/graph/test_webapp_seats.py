@@ -437,7 +437,8 @@ async def test_a_seat_token_a_locked_server_does_not_know_is_refused_on_the_seat
     browser: Any, redis_url: str, tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     """The server answers such a seat credential 401, as a wrong bearer token: the seat page
-    says the token is not the seat's and asks for it, not for an API token."""
+    says the link is not valid (all a tab without an API token may learn) and asks for the
+    seat's token, not for an API token."""
     tag = unique("seat-unknown")
     scenario, agents = await make_world(tag)
     model = fake_llm.model_name()
@@ -447,9 +448,7 @@ async def test_a_seat_token_a_locked_server_does_not_know_is_refused_on_the_seat
         episode_id, token = started["episode"]["id"], started["seatTokens"][0]["token"]
         async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token=made-up") as tab:
             page = tab.page
-            await expect(page.locator(".seat-refused")).to_contain_text(
-                "not the token of this seat"
-            )
+            await expect(page.locator(".seat-refused")).to_contain_text("This link is not valid")
             assert await page.get_by_role("heading", name="A token is needed").count() == 0
             await page.get_by_label("Seat token").fill(token)
             await page.get_by_role("button", name="Take the seat").click()

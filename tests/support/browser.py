@@ -9,7 +9,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.async_api import Browser, Page, Request, WebSocket, async_playwright
+from playwright.async_api import (
+    Browser,
+    ConsoleMessage,
+    Page,
+    Request,
+    Response,
+    WebSocket,
+    async_playwright,
+)
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 CHROMIUM_FLAGS = [
@@ -92,9 +100,16 @@ class GraphiQLPage:
         self.websockets: list[str] = []
         self.sent_frames: list[dict[str, Any]] = []
         self.errors: list[str] = []
+        self.console_errors: list[str] = []
+        """What the page logged as an error to the console (a refused request shows there)."""
+        self.failed: list[tuple[int, str]] = []
+        """The status and address of every request answered 400 or more, or not answered (0)."""
         page.on("request", self._on_request)
         page.on("websocket", self._on_websocket)
         page.on("pageerror", self._on_error)
+        page.on("console", self._on_console)
+        page.on("response", self._on_response)
+        page.on("requestfailed", lambda request: self.failed.append((0, request.url)))
 
     @classmethod
     @asynccontextmanager
@@ -128,6 +143,14 @@ class GraphiQLPage:
 
     def _on_error(self, error: Exception) -> None:
         self.errors.append(str(error))
+
+    def _on_console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.console_errors.append(f"{message.text} ({message.location.get('url', '')})")
+
+    def _on_response(self, response: Response) -> None:
+        if response.status >= 400:
+            self.failed.append((response.status, response.url))
 
     def _on_websocket(self, websocket: WebSocket) -> None:
         self.websockets.append(websocket.url)

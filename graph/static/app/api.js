@@ -14,9 +14,10 @@ export class ApiError extends Error {
    * kind: "auth" (a token is missing or refused), "seat" (the seat token the tab sent instead is
    * not a seat's), "unavailable", "graphql" or "network".
    */
-  constructor(message, kind) {
+  constructor(message, kind, code = null) {
     super(message);
     this.kind = kind;
+    this.code = code; // the first error's extensions.code, for a "graphql" error
   }
 }
 
@@ -26,11 +27,17 @@ export const TOKEN_REFUSED =
 const RETRY_MS = [250, 500, 1000, 2000, 4000];
 
 export class Api {
-  constructor(operations, endpoint) {
+  constructor(operations, endpoint, tokensRequired = false) {
     this.operations = operations;
     this.endpoint = endpoint;
+    this.tokensRequired = tokensRequired; // the server said (in its page) that it has tokens
     this.onAuthError = () => {};
     this.seatToken = null; // on a seat's page: sent when there is no API token (a participant's)
+  }
+
+  /** Whether requests beyond a seat's own may be sent: the server is open, or a token is held. */
+  mayRead() {
+    return !this.tokensRequired || Boolean(token.get());
   }
 
   document(name) {
@@ -83,7 +90,8 @@ export class Api {
     if (body.errors && body.errors.length) {
       const unavailable = body.errors.some((e) => e.extensions && e.extensions.code === "UNAVAILABLE");
       const message = body.errors.map((e) => e.message).join("; ");
-      throw new ApiError(message, unavailable ? "unavailable" : "graphql");
+      const code = (body.errors[0].extensions && body.errors[0].extensions.code) || null;
+      throw new ApiError(message, unavailable ? "unavailable" : "graphql", code);
     }
     return body.data;
   }

@@ -70,55 +70,70 @@ export function scoreChart(reward, ranges) {
 }
 
 const PALETTE = ["#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2"];
-const INTERVAL_WIDTH = 320;
-const LABEL_WIDTH = 210;
+const CHART_WIDTH = 360;
+const AXIS_START = 14;
+const AXIS_END = CHART_WIDTH - 14;
+const GROUP_LINE = 12;
 
-/** A dimension's range; `overall`, the mean of Sotopia's seven, spans the mean of their ends. */
+/**
+ * A dimension's range. `overall`, the mean of the others, is drawn on the span of their ranges
+ * (-10..10 for Sotopia's seven): the same units as any one dimension, where the exact bounds
+ * of a mean of mixed ranges (-4.29..5.71) would read as a mistake.
+ */
 function rangeOf(dimension, dimensions) {
   if (dimension !== "overall") return SOTOPIA_RANGES[dimension] || null;
   const parts = dimensions.filter((d) => d !== "overall");
   if (!parts.length || !parts.every((d) => d in SOTOPIA_RANGES)) return null;
-  const mean = (end) => parts.reduce((sum, d) => sum + SOTOPIA_RANGES[d][end], 0) / parts.length;
-  return [Number(mean(0).toFixed(2)), Number(mean(1).toFixed(2))];
+  return [Math.min(...parts.map((d) => SOTOPIA_RANGES[d][0])), Math.max(...parts.map((d) => SOTOPIA_RANGES[d][1]))];
 }
 
 /**
- * Each group's mean per dimension as a dot with its 95% interval as an error bar, one row per
- * dimension on that dimension's range (or the data's own span where the range is not known).
+ * Each group's mean per dimension as a dot with its 95% interval as an error bar. Each
+ * dimension is a band of its own: its name, one line per group, and an axis on that
+ * dimension's range (or the data's own span where the range is not known) with its ends
+ * labelled, all inside the band.
  */
 export function intervalChart(groups) {
   const dimensions = groups[0].dimensions.map((d) => d.dimension);
-  const lineHeight = 14;
-  const row = 12 + groups.length * lineHeight;
-  const height = dimensions.length * row + 28;
+  const rowHeight = 50 + (groups.length - 1) * GROUP_LINE;
+  const height = dimensions.length * rowHeight;
   const parts = [svg("title", {}, "Mean score per dimension with 95% intervals")];
   dimensions.forEach((dimension, i) => {
     const results = groups.map((g) => g.dimensions.find((d) => d.dimension === dimension) || null);
     const values = results.filter(Boolean).flatMap((r) => (r.confidenceInterval ? [r.confidenceInterval.low, r.confidenceInterval.high] : [r.mean]));
-    const [low, high] = rangeOf(dimension, dimensions) || [Math.min(0, ...values), Math.max(1, ...values)];
-    const x = (value) => LABEL_WIDTH + ((Math.min(high, Math.max(low, value)) - low) / (high - low || 1)) * INTERVAL_WIDTH;
-    const y = 6 + i * row;
-    parts.push(
-      svg("text", { x: 0, y: y + 12, class: "dimension-label" }, label(dimension)),
-      svg("line", { x1: x(low), x2: x(high), y1: y + row - 4, y2: y + row - 4, class: "axis" }),
-      svg("text", { x: x(low), y: y + row + 6, class: "tick" }, String(low)),
-      svg("text", { x: x(high) - 12, y: y + row + 6, class: "tick" }, String(high)),
+    const [low, high] = rangeOf(dimension, dimensions) || [Math.floor(Math.min(0, ...values)), Math.ceil(Math.max(1, ...values))];
+    const x = (value) => AXIS_START + ((Math.min(high, Math.max(low, value)) - low) / (high - low || 1)) * (AXIS_END - AXIS_START);
+    const top = i * rowHeight;
+    const dotY = (j) => top + 26 + j * GROUP_LINE;
+    const axisY = dotY(groups.length - 1) + 8;
+    const row = svg(
+      "g",
+      { class: "dimension-row", "data-dimension": dimension, "data-low": low, "data-high": high },
+      svg("rect", { x: 0, y: top, width: CHART_WIDTH, height: rowHeight, class: `band band-${i % 2}` }),
+      svg("text", { x: AXIS_START, y: top + 15, class: "dimension-label" }, label(dimension)),
+      low < 0 && high > 0 ? svg("line", { x1: x(0), x2: x(0), y1: dotY(0) - 6, y2: axisY, class: "zero-line" }) : null,
+      svg("line", { x1: x(low), x2: x(high), y1: axisY, y2: axisY, class: "axis" }),
+      svg("text", { x: x(low), y: axisY + 12, class: "tick low", "text-anchor": "start" }, String(low)),
+      low < 0 && high > 0 ? svg("text", { x: x(0), y: axisY + 12, class: "tick origin", "text-anchor": "middle" }, "0") : null,
+      svg("text", { x: x(high), y: axisY + 12, class: "tick high", "text-anchor": "end" }, String(high)),
     );
     results.forEach((result, j) => {
       if (!result) return;
-      const cy = y + 8 + j * lineHeight;
+      const cy = dotY(j);
       const colour = PALETTE[j % PALETTE.length];
       const interval = result.confidenceInterval;
-      const mark = svg(
-        "g",
-        { class: "interval", "data-dimension": dimension, "data-group": groups[j].model || "", "data-mean": result.mean },
-        interval ? svg("line", { x1: x(interval.low), x2: x(interval.high), y1: cy, y2: cy, stroke: colour, "stroke-width": 2 }) : null,
-        interval ? svg("line", { x1: x(interval.low), x2: x(interval.low), y1: cy - 4, y2: cy + 4, stroke: colour }) : null,
-        interval ? svg("line", { x1: x(interval.high), x2: x(interval.high), y1: cy - 4, y2: cy + 4, stroke: colour }) : null,
-        svg("circle", { cx: x(result.mean), cy, r: 4, fill: colour }),
+      row.append(
+        svg(
+          "g",
+          { class: "interval", "data-dimension": dimension, "data-group": groups[j].model || "", "data-mean": result.mean },
+          interval ? svg("line", { x1: x(interval.low), x2: x(interval.high), y1: cy, y2: cy, stroke: colour, "stroke-width": 2 }) : null,
+          interval ? svg("line", { x1: x(interval.low), x2: x(interval.low), y1: cy - 4, y2: cy + 4, stroke: colour }) : null,
+          interval ? svg("line", { x1: x(interval.high), x2: x(interval.high), y1: cy - 4, y2: cy + 4, stroke: colour }) : null,
+          svg("circle", { cx: x(result.mean), cy, r: 4, fill: colour }),
+        ),
       );
-      parts.push(mark);
     });
+    parts.push(row);
   });
   const legend = h(
     "ul",
@@ -128,12 +143,12 @@ export function intervalChart(groups) {
   return h(
     "figure",
     { class: "interval-chart" },
-    h("figcaption", {}, "Each model's mean per dimension; the bars are 95% intervals."),
+    h("figcaption", {}, "Each model's mean per dimension, on that dimension's range; the bars are 95% intervals."),
     legend,
     svg(
       "svg",
       {
-        viewBox: `0 0 ${LABEL_WIDTH + INTERVAL_WIDTH + 20} ${height}`,
+        viewBox: `0 0 ${CHART_WIDTH} ${height}`,
         role: "img",
         "aria-label": groups.map((g) => `${g.model}: ` + g.dimensions.map((d) => `${label(d.dimension)} ${d.mean.toFixed(2)}`).join(", ")).join("; "),
         class: "chart",

@@ -10,7 +10,9 @@ export function h(tag, attributes = {}, ...children) {
     } else if (key === "class") {
       element.className = value;
     } else if (key === "dataset") {
-      Object.assign(element.dataset, value);
+      for (const [name, data] of Object.entries(value)) {
+        if (data !== null && data !== undefined) element.dataset[name] = data; // never "null"
+      }
     } else if (value === true) {
       element.setAttribute(key, "");
     } else {

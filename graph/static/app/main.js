@@ -3,26 +3,13 @@
 import { Api, ApiError, TOKEN_REFUSED, token } from "./api.js";
 import { clear, currentRoute, h } from "./dom.js";
 import { loadOperations } from "./operations.js";
-import { describePage } from "./pages/describe.js";
-import { episodePage } from "./pages/episode.js";
-import { episodesPage } from "./pages/episodes.js";
-import { seatPage, seatTokenOf } from "./pages/seat.js";
-import { experimentRoutes } from "./pages/experiments.js";
-import { startPage } from "./pages/start.js";
-import { worldRoutes } from "./pages/world.js";
+import { SEAT_ROUTE, seatTokenOf } from "./pages/seat.js";
+import { ROUTES } from "./routes.js";
 
 const main = document.getElementById("main");
 const connection = document.getElementById("connection");
-
-const ROUTES = [
-  [/^\/$/, episodesPage, "episodes"],
-  [/^\/episodes\/([^/]+)$/, episodePage, "episodes"],
-  [/^\/start$/, startPage, "start"],
-  [/^\/describe$/, describePage, "describe"],
-  [/^\/seat\/([^/]+)\/(\d+)$/, seatPage, "episodes"],
-  ...experimentRoutes,
-  ...worldRoutes,
-];
+/** Whether the server has tokens: it says so in the page, so none is asked for in vain. */
+const TOKENS_REQUIRED = document.querySelector('meta[name="parley-tokens"]')?.content === "required";
 
 let stopPage = null;
 let rendering = 0;
@@ -49,6 +36,7 @@ async function render(api) {
   setConnection("ended");
   const [path, query] = currentRoute();
   api.seatToken = seatTokenOf(path, query);
+  if (!api.mayRead() && !SEAT_ROUTE.test(path)) return tokenGate(api, null); // a seat's page asks for its own
   for (const [pattern, page, section] of ROUTES) {
     const match = pattern.exec(path);
     if (!match) continue;
@@ -113,20 +101,21 @@ function tokenGate(api, message) {
 }
 
 async function enter(api) {
-  try {
-    await api.request("Probe");
-  } catch (error) {
-    if (error instanceof ApiError && error.kind === "auth") return; // onAuthError shows the gate
-    if (error instanceof ApiError && error.kind === "seat") return render(api); // its page says so
-    clear(main).append(errorBox(error));
-    return;
+  if (api.mayRead()) {
+    try {
+      await api.request("Probe"); // a token kept from before may no longer be one
+    } catch (error) {
+      if (error instanceof ApiError && error.kind === "auth") return; // onAuthError shows the gate
+      clear(main).append(errorBox(error));
+      return;
+    }
   }
   await render(api);
 }
 
 async function start() {
   const operations = await loadOperations("app/operations.graphql");
-  const api = new Api(operations, "graphql");
+  const api = new Api(operations, "graphql", TOKENS_REQUIRED);
   api.onAuthError = (error) => {
     token.clear();
     tokenGate(api, error.refused ? TOKEN_REFUSED : null);

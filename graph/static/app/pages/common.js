@@ -34,6 +34,23 @@ export const AGENT_FIELDS = [
   ["tag", "Tag", "text"],
 ];
 
+const REASON_LENGTH = 70;
+
+/** Each agent's overall score in seat order ("3.14 · 2.71"), named in full on hover. */
+function overallScores(episode) {
+  const name = (i) => (episode.agents[i] ? episode.agents[i].name : `seat ${i + 1}`);
+  const score = (reward) => (reward.overall === null ? "–" : reward.overall.toFixed(2));
+  const rewards = [...episode.rewards].sort((a, b) => a.agentIndex - b.agentIndex);
+  const full = rewards.map((r) => `${name(r.agentIndex)} ${score(r)}`).join(", ");
+  return h("span", { class: "overall-scores", title: `Overall score per agent: ${full}` }, "overall ", rewards.map(score).join(" · "));
+}
+
+/** Why an episode failed, cut to a line; the whole reason on hover. */
+function failureReason(error) {
+  const short = error.length > REASON_LENGTH ? `${error.slice(0, REASON_LENGTH - 1).trimEnd()}…` : error;
+  return h("span", { class: "failure-reason", title: error }, short);
+}
+
 export function episodeRow(episode) {
   const agents = episode.agents.map((a) => (a ? a.name : "(deleted)")).join(", ");
   return h(
@@ -43,8 +60,9 @@ export function episodeRow(episode) {
     h("td", {}, episode.scenario ? episode.scenario.codename || episode.scenario.id : "(deleted)"),
     h("td", {}, agents),
     h("td", { class: "status-cell" }, statusBadge(episode.status)),
-    h("td", {}, `${episode.progress.turn} / ${episode.progress.maxTurns}`),
-    h("td", {}, episode.tag || ""),
+    h("td", { dataset: { label: "turns" } }, `${episode.progress.turn} / ${episode.progress.maxTurns}`),
+    h("td", { class: "result" }, episode.error ? failureReason(episode.error) : episode.rewards.length ? overallScores(episode) : ""),
+    h("td", { dataset: { label: episode.tag ? "tag" : null } }, episode.tag || ""),
   );
 }
 
@@ -56,7 +74,7 @@ export function episodeTable(episodes, caption) {
     h(
       "thead",
       {},
-      h("tr", {}, ["Created", "Scenario", "Agents", "Status", "Turns", "Tag"].map((t) => h("th", { scope: "col" }, t))),
+      h("tr", {}, ["Created", "Scenario", "Agents", "Status", "Turns", "Outcome", "Tag"].map((t) => h("th", { scope: "col" }, t))),
     ),
     h("tbody", {}, episodes.map(episodeRow)),
   );

@@ -3,6 +3,7 @@
 // a simulation started from what was saved in one more click.
 
 import { h, words } from "../dom.js";
+import { goalPreview } from "../goal.js";
 import { AGENT_FIELDS as ALL_AGENT_FIELDS, RELATIONSHIPS } from "./common.js";
 
 /** What a draft gives an agent: every field of its form but its default model and tag. */
@@ -73,9 +74,11 @@ function editor(draft) {
       { class: "draft-scenario" },
       h("legend", {}, "Scenario"),
       SCENARIO_FIELDS.map(([key, label, kind]) => fieldFor(`scenarios.0.${key}`, label, kind, scenario[key])),
-      scenario.agentGoals.map((goal, seat) =>
-        fieldFor(`scenarios.0.agentGoals.${seat}`, `Goal of seat ${seat + 1} (${draft.agents[seat]?.firstName || "agent"})`, "textarea", goal),
-      ),
+      scenario.agentGoals.map((goal, seat) => {
+        const field = fieldFor(`scenarios.0.agentGoals.${seat}`, `Goal of seat ${seat + 1} (${draft.agents[seat]?.firstName || "agent"})`, "textarea", goal);
+        field.append(goalPreview(field.querySelector("textarea")));
+        return field;
+      }),
     ),
     draft.agents.map((agent, i) =>
       h(

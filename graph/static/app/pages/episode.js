@@ -1,7 +1,8 @@
 // One episode, live: setup, status timeline, the transcript as it grows, then the scores.
 
 import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
-import { clear, h, statusBadge, when, words } from "../dom.js";
+import { append, clear, h, statusBadge, when, words } from "../dom.js";
+import { goalView } from "../goal.js";
 import { TERMINAL, chosenRecipients, countdown, recipientsField } from "./common.js";
 import { drawGame, gameSection, phaseTag, refreshGame } from "./game.js";
 
@@ -222,9 +223,12 @@ export async function episodePage({ api, main, setConnection }, id) {
             ? h("span", { class: "human" }, "a person")
             : h("code", {}, episode.agentModels[i] || episode.agentModels[0] || ""),
         ),
-        h("td", { class: "goal" }, goals[i] || ""),
       );
     });
+    const goalItems = episode.agentIds.map((agentId, i) => [
+      h("dt", {}, `${episode.agents[i] ? episode.agents[i].name : agentId} (seat ${i + 1})`),
+      h("dd", {}, goals[i] ? goalView(goals[i]) : "—"),
+    ]);
     const relationships = episode.relationships.map((r) =>
       h(
         "li",
@@ -250,11 +254,13 @@ export async function episodePage({ api, main, setConnection }, id) {
           h(
             "tr",
             {},
-            ["Seat", "Agent", "Model", "Goal"].map((t) => h("th", { scope: "col", class: t.toLowerCase() }, t)),
+            ["Seat", "Agent", "Model"].map((t) => h("th", { scope: "col", class: t.toLowerCase() }, t)),
           ),
         ),
         h("tbody", {}, rows),
       ),
+      h("h3", {}, "Goals"),
+      h("dl", { class: "goals" }, goalItems),
       h("h3", {}, "Relationship"),
       relationships.length
         ? h("ul", { class: "relationships" }, relationships)
@@ -370,13 +376,13 @@ export async function episodePage({ api, main, setConnection }, id) {
     }
     if (!episode.rewards.length) return;
     const ranges = rangesOf(episode, lists);
-    scores.append(
+    append(scores, [
       h("h2", { id: "results-title" }, "Scores"),
       h("div", { class: "charts" }, episode.rewards.map((reward) => scoreChart(reward, ranges))),
       h("h3", {}, "The judge's reasoning"),
       h("div", { class: "reasoning" }, episode.reasoning.split(/\n+/).map((para) => h("p", {}, para))),
       episode.terminationReason ? h("p", {}, `The conversation ended: ${episode.terminationReason}`) : null,
-    );
+    ]);
   };
 
   const drawAll = (live = false) => {
@@ -403,7 +409,15 @@ export async function episodePage({ api, main, setConnection }, id) {
       h(
         "div",
         { class: "column-main" },
-        h("section", { class: "transcript-section", "aria-labelledby": "transcript-title" }, transcriptTitle, viewSwitch, notice, transcript),
+        h(
+          "section",
+          { class: "transcript-section", "aria-labelledby": "transcript-title" },
+          transcriptTitle,
+          viewSwitch,
+          notice,
+          transcript,
+          h("p", { class: "transcript-empty hint" }, "No turns yet."),
+        ),
         injectForm,
         scores,
       ),

@@ -82,12 +82,15 @@ export async function experimentsPage({ api, query, main }) {
 }
 
 function usageLine(usage) {
+  if (!usage.episodes) return h("p", { class: "usage" }, "No tokens spent yet.");
   const count = (n) => Math.round(n).toLocaleString("en");
   const estimated = usage.estimatedTokens ? ` (${count(usage.estimatedTokens)} of them estimated)` : "";
   const cost =
     usage.cost === null
-      ? "no cost: the models file gives no prices for some model"
-      : `$${usage.cost.toFixed(4)} for the ${usage.pricedEpisodes} priced episodes`;
+      ? "no cost, as no prices are set for the models they used"
+      : usage.pricedEpisodes === usage.episodes
+        ? `$${usage.cost.toFixed(4)}`
+        : `$${usage.cost.toFixed(4)} for the ${usage.pricedEpisodes} whose models all have prices`;
   return h(
     "p",
     { class: "usage" },
@@ -95,13 +98,15 @@ function usageLine(usage) {
   );
 }
 
-function cell(result) {
+function cell(result, model) {
   const interval = result.confidenceInterval;
-  const text = interval ? `${result.mean.toFixed(2)} ± ${interval.margin.toFixed(2)}` : result.mean.toFixed(2);
+  // the margin may go under the mean on a narrow screen, never a number across two lines
+  const mean = h("span", { class: "mean" }, result.mean.toFixed(2));
+  const text = interval ? [mean, " ", h("span", { class: "margin" }, `± ${interval.margin.toFixed(2)}`)] : mean;
   return h(
     "td",
     {
-      dataset: { dimension: result.dimension, mean: result.mean, count: result.count },
+      dataset: { model, dimension: result.dimension, mean: result.mean, count: result.count },
       title: interval
         ? `n = ${result.count}, sd ${result.sd.toFixed(2)}, 95% interval ${interval.low.toFixed(2)} to ${interval.high.toFixed(2)} (t, ${interval.degreesOfFreedom} df)`
         : `n = ${result.count}: too few scores for an interval`,
@@ -110,36 +115,51 @@ function cell(result) {
   );
 }
 
-/** Each model's mean ± 95% margin per dimension, with links to the episodes behind each row. */
+function apart(group) {
+  return `${group.failed} failed, ${group.cancelled} cancelled, ${group.unscored} unscored, ${group.unfinished} unfinished`;
+}
+
+/**
+ * Each model's mean ± 95% margin per dimension: a column per model (with a link to the episodes
+ * behind it), a row per dimension, so that the table stays narrow however many dimensions.
+ */
 function resultsTable(experimentId, groups) {
   if (!groups.length) return h("p", { class: "empty" }, "No scores yet: results appear as episodes complete.");
   const dimensions = groups[0].dimensions.map((d) => d.dimension);
-  return h(
+  const byName = groups.map((group) => new Map(group.dimensions.map((d) => [d.dimension, d])));
+  const model = (group) => group.model || "";
+  const row = (label, cells, dataset = {}) => h("tr", { dataset }, h("th", { scope: "row" }, label), cells);
+  const table = h(
     "table",
     { class: "results" },
     h("caption", {}, "Mean ± 95% margin (t distribution) per model, over both seats"),
     h(
       "thead",
       {},
-      h("tr", {}, h("th", { scope: "col" }, "Model"), dimensions.map((d) => h("th", { scope: "col" }, words(d))), h("th", { scope: "col" }, "Scored"), h("th", { scope: "col" }, "Not in the means")),
+      h(
+        "tr",
+        {},
+        h("th", { scope: "col" }, "Dimension"),
+        groups.map((group) =>
+          h(
+            "th",
+            { scope: "col", dataset: { model: model(group) } },
+            h("a", { href: routeLink(`/experiments/${encodeURIComponent(experimentId)}`, { model: group.model }) }, group.model || "(none)"),
+          ),
+        ),
+      ),
     ),
     h(
       "tbody",
       {},
-      groups.map((group) => {
-        const byName = new Map(group.dimensions.map((d) => [d.dimension, d]));
-        const apart = `${group.failed} failed, ${group.cancelled} cancelled, ${group.unscored} unscored, ${group.unfinished} unfinished`;
-        return h(
-          "tr",
-          { dataset: { model: group.model || "" } },
-          h("th", { scope: "row" }, h("a", { href: routeLink(`/experiments/${encodeURIComponent(experimentId)}`, { model: group.model }) }, group.model || "(none)")),
-          dimensions.map((d) => (byName.has(d) ? cell(byName.get(d)) : h("td", {}, "–"))),
-          h("td", {}, String(group.scored)),
-          h("td", {}, apart),
-        );
-      }),
+      dimensions.map((d) =>
+        row(words(d), groups.map((group, j) => (byName[j].has(d) ? cell(byName[j].get(d), model(group)) : h("td", {}, "–"))), { dimension: d }),
+      ),
+      row("Scored", groups.map((group) => h("td", { dataset: { model: model(group) } }, String(group.scored))), { count: "scored" }),
+      row("Not in the means", groups.map((group) => h("td", { dataset: { model: model(group) } }, apart(group))), { count: "apart" }),
     ),
   );
+  return h("div", { class: "scroll-x" }, table);
 }
 
 function slotTable(slots, model, names) {
@@ -198,7 +218,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
   const usageBox = h("div", { class: "usage-box" }, usageLine(data.usageTotals));
   const resultsBox = h("div", { class: "results-box" });
   const showResults = (groups) => {
-    clear(resultsBox).append(resultsTable(id, groups), groups.length ? intervalChart(groups) : null);
+    append(clear(resultsBox), [resultsTable(id, groups), groups.length ? intervalChart(groups) : null]);
   };
   showResults(results.episodeResults.groups);
 

@@ -2,7 +2,7 @@
 // is out, and how it ended. The episode page is the omniscient view, so the teams (secret in
 // play) are shown; a turn's phase is a tag in the transcript line.
 
-import { h } from "../dom.js";
+import { append, clear, h } from "../dom.js";
 
 /** The empty panel; `drawGame` fills it for an episode of a game and hides it otherwise. */
 export function gameSection() {
@@ -28,13 +28,13 @@ export function drawGame(section, game) {
       team.members.map((name, i) => [i ? ", " : "", team.out.includes(name) ? h("s", { title: "out" }, name) : name]),
     ),
   );
-  section.replaceChildren(
+  append(clear(section), [
     h("h2", { id: "game-title" }, "Game"),
     state,
     h("h3", {}, "Teams ", h("span", { class: "who" }, "(secret to the players; shown here in full)")),
     h("ul", { class: "game-teams" }, teams),
     game.notices.length ? h("ol", { class: "game-notices" }, game.notices.map((n) => h("li", {}, n))) : null,
-  );
+  ]);
 }
 
 /** Re-read the game after a new turn (its state is derived from the stored turns). */

@@ -6,6 +6,7 @@
 
 import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
 import { append, clear, h, statusBadge, words } from "../dom.js";
+import { goalView } from "../goal.js";
 import { ACTION_TYPES, TERMINAL, chosenRecipients, countdown, recipientsField, showFieldErrors } from "./common.js";
 import { rangesOf, seenItem } from "./episode.js";
 
@@ -59,23 +60,43 @@ function tokenForm(id, seat, message, onToken) {
 }
 
 const REFUSED = "This seat token is not the token of this seat (or the seat is not played by a person).";
+const INVALID =
+  "This link is not valid: the episode may have been deleted, or the link is not the whole one you were given.";
+
+/** A tab that may read episodes learns that one is gone; any other is told only INVALID. */
+async function episodeGone(api, id) {
+  return api.mayRead() && !(await api.request("EpisodeRowById", { id })).episode;
+}
+
+function noEpisode(main, id) {
+  main.append(
+    h("h1", {}, "No such episode"),
+    h("p", { class: "error seat-refused", role: "alert" }, "There is no episode ", h("code", {}, id), ": it may have been deleted."),
+    h("p", {}, h("a", { href: "#/" }, "See the episodes")),
+  );
+  return null;
+}
 
 export async function seatPage({ api, main, setConnection }, id, seatText) {
   const seat = Number.parseInt(seatText, 10);
   const retry = () => location.reload(); // a new token: the page starts again with it
   const token = sessionStorage.getItem(tokenKey(id, seat));
   if (!token) {
+    if (await episodeGone(api, id)) return noEpisode(main, id);
     main.append(h("h1", {}, "Play a seat"), tokenForm(id, seat, null, retry));
     return null;
   }
   const first = await api.request("SeatView", { id, seat, seatToken: token }).catch((error) => {
-    if (error.kind === "seat") return { seatView: null }; // a locked server refused the token
+    // A locked server refuses an unknown seat token (401) and a seat's token for another seat
+    // (FORBIDDEN): to this tab, both are a link that is not valid.
+    if (error.kind === "seat" || error.code === "FORBIDDEN") return { seatView: null };
     throw error;
   });
   if (!first.seatView) {
+    if (await episodeGone(api, id)) return noEpisode(main, id);
     main.append(
       h("h1", {}, "Play a seat"),
-      h("p", { class: "error seat-refused", role: "alert" }, REFUSED),
+      h("p", { class: "error seat-refused", role: "alert" }, api.mayRead() ? REFUSED : INVALID),
       tokenForm(id, seat, null, retry),
     );
     return null;
@@ -195,7 +216,7 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
         "dl",
         {},
         h("dt", {}, "Your goal"),
-        h("dd", { class: "goal" }, view.goal),
+        h("dd", {}, goalView(view.goal)),
         h("dt", {}, "Your secret"),
         h("dd", { class: "secret" }, view.secret || "(none)"),
       ),
@@ -214,10 +235,7 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
   };
 
   const drawResults = async () => {
-    let data;
-    try {
-      data = await api.request("SeatScores", { id });
-    } catch {
+    if (!api.mayRead()) {
       // a seat token alone reads no episode: its own scores come with its view (read again
       // when the one at hand came before them)
       if (!view || !view.score) view = (await api.request("SeatView", { id, seat, seatToken: token })).seatView;
@@ -229,6 +247,7 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
       results.replaceChildren(h("h2", { id: "results-title" }, "Scores"), h("div", { class: "charts" }, chart));
       return;
     }
+    const data = await api.request("SeatScores", { id });
     const ended = data.episode;
     if (!ended) return;
     clear(results);
@@ -238,7 +257,7 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
     if (!ended.rewards.length) return;
     const ranges = rangesOf(ended, data.evaluationDimensionLists);
     const ordered = [...ended.rewards].sort((a, b) => (a.agentIndex === seat ? -1 : b.agentIndex === seat ? 1 : 0));
-    results.append(
+    append(results, [
       h("h2", { id: "results-title" }, "Scores"),
       h(
         "div",
@@ -253,7 +272,7 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
         }),
       ),
       ended.terminationReason ? h("p", {}, `The conversation ended: ${ended.terminationReason}`) : null,
-    );
+    ]);
   };
 
   const draw = () => {

@@ -83,6 +83,24 @@ function seatLinks(episode, seatTokens) {
   );
 }
 
+/**
+ * The server's errors moved to the fields a person filled in: a model typed into "another model
+ * for both" stands for the agents' and the judge's, and a stand-in left to "the judge's model"
+ * is the judge's; one message per field.
+ */
+function besideTheirFields(errors, { other, standIn }) {
+  const seen = new Set();
+  return errors.flatMap((error) => {
+    let [root, name, ...rest] = error.field;
+    if (other && (name === "agentModels" || name === "judgeModel" || (name === "standInModel" && !standIn))) name = "otherModel";
+    else if (name === "standInModel" && !standIn) name = "judgeModel";
+    const key = `${name}\n${error.message}`;
+    if (seen.has(key)) return [];
+    seen.add(key);
+    return [{ ...error, field: name === undefined ? error.field : [root, name, ...rest] }];
+  });
+}
+
 export async function startPage({ api, main }) {
   const options = await api.request("StartOptions");
   const models = options.models;
@@ -226,6 +244,7 @@ export async function startPage({ api, main }) {
     }
     const local = [];
     if (!chosen) local.push({ field: ["input", "scenarioId"], message: "Pick a scenario." });
+    if (seats.length < 2) local.push({ field: ["input", "agentIds"], message: "Pick at least two agents." });
     if (!Number.isInteger(input.maxTurns)) local.push({ field: ["input", "maxTurns"], message: "A whole number of turns, 1 to 100." });
     if (input.humanSeats.length && !Number.isFinite(input.seatDeadlineSeconds)) {
       local.push({ field: ["input", "seatDeadlineSeconds"], message: "A number of seconds, 1 to 604800." });
@@ -235,7 +254,7 @@ export async function startPage({ api, main }) {
     try {
       const result = await api.request("StartSimulation", { input });
       const { episode, userErrors, seatTokens } = result.startSimulation;
-      if (userErrors.length) return showFieldErrors(form, userErrors);
+      if (userErrors.length) return showFieldErrors(form, besideTheirFields(userErrors, { other, standIn: standIn.value }));
       if (!seatTokens.length) {
         location.hash = `#/episodes/${encodeURIComponent(episode.id)}`;
         return;

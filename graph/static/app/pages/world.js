@@ -1,14 +1,16 @@
 // The stored world: agents, scenarios and relationships, each listed, searched, viewed,
 // created and edited through one form description per kind.
 
-import { h, routeLink, words } from "../dom.js";
+import { append, h, routeLink, words } from "../dom.js";
+import { goalPreview, goalView } from "../goal.js";
 import { AGENT_FIELDS, RELATIONSHIPS, backStack, episodeTable, pageSize, pager, showFieldErrors } from "./common.js";
 
-// kind: text | textarea | int | list (comma-separated) | lines (one per line) | enum
+// kind: text | textarea | int | list (comma-separated) | lines (one per line) | goals (lines,
+// each a goal shown with its hints labelled) | enum
 const SCENARIO_FIELDS = [
   ["codename", "Codename", "text"],
   ["scenario", "Situation", "textarea", { required: true }],
-  ["agentGoals", "Goals, one line per seat", "lines", { required: true }],
+  ["agentGoals", "Goals, one line per seat", "goals", { required: true }],
   ["source", "Source", "text"],
   ["relationship", "Assumed relationship", "enum", { choices: RELATIONSHIPS }],
   ["ageConstraint", "Age constraint", "text", { nullable: true }],
@@ -26,9 +28,9 @@ const RELATIONSHIP_FIELDS = [
 function control(name, kind, options, value, agents) {
   const id = `field-${name}`;
   const common = { id, name, required: options.required };
-  if (kind === "textarea" || kind === "lines") {
-    const text = kind === "lines" ? (value || []).join("\n") : value || "";
-    return h("textarea", { ...common, rows: kind === "lines" ? 3 : 4 }, text);
+  if (kind === "textarea" || kind === "lines" || kind === "goals") {
+    const text = kind === "textarea" ? value || "" : (value || []).join("\n");
+    return h("textarea", { ...common, rows: kind === "textarea" ? 4 : 3 }, text);
   }
   if (kind === "enum" || kind === "agent") {
     const choices = kind === "agent" ? agents.map((a) => [a.id, a.name]) : options.choices.map((c) => [c, words(c)]);
@@ -43,11 +45,13 @@ function control(name, kind, options, value, agents) {
   return h("input", { ...common, type: kind === "int" ? "number" : "text", value: String(shown) });
 }
 
+const lines = (text) => text.split("\n").map((s) => s.trim()).filter(Boolean);
+
 function read(form, name, kind, options) {
   const raw = form.elements[name].value;
   if (kind === "int") return raw === "" ? 0 : Number.parseInt(raw, 10);
   if (kind === "list") return raw.split(",").map((s) => s.trim()).filter(Boolean);
-  if (kind === "lines") return raw.split("\n").map((s) => s.trim()).filter(Boolean);
+  if (kind === "lines" || kind === "goals") return lines(raw);
   if (options.nullable && raw.trim() === "") return null;
   return raw;
 }
@@ -58,7 +62,8 @@ function recordForm({ api, fields, original, create, update, payload, agents = [
   for (const [name, label, kind, options = {}] of fields) {
     if (original && options.createOnly) continue;
     const input = control(name, kind, options, original ? original[name] : kind === "enum" ? options.choices[0] : null, agents);
-    form.append(h("div", { class: "field", dataset: { field: name } }, h("label", { for: input.id }, label, options.required ? " (required)" : ""), input));
+    const preview = kind === "goals" ? goalPreview(input, lines) : null;
+    form.append(h("div", { class: "field", dataset: { field: name } }, h("label", { for: input.id }, label, options.required ? " (required)" : ""), input, preview));
   }
   const submit = h("button", { type: "submit" }, original ? "Save changes" : "Create");
   form.append(submit);
@@ -92,7 +97,8 @@ function facts(fields, record) {
     { class: "facts" },
     fields.flatMap(([name, label, kind]) => {
       let value = record[name];
-      if (Array.isArray(value)) value = kind === "lines" ? value.map((v) => h("div", {}, v)) : value.join(", ");
+      if (kind === "goals") value = h("ol", { class: "goal-list" }, (value || []).map((goal) => h("li", {}, goalView(goal))));
+      else if (Array.isArray(value)) value = kind === "lines" ? value.map((v) => h("div", {}, v)) : value.join(", ");
       else if (kind === "enum" && value) value = words(value);
       return [h("dt", {}, label.replace(/ \(.*\)$/, "").replace(/, one line per seat$/, "")), h("dd", {}, value === null || value === "" ? "—" : value)];
     }),
@@ -147,7 +153,7 @@ const agentsPage = listPage({
   filterFields: [["name", "Name"], ["occupation", "Occupation"], ["tag", "Tag"]],
   columns: [
     ["Name", (a) => link("/agents", a.id, a.name)],
-    ["Age", (a) => String(a.age)],
+    ["Age", (a) => (a.age ? String(a.age) : "")],
     ["Occupation", (a) => a.occupation],
     ["Gender", (a) => a.gender],
     ["Tag", (a) => a.tag],
@@ -225,7 +231,7 @@ async function agentPage({ api, main }, id) {
   const data = await api.request("AgentDetail", { id, episodes: { agentId: id } });
   if (!data.agent) return missing(main, "Agent", id, "/agents");
   const agent = data.agent;
-  main.append(
+  append(main, [
     h("h1", {}, agent.name),
     h("p", {}, h("a", { href: `#/agents/${encodeURIComponent(id)}/edit`, class: "button" }, "Edit")),
     facts(AGENT_FIELDS, agent),
@@ -243,7 +249,7 @@ async function agentPage({ api, main }, id) {
     h("h2", {}, `Episodes (${data.episodes.totalCount})`),
     data.episodes.nodes.length ? episodeTable(data.episodes.nodes, "Latest episodes with this agent") : h("p", {}, "None yet."),
     data.episodes.totalCount > data.episodes.nodes.length ? h("p", {}, h("a", { href: routeLink("/", { agentId: id }) }, "All of them")) : null,
-  );
+  ]);
 }
 
 async function scenarioPage({ api, main }, id) {

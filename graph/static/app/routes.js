@@ -1,0 +1,21 @@
+// Every page of the app: the address it answers (a pattern over the hash route), the function
+// that draws it, and the menu section it belongs to. The router in main.js reads this list, and
+// so does the browser test that visits every page.
+
+import { describePage } from "./pages/describe.js";
+import { episodePage } from "./pages/episode.js";
+import { episodesPage } from "./pages/episodes.js";
+import { experimentRoutes } from "./pages/experiments.js";
+import { SEAT_ROUTE, seatPage } from "./pages/seat.js";
+import { startPage } from "./pages/start.js";
+import { worldRoutes } from "./pages/world.js";
+
+export const ROUTES = [
+  [/^\/$/, episodesPage, "episodes"],
+  [/^\/episodes\/([^/]+)$/, episodePage, "episodes"],
+  [/^\/start$/, startPage, "start"],
+  [/^\/describe$/, describePage, "describe"],
+  [SEAT_ROUTE, seatPage, "episodes"],
+  ...experimentRoutes,
+  ...worldRoutes,
+];
