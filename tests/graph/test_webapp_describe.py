@@ -2,6 +2,7 @@
 and `parley worker` processes: a sentence becomes a draft, edited, saved, and a simulation
 started from it; with the fake LLM, and (slow) with the embedded model."""
 
+import json
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from storage.models import AgentProfile, EnvironmentProfile, EpisodeLog
 from tests.graph import test_webapp as webapp
 from tests.graph.test_webapp import MODEL, Service, cancel, completed, snap
 from tests.support.browser import AppPage
-from tests.support.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM, Rule, draft_world_answer
 from tests.support.server import GraphQLClient
 
 SENTENCE = "Two roommates argue about the rent; one of them is secretly moving out."
@@ -96,6 +97,60 @@ async def test_a_draft_that_breaks_the_limits_shows_the_field_and_saves_nothing(
         await expect(age).to_have_attribute("aria-invalid", "true")
         assert await page.locator(".saved h2").count() == 0
         assert await AgentProfile.find(AgentProfile.first_name == "Maya").count() == before
+        assert await tab.clean() == []
+
+
+async def test_an_implausible_draft_shows_what_still_fails_beside_each_field_before_saving(
+    browser: Browser, service: Service, fake_llm: FakeLLM
+) -> None:
+    """A draft like the embedded model's (both agents "James Covey", an MBTI of ".1,1", a date
+    for the situation, numbers for a goal), still so after the re-ask: each failing field says
+    why before anything is saved, Save stores nothing until they are fixed, then saves."""
+    answer = draft_world_answer(2, 1, 2, True)
+    for agent in answer["agents"]:
+        agent.update(first_name="James", last_name="Covey", mbti=".1,1")
+    answer["scenarios"][0].update(scenario="19/10/2017-18:00:00")
+    answer["scenarios"][0]["agent_goals"][1] = "4, 6, 11, 13, 15"
+    fake_llm.add_rule(Rule(contains=[SENTENCE], content=json.dumps(answer), times=2))
+    async with AppPage.open(browser, service.url, "#/describe") as tab:
+        page = tab.page
+        await page.get_by_label("The situation, in a sentence").fill(SENTENCE)
+        await page.get_by_label("Model that drafts (and plays)").select_option(MODEL)
+        await page.get_by_role("button", name="Draft it").click()
+        failing = {
+            "scenarios.0.scenario": "describe the situation in a sentence or more",
+            "scenarios.0.agentGoals.1": "say what this agent wants in words",
+            "agents.0.mbti": "one of the sixteen MBTI types",
+            "agents.1.mbti": "one of the sixteen MBTI types",
+            "agents.1.firstName": "another agent of this draft is named 'James Covey' too",
+        }
+        for field, words in failing.items():
+            beside = page.locator(f'[data-field="{field}"] .field-error')
+            await expect(beside).to_contain_text(words)
+            control = page.locator(f'[data-field="{field}"] [name]')
+            await expect(control).to_have_attribute("aria-invalid", "true")
+        summary = page.locator(".still-failing")
+        await expect(summary).to_have_text(
+            "5 fields fail the checks, marked above: fix them before saving."
+        )
+        assert await page.locator(".field-error").count() == 5
+
+        before = await AgentProfile.find(AgentProfile.first_name == "James").count()
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.locator('[data-field="agents.1.firstName"] .field-error')).to_be_visible()
+        await expect(summary).to_be_visible()
+        assert await page.locator(".saved h2").count() == 0
+        assert await AgentProfile.find(AgentProfile.first_name == "James").count() == before
+
+        await page.locator("#scenarios-0-scenario").fill("Two flatmates argue about the rent.")
+        await page.locator("#scenarios-0-agentGoals-1").fill("Keep the move a secret for now.")
+        await page.locator("#agents-0-mbti").fill("INTJ")
+        await page.locator("#agents-1-mbti").fill("enfp")
+        await page.locator("#agents-1-firstName").fill("Noor")
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.locator(".saved h2")).to_have_text("Saved")
+        await expect(summary).to_be_hidden()
+        assert await page.locator(".field-error").count() == 0
         assert await tab.clean() == []
 
 
