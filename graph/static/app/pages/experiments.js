@@ -17,6 +17,17 @@ function duration(seconds) {
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
+/** How far an experiment got, in words: rates and time left count completed episodes only. */
+function progressText(p, ended) {
+  const rate = p.episodesPerMinute > 0 ? `${p.episodesPerMinute.toFixed(1)} completed a minute` : null;
+  if (p.finished) {
+    const outcome = [`${p.completed} completed`, p.failed ? `${p.failed} failed` : null, p.cancelled ? `${p.cancelled} cancelled` : null];
+    return `${ended} of ${p.total} ended: ${outcome.filter(Boolean).join(", ")}${rate ? ` (${rate})` : ""}; finished.`;
+  }
+  const left = p.secondsLeft === null ? "time left unknown until an episode completes" : `about ${duration(p.secondsLeft)} left`;
+  return `${ended} of ${p.total} ended (${percent(ended, p.total)}%), ${rate || "none completed yet"}, ${left}.`;
+}
+
 /** A progress bar and the counts beside it; `update(progress)` redraws both in place. */
 function progressView(progress) {
   const bar = h("progress", { max: 1, value: 0, "aria-label": "Episodes ended" });
@@ -28,9 +39,7 @@ function progressView(progress) {
     bar.max = Math.max(1, p.total);
     bar.value = ended;
     view.dataset.finished = String(p.finished);
-    const rate = `${p.episodesPerMinute.toFixed(1)} episodes a minute`;
-    const left = p.finished ? "finished" : `about ${duration(p.secondsLeft)} left`;
-    summary.textContent = `${ended} of ${p.total} ended (${percent(ended, p.total)}%), ${rate}, ${left}.`;
+    summary.textContent = progressText(p, ended);
     clear(counts);
     counts.append(h("li", { dataset: { status: "PENDING" } }, "not started ", h("span", { class: "count" }, String(p.pending))));
     for (const { status, count } of p.counts) {
@@ -110,6 +119,15 @@ function cell(result) {
   );
 }
 
+/** The episodes a row leaves out of its means, by why ("12 episodes: 11 failed, 1 unscored"):
+ * counts of episodes, each once, whichever of its seats play the row's model. */
+function apartText(group) {
+  const parts = [["failed", group.failed], ["cancelled", group.cancelled], ["unscored", group.unscored], ["unfinished", group.unfinished]].filter(([, n]) => n);
+  const total = parts.reduce((sum, [, n]) => sum + n, 0);
+  if (!total) return "none";
+  return `${total} ${total === 1 ? "episode" : "episodes"}: ${parts.map(([why, n]) => `${n} ${why}`).join(", ")}`;
+}
+
 /** Each model's mean ± 95% margin per dimension, with links to the episodes behind each row. */
 function resultsTable(experimentId, groups) {
   if (!groups.length) return h("p", { class: "empty" }, "No scores yet: results appear as episodes complete.");
@@ -121,14 +139,14 @@ function resultsTable(experimentId, groups) {
     h(
       "thead",
       {},
-      h("tr", {}, h("th", { scope: "col" }, "Model"), dimensions.map((d) => h("th", { scope: "col" }, words(d))), h("th", { scope: "col" }, "Scored"), h("th", { scope: "col" }, "Not in the means")),
+      h("tr", {}, h("th", { scope: "col" }, "Model"), dimensions.map((d) => h("th", { scope: "col" }, words(d))), h("th", { scope: "col" }, "Seat scores"), h("th", { scope: "col" }, "Not in the means")),
     ),
     h(
       "tbody",
       {},
       groups.map((group) => {
         const byName = new Map(group.dimensions.map((d) => [d.dimension, d]));
-        const apart = `${group.failed} failed, ${group.cancelled} cancelled, ${group.unscored} unscored, ${group.unfinished} unfinished`;
+        const apart = apartText(group);
         return h(
           "tr",
           { dataset: { model: group.model || "" } },
