@@ -13,9 +13,9 @@ from pydantic import BaseModel, ValidationError
 
 import lifecycle
 import resolvers
+from engine.errors import UnknownModelError
 from engine.games import game_problems
 from engine.models import load_models_file
-from engine.errors import UnknownModelError
 from resolvers.drafts import check_parts
 from resolvers.errors import from_validation
 from resolvers.importer import parse_line
