@@ -17,10 +17,13 @@ from engine.errors import UnknownModelError
 from engine.games import game_problems
 from engine.models import load_models_file
 from resolvers.drafts import check_parts
+from resolvers.episode_setup import SetupError, load_setup
 from resolvers.errors import from_validation
 from resolvers.importer import parse_line
 from resolvers.sotopia_format import LineError
+from storage.models import AgentProfile, EpisodeLog, EpisodeStatus
 from tests.support.server import GraphQLClient
+from tests.support.simulation import make_world
 
 PYDANTIC = re.compile(
     r"should (be|have|match)|after validation|Field required|Extra inputs|Value error|"
@@ -150,3 +153,23 @@ async def test_picking_no_agents_says_so_in_words(gql: GraphQLClient, unchanged:
         "message": "pick at least 2 agents (0 given)",
         "code": "INVALID",
     }
+
+
+async def test_an_episode_whose_agents_became_namesakes_fails_naming_them(
+    redis_client: Any,
+) -> None:
+    """Renamed after the start (no relationship joins them), two agents of one name reach the
+    engine: the episode's failure names them, in words, with no link."""
+    scenario, agents = await make_world("renamed")
+    second = await AgentProfile.get(agents[1])
+    second.first_name = "Ava0"  # agents[0]'s name
+    await second.save()
+    episode = EpisodeLog(
+        environment=scenario, agents=agents, models=["m", "m", "m"], status=EpisodeStatus.QUEUED
+    )
+    with pytest.raises(SetupError) as failed:
+        await load_setup(episode)
+    assert str(failed.value) == (
+        "the stored records do not make a valid episode: two agents are named 'Ava0 renamed': "
+        "each agent of an episode needs a name of its own (transcripts address agents by name)"
+    )
