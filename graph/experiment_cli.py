@@ -208,7 +208,9 @@ def describe(progress: dict[str, Any]) -> dict[str, str]:
     rate = progress["episodesPerMinute"]
     return {
         "counts": ", ".join(parts) or "nothing yet",
-        "rate": f"{rate:.1f} completed/min" if rate else "none completed yet",
+        "rate": f"{rate:.1f} completed/min"
+        if rate
+        else "none completed" + ("" if progress["finished"] else " yet"),
         "left": "?" if left is None else f"{int(left) // 60}:{int(left) % 60:02d}",
     }
 
