@@ -202,9 +202,10 @@ def experiment_part(line: dict[str, Any]) -> SlotPart | Experiment:
     if fmt.SLOTS_FIELD in line:
         part = SlotPartLine.model_validate(line)
         if part.first + len(part.slots) > part.slot_count:
+            last = part.first + len(part.slots) - 1
             raise fmt.LineError(
-                f"slots {part.first}..{part.first + len(part.slots) - 1} of an experiment of "
-                f"{part.slot_count}"
+                f"slot {last} is past the experiment's {part.slot_count} slots (0 to "
+                f"{part.slot_count - 1})"
             )
         slots = [
             (ExperimentSlot(**s.model_dump(exclude={"episode_id"})), s.episode_id or "")

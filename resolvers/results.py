@@ -245,7 +245,7 @@ class Results:
                         target.cancelled += episodes
                     case status if status in APART:
                         target.unfinished += episodes
-                    case _ if any(str(row.get(f"has{s}")) != "1" for s in seated):
+                    case _ if any(_number(row.get(f"has{s}")) < 1 for s in seated):
                         target.unscored += episodes
         return sorted(groups.values(), key=lambda g: tuple(str(v) for v in g.key.values()))
 
