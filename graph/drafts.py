@@ -213,7 +213,7 @@ class DraftMutation:
         description="Ask a model for agents, scenarios with a goal per agent, and the "
         "relationships between the agents; one re-ask when its answer breaks the limits or "
         "does not read as a world (two agents of one name, an MBTI that is not one of the "
-        "sixteen types, a situation or goal that is not in words). Nothing is stored."
+        "sixteen types, a situation, goal or story that is not in words). Nothing is stored."
     )
     async def draft_world(self, info: Info, input: DraftWorldInput) -> DraftPayload:
         result, errors = await drafts.draft_world_from(info.context.services.models, vars(input))

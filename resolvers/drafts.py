@@ -24,7 +24,12 @@ from resolvers.errors import ErrorCode, UserError, camel, plain_problems
 from resolvers.fields import WriteModel
 from resolvers.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
 from resolvers.names import agent_name
-from resolvers.plausible import Problem, agent_problems, scenario_problems
+from resolvers.plausible import (
+    Problem,
+    agent_problems,
+    relationship_problems,
+    scenario_problems,
+)
 from resolvers.relationships import RELATIONSHIP
 from resolvers.scenarios import NewScenario
 from storage import keys
@@ -158,7 +163,9 @@ def check_parts(
         if agent.get("pk") and given.count(agent["pk"]) > 1:
             problems.append((["agents", str(i), "pk"], "the same id is given twice"))
     reported = {tuple(path) for path, _ in problems}
-    plausible = agent_problems(agents) + scenario_problems(scenarios)
+    plausible = (
+        agent_problems(agents) + scenario_problems(scenarios) + relationship_problems(relationships)
+    )
     problems += [p for p in plausible if tuple(p[0]) not in reported]
     return checked, problems
 

@@ -1,7 +1,7 @@
 """What makes a drafted world read as one, beyond the limits of its records: a model can keep
-to every limit and still give a date as the situation, numbers as a goal, an MBTI of ".1,1"
-or two agents of one name. Drafts are checked with these (the model is asked again once with
-what fails) and so is every draft saved."""
+to every limit and still give a date as the situation, numbers as a goal or a background story,
+an MBTI of ".1,1" or two agents of one name. Drafts are checked with these (the model is asked
+again once with what fails) and so is every draft saved."""
 
 import re
 from collections.abc import Sequence
@@ -80,4 +80,15 @@ def scenario_problems(scenarios: Sequence[dict[str, Any]]) -> list[Problem]:
             if text is not None and not is_prose(text, GOAL_WORDS):
                 message = "say what this agent wants in words, not numbers"
                 problems.append(([*at, "agent_goals", str(k)], message))
+    return problems
+
+
+def relationship_problems(relationships: Sequence[dict[str, Any]]) -> list[Problem]:
+    """Each background story (when given) told in words."""
+    problems: list[Problem] = []
+    for i, relationship in enumerate(relationships):
+        story = _text(relationship.get("background_story"))
+        if story is not None and not is_prose(story, GOAL_WORDS):
+            message = "tell how they know each other in words, not numbers"
+            problems.append((["relationships", str(i), "background_story"], message))
     return problems

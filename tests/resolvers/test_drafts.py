@@ -248,13 +248,15 @@ async def test_a_taken_id_saves_nothing(gql: GraphQLClient, unchanged: Any) -> N
 
 
 def garbage() -> dict[str, Any]:
-    """What the embedded model once drafted: both agents "James Covey", an MBTI of ".1,1", a
-    date for the situation and numbers for a goal; within every limit of the records."""
+    """What the embedded model drafted: both agents "James Covey", an MBTI of ".1,1", a date
+    for the situation, numbers for a goal and a background story; within every limit of the
+    records."""
     answer = draft_world_answer(2, 1, 2, True)
     for agent in answer["agents"]:
         agent.update(first_name="James", last_name="Covey", mbti=".1,1")
     answer["scenarios"][0].update(codename="James", scenario="19/10/2017-18:00:00")
     answer["scenarios"][0]["agent_goals"][1] = "4, 6, 11, 13, 15"
+    answer["relationships"][0]["background_story"] = "1937-1965.000m"
     return answer
 
 
@@ -270,6 +272,10 @@ IMPLAUSIBLE = [
         "describe the situation in a sentence or more, not a date or numbers",
     ),
     (["scenarios", "0", "agentGoals", "1"], "say what this agent wants in words, not numbers"),
+    (
+        ["relationships", "0", "backgroundStory"],
+        "tell how they know each other in words, not numbers",
+    ),
 ]
 
 
