@@ -19,7 +19,8 @@ from engine.generation import ask
 from engine.llm import ChatRequest, LLMRouter
 from engine.parsing import InvalidOutput, extract_json
 from engine.stats import GenerationStats
-from engine.types import AgentFields, RelationshipType
+from engine.types import MBTI_TYPES, AgentFields, RelationshipType
+from engine.wording import problems, where
 
 DRAFT_SCHEMA_NAME = "world_draft"
 RELATIONSHIP_NAMES = {level.name.lower(): level for level in RelationshipType}
@@ -153,7 +154,7 @@ def agent_schema() -> dict[str, Any]:
         "personality_and_values": _text(TEXT, "personality and values in prose"),
         "decision_making_style": _text(SHORT, "e.g. Analytical, Directive, Conceptual"),
         "secret": _text(TEXT, "something this person hides from the others"),
-        "mbti": _text(4, "Myers-Briggs type, e.g. INTJ"),
+        "mbti": {"type": "string", "enum": list(MBTI_TYPES), "description": "Myers-Briggs type"},
     }
     return {"type": "object", "properties": props, "required": list(props),
             "additionalProperties": False}  # fmt: skip
@@ -265,9 +266,8 @@ def draft_request(spec: DraftSpec) -> ChatRequest:
 
 
 def _first_error(err: ValidationError) -> str:
-    item = err.errors()[0]
-    where = ".".join(str(p) for p in item["loc"])
-    return f"{where}: {item['msg']}" if where else item["msg"]
+    loc, message = problems(err)[0]
+    return f"{where(loc)}: {message}" if loc else message
 
 
 def parse_draft(text: str, spec: DraftSpec) -> WorldDraft:

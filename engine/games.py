@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
+from engine import wording
 from engine.parsing import InvalidOutput
 from engine.types import ActionType, AgentAction
 
@@ -184,7 +185,7 @@ def game_problems(metadata: Mapping[str, Any], seats: int) -> list[Problem]:
     try:
         rules = GameRules.model_validate(dict(metadata), context={"defer_checks": True})
     except ValidationError as err:
-        return [(tuple(e["loc"]), e["msg"]) for e in err.errors()]
+        return wording.problems(err)
     return [*rules.problems(), *rules.seat_problems(seats)]
 
 

@@ -22,6 +22,7 @@ from pydantic import (
 from engine.errors import UnknownModelError
 from engine.local_model import SLOTS
 from engine.usage import Prices
+from engine.wording import plain
 
 LOCAL_MODEL = "local/gemma-3-270m"
 DEFAULT_MODEL = LOCAL_MODEL
@@ -175,7 +176,7 @@ def _problem(data: Any, error: Any) -> str:
             where += f" ({entry['name']})"
         loc = loc[2:]
     where += "".join(f".{part}" for part in loc)
-    message = str(error["msg"]).removeprefix("Value error, ")
+    message = plain(error)
     return f"{where.lstrip('.')}: {message}" if where else message
 
 

@@ -43,6 +43,10 @@ class RelationshipType(IntEnum):
     FAMILY_MEMBER = 5
 
 
+MBTI_TYPES = tuple(a + b + c + d for a in "EI" for b in "SN" for c in "TF" for d in "JP")
+"""The sixteen Myers-Briggs types."""
+
+
 class AgentFields(BaseModel):
     """Sotopia's AgentProfile fields: a profile as stored, or as a model drafts it."""
 
@@ -194,8 +198,12 @@ class EpisodeSetup(BaseModel):
         if len(self.agent_models) != len(self.agents):
             raise ValueError("agent_models needs one model per agent")
         names = [a.name for a in self.agents]
-        if len(set(names)) != len(names):
-            raise ValueError("agent names must be distinct")
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(
+                f"two agents are named {twice[0]!r}: each agent of an episode needs a name of its "
+                "own (transcripts address agents by name)"
+            )
         if not self.dimensions:
             raise ValueError("at least one evaluation dimension is needed")
         dims = [d.name for d in self.dimensions]

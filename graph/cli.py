@@ -134,35 +134,72 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="parley", description=__doc__)
-    commands = root.add_subparsers(dest="command", required=True)
+DESCRIPTION = (
+    "Parley runs social simulations: agents with goals talk in a scenario, and a judge scores "
+    "them (as in Sotopia). `parley serve` starts it; open http://127.0.0.1:8000/ for the web "
+    "app, or /graphql for the API."
+)
+DATA_DIR = "where Parley keeps the data of its own Redis and the embedded model (default ~/.parley)"
 
-    run = commands.add_parser("serve", help="run the GraphQL API (embedded Redis when unset)")
-    run.add_argument("--host", help="bind address (default 127.0.0.1)")
-    run.add_argument("--port", type=int, help="port (default 8000)")
-    run.add_argument("--data-dir", type=Path, help="where embedded data lives (default ~/.parley)")
-    run.add_argument("--no-seed", action="store_true", help="do not load sample data")
-    run.add_argument("--no-worker", action="store_true", help="serve the API only, run no episodes")
-    run.add_argument("--concurrency", type=int, help="episodes the in-process worker runs at once")
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog="parley",
+        description=DESCRIPTION,
+        epilog="`parley COMMAND --help` describes a command.",
+    )
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "serve",
+        help="run Parley: the web app, the GraphQL API and a worker for episodes",
+        description="Run the web app (at /) and the GraphQL API (at /graphql), with a worker "
+        "that runs episodes. Without REDIS_URL, Parley starts a Redis of its own in the data "
+        "directory, and loads the sample data into an empty database.",
+    )
+    run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    run.add_argument("--port", type=int, help="port to listen on (default 8000)")
+    run.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
+    run.add_argument("--no-seed", action="store_true", help="start without the sample data")
     run.add_argument(
-        "--open-dump", type=Path, help="serve a Redis dump.rdb (a copy of it) with its records"
+        "--no-worker",
+        action="store_true",
+        help="run no episodes here (start `parley worker` for them)",
+    )
+    run.add_argument(
+        "--concurrency", type=int, help="most episodes the worker runs at once (default 512)"
+    )
+    run.add_argument(
+        "--open-dump",
+        type=Path,
+        metavar="DUMP",
+        help="serve the records of a Redis dump file (such as Sotopia's datasets), from a copy",
     )
 
-    work = commands.add_parser("worker", help="run episodes from the queue (no API)")
+    work = commands.add_parser(
+        "worker",
+        help="run episodes from the queue, without the API",
+        description="Run episodes from the queue, without the API: start as many as you like, "
+        "on any machine that reaches the same Redis.",
+    )
     work.add_argument("--concurrency", type=int, help="most episodes run at once (default 512)")
-    work.add_argument("--data-dir", type=Path, help="where embedded data lives")
+    work.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
 
-    export = commands.add_parser("export-schema", help="print the GraphQL SDL")
-    export.add_argument("--output", "-o", type=Path, help="write to this file instead")
+    export = commands.add_parser("export-schema", help="print the GraphQL schema, in its text form")
+    export.add_argument("--output", "-o", type=Path, metavar="FILE", help="write it to this file")
 
-    load = commands.add_parser("seed", help="load the sample data (idempotent)")
-    load.add_argument("--data-dir", type=Path, help="where embedded data lives")
+    load = commands.add_parser(
+        "seed", help="load the sample data (records already stored are left as they are)"
+    )
+    load.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
 
     where = commands.add_parser(
-        "redis-url", help="print the URL (with its password) of the Redis Parley uses"
+        "redis-url",
+        help="print the address, with its password, of the Redis Parley uses",
+        description="Print the address, with its password, of the Redis Parley uses: give it "
+        "to Sotopia's own code as REDIS_OM_URL.",
     )
-    where.add_argument("--data-dir", type=Path, help="where embedded data lives")
+    where.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
     from graph import exchange_cli, experiment_cli
 
     exchange_cli.add_commands(commands)

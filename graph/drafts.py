@@ -211,8 +211,9 @@ def _set(values: dict[str, Any]) -> dict[str, Any]:
 class DraftMutation:
     @strawberry.mutation(
         description="Ask a model for agents, scenarios with a goal per agent, and the "
-        "relationships between the agents; one re-ask when its answer breaks the limits. "
-        "Nothing is stored."
+        "relationships between the agents; one re-ask when its answer breaks the limits or "
+        "does not read as a world (two agents of one name, an MBTI that is not one of the "
+        "sixteen types, a situation, goal or story that is not in words). Nothing is stored."
     )
     async def draft_world(self, info: Info, input: DraftWorldInput) -> DraftPayload:
         result, errors = await drafts.draft_world_from(info.context.services.models, vars(input))
@@ -245,7 +246,7 @@ class DraftMutation:
 
     @strawberry.mutation(
         description="Store an edited draft in one step: every agent, scenario and relationship, "
-        "or nothing when any part is invalid."
+        "or nothing when any part is invalid (as a draft is checked)."
     )
     async def save_draft(self, info: Info, input: SaveDraftInput) -> SaveDraftPayload:
         fields = {

@@ -33,7 +33,7 @@ from graph.types import Agent, Relationship, Scenario, load_agent
 from graph.usage_types import ModelUsage
 from lifecycle.transitions import EpisodeEvent as StoredEvent
 from resolvers import episodes, games, perspective, relationships, transcript
-from resolvers.agents import agent_name
+from resolvers.names import agent_name
 from storage import models
 
 

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from graph.server_url import server_root
 from lifecycle.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -24,31 +25,66 @@ TOKEN_VARIABLE = "PARLEY_TOKEN"
 
 
 def add_commands(commands: Any) -> None:
-    out = commands.add_parser("export", help="write records as JSONL (Sotopia's layout) or CSV")
+    out = commands.add_parser(
+        "export",
+        help="write records to a file: JSON lines in Sotopia's layout, or episodes as CSV",
+        description="Write stored records as JSON lines in Sotopia's layout: agents, scenarios, "
+        "relationships, dimension lists, finished episodes and experiments (a file another "
+        "Parley imports whole), or episodes as CSV. Episodes not finished yet are left out "
+        "unless --status asks for them.",
+    )
     out.add_argument(
         "--kind",
-        default="all",
-        help="all (default), or a comma-separated list of agents, scenarios, relationships, "
-        "dimension_lists, episodes",
+        help="what to write: all (the default; episodes with --format csv), or a "
+        "comma-separated list of agents, scenarios, relationships, dimension_lists, episodes, "
+        "experiments",
     )
-    out.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="csv: episodes")
-    out.add_argument("--tag", help="only episodes with this tag")
-    out.add_argument("--experiment", help="only episodes of this experiment id")
-    out.add_argument("--status", help="only episodes in this status (e.g. COMPLETED)")
-    out.add_argument("--agent", help="only episodes this agent id took part in")
-    out.add_argument("--scenario", help="only episodes of this scenario id")
-    out.add_argument("--output", "-o", type=Path, help="write to this file (default stdout)")
-    _remote(out)
+    out.add_argument(
+        "--format",
+        choices=["jsonl", "csv"],
+        default="jsonl",
+        help="jsonl (the default) or csv (episodes only)",
+    )
+    out.add_argument("--tag", help="only episodes and experiments with this tag")
+    out.add_argument("--experiment", metavar="ID", help="only this experiment and its episodes")
+    out.add_argument(
+        "--status",
+        help="only episodes in this status, e.g. COMPLETED or FAILED (default: every finished one)",
+    )
+    out.add_argument("--agent", metavar="ID", help="only episodes this agent took part in")
+    out.add_argument("--scenario", metavar="ID", help="only episodes of this scenario")
+    out.add_argument(
+        "--output", "-o", type=Path, metavar="FILE", help="write to this file (default: the screen)"
+    )
+    _remote(out, "export from")
 
-    into = commands.add_parser("import", help="read JSONL records (idempotent, by id)")
-    into.add_argument("file", help="a JSONL file, or - for stdin")
-    _remote(into)
+    into = commands.add_parser(
+        "import",
+        help="read records from a JSON lines file (records already stored are skipped)",
+        description="Read records from a JSON lines file written by `parley export` or by "
+        "Sotopia. Each line is checked whole before it is stored; a record whose id is stored "
+        "already is skipped. Lines that cannot be imported are listed, and the exit status is "
+        "then 1.",
+    )
+    into.add_argument("file", help="the file, or - to read it from standard input")
+    _remote(into, "import into")
 
 
-def _remote(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--url", help="a Parley server to use (e.g. http://host:8000)")
-    command.add_argument("--token", help=f"its bearer token (default ${TOKEN_VARIABLE})")
-    command.add_argument("--data-dir", type=Path, help="where embedded data lives")
+def _remote(command: argparse.ArgumentParser, verb: str) -> None:
+    command.add_argument(
+        "--url",
+        help=f"a running Parley server to {verb}: its address (http://host:8000) or its "
+        "/graphql address (default: this machine's Parley data, with no server)",
+    )
+    command.add_argument(
+        "--token", help=f"the server's access token, if it needs one (default ${TOKEN_VARIABLE})"
+    )
+    command.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="where Parley keeps its data (default ~/.parley)",
+    )
 
 
 def run(args: argparse.Namespace, settings: RunSettings) -> None:
@@ -64,6 +100,8 @@ def run(args: argparse.Namespace, settings: RunSettings) -> None:
 
 def _run(args: argparse.Namespace, settings: RunSettings) -> None:
     token = args.token or os.environ.get(TOKEN_VARIABLE)
+    if args.url:
+        args.url = server_root(args.url)
     if args.command == "export":
         params = export_params(args)
         with output(args.output) as sink:

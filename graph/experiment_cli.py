@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graph.server_url import server_root
+
 if TYPE_CHECKING:
     import aiohttp
 
@@ -120,7 +122,7 @@ class Remote:
 
     def __init__(self, session: "aiohttp.ClientSession", url: str, token: str | None) -> None:
         self.session = session
-        self.url = url.rstrip("/") + "/graphql"
+        self.url = server_root(url) + "/graphql"
         self.token = token
 
     def headers(self) -> dict[str, str]:
@@ -203,9 +205,12 @@ def describe(progress: dict[str, Any]) -> dict[str, str]:
     if progress["pending"]:
         parts.insert(0, f"not queued {progress['pending']}")
     left = progress["secondsLeft"]
+    rate = progress["episodesPerMinute"]
     return {
         "counts": ", ".join(parts) or "nothing yet",
-        "rate": f"{progress['episodesPerMinute']:.1f}/min",
+        "rate": f"{rate:.1f} completed/min"
+        if rate
+        else "none completed" + ("" if progress["finished"] else " yet"),
         "left": "?" if left is None else f"{int(left) // 60}:{int(left) % 60:02d}",
     }
 
@@ -270,7 +275,7 @@ def results_table(groups: list[dict[str, Any]], by: list[str], margin: str) -> A
     dimensions = [d["dimension"] for d in groups[0]["dimensions"]] if groups else []
     for dimension in dimensions:
         table.add_column(dimension.replace("_", " "), justify="right")
-    table.add_column("scores", justify="right")
+    table.add_column("seat scores", justify="right")
     table.add_column("not in the means")
     for group in groups:
         cells = {d["dimension"]: d for d in group["dimensions"]}
@@ -285,10 +290,20 @@ def results_table(groups: list[dict[str, Any]], by: list[str], margin: str) -> A
             if margin == "sotopia":
                 half = found["sotopiaMargin"]
             row.append(f"{found['mean']:.2f}" + ("" if half is None else f" ± {half:.2f}"))
-        apart = ("failed", "cancelled", "unscored", "unfinished")
-        row += [str(group["scored"]), ", ".join(f"{group[k]} {k}" for k in apart if group[k])]
+        row += [str(group["scored"]), apart(group)]
         table.add_row(*row)
     return table
+
+
+def apart(group: dict[str, Any]) -> str:
+    """The group's episodes left out of the means, by why: `12 episodes: 11 failed, 1 unscored`
+    (episodes, each once, whichever of its seats are in the group)."""
+    counts = [(group[k], k) for k in ("failed", "cancelled", "unscored", "unfinished") if group[k]]
+    total = sum(n for n, _ in counts)
+    if not total:
+        return ""
+    noun = "episode" if total == 1 else "episodes"
+    return f"{total} {noun}: " + ", ".join(f"{n} {why}" for n, why in counts)
 
 
 async def show_results(remote: Remote, args: argparse.Namespace) -> int:
@@ -309,7 +324,7 @@ async def show_results(remote: Remote, args: argparse.Namespace) -> int:
     else:
         # Wide enough not to fold the table when the output is a file or a pipe.
         Console(width=None if os.isatty(1) else 240).print(results_table(groups, by, args.margin))
-    return COMPLETED if groups else UNFINISHED
+    return COMPLETED if any(group["scored"] for group in groups) else UNFINISHED
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -344,38 +359,72 @@ def main(args: argparse.Namespace) -> int:
         return DETACHED
 
 
+FOLLOWING = (
+    "Ctrl-C stops showing the progress and leaves the episodes running. Exit status: 0 when "
+    "every episode completed, 1 when the experiment ended otherwise, 2 on an error, 130 after "
+    "Ctrl-C."
+)
+
+
 def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    experiment = commands.add_parser("experiment", help="run and watch experiments")
-    actions = experiment.add_subparsers(dest="experiment_command", required=True)
-    run = actions.add_parser("run", help="create or find the experiment of a design file, start it")
-    run.add_argument("design", type=Path, help="the design, a TOML file")
-    watch = actions.add_parser("watch", help="show an experiment's progress until it ends")
-    watch.add_argument("id", help="the experiment's id")
-    results = actions.add_parser(
-        "results", help="print an experiment's mean scores with 95%% intervals"
+    experiment = commands.add_parser(
+        "experiment", help="run experiments on a Parley server and read their results"
     )
-    results.add_argument("id", help="the experiment's id")
+    actions = experiment.add_subparsers(dest="experiment_command", required=True, metavar="ACTION")
+    run = actions.add_parser(
+        "run",
+        help="run the experiment a design file describes, and show its progress",
+        description="Create the experiment a design file describes (or find it, by its name "
+        "and tag), start it, or resume it where it stopped, and show its progress.",
+        epilog=FOLLOWING,
+    )
+    run.add_argument(
+        "design",
+        type=Path,
+        metavar="DESIGN.toml",
+        help="the design file (examples/experiments/design.toml is one)",
+    )
+    watch = actions.add_parser(
+        "watch",
+        help="show an experiment's progress until every episode has ended",
+        epilog=FOLLOWING,
+    )
+    watch.add_argument("id", metavar="ID", help="the experiment's id")
+    results = actions.add_parser(
+        "results",
+        help="print an experiment's mean scores with 95%% margins",
+        description="Print an experiment's mean scores with 95% margins, one row per model, "
+        "with its seat scores and the episodes left out of the means. Exit status: 0, or 1 "
+        "when nothing is scored yet, 2 on an error.",
+    )
+    results.add_argument("id", metavar="ID", help="the experiment's id")
     results.add_argument(
         "--by",
         default="model",
-        help=f"group by these, comma-separated: {', '.join(GROUP_KEYS)} (default model)",
+        help=f"rows by these, comma-separated: {', '.join(GROUP_KEYS)} (default model)",
     )
     results.add_argument(
         "--margin",
         choices=("t", "sotopia"),
         default="t",
-        help="t: mean ± t(0.975, n-1)·sd/√n; sotopia: the margin `sotopia benchmark` prints",
+        help="t: the t interval, mean ± t(0.975, n-1)·sd/√n (the default); sotopia: the "
+        "margin `sotopia benchmark` prints",
     )
-    results.add_argument("--evaluation", help="a re-judging's id (default: the episodes' own)")
-    results.add_argument("--json", action="store_true", help="print the groups as JSON")
+    results.add_argument(
+        "--evaluation", metavar="ID", help="a re-judging's scores (default: the episodes' own)"
+    )
+    results.add_argument(
+        "--json", action="store_true", help="print the rows as JSON instead of a table"
+    )
     for command in (run, watch, results):
         command.add_argument(
             "--url",
             default=os.environ.get("PARLEY_URL", DEFAULT_URL),
-            help=f"the Parley server (default $PARLEY_URL or {DEFAULT_URL})",
+            help="the Parley server: its address or its /graphql address (default $PARLEY_URL "
+            f"or {DEFAULT_URL})",
         )
         command.add_argument(
             "--token",
             default=os.environ.get("PARLEY_TOKEN"),
-            help="bearer token, when the server has PARLEY_TOKENS set (default $PARLEY_TOKEN)",
+            help="the server's access token, if it needs one (default $PARLEY_TOKEN)",
         )

@@ -152,11 +152,17 @@ class ExperimentProgress:
     def unfinished(self) -> int:
         return self.progress.unfinished
 
-    @strawberry.field(description="Episodes ended per minute since the latest start.")
+    @strawberry.field(
+        description="Episodes completed per minute since the latest start; failed and cancelled "
+        "ones are not counted (they often end at once). 0 while none has completed."
+    )
     def episodes_per_minute(self) -> float:
         return round(self.progress.episodes_per_minute, 3)
 
-    @strawberry.field(description="Estimated seconds until every slot has ended, at that rate.")
+    @strawberry.field(
+        description="Estimated seconds until every slot has ended, at that rate; null while no "
+        "episode has completed, 0 once every slot has ended."
+    )
     def seconds_left(self) -> float | None:
         left = self.progress.seconds_left
         return None if left is None else round(left, 1)

@@ -168,24 +168,33 @@ class ResultGroup:
     def judge_model(self) -> str | None:
         return _text(self.group, GroupBy.JUDGE_MODEL)
 
-    @strawberry.field(description="Scores in the means.")
+    @strawberry.field(
+        description="Seat scores in the means: one per seat in the group, so an episode with "
+        "both seats in it (a model against itself) gives two."
+    )
     def scored(self) -> int:
         return self.group.scored
 
-    @strawberry.field(description="FAILED episodes (or failed re-judgements): not in the means.")
+    @strawberry.field(
+        description="FAILED episodes (or failed re-judgements) with a seat in the group, each "
+        "counted once: not in the means."
+    )
     def failed(self) -> int:
         return self.group.failed
 
-    @strawberry.field(description="CANCELLED episodes: not in the means.")
+    @strawberry.field(description="CANCELLED episodes, each counted once: not in the means.")
     def cancelled(self) -> int:
         return self.group.cancelled
 
-    @strawberry.field(description="Episodes (or re-judgements) not finished yet.")
+    @strawberry.field(
+        description="Episodes (or re-judgements) not finished yet, each counted once."
+    )
     def unfinished(self) -> int:
         return self.group.unfinished
 
     @strawberry.field(
-        description="Finished episodes whose judge gave no scores (Sotopia's 0.0 reward)."
+        description="Finished episodes whose judge gave no scores for their seats in the group "
+        "(Sotopia's 0.0 reward), each counted once."
     )
     def unscored(self) -> int:
         return self.group.unscored

@@ -9,8 +9,9 @@ from graph.game_types import ScenarioGame, scenario_game_type
 from graph.listed import Listed
 from graph.projection import Reads
 from resolvers import games, relationships
-from resolvers.agents import AGENT, agent_name
+from resolvers.agents import AGENT
 from resolvers.dimensions import dimensions_of
+from resolvers.names import agent_name
 from resolvers.relationships import RELATIONSHIP
 from resolvers.scenarios import SCENARIO
 from storage import models

@@ -26,6 +26,7 @@ from lifecycle.jobs import JobQueue
 from resolvers.drafts import SAVE_SCENARIOS, Prompt, checked_cast, draft_check
 from resolvers.errors import ErrorCode, UserError, camel, from_validation
 from resolvers.limits import LIST_MAX, RecordId, ShortText
+from resolvers.plausible import name_problems
 from resolvers.records import storable
 from storage import keys
 from storage.models import RelationshipType
@@ -136,6 +137,12 @@ class DraftJob:
                 errors.append(UserError(field, message, ErrorCode.INVALID))
             whole.agents += draft.agents
             whole.scenarios += draft.scenarios
+        # Two parts can each draft an agent of one name: no part's check sees both.
+        reported = {(tuple(e.field), e.message) for e in errors}
+        for path, message in name_problems([a.model_dump() for a in whole.agents]):
+            field = ["draft", *(camel(p) for p in path)]
+            if (tuple(field), message) not in reported:
+                errors.append(UserError(field, message, ErrorCode.INVALID))
         return whole, errors
 
 

@@ -51,7 +51,10 @@ class Progress:
     """Slots with no episode yet."""
     counts: dict[EpisodeStatus, int] = field(default_factory=dict)
     episodes_per_minute: float = 0.0
+    """Episodes completed a minute since the latest start; failed and cancelled ones, which
+    often end at once, say nothing of how fast the rest will go."""
     seconds_left: float | None = None
+    """At that rate; None while no episode has completed, 0 once every slot has ended."""
 
     @property
     def unfinished(self) -> int:
@@ -249,10 +252,12 @@ class Tally:
         if self.since is None:
             return Progress(self.total, pending, dict(counts))
         since = self.since
-        ended = [at for s, at in self.states.values() if s.terminal and at >= since]
+        done = [
+            at for s, at in self.states.values() if s == EpisodeStatus.COMPLETED and at >= since
+        ]
         unfinished = pending + sum(counts.get(s, 0) for s in UNFINISHED)
-        span = (now if unfinished else max(ended, default=since)) - since
-        rate = len(ended) / span if span > 0 and ended else 0.0
+        span = (now if unfinished else max(done, default=since)) - since
+        rate = len(done) / span if span > 0 and done else 0.0
         left = unfinished / rate if rate > 0 else (0.0 if not unfinished else None)
         return Progress(self.total, pending, dict(counts), rate * 60, left)
 

@@ -57,7 +57,7 @@ class RejudgeFields(BaseModel, extra="forbid"):
     def one_selection(self) -> "RejudgeFields":
         given = [x for x in (self.episode_ids, self.experiment_id, self.tag) if x is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of episode_ids, experiment_id and tag")
+            raise ValueError("give exactly one of: episode ids, an experiment id, a tag")
         return self
 
 

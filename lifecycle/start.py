@@ -1,6 +1,7 @@
-"""Starting an episode: validate its values and models, then, in one Redis script (one round
-trip), check that the records it names exist and store it QUEUED, announce it and queue its job;
-also cancelling and deleting one."""
+"""Starting an episode: validate its values and models, read its agents' names (one round trip:
+two agents of one name cannot share an episode), then, in one Redis script (one more), check that
+the records it names exist and store it QUEUED, announce it and queue its job; also cancelling
+and deleting one."""
 
 import logging
 import time
@@ -20,8 +21,10 @@ from lifecycle import failpoints, logs
 from lifecycle.seats import new_token, seat_keys, token_hash
 from lifecycle.services import Services
 from lifecycle.transitions import initial_history
+from resolvers.agents import agent_names
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import RecordId, ShortText
+from resolvers.names import same_names
 from resolvers.records import exist, get_or_none, storable
 from storage import keys
 from storage.models import (
@@ -65,13 +68,13 @@ class SimulationFields(BaseModel, extra="forbid"):
     @model_validator(mode="after")
     def consistent(self) -> "SimulationFields":
         if len(set(self.agent_ids)) != len(self.agent_ids):
-            raise ValueError("agent_ids must be distinct")
+            raise ValueError("pick each agent once")
         if len(self.agent_models) not in (1, len(self.agent_ids)):
-            raise ValueError("agent_models takes one model for all agents or one per agent")
+            raise ValueError("give one model for every agent, or one per agent")
         if len(set(self.human_seats)) != len(self.human_seats):
-            raise ValueError("human_seats must be distinct")
+            raise ValueError("name each person's seat once")
         if any(seat >= len(self.agent_ids) for seat in self.human_seats):
-            raise ValueError(f"human_seats are seat numbers below {len(self.agent_ids)}")
+            raise ValueError(f"seats are numbered 0 to {len(self.agent_ids) - 1}")
         return self
 
     def models_per_agent(self) -> list[str]:
@@ -148,6 +151,28 @@ def model_errors(
     return errors
 
 
+async def names_of(client: redis.Redis, valids: Sequence[SimulationFields]) -> dict[str, str]:
+    """The name of every agent the requests seat, in one round trip ("" for one not stored)."""
+    pks = sorted({pk for valid in valids for pk in valid.agent_ids})
+    return dict(zip(pks, await agent_names(client, pks), strict=True))
+
+
+def name_errors(
+    valid: SimulationFields, names: dict[str, str], prefix: Sequence[str]
+) -> list[UserError]:
+    """An error on each agent that goes by the name of an earlier one of the same request."""
+    seated = [names.get(pk, "") for pk in valid.agent_ids]
+    errors = []
+    for first, later in same_names(seated):
+        message = (
+            f"agents {valid.agent_ids[first]!r} and {valid.agent_ids[later]!r} are both named "
+            f"{seated[later]!r}: pick agents with different names (a transcript tells agents "
+            "apart by name)"
+        )
+        errors.append(UserError([*prefix, "agentIds", str(later)], message, ErrorCode.INVALID))
+    return errors
+
+
 async def check(
     client: redis.Redis,
     fields: dict[str, Any],
@@ -160,6 +185,7 @@ async def check(
         return None, errors
     found = await exist(client, references(valid))
     errors = reference_errors(valid, found, prefix) + model_errors(valid, models, prefix)
+    errors += name_errors(valid, await names_of(client, [valid]), prefix)
     return (None, errors) if errors else (valid, [])
 
 
@@ -230,8 +256,10 @@ async def start_many(
     prefixes = [prefix or ("inputs", str(i)) for i in range(len(batch))]
     parsed = [parse(f, p) for f, p in zip(batch, prefixes, strict=True)]
     valids = [valid for valid, _ in parsed if valid is not None]
+    names = await names_of(services.client, valids) if len(valids) == len(batch) else {}
     if len(valids) < len(batch) or any(
-        model_errors(v, services.models, p) for v, p in zip(valids, prefixes, strict=True)
+        model_errors(v, services.models, p) or name_errors(v, names, p)
+        for v, p in zip(valids, prefixes, strict=True)
     ):
         # Refused already: report each request's errors, the stored world's included.
         checked = [

@@ -10,6 +10,7 @@ from resolvers.errors import ErrorCode, UserError, from_validation, not_found, s
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import Age, LongText, Name, ShortText, Tags
+from resolvers.names import agent_name
 from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
 from resolvers.relationships import delete_relationships, relationships_of
@@ -92,10 +93,36 @@ async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, lis
 async def update_agent(
     pk: str, changes: dict[str, Any]
 ) -> tuple[AgentProfile | None, list[UserError]]:
+    """Change an agent; a new name is refused when an agent it has a relationship with goes by
+    that name (the two would be drawn as a pair whose transcript cannot tell them apart)."""
     agent = await get_agent(pk)
     if agent is None:
         return None, [not_found("agent", pk)]
+    renamed = {"first_name", "last_name"} & set(changes)
+    if renamed:
+        errors = await _partner_named(agent, changes)
+        if errors:
+            return None, errors
     return await update_fields(agent, AgentFields, changes)
+
+
+async def _partner_named(agent: AgentProfile, changes: dict[str, Any]) -> list[UserError]:
+    first, last = (changes.get(n, getattr(agent, n)) for n in ("first_name", "last_name"))
+    if not isinstance(first, str) or not isinstance(last, str):
+        return []  # the validation says what is wrong with them
+    name = f"{first.strip()} {last.strip()}".strip()
+    for relationship in await relationships_of(str(agent.pk)):
+        ends = (relationship.agent_1_id, relationship.agent_2_id)
+        other = ends[1] if ends[0] == agent.pk else ends[0]
+        partner = await get_agent(other)
+        if partner is not None and agent_name(partner) == name:
+            message = (
+                f"agent {other!r}, with whom this agent has a relationship, is named {name!r}: "
+                "two agents who may meet in an episode need different names"
+            )
+            field = "firstName" if "first_name" in changes else "lastName"
+            return [UserError(["input", field], message, ErrorCode.CONFLICT)]
+    return []
 
 
 async def delete_agent(
@@ -120,14 +147,11 @@ async def delete_agent(
 
 async def get_agents(client: redis.Redis, pks: list[str]) -> list[AgentProfile | None]:
     """Several agents in one round trip, in the order asked, None where missing."""
+    if not pks:
+        return []
     keys = [AgentProfile.make_primary_key(pk) for pk in pks]
     documents: list[list[dict[str, Any]] | None] = await client.json().mget(keys, "$")  # type: ignore[assignment]
     return [AgentProfile.model_validate(doc[0]) if doc else None for doc in documents]
-
-
-def agent_name(agent: AgentProfile) -> str:
-    """The name an agent goes by in transcripts: its first and last name."""
-    return f"{agent.first_name} {agent.last_name}".strip()
 
 
 async def agent_names(client: redis.Redis, pks: list[str]) -> list[str]:

@@ -19,10 +19,17 @@ from engine.errors import LLMError, UnknownModelError
 from engine.llm import LLMRouter, ModelCatalog
 from engine.models import LOCAL_MODEL
 from engine.stats import GenerationStats
-from resolvers.agents import NewAgent, agent_name, get_agents
-from resolvers.errors import ErrorCode, UserError, camel
+from resolvers.agents import NewAgent, get_agents
+from resolvers.errors import ErrorCode, UserError, camel, plain_problems
 from resolvers.fields import WriteModel
 from resolvers.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
+from resolvers.names import agent_name
+from resolvers.plausible import (
+    Problem,
+    agent_problems,
+    relationship_problems,
+    scenario_problems,
+)
 from resolvers.relationships import RELATIONSHIP
 from resolvers.scenarios import NewScenario
 from storage import keys
@@ -36,8 +43,6 @@ PART_COUNT = 10
 """Most agents or scenarios one draftAgents / draftScenarios asks for (larger: a draft job)."""
 SAVE_SCENARIOS = 500
 """Most scenarios one saveDraft stores (a draft job's result, say)."""
-
-Problem = tuple[list[str], str]
 
 
 class DraftWorldFields(WriteModel):
@@ -103,11 +108,7 @@ def _invalid(prefix: str, problems: list[Problem]) -> list[UserError]:
 
 
 def _problems(err: ValidationError, at: list[Any]) -> list[Problem]:
-    out = []
-    for item in err.errors():
-        where = [*at, *item["loc"]]
-        out.append(([str(p) for p in where], item["msg"].removeprefix("Value error, ")))
-    return out
+    return [([str(p) for p in [*at, *loc]], message) for loc, message in plain_problems(err)]
 
 
 @dataclass
@@ -123,8 +124,9 @@ def check_parts(
     relationships: list[dict[str, Any]],
     seats: int | None = None,
 ) -> tuple[Checked, list[Problem]]:
-    """Each part against the create mutations' validation; relationships against the agents
-    of the same draft (in range, one per pair)."""
+    """Each part against the create mutations' validation and for plausibility (resolvers/
+    plausible.py); relationships against the agents of the same draft (in range, one per
+    pair)."""
     problems: list[Problem] = []
     checked = Checked([], [], [])
     for kind, items, model in (
@@ -160,6 +162,11 @@ def check_parts(
     for i, agent in enumerate(agents):
         if agent.get("pk") and given.count(agent["pk"]) > 1:
             problems.append((["agents", str(i), "pk"], "the same id is given twice"))
+    reported = {tuple(path) for path, _ in problems}
+    plausible = (
+        agent_problems(agents) + scenario_problems(scenarios) + relationship_problems(relationships)
+    )
+    problems += [p for p in plausible if tuple(p[0]) not in reported]
     return checked, problems
 
 

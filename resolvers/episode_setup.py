@@ -11,6 +11,7 @@ from engine.types import (
     RelationshipSpec,
     ScenarioSpec,
 )
+from engine.wording import summary
 from storage.models import (
     AgentProfile,
     CustomEvaluationDimension,
@@ -60,7 +61,9 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
             "a scenario, agent or dimension list of this episode was deleted"
         ) from None
     except ValidationError as err:
-        raise SetupError(f"the stored records do not make a valid episode: {err}") from None
+        raise SetupError(
+            f"the stored records do not make a valid episode: {summary(err)}"
+        ) from None
 
 
 async def load_dimensions(list_id: str | None) -> list[DimensionSpec]:

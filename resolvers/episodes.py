@@ -8,7 +8,7 @@ from resolvers.keyset import SortOrder, newest_first
 from resolvers.pagination import Page, fetch_hits, fetch_page
 from resolvers.records import get_or_none
 from resolvers.search import Hit
-from storage.models import EpisodeLog, EpisodeStatus
+from storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from storage.tracking import TrackedDocuments
 
 EPISODES = newest_first("episodes")
@@ -25,8 +25,10 @@ def episode_query(
     agent_id: str | None = None,
     scenario_id: str | None = None,
     experiment_id: str | None = None,
+    finished: bool = False,
 ) -> Any:
-    """The episodes matching the filters (listed in the order of EPISODES)."""
+    """The episodes matching the filters (listed in the order of EPISODES); `finished`: none
+    that is still unfinished (Sotopia's, which have no status, are finished)."""
     terms: list[Any] = []
     if tag:
         terms.append(EpisodeLog.tag == searchable_tag(tag))
@@ -38,6 +40,8 @@ def episode_query(
         terms.append(EpisodeLog.agents << [searchable_tag(agent_id)])  # type: ignore[operator]
     if scenario_id:
         terms.append(EpisodeLog.environment == searchable_tag(scenario_id))
+    if finished:
+        terms.append(~(EpisodeLog.status << [s.value for s in UNFINISHED]))  # type: ignore[operator]
     return EpisodeLog.find(*terms)
 
 

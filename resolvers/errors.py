@@ -5,7 +5,8 @@ from enum import Enum
 
 from pydantic import ValidationError
 
-from resolvers.limits import has_utf8_form
+from engine.wording import Location, problems
+from resolvers.limits import PATTERNS, has_utf8_form
 
 
 class ErrorCode(Enum):
@@ -37,14 +38,23 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+def field_path(prefix: str, loc: Location) -> list[str]:
+    """A validation error's location as a GraphQL (camelCase) field path under `prefix`."""
+    return [prefix, *(camel(p) if isinstance(p, str) else str(p) for p in loc)]
+
+
+def plain_problems(error: ValidationError) -> list[tuple[Location, str]]:
+    """(location, message in plain words) of each pydantic error: no pydantic phrasing or
+    documentation link ever reaches a user."""
+    return problems(error, PATTERNS)
+
+
 def from_validation(error: ValidationError, prefix: str = "input") -> list[UserError]:
     """One user error per pydantic error, with the GraphQL (camelCase) field path."""
-    errors = []
-    for item in error.errors():
-        path = [prefix, *(camel(str(p)) if isinstance(p, str) else str(p) for p in item["loc"])]
-        message = item["msg"].removeprefix("Value error, ")
-        errors.append(UserError(field=path, message=message, code=ErrorCode.INVALID))
-    return errors
+    return [
+        UserError(field=field_path(prefix, loc), message=message, code=ErrorCode.INVALID)
+        for loc, message in plain_problems(error)
+    ]
 
 
 def not_found(kind: str, pk: str, field: str = "id") -> UserError:

@@ -4,12 +4,15 @@ The stored world is read once (scenarios, agents, relationships, each sorted by 
 expansion is a pure function of the design and those sorted lists: the same design and seed give
 the same slots whatever order Redis returns records in. Sampling follows Sotopia's samplers:
 `uniform` draws two distinct agents from all of them (with replacement across draws), and
-`relationship` draws stored relationships whose kind matches the scenario's.
+`relationship` draws stored relationships whose kind matches the scenario's. Neither ever draws
+two agents of one name (an episode's transcript tells its agents apart by name): `uniform`
+draws the second agent again among those named otherwise, `relationship` leaves such
+relationships out, and a design that cannot avoid such a pair is refused.
 """
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -22,6 +25,7 @@ from engine.models import DEFAULT_MODEL
 from engine.types import TurnOrder
 from resolvers.errors import ErrorCode, UserError, from_validation, searchable_tag
 from resolvers.limits import RecordId, ShortText
+from resolvers.names import agent_name, same_names
 from resolvers.records import exist
 from storage.models import (
     AgentProfile,
@@ -112,6 +116,8 @@ class World:
     scenarios: list[EnvironmentProfile]
     agents: list[str]
     relationships: list[RelationshipProfile]
+    names: dict[str, str] = field(default_factory=dict)
+    """Agent id -> the name it goes by (an agent not in it clashes with none)."""
 
     @classmethod
     def of(
@@ -120,10 +126,17 @@ class World:
         agents: Sequence[str],
         relationships: Sequence[RelationshipProfile],
         keep_order: bool = False,
+        names: dict[str, str] | None = None,
     ) -> "World":
         """The world with each list sorted by id (scenarios kept in order when named by id)."""
         ordered = list(scenarios) if keep_order else sorted(scenarios, key=lambda s: str(s.pk))
-        return cls(ordered, sorted(agents), sorted(relationships, key=lambda r: str(r.pk)))
+        by_id = sorted(relationships, key=lambda r: str(r.pk))
+        return cls(ordered, sorted(agents), by_id, dict(names or {}))
+
+    def same_name(self, agent: str, other: str) -> bool:
+        """Whether the two agents go by one name (so cannot meet in an episode)."""
+        name = self.names.get(agent)
+        return bool(name) and name == self.names.get(other)
 
 
 def parse(fields: dict[str, Any], prefix: Sequence[str]) -> tuple[Design | None, list[UserError]]:
@@ -158,13 +171,35 @@ def pairs_for(
     if agents.sample == Sampling.UNIFORM:
         if len(world.agents) < 2:
             return [], "uniform sampling needs at least two agents"
-        return [rng.sample(world.agents, 2) for _ in range(n)], None
+        first = world.agents[0]
+        if all(world.same_name(first, other) for other in world.agents[1:]):
+            name = world.names[first]
+            return [], f"uniform sampling needs two agents with different names: all are {name!r}"
+        return [uniform_pair(rng, world) for _ in range(n)], None
     kind = RelationshipType(scenario.relationship)
-    matching = [r for r in world.relationships if r.relationship == kind]
+    of_kind = [r for r in world.relationships if r.relationship == kind]
+    matching = [r for r in of_kind if not world.same_name(r.agent_1_id, r.agent_2_id)]
     if not matching:
-        return [], f"no stored relationship is {kind.name} as scenario {scenario.pk!r} needs"
+        why = f"no stored relationship is {kind.name} as scenario {scenario.pk!r} needs"
+        if of_kind:
+            why = (
+                f"every stored relationship that is {kind.name}, as scenario {scenario.pk!r} "
+                "needs, joins two agents of the same name"
+            )
+        return [], why
     drawn = rng.sample(matching, n) if n <= len(matching) else rng.choices(matching, k=n)
     return [[r.agent_1_id, r.agent_2_id] for r in drawn], None
+
+
+def uniform_pair(rng: random.Random, world: World) -> list[str]:
+    """Two distinct agents; when they go by one name, the second is drawn again among the
+    agents named otherwise (there are some: the caller checked)."""
+    first, second = rng.sample(world.agents, 2)
+    if world.same_name(first, second):
+        second = rng.choice(
+            [a for a in world.agents if a != first and not world.same_name(first, a)]
+        )
+    return [first, second]
 
 
 def expand(design: Design, world: World) -> tuple[list[ExperimentSlot], list[UserError]]:
@@ -219,6 +254,8 @@ def model_errors(design: Design, models: ModelCatalog) -> list[UserError]:
 
 async def read_many[R: Record](client: redis.Redis, model: type[R], pks: list[str]) -> list[R]:
     """The stored records among `pks`, in one round trip."""
+    if not pks:
+        return []
     documents: list[Any] = await client.json().mget([model.make_primary_key(pk) for pk in pks], "$")
     return [model.model_validate(doc[0]) for doc in documents if doc]
 
@@ -250,12 +287,15 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
     agents = design.agents
     agent_ids: list[str] = []
     relationships: list[RelationshipProfile] = []
+    names: dict[str, str] = {}
     if agents.pairs is not None:
-        errors += await missing_agents(client, agents.pairs)
+        errors += await pair_errors(client, agents.pairs)
     else:
         if agents.sample == Sampling.UNIFORM or agents.tag:
             terms = [AgentProfile.tag == searchable_tag(agents.tag)] if agents.tag else []
-            agent_ids = [str(a.pk) for a in await AgentProfile.find(*terms).all()]
+            found = await AgentProfile.find(*terms).all()
+            agent_ids = [str(a.pk) for a in found]
+            names = {str(a.pk): agent_name(a) for a in found}
         if agents.sample == Sampling.RELATIONSHIP:
             tagged = set(agent_ids)
             relationships = [
@@ -263,6 +303,8 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
                 for r in await RelationshipProfile.find().all()
                 if not agents.tag or {r.agent_1_id, r.agent_2_id} <= tagged
             ]
+            ends = sorted({pk for r in relationships for pk in (r.agent_1_id, r.agent_2_id)})
+            names = {str(a.pk): agent_name(a) for a in await read_many(client, AgentProfile, ends)}
             agent_ids = []
     list_id = design.evaluation_dimension_list_id
     if list_id and await exist(client, [(CustomEvaluationDimensionList, list_id)]) != [True]:
@@ -271,19 +313,29 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
         errors.append(UserError(field, message, ErrorCode.NOT_FOUND))
     if errors:
         return None, errors
-    return World.of(scenarios, agent_ids, relationships, keep_order=chosen.ids is not None), []
+    keep_order = chosen.ids is not None
+    return World.of(scenarios, agent_ids, relationships, keep_order, names), []
 
 
-async def missing_agents(client: redis.Redis, pairs: list[list[str]]) -> list[UserError]:
+async def pair_errors(client: redis.Redis, pairs: list[list[str]]) -> list[UserError]:
+    """NOT_FOUND for each agent of the explicit pairs that is not stored, INVALID for each pair
+    of two agents of one name."""
     wanted = sorted({pk for pair in pairs for pk in pair})
-    stored = await exist(client, [(AgentProfile, pk) for pk in wanted])
-    found = {pk for pk, ok in zip(wanted, stored, strict=True) if ok}
+    names = {str(a.pk): agent_name(a) for a in await read_many(client, AgentProfile, wanted)}
     errors: list[UserError] = []
     for i, pair in enumerate(pairs):
+        where = ["input", "design", "agents", "pairs", str(i)]
         for j, pk in enumerate(pair):
-            if pk not in found:
-                field = ["input", "design", "agents", "pairs", str(i), str(j)]
-                errors.append(UserError(field, f"no agent with id {pk!r}", ErrorCode.NOT_FOUND))
+            if pk not in names:
+                message = f"no agent with id {pk!r}"
+                errors.append(UserError([*where, str(j)], message, ErrorCode.NOT_FOUND))
+        for first, later in same_names([names.get(pk, "") for pk in pair]):
+            message = (
+                f"agents {pair[first]!r} and {pair[later]!r} are both named "
+                f"{names[pair[later]]!r}: pair agents with different names (a transcript tells "
+                "agents apart by name)"
+            )
+            errors.append(UserError([*where, str(later)], message, ErrorCode.INVALID))
     return errors
 
 

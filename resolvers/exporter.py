@@ -19,8 +19,10 @@ import redis.asyncio as redis
 
 from resolvers import sotopia_format as fmt
 from resolvers.episodes import episode_query
-from resolvers.errors import BadArgument
+from resolvers.errors import BadArgument, searchable_tag
 from resolvers.pagination import searchable
+from resolvers.records import storable
+from storage.experiments import ExperimentStore
 from storage.keys import index_name
 from storage.models import (
     AgentProfile,
@@ -29,6 +31,7 @@ from storage.models import (
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
+    Experiment,
     Record,
     RelationshipProfile,
 )
@@ -45,7 +48,9 @@ class Format(StrEnum):
 
 @dataclass(frozen=True)
 class EpisodeFilter:
-    """Which episodes to export (every one when nothing is set)."""
+    """Which episodes to export: with no status, every finished one (an unfinished episode
+    cannot be imported: it would stand in the queue of a server with no job for it); the
+    experiment and tag select experiments too."""
 
     tag: str | None = None
     experiment_id: str | None = None
@@ -54,7 +59,12 @@ class EpisodeFilter:
     scenario_id: str | None = None
 
     def query(self) -> Any:
-        return episode_query(**dataclasses.asdict(self))
+        return episode_query(**dataclasses.asdict(self), finished=self.status is None)
+
+    def experiments(self) -> Any:
+        """The experiments to export (one by id: see `experiment_id`)."""
+        terms = [Experiment.tag == searchable_tag(self.tag)] if self.tag else []
+        return Experiment.find(*terms)
 
 
 ALL_KINDS = tuple(fmt.Kind)
@@ -64,6 +74,7 @@ MODELS: dict[fmt.Kind, type[Record]] = {
     fmt.Kind.RELATIONSHIPS: RelationshipProfile,
     fmt.Kind.DIMENSION_LISTS: CustomEvaluationDimensionList,
     fmt.Kind.EPISODES: EpisodeLog,
+    fmt.Kind.EXPERIMENTS: Experiment,
 }
 
 
@@ -162,9 +173,15 @@ class Profiles:
 async def lines(
     client: redis.Redis, kind: fmt.Kind, episodes: EpisodeFilter | None = None
 ) -> AsyncIterator[list[dict[str, Any]]]:
-    """Batches of lines in Sotopia's layout of every record of `kind` (episodes: matching)."""
+    """Batches of lines in Sotopia's layout of every record of `kind` (episodes and
+    experiments: matching)."""
     model = MODELS[kind]
-    query = (episodes or EpisodeFilter()).query() if kind == fmt.Kind.EPISODES else model.find()
+    chosen = episodes or EpisodeFilter()
+    if kind == fmt.Kind.EXPERIMENTS:
+        async for batch in _experiment_lines(client, chosen):
+            yield batch
+        return
+    query = chosen.query() if kind == fmt.Kind.EPISODES else model.find()
     if not searchable(query):
         return
     profiles = Profiles(client)
@@ -180,6 +197,34 @@ async def lines(
             yield [await _dimension_list_line(client, d) for d in docs]
         else:
             yield await _episode_lines(profiles, docs)
+
+
+async def _experiment_lines(
+    client: redis.Redis, chosen: EpisodeFilter
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """Each chosen experiment's lines: its slots in parts, then its record."""
+    if chosen.experiment_id:
+        pk = chosen.experiment_id
+        found = [[Experiment.make_primary_key(pk)]] if storable(pk) else []
+        batches: AsyncIterator[list[str]] = _each(found)
+    else:
+        query = chosen.experiments()
+        if not searchable(query):
+            return
+        batches = matching_keys(client, Experiment, str(query.query))
+    store = ExperimentStore(client)
+    async for keys in batches:
+        for doc in await documents(client, keys):
+            if doc is None:
+                continue
+            pk = str(doc["pk"])
+            plan = [slot.model_dump(mode="json") for slot in await store.plan(pk)]
+            yield fmt.experiment_lines(doc, plan, await store.slots(pk))
+
+
+async def _each[T](items: list[T]) -> AsyncIterator[T]:
+    for item in items:
+        yield item
 
 
 async def _dimension_list_line(client: redis.Redis, doc: dict[str, Any]) -> dict[str, Any]:
@@ -238,11 +283,12 @@ def request(
         raise BadArgument(
             f"unknown parameter {', '.join(unknown)}: use {', '.join(sorted(PARAMETERS))}"
         )
-    kinds = parse_kinds(params.get("kind", "all"))
     try:
         form = Format(params.get("format", "jsonl"))
     except ValueError:
         raise BadArgument("format must be jsonl or csv") from None
+    # CSV holds episodes only: asking for it asks for them
+    kinds = parse_kinds(params.get("kind", "episodes" if form == Format.CSV else "all"))
     status = params.get("status")
     try:
         state = EpisodeStatus(status.upper()) if status else None

@@ -11,23 +11,26 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from engine.wording import summary
 from resolvers import client_json
 from resolvers import sotopia_format as fmt
 from resolvers.agents import AGENT, NewAgent
 from resolvers.dimensions import NewDimensionList, create_dimension_list
+from resolvers.experiment_design import MAX_SLOTS, Design
 from resolvers.games import game_errors
-from resolvers.limits import RecordId
+from resolvers.limits import PATTERNS, Name, RecordId, ShortText
 from resolvers.records import exist
 from resolvers.rejudging import evaluation_record, rejudging_fields
 from resolvers.relationships import RELATIONSHIP, NewRelationship
 from resolvers.scenarios import SCENARIO, NewScenario
 from storage import keys
 from storage.dump import ulid_time
+from storage.experiments import ExperimentStore
 from storage.models import (
     TERMINAL,
     AgentProfile,
@@ -35,6 +38,8 @@ from storage.models import (
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
+    Experiment,
+    ExperimentSlot,
     Record,
     RelationshipProfile,
 )
@@ -88,12 +93,7 @@ class ImportReport:
 
 
 def _reasons(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {message}" if where else message)
-    return "; ".join(parts)
+    return summary(error, PATTERNS)
 
 
 def _record_id(pk: Any, name: str) -> str:
@@ -165,21 +165,83 @@ def episode_record(line: dict[str, Any]) -> EpisodeLog:
     return record
 
 
+@dataclass(frozen=True)
+class SlotPart:
+    """A line of an experiment's slots: from slot `first` of `count`, each with the episode
+    filling it ("" for none)."""
+
+    experiment_id: str
+    count: int
+    first: int
+    slots: list[tuple[ExperimentSlot, str]]
+
+
+class SlotLine(ExperimentSlot, extra="forbid"):
+    episode_id: RecordId | None = None
+
+
+class SlotPartLine(BaseModel, extra="forbid"):
+    experiment_slots: RecordId
+    first: Annotated[int, Field(ge=0)]
+    slot_count: Annotated[int, Field(ge=1, le=MAX_SLOTS)]
+    slots: Annotated[list[SlotLine], Field(min_length=1, max_length=fmt.SLOTS_PER_LINE)]
+
+
+class ExperimentLine(BaseModel, extra="forbid"):
+    experiment_id: RecordId
+    name: Name
+    tag: ShortText = ""
+    design: dict[str, Any]
+    slot_count: Annotated[int, Field(ge=0, le=MAX_SLOTS)]
+    created_at: float | None = None
+    started_at: float | None = None
+
+
+def experiment_part(line: dict[str, Any]) -> SlotPart | Experiment:
+    """An experiment line's record, or a slot line's part (see `fmt.Kind.EXPERIMENTS`)."""
+    if fmt.SLOTS_FIELD in line:
+        part = SlotPartLine.model_validate(line)
+        if part.first + len(part.slots) > part.slot_count:
+            last = part.first + len(part.slots) - 1
+            raise fmt.LineError(
+                f"slot {last} is past the experiment's {part.slot_count} slots (0 to "
+                f"{part.slot_count - 1})"
+            )
+        slots = [
+            (ExperimentSlot(**s.model_dump(exclude={"episode_id"})), s.episode_id or "")
+            for s in part.slots
+        ]
+        return SlotPart(part.experiment_slots, part.slot_count, part.first, slots)
+    valid = ExperimentLine.model_validate(line)
+    Design.model_validate(valid.design)  # a design as createExperiment stores it
+    return Experiment(
+        pk=valid.experiment_id,
+        name=valid.name,
+        tag=valid.tag,
+        design=valid.design,
+        slot_count=valid.slot_count,
+        created_at=valid.created_at or ulid_time(valid.experiment_id) or time.time(),
+        started_at=valid.started_at,
+    )
+
+
 def dimension_list(line: dict[str, Any]) -> NewDimensionList:
     pk = _record_id(line.get("dimension_list_id"), "dimension_list_id")
     return NewDimensionList(pk=pk, name=line.get("name"), dimensions=line.get("dimensions"))
 
 
-BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Record | NewDimensionList]] = {
+Parsed = Record | NewDimensionList | SlotPart
+BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Parsed]] = {
     fmt.Kind.AGENTS: agent_record,
     fmt.Kind.SCENARIOS: scenario_record,
     fmt.Kind.RELATIONSHIPS: relationship_record,
     fmt.Kind.DIMENSION_LISTS: dimension_list,
     fmt.Kind.EPISODES: episode_record,
+    fmt.Kind.EXPERIMENTS: experiment_part,
 }
 
 
-def parse_line(text: str | bytes) -> tuple[fmt.Kind, Record | NewDimensionList]:
+def parse_line(text: str | bytes) -> tuple[fmt.Kind, Parsed]:
     """The record a line holds; raises LineError saying what is wrong."""
     try:
         line = client_json.loads(text)
@@ -195,8 +257,8 @@ def parse_line(text: str | bytes) -> tuple[fmt.Kind, Record | NewDimensionList]:
             raise fmt.LineError("agent-scenario combinations (combo_id) are not imported")
         shown = ", ".join(sorted(line)[:8]) or "none"
         raise fmt.LineError(
-            "unknown kind of record: expected episode_id, agent_id, env_id, relationship_id "
-            f"or dimension_list_id (fields: {shown})"
+            "unknown kind of record: expected episode_id, agent_id, env_id, relationship_id, "
+            f"dimension_list_id, experiment_id or experiment_slots (fields: {shown})"
         )
     try:
         return kind, BUILDERS[kind](line)
@@ -215,10 +277,14 @@ class Importer:
         self.indexed: set[str] = set()
         """Dimension names this import has given results already."""
 
-    async def add(self, number: int, kind: fmt.Kind, record: Record | NewDimensionList) -> None:
+    async def add(self, number: int, kind: fmt.Kind, record: Parsed) -> None:
         if isinstance(record, NewDimensionList):
             await self.flush()
             await self._dimension_list(number, record)
+            return
+        if isinstance(record, SlotPart | Experiment):
+            await self.flush()
+            await self._experiment(number, record)
             return
         if isinstance(record, RelationshipProfile):
             await self.flush()
@@ -297,6 +363,32 @@ class Importer:
             self.report.refuse(number, "; ".join(e.message for e in errors))
             return
         self.report.created[kind] += 1
+
+    async def _experiment(self, number: int, part: SlotPart | Experiment) -> None:
+        """An experiment's slots go in place first (nothing is counted for them); its record,
+        after them, is stored once every slot is in."""
+        store = ExperimentStore(self.client)
+        if isinstance(part, SlotPart):
+            await store.import_slots(part.experiment_id, part.count, part.first, part.slots)
+            return
+        kind = fmt.Kind.EXPERIMENTS.value
+        match await store.import_record(part):
+            case "created":
+                self.report.created[kind] += 1
+            case "skipped":
+                self.report.skipped[kind] += 1
+            case "named":
+                taken = await store.find(part.name, part.tag)
+                self.report.refuse(
+                    number,
+                    f"an experiment named {part.name!r} with tag {part.tag!r} is stored already "
+                    f"({taken.pk if taken else 'another id'})",
+                )
+            case _:
+                self.report.refuse(
+                    number,
+                    "the experiment's slots are not all in the lines before it (export it again)",
+                )
 
     async def _relationship(self, number: int, record: RelationshipProfile) -> None:
         kind = fmt.Kind.RELATIONSHIPS.value

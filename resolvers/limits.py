@@ -16,7 +16,10 @@ RequiredText = Annotated[
 ]
 Tags = Annotated[list[ShortText], Field(max_length=LIST_MAX)]
 Age = Annotated[int, Field(ge=0, le=150)]
-RecordId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-.]{1,100}$")]
+RECORD_ID = r"^[A-Za-z0-9_\-.]{1,100}$"
+RecordId = Annotated[str, StringConstraints(pattern=RECORD_ID)]
+PATTERNS = {RECORD_ID: "an id is 1 to 100 letters, digits, '_', '-' or '.'"}
+"""What each pattern a limit uses accepts, in words (engine/wording.py)."""
 
 
 def has_utf8_form(text: str) -> bool:

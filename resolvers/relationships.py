@@ -17,6 +17,7 @@ from resolvers.errors import (
 from resolvers.fields import Exposed, WithId, WriteModel
 from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import LongText, RecordId, ShortText
+from resolvers.names import agent_name
 from resolvers.pagination import Page, fetch_hits
 from resolvers.records import get_or_none, insert, update_fields
 from resolvers.search import Hit, search_all
@@ -114,13 +115,22 @@ async def create_relationship(
         valid = NewRelationship(**fields)
     except ValidationError as err:
         return None, from_validation(err)
+    ends = ((valid.agent_id, "agentId"), (valid.other_agent_id, "otherAgentId"))
+    found = [await get_or_none(AgentProfile, pk) for pk, _ in ends]
     errors = [
         not_found("agent", pk, field)
-        for pk, field in ((valid.agent_id, "agentId"), (valid.other_agent_id, "otherAgentId"))
-        if await get_or_none(AgentProfile, pk) is None
+        for (pk, field), a in zip(ends, found, strict=True)
+        if a is None
     ]
     if errors:
         return None, errors
+    first, second = (agent_name(a) for a in found if a is not None)
+    if first == second:
+        message = (
+            f"both agents are named {first!r}: a relationship joins two agents who may meet in "
+            "an episode, and they need different names"
+        )
+        return None, [UserError(["input", "otherAgentId"], message, ErrorCode.INVALID)]
     existing = await relationship_between(valid.agent_id, valid.other_agent_id)
     if existing is not None:
         return None, [conflict(existing)]

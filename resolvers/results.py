@@ -3,10 +3,12 @@ loading episodes.
 
 Every score is one seat's: an episode gives one per seat (seats 0 and 1). Per seat, one
 aggregation groups the scored episodes by the asked keys, the scenario and the dimension list,
-and reduces each dimension to a count, a sum and a standard deviation; a second counts the
-episodes without a score by status. Seats and rows are then merged exactly (resolvers/
-statistics.py). Failed and cancelled episodes, unfinished ones and finished ones whose judge gave
-no scores (Sotopia's bare `0.0`) are counted apart and never enter a mean.
+and reduces each dimension to a count, a sum and a standard deviation; seats and rows are then
+merged exactly (resolvers/statistics.py). Failed and cancelled episodes, unfinished ones and
+finished ones whose judge gave no scores (Sotopia's bare `0.0`) are counted apart and never
+enter a mean. Those counts are of episodes, not seats: one more aggregation reads them with
+the fields of both seats, so that an episode whose two seats fall in one group (a model against
+itself) counts once there.
 """
 
 import asyncio
@@ -68,6 +70,7 @@ class Group:
     cells: dict[str, dict[tuple[str, int], Moments]] = field(default_factory=dict)
     """dimension -> (scenario, seat) -> moments of its scores."""
     failed: int = 0
+    """Episodes (or re-judgements) with a seat in the group, by why they have no scores."""
     cancelled: int = 0
     unfinished: int = 0
     unscored: int = 0
@@ -80,6 +83,7 @@ class Group:
 
     @property
     def scored(self) -> int:
+        """Seat scores in the means: an episode with both seats in the group gives two."""
         return sum(m.n for m in self.cells.get(OVERALL, {}).values())
 
 
@@ -118,21 +122,49 @@ def _seat_field(key: GroupBy, seat: int) -> str | None:
 
 
 def _filters(f: ResultsFilter, seat: int, evaluation: str | None) -> list[str]:
+    return _common_filters(f, evaluation) + _seat_filters(f, seat)
+
+
+def _common_filters(f: ResultsFilter, evaluation: str | None) -> list[str]:
+    """The terms of the filter that are the same for both seats."""
     terms = []
     for name, value in (
         ("experiment", f.experiment_id),
         ("tag", f.tag),
         ("scenario", f.scenario_id),
         ("judge", f.judge_model),
-        (f"agent_{seat}", f.agent_id),
-        (f"model_{1 - seat}", f.partner_model),
         ("evaluation", evaluation),
     ):
+        if value:
+            terms.append(tag_query(name, searchable_tag(value)))
+    return terms
+
+
+def _seat_filters(f: ResultsFilter, seat: int) -> list[str]:
+    """The terms of the filter about one seat: its agent, its model, its partner's model."""
+    terms = []
+    for name, value in ((f"agent_{seat}", f.agent_id), (f"model_{1 - seat}", f.partner_model)):
         if value:
             terms.append(tag_query(name, searchable_tag(value)))
     if f.model:
         terms.append(tag_query(f"model_{seat}", *map(searchable_tag, f.model)))
     return terms
+
+
+def _seat_filter_fields(f: ResultsFilter, seat: int) -> list[str]:
+    """The fields `_seat_filters` reads for `seat`."""
+    fields = [f"agent_{seat}"] if f.agent_id else []
+    fields += [f"model_{1 - seat}"] if f.partner_model else []
+    return fields + ([f"model_{seat}"] if f.model else [])
+
+
+def _seat_passes(f: ResultsFilter, row: dict[str, Any], seat: int) -> bool:
+    """Whether `seat` of the episodes of `row` passes the filter's seat terms."""
+    if f.agent_id and row.get(f"agent_{seat}") != f.agent_id:
+        return False
+    if f.partner_model and row.get(f"model_{1 - seat}") != f.partner_model:
+        return False
+    return not f.model or row.get(f"model_{seat}") in f.model
 
 
 def _rows(reply: Any) -> list[dict[str, Any]]:
@@ -172,7 +204,7 @@ class Results:
         by_list = len(lists) > 1
         replies = await asyncio.gather(
             *(self._scores(f, group_by, seat, dims, per_cell, by_list) for seat in seats),
-            *(self._apart(f, group_by, seat) for seat in seats),
+            self._apart(f, group_by, seats),
         )
         groups: dict[tuple[Any, ...], Group] = {}
 
@@ -180,11 +212,10 @@ class Results:
             key = {k: _key_value(k, row, seat) for k in group_by}
             return groups.setdefault(tuple(key.values()), Group(key=key, per_cell=per_cell))
 
-        for seat, reply in zip(seats, replies[: len(seats)], strict=True):
+        for seat, reply in zip(seats, replies[:-1], strict=True):
             for row in _rows(reply):
                 target = group(row, seat)
                 count = int(_number(row.get("scored")))
-                target.unscored += int(_number(row.get("n"))) - count
                 if not count:
                     continue
                 cell = (str(row.get("scenario") or ""), seat)
@@ -197,17 +228,25 @@ class Results:
                     cells = target.cells.setdefault(dim, {})
                     before = cells.get(cell)
                     cells[cell] = moments if before is None else before.merge(moments)
-        for seat, reply in zip(seats, replies[len(seats) :], strict=True):
-            for row in _rows(reply):
-                target = group(row, seat)
-                rows = int(_number(row.get("n")))
+        for row in _rows(replies[-1]):
+            # The episodes of the row, once in each group one of their seats falls in.
+            present: dict[tuple[Any, ...], list[int]] = {}
+            for seat in seats:
+                if _seat_passes(f, row, seat):
+                    key = tuple(_key_value(k, row, seat) for k in group_by)
+                    present.setdefault(key, []).append(seat)
+            episodes = int(_number(row.get("n")))
+            for seated in present.values():
+                target = group(row, seated[0])
                 match row.get("status"):
                     case "FAILED":
-                        target.failed += rows
+                        target.failed += episodes
                     case "CANCELLED":
-                        target.cancelled += rows
-                    case _:
-                        target.unfinished += rows
+                        target.cancelled += episodes
+                    case status if status in APART:
+                        target.unfinished += episodes
+                    case _ if any(_number(row.get(f"has{s}")) < 1 for s in seated):
+                        target.unscored += episodes
         return sorted(groups.values(), key=lambda g: tuple(str(v) for v in g.key.values()))
 
     async def _scores(
@@ -239,12 +278,25 @@ class Results:
         args += ["LIMIT", 0, MAX_ROWS, *WHOLE]
         return await self.client.execute_command(*args)  # type: ignore[no-untyped-call]
 
-    async def _apart(self, f: ResultsFilter, group_by: list[GroupBy], seat: int) -> Any:
-        """One seat's failed, cancelled and unfinished episodes, counted by status."""
-        query = " ".join([*_filters(f, seat, self.evaluation), _apart_term()])
-        fields = _group_fields(group_by, seat, "status")
-        args: list[Any] = ["FT.AGGREGATE", self.index, query, "GROUPBY", len(fields)]
-        args += [f"@{name}" for name in fields]
+    async def _apart(self, f: ResultsFilter, group_by: list[GroupBy], seats: list[int]) -> Any:
+        """The episodes with no scores for a seat in `seats` (failed, cancelled, unfinished, or
+        finished without them), counted by status, whether each seat has scores, and the fields
+        of both seats that say which groups they fall in: one row per such combination, so that
+        an episode is counted once per group."""
+        terms = _common_filters(f, self.evaluation)
+        either = [" ".join(_seat_filters(f, seat)) for seat in seats]
+        if all(either):  # else a seat passes whatever it holds
+            terms.append("(" + " | ".join(f"({term})" for term in either) + ")")
+        unscored = [f"-@{score_field(seat, OVERALL)}:[-inf +inf]" for seat in seats]
+        terms.append("(" + " | ".join([_apart_term(), *unscored]) + ")")
+        query = " ".join(terms)
+        fields = [name for seat in seats for name in _group_fields(group_by, seat)]
+        fields += [name for seat in seats for name in _seat_filter_fields(f, seat)]
+        fields = list(dict.fromkeys([*fields, "status", *(f"has{seat}" for seat in seats)]))
+        args: list[Any] = ["FT.AGGREGATE", self.index, query]
+        for seat in seats:
+            args += ["APPLY", f"exists(@{score_field(seat, OVERALL)})", "AS", f"has{seat}"]
+        args += ["GROUPBY", len(fields), *(f"@{name}" for name in fields)]
         args += ["REDUCE", "COUNT", 0, "AS", "n", "LIMIT", 0, MAX_ROWS, *WHOLE]
         return await self.client.execute_command(*args)  # type: ignore[no-untyped-call]
 

@@ -29,6 +29,10 @@ class Kind(StrEnum):
     """Parley's own kind (Sotopia's serializer has none): a custom evaluation dimension list
     with its dimensions inline, so re-judged scores keep their dimensions across an export."""
     EPISODES = "episodes"
+    EXPERIMENTS = "experiments"
+    """Parley's own kind: an experiment (`experiment_id`, after its episodes), its slots and
+    the episode filling each in lines before it (`experiment_slots`, at most SLOTS_PER_LINE
+    a line, so a line stays well under a server's body limit)."""
 
 
 AGENT_FIELDS = (
@@ -97,7 +101,12 @@ ID_FIELD = {
     Kind.RELATIONSHIPS: "relationship_id",
     Kind.DIMENSION_LISTS: "dimension_list_id",
     Kind.EPISODES: "episode_id",
+    Kind.EXPERIMENTS: "experiment_id",
 }
+SLOTS_FIELD = "experiment_slots"
+"""The field of a line holding part of an experiment's slots: the experiment's id."""
+SLOTS_PER_LINE = 1000
+EXPERIMENT_FIELDS = ("name", "tag", "design", "slot_count", "created_at", "started_at")
 
 
 def kind_of(line: dict[str, Any]) -> Kind | None:
@@ -107,6 +116,8 @@ def kind_of(line: dict[str, Any]) -> Kind | None:
     for kind, field in ID_FIELD.items():
         if field in line:
             return kind
+    if SLOTS_FIELD in line:
+        return Kind.EXPERIMENTS
     if "scenario_id" in line and "agent_goals" in line:
         return Kind.SCENARIOS  # the older layout named the scenario's id so
     return None
@@ -234,6 +245,24 @@ def dimension_list_line(doc: dict[str, Any], dimensions: list[dict[str, Any]]) -
         "name": doc.get("name"),
         "dimensions": [{name: d.get(name) for name in fields} for d in dimensions],
     }
+
+
+def experiment_lines(
+    doc: dict[str, Any], plan: list[dict[str, Any]], filled: dict[int, str]
+) -> list[dict[str, Any]]:
+    """An experiment as lines: its slots (each with the episode filling it, or null), in parts,
+    then the record itself, which an import stores only once every slot is in."""
+    pk = doc.get("pk")
+    count = len(plan)
+    lines = []
+    for first in range(0, count, SLOTS_PER_LINE):
+        part = [
+            {**slot, "episode_id": filled.get(first + i)}
+            for i, slot in enumerate(plan[first : first + SLOTS_PER_LINE])
+        ]
+        lines.append({SLOTS_FIELD: pk, "first": first, "slot_count": count, "slots": part})
+    record = {"experiment_id": pk, **{name: doc.get(name) for name in EXPERIMENT_FIELDS}}
+    return [*lines, {**record, "slot_count": count}]
 
 
 def csv_header() -> str:

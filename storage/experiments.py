@@ -40,6 +40,46 @@ return filled
 (a start that read an older state changes nothing)."""
 
 
+_IMPORT_SLOTS = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local count = tonumber(ARGV[1])
+local length = -1
+if redis.call('EXISTS', KEYS[2]) == 1 then length = redis.call('JSON.ARRLEN', KEYS[2], '$')[1] end
+if length ~= count then redis.call('JSON.SET', KEYS[2], '$', ARGV[3]) end
+local first = tonumber(ARGV[2])
+for i = 4, #ARGV, 2 do
+  local at = first + (i - 4) / 2
+  redis.call('JSON.SET', KEYS[2], '$[' .. at .. ']', ARGV[i])
+  if ARGV[i + 1] ~= '' then redis.call('HSET', KEYS[3], at, ARGV[i + 1]) end
+end
+return 1
+"""
+"""Put imported slots (and the episodes filling them) in place, unless the experiment is stored
+already; the plan is made `count` slots long, all null, first. ARGV: count, first slot, the
+nulls, then (slot JSON, episode id or "") per slot."""
+
+_IMPORT_RECORD = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'skipped' end
+local holder = redis.call('HGET', KEYS[3], ARGV[3])
+if holder and holder ~= ARGV[4] and redis.call('EXISTS', ARGV[5] .. holder) == 1 then
+  redis.call('DEL', KEYS[2], KEYS[4])
+  return 'named'
+end
+local count = tonumber(ARGV[2])
+if count > 0 then
+  if redis.call('EXISTS', KEYS[2]) == 0 then return 'incomplete' end
+  if redis.call('JSON.ARRLEN', KEYS[2], '$')[1] ~= count then return 'incomplete' end
+  if redis.call('JSON.ARRINDEX', KEYS[2], '$', 'null')[1] ~= -1 then return 'incomplete' end
+end
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+redis.call('JSON.SET', KEYS[1], '$', ARGV[1])
+return 'created'
+"""
+"""Store an imported experiment once all its slots are in place: 'created'; 'skipped' when it
+is stored already; 'named' when another experiment has its name and tag (its slots are dropped);
+'incomplete' when some slot is missing."""
+
+
 def name_field(name: str, tag: str) -> str:
     return json.dumps([name, tag])
 
@@ -49,6 +89,8 @@ class ExperimentStore:
         self.client = client
         self._create = client.register_script(_CREATE)
         self._fill = client.register_script(_FILL)
+        self._import_slots = client.register_script(_IMPORT_SLOTS)
+        self._import_record = client.register_script(_IMPORT_RECORD)
 
     async def create(
         self, experiment: Experiment, slots: Sequence[ExperimentSlot]
@@ -119,3 +161,42 @@ class ExperimentStore:
             ended = at[0] if at else None
             found.append((EpisodeStatus(status[0]), float(ended or 0.0)))
         return found
+
+    async def import_slots(
+        self, pk: str, count: int, first: int, slots: Sequence[tuple[ExperimentSlot, str]]
+    ) -> bool:
+        """Place imported (slot, filling episode or "") pairs from slot `first` of an
+        experiment of `count` slots; False, and nothing written, when it is stored already."""
+        args: list[str | int] = [count, first, json.dumps([None] * count)]
+        for slot, episode in slots:
+            args += [slot.model_dump_json(), episode]
+        done = await self._import_slots(
+            keys=[
+                Experiment.make_primary_key(pk),
+                keys.experiment_plan(pk),
+                keys.experiment_slots(pk),
+            ],
+            args=args,
+        )
+        return bool(done)
+
+    async def import_record(self, experiment: Experiment) -> str:
+        """Store an imported experiment whose slots are in place: 'created', 'skipped' (stored
+        already), 'named' (its name and tag are another's) or 'incomplete' (a slot is missing)."""
+        pk = str(experiment.pk)
+        outcome = await self._import_record(
+            keys=[
+                Experiment.make_primary_key(pk),
+                keys.experiment_plan(pk),
+                keys.EXPERIMENT_NAMES,
+                keys.experiment_slots(pk),
+            ],
+            args=[
+                experiment.model_dump_json(),
+                experiment.slot_count,
+                name_field(experiment.name, experiment.tag),
+                pk,
+                Experiment.make_primary_key(""),
+            ],
+        )
+        return str(outcome)

@@ -3,6 +3,7 @@ resume, progress, lists, the progress subscription, and the error paths."""
 
 import asyncio
 import json
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -434,3 +435,60 @@ async def test_progress_subscription_sees_a_cancel_and_ends(
     assert seen[-1]["finished"] and not seen[-1]["allCompleted"]
     assert seen[-1]["unfinished"] == 0 and seen[-1]["completed"] == 0
     assert (await progress(gql, pk))["cancelled"] == 8
+
+
+async def test_two_agents_of_one_name_are_never_paired(
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM, unchanged: Any
+) -> None:
+    """An explicit pair of two agents of one name is refused naming them; sampling draws
+    around such agents (relationship sampling once drew one: 2 of 12 episodes failed)."""
+    scenarios, agents = await world("names", agents=3)
+    twin = AgentProfile(first_name="Exp0", last_name="names", tag="names")  # agents[0]'s name
+    await twin.save()
+    try:
+        plan = design(scenarios, fake_llm.model_name())
+        plan["agents"] = {"pairs": [[agents[1], agents[2]], [agents[0], str(twin.pk)]]}
+        async with unchanged():
+            refused = await create(gql, "names", "names", plan)
+        assert refused["experiment"] is None
+        assert refused["userErrors"] == [
+            {
+                "field": ["input", "design", "agents", "pairs", "1", "1"],
+                "message": f"agents {agents[0]!r} and {str(twin.pk)!r} are both named "
+                "'Exp0 names': pair agents with different names (a transcript tells agents "
+                "apart by name)",
+                "code": "INVALID",
+            }
+        ]
+        plan["agents"] = {"sample": "UNIFORM", "seed": 3, "pairsPerScenario": 50, "tag": "names"}
+        sampled = await created(gql, "names", "names", plan)
+        pairs = {frozenset(s["agentIds"]) for s in sampled["slots"]["nodes"]}
+        assert frozenset((agents[0], str(twin.pk))) not in pairs
+        assert any(str(twin.pk) in pair for pair in pairs)  # the twin is drawn, with others
+    finally:
+        await AgentProfile.delete(str(twin.pk))
+
+
+async def test_an_experiment_whose_episodes_all_failed_gives_no_rate(
+    world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
+) -> None:
+    """Failed episodes end fast: counted in the rate, 12 that failed within a second read as
+    "3111.3 episodes a minute, finished"."""
+    scenarios, _ = await world("all-failed")
+    experiment = await created(
+        gql, "all-failed", "all-failed", design(scenarios, fake_llm.model_name())
+    )
+    pk = experiment["id"]
+    assert await start(gql, pk) == 8
+    for episode in await episodes_of(pk):
+        episode.status = EpisodeStatus.FAILED
+        episode.finished_at = time.time()
+        await episode.save()
+    found = await progress(gql, pk)
+    assert (found["failed"], found["completed"], found["finished"], found["allCompleted"]) == (
+        8,
+        0,
+        True,
+        False,
+    )
+    assert (found["episodesPerMinute"], found["secondsLeft"]) == (0.0, 0.0)

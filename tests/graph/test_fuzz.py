@@ -700,7 +700,8 @@ async def test_oversized_values_are_refused_naming_the_limit(
     assert body is not None and "errors" not in body, body
     payload = body["data"][mutation.name]
     path = graphql_path(mutation.argument, limit.path)
-    needle = f"at most {limit.limit} {limit.kind}"
+    # a list's message names what it holds ("at most 10 agents"), text its characters
+    needle = f"at most {limit.limit} " + ("characters" if limit.kind == "characters" else "")
     matching = [e for e in payload["userErrors"] if e["field"] == path]
     assert matching and needle in matching[0]["message"], payload
     assert matching[0]["code"] == "INVALID"

@@ -493,7 +493,7 @@ async def test_field_errors_from_the_start_form_sit_next_to_their_fields(
         await page.get_by_label("Tag", exact=True).fill(tag)
         await page.get_by_role("button", name="Start simulation").click()
         error = page.locator('[data-field="maxTurns"] .field-error')
-        await expect(error).to_contain_text("less than or equal to 100")
+        await expect(error).to_contain_text("must be at most 100")
         await expect(page.locator("#maxTurns")).to_have_attribute("aria-invalid", "true")
         assert await page.evaluate("document.activeElement.id") == "maxTurns"
         await snap(tab, shots, "start-form-errors")
@@ -526,7 +526,7 @@ async def test_agents_and_relationships_are_created_and_edited_with_field_errors
         await page.get_by_label("Last name").fill(last)
         await page.get_by_role("button", name="Create").click()
         await expect(page.locator('[data-field="firstName"] .field-error')).to_contain_text(
-            "at least 1 character"
+            "cannot be empty"
         )
         await snap(tab, shots, "agent-form-errors")
         await page.get_by_label("First name").fill("Noor")

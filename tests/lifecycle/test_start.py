@@ -9,6 +9,7 @@ import pytest
 import redis.asyncio as redis
 
 from storage.keys import JOBS as STREAM
+from storage.models import AgentProfile
 from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient
 from tests.support.simulation import EPISODE, START, make_world, start_input
@@ -200,3 +201,30 @@ async def test_batch_honours_idempotency_keys(
     assert await redis_client.xlen(STREAM) == before + 1
     for episode_id in ids:
         await gql.data(CANCEL, {"id": episode_id})
+
+
+async def test_two_agents_of_one_name_are_refused_at_the_door(
+    gql: GraphQLClient, fake_llm: FakeLLM, unchanged: Any, redis_client: Any
+) -> None:
+    """A transcript tells agents apart by name: two of one name were accepted and the episode
+    failed when it ran, in pydantic's words with a link; now the start is refused, naming them."""
+    scenario, agents = await make_world("twins")
+    twin = AgentProfile(first_name="Ava0", last_name="twins", tag="twins")  # agents[0]'s name
+    await twin.save()
+    model = fake_llm.model_name()
+    alone = start_input(scenario, [agents[0], str(twin.pk)], model)
+    fine = start_input(scenario, agents, model)
+    async with unchanged():
+        one = (await gql.data(START, {"input": alone}))["startSimulation"]
+        batch = (await gql.data(BATCH, {"inputs": [fine, alone]}))["startSimulations"]
+    assert one["episode"] is None
+    [error] = one["userErrors"]
+    assert error["field"] == ["input", "agentIds", "1"] and error["code"] == "INVALID"
+    assert error["message"] == (
+        f"agents {agents[0]!r} and {str(twin.pk)!r} are both named 'Ava0 twins': pick agents "
+        "with different names (a transcript tells agents apart by name)"
+    )
+    assert batch["episodes"] == []
+    assert [(e["field"], e["code"]) for e in batch["userErrors"]] == [
+        (["inputs", "1", "agentIds", "1"], "INVALID")
+    ]

@@ -151,7 +151,7 @@ async def test_unknown_models_and_counts_out_of_range_are_refused_without_a_requ
     assert unknown["draft"] is None and unknown["userErrors"][0]["field"] == ["input", "model"]
     assert "unknown model 'no-such-model'" in unknown["userErrors"][0]["message"]
     assert too_many["userErrors"][0]["field"] == ["input", "agents"]
-    assert "less than or equal to 6" in too_many["userErrors"][0]["message"]
+    assert "must be at most 6" in too_many["userErrors"][0]["message"]
     assert no_scenario["userErrors"][0]["field"] == ["input", "scenarios"]
     assert agents["userErrors"][0]["field"] == ["input", "count"]
     assert empty["userErrors"][0]["field"] == ["input", "prompt"]
@@ -245,3 +245,71 @@ async def test_a_taken_id_saves_nothing(gql: GraphQLClient, unchanged: Any) -> N
     [error] = result["userErrors"]
     assert error["field"] == ["input", "agents", "1", "id"] and error["code"] == "CONFLICT"
     assert result["agentIds"] == []
+
+
+def garbage() -> dict[str, Any]:
+    """What the embedded model drafted: both agents "James Covey", an MBTI of ".1,1", a date
+    for the situation, numbers for a goal and a background story; within every limit of the
+    records."""
+    answer = draft_world_answer(2, 1, 2, True)
+    for agent in answer["agents"]:
+        agent.update(first_name="James", last_name="Covey", mbti=".1,1")
+    answer["scenarios"][0].update(codename="James", scenario="19/10/2017-18:00:00")
+    answer["scenarios"][0]["agent_goals"][1] = "4, 6, 11, 13, 15"
+    answer["relationships"][0]["background_story"] = "1937-1965.000m"
+    return answer
+
+
+IMPLAUSIBLE = [
+    (["agents", "0", "mbti"], "give one of the sixteen MBTI types, such as INTJ or ESFP"),
+    (["agents", "1", "mbti"], "give one of the sixteen MBTI types, such as INTJ or ESFP"),
+    (
+        ["agents", "1", "firstName"],
+        "another agent of this draft is named 'James Covey' too: give each agent a name of its own",
+    ),
+    (
+        ["scenarios", "0", "scenario"],
+        "describe the situation in a sentence or more, not a date or numbers",
+    ),
+    (["scenarios", "0", "agentGoals", "1"], "say what this agent wants in words, not numbers"),
+    (
+        ["relationships", "0", "backgroundStory"],
+        "tell how they know each other in words, not numbers",
+    ),
+]
+
+
+async def test_an_implausible_draft_is_asked_again_with_what_fails(
+    gql: GraphQLClient, fake_llm: FakeLLM
+) -> None:
+    fake_llm.add_rule(Rule(contains=[PROMPT], content=json.dumps(garbage())))
+    result = await draft(gql, fake_llm)
+    assert result["userErrors"] == []
+    assert [a["firstName"] for a in result["draft"]["agents"]] == ["Maya", "Jonas"]
+    first, second = fake_llm.requests
+    for needle in (
+        "agents.0.mbti: give one of the sixteen MBTI types",
+        "agents.1.first_name: another agent of this draft is named 'James Covey' too",
+        "scenarios.0.scenario: describe the situation in a sentence or more",
+        "scenarios.0.agent_goals.1: say what this agent wants in words",
+    ):
+        assert needle in second.text and needle not in first.text
+    schema = first.body["response_format"]["json_schema"]["schema"]
+    mbti = schema["properties"]["agents"]["items"]["properties"]["mbti"]
+    assert len(mbti["enum"]) == 16 and "INTJ" in mbti["enum"]  # asked for one of them
+
+
+async def test_an_implausible_draft_twice_comes_back_with_each_failure_and_saves_nothing(
+    gql: GraphQLClient, fake_llm: FakeLLM, unchanged: Any
+) -> None:
+    fake_llm.add_rule(Rule(contains=[PROMPT], content=json.dumps(garbage()), times=2))
+    async with unchanged():
+        result = await draft(gql, fake_llm)
+        saved = (await gql.data(SAVE, {"input": saveable(result["draft"])}))["saveDraft"]
+    assert result["draft"]["scenarios"][0]["scenario"] == "19/10/2017-18:00:00"
+    shown = [(e["field"], e["message"]) for e in result["userErrors"]]
+    assert sorted(shown) == sorted((["draft", *path], m) for path, m in IMPLAUSIBLE)
+    assert all(e["code"] == "INVALID" for e in result["userErrors"])
+    assert saved["agentIds"] == [] and saved["scenarioIds"] == []
+    refused = [(e["field"], e["message"]) for e in saved["userErrors"]]
+    assert sorted(refused) == sorted((["input", *path], m) for path, m in IMPLAUSIBLE)

@@ -113,3 +113,46 @@ def test_no_matching_relationship_is_an_error_naming_the_scenario() -> None:
     )
     assert slots == [] and len(errors) == 2
     assert "KNOW_BY_NAME" in errors[0].message and "'s1'" in errors[0].message
+
+
+# Agents of one name cannot meet: an episode's transcript tells its agents apart by name.
+NAMES = {"a0": "Sam Lee", "a1": "Sam Lee", "a2": "Sam Lee", "a3": "Ida Berg", "a4": "Per Dahl"}
+
+
+def test_uniform_sampling_never_draws_two_agents_of_one_name_and_stays_deterministic() -> None:
+    world = World.of(SCENARIOS, list(NAMES), [], names=NAMES)
+    plan = design(pairs_per_scenario=100)
+    slots, errors = expand(plan, world)
+    assert errors == [] and len(slots) == 4 * 100 * 4 * 2
+    assert all(NAMES[a] != NAMES[b] for a, b in (s.agent_ids for s in slots))
+    assert {a for s in slots for a in s.agent_ids} == set(NAMES)  # every agent still drawn
+    assert drawn(World.of(SCENARIOS, list(NAMES)[::-1], [], names=NAMES), plan) == drawn(
+        world, plan
+    )
+
+
+def test_uniform_sampling_among_agents_of_one_name_is_refused() -> None:
+    same = {"a0": "Sam Lee", "a1": "Sam Lee"}
+    slots, errors = expand(design(), World.of(SCENARIOS[:1], list(same), [], names=same))
+    assert slots == []
+    [error] = errors
+    assert error.field == ["input", "design", "agents"]
+    assert (
+        error.message == "uniform sampling needs two agents with different names: all are 'Sam Lee'"
+    )
+
+
+def test_relationship_sampling_leaves_out_relationships_of_two_agents_of_one_name() -> None:
+    # r0 (a0-a1) and r2 (a2-a3)... r0 joins two Sam Lees: a STRANGER scenario draws r2 or r4
+    plan = design(sample="relationship", pairs_per_scenario=50)
+    slots, errors = expand(plan, World.of(SCENARIOS, list(NAMES), RELATIONSHIPS, names=NAMES))
+    assert errors == []
+    assert all(NAMES.get(a) != NAMES.get(b) for a, b in (s.agent_ids for s in slots))
+    assert ["a0", "a1"] not in [s.agent_ids for s in slots]
+    only_twins = [r for r in RELATIONSHIPS if r.pk in ("r0", "r1")]  # a0-a1 STRANGER, a1-a2 KNOW
+    slots, errors = expand(plan, World.of(SCENARIOS, list(NAMES), only_twins, names=NAMES))
+    assert slots == [] and len(errors) == 4
+    assert errors[0].message == (
+        "every stored relationship that is STRANGER, as scenario 's0' needs, joins two agents "
+        "of the same name"
+    )

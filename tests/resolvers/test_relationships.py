@@ -126,3 +126,46 @@ async def test_bad_inputs_write_nothing(
         messages = await gql.errors(LIST, {"filter": {"agentIds": [a]}})
         assert any("exactly two" in m for m in messages)
         await gql.errors(LIST, {"first": 1000})
+
+
+UPDATE_AGENT = """
+mutation($input: UpdateAgentInput!) {
+  updateAgent(input: $input) { agent { id name } userErrors { field message code } }
+}"""
+
+
+async def test_agents_who_may_meet_keep_different_names(
+    gql: GraphQLClient, trio: list[str], unchanged: Any
+) -> None:
+    """Relationship sampling pairs the two agents of a relationship in an episode, which cannot
+    seat two agents of one name: a relationship between namesakes is refused, and so is giving
+    an agent the name of one it has a relationship with. Other renames are free."""
+    a, b, c = trio
+    namesake = (await create_agent(gql, firstName="Rel1", tag="rel-test"))["id"]  # a's name
+    async with unchanged():
+        refused = await relate(gql, a, namesake, "FRIEND")
+    assert refused["relationship"] is None
+    assert refused["userErrors"] == [
+        {
+            "field": ["input", "otherAgentId"],
+            "message": "both agents are named 'Rel1 Byron': a relationship joins two agents who "
+            "may meet in an episode, and they need different names",
+            "code": "INVALID",
+        }
+    ]
+
+    assert (await relate(gql, a, b, "FRIEND"))["userErrors"] == []
+    rename = {"input": {"id": b, "firstName": "Rel1"}}
+    async with unchanged():
+        clash = (await gql.data(UPDATE_AGENT, rename))["updateAgent"]
+    assert clash["agent"] is None
+    assert clash["userErrors"] == [
+        {
+            "field": ["input", "firstName"],
+            "message": f"agent {a!r}, with whom this agent has a relationship, is named "
+            "'Rel1 Byron': two agents who may meet in an episode need different names",
+            "code": "CONFLICT",
+        }
+    ]
+    free = (await gql.data(UPDATE_AGENT, {"input": {"id": c, "firstName": "Rel1"}}))["updateAgent"]
+    assert free["userErrors"] == [] and free["agent"]["name"] == "Rel1 Byron"

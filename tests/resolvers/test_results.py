@@ -328,3 +328,44 @@ async def test_without_sotopia_margin_the_means_are_the_same(
     margin = next(d for d in with_margin["dimensions"] if d["dimension"] == "goal")
     assert margin["sotopiaMargin"] == pytest.approx(reference["goal"][1], rel=1e-6)
     assert margin["settings"] == 6
+
+
+async def test_counts_apart_are_of_episodes_when_both_seats_fall_in_one_group(
+    redis_client: redis.Redis,
+) -> None:
+    """A model against itself: each episode has both seats in the model's group, and is one
+    failed (or unscored, or unfinished) episode there, not two; by seat, one in each."""
+    tag = f"results-{ULID()}"
+    rng = random.Random(5)
+    self_play = [JUDGE, "model-s", "model-s"]
+    docs = [episode(tag, "env-1", self_play, [], status="FAILED") for _ in range(12)]
+    docs += [episode(tag, "env-1", self_play, [], status="CANCELLED") for _ in range(2)]
+    docs += [episode(tag, "env-1", self_play, [0.0, 0.0], status="COMPLETED") for _ in range(3)]
+    docs.append(episode(tag, "env-1", self_play, [], status="RUNNING"))
+    docs.append(episode(tag, "env-2", self_play, [reward(rng), reward(rng)], status="COMPLETED"))
+    # another pairing: one seat scored, the other not (counted unscored for that seat's model)
+    docs.append(
+        episode(tag, "env-2", [JUDGE, "model-s", "model-t"], [reward(rng), 0.0], status="COMPLETED")
+    )
+    await store(redis_client, docs)
+
+    by_model = await Results(redis_client).groups(ResultsFilter(tag=tag), [GroupBy.MODEL])
+    counts = {
+        g.key[GroupBy.MODEL]: (g.failed, g.cancelled, g.unfinished, g.unscored, g.scored)
+        for g in by_model
+    }
+    assert counts == {"model-s": (12, 2, 1, 3, 3), "model-t": (0, 0, 0, 1, 0)}
+
+    by_seat = await Results(redis_client).groups(
+        ResultsFilter(tag=tag, model=("model-s",)), [GroupBy.MODEL, GroupBy.SEAT]
+    )
+    assert [(g.key[GroupBy.SEAT], g.failed, g.unscored, g.scored) for g in by_seat] == [
+        (0, 12, 3, 2),
+        (1, 12, 3, 1),
+    ]
+    partnered = await Results(redis_client).groups(
+        ResultsFilter(tag=tag, partner_model="model-t"), [GroupBy.MODEL]
+    )
+    assert [(g.key[GroupBy.MODEL], g.failed, g.unscored, g.scored) for g in partnered] == [
+        ("model-s", 0, 0, 1)
+    ]

@@ -1,6 +1,7 @@
 """`parley export` and `parley import` as real processes: a round trip into an empty Parley,
 idempotence, and the same against a remote server with `--url`."""
 
+import argparse
 import asyncio
 import json
 import subprocess
@@ -9,10 +10,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis.asyncio as redis
 
+from resolvers.experiment_design import Design
 from storage.embedded import EmbeddedRedis
+from storage.experiments import ExperimentStore
 from storage.models import (
     AgentProfile,
     EnvironmentProfile,
@@ -20,6 +24,8 @@ from storage.models import (
     EpisodeStatus,
     Evaluation,
     EvaluationStatus,
+    Experiment,
+    ExperimentSlot,
     ModelUsage,
     RelationshipProfile,
     RelationshipType,
@@ -27,8 +33,8 @@ from storage.models import (
     StoredTurn,
 )
 from tests.support import sotopia_records as sotopia
-from tests.support.processes import parley_env
-from tests.support.server import serve
+from tests.support.processes import api_process, parley_env
+from tests.support.server import GraphQLClient, serve
 
 
 def parley(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -233,3 +239,200 @@ async def test_remote_export_and_import_with_url_and_token(
     )
     assert f"line {len(lines)}: the line is larger than the server accepts" in result.stdout
     assert f"line {len(lines) + 1}: not valid JSON" in result.stdout
+
+
+async def experiment_world(client: redis.Redis, name: str) -> tuple[str, list[str]]:
+    """An experiment as Parley keeps it, written to `client`: four slots, filled by two
+    completed episodes, a failed one and one still running; its id and its episodes' ids."""
+    a = AgentProfile(first_name="Ola", last_name=name)
+    b = AgentProfile(first_name="Kim", last_name=name)
+    scenario = EnvironmentProfile(
+        scenario="Two cooks share one oven.", agent_goals=["Bake", "Roast"]
+    )
+    pair = [str(a.pk), str(b.pk)]
+    design = Design(
+        scenarios={"ids": [str(scenario.pk)]},
+        agents={"pairs": [pair]},
+        models={"seats": [["model-x", "model-x"]]},
+        repeats=4,
+        judge_model="judge-m",
+    )
+    slots = [
+        ExperimentSlot(
+            scenario_id=str(scenario.pk), agent_ids=pair, agent_models=["model-x"] * 2, repeat=r
+        )
+        for r in range(4)
+    ]
+    experiment = Experiment(
+        name=name, tag=name, design=design.model_dump(mode="json"), slot_count=4,
+        created_at=1_700_000_000.0, started_at=1_700_000_010.0,
+    )  # fmt: skip
+    pk = str(experiment.pk)
+    common: dict[str, Any] = {
+        "environment": str(scenario.pk), "agents": pair, "experiment_id": pk, "tag": name,
+        "models": ["judge-m", "model-x", "model-x"], "max_turns": 4,
+        "created_at": 1_700_000_020.0,
+    }  # fmt: skip
+    episodes = [
+        EpisodeLog(
+            **common,
+            status=EpisodeStatus.COMPLETED,
+            finished_at=1_700_000_080.0 + i,
+            rewards=[scored(3.0 + i), scored(2.0)],
+        )
+        for i in range(2)
+    ]
+    episodes += [
+        EpisodeLog(**common, status=EpisodeStatus.FAILED, error="x", finished_at=1_700_000_090.0),
+        EpisodeLog(**common, status=EpisodeStatus.RUNNING),
+    ]
+    for record in (a, b, scenario, *episodes):
+        key = type(record).make_primary_key(str(record.pk))
+        await client.json().set(key, "$", record.model_dump(mode="json"))
+    store = ExperimentStore(client)
+    assert await store.create(experiment, slots) == (True, pk)
+    assert await store.fill(pk, [(n, "", str(e.pk)) for n, e in enumerate(episodes)]) == [True] * 4
+    return pk, [str(e.pk) for e in episodes]
+
+
+EXPERIMENT = """
+query($id: ID!) {
+  experiment(id: $id) {
+    name tag slotCount startedAt
+    progress { total pending completed failed unfinished finished }
+    slots { nodes { number episode { id status } } }
+  }
+  episodeResults(filter: {experimentId: $id}, groupBy: [MODEL]) {
+    groups { model scored failed unfinished dimensions { dimension count mean } }
+  }
+}"""
+
+
+async def test_experiments_travel_with_their_episodes_and_unfinished_ones_stay_behind(
+    source_redis: redis.Redis, empty_redis: str, tmp_path: Path
+) -> None:
+    """A fresh Parley had the episodes but not their experiment, and the default export held
+    an unfinished episode that the import then refused (exit 1)."""
+    pk, episodes = await experiment_world(source_redis, "exp-travel")
+    source = parley_env(url_of(source_redis), tmp_path / "a")
+    target = parley_env(empty_redis, tmp_path / "b", seed="false")
+    out = tmp_path / "all.jsonl"
+    exported = await run("export", "-o", str(out), env=source)
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(x["episode_id"] for x in lines if "episode_id" in x) == sorted(episodes[:3])
+    [slots] = [x for x in lines if "experiment_slots" in x]
+    assert [s["episode_id"] for s in slots["slots"]] == episodes  # the running one is named
+    assert lines[-1]["experiment_id"] == pk  # after its slots
+
+    first = await run("import", str(out), env=target)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.stdout.splitlines()[:3] == [
+        "created: 2 agents, 3 episodes, 1 experiments, 1 scenarios",
+        "skipped (already stored): nothing",
+        "invalid lines: 0",
+    ]
+    again = await run("import", str(out), env=target)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (
+        "skipped (already stored): 2 agents, 3 episodes, 1 experiments, 1 scenarios" in again.stdout
+    )
+
+    with api_process(target, tmp_path / "api.log", "--no-worker") as api:
+        async with httpx.AsyncClient(base_url=api.url, timeout=30) as http:
+            data = await GraphQLClient(http).data(EXPERIMENT, {"id": pk})
+        results = await run("experiment", "results", pk, "--url", f"{api.url}/graphql", env=target)
+    experiment = data["experiment"]
+    assert (experiment["name"], experiment["tag"], experiment["slotCount"]) == (
+        "exp-travel",
+        "exp-travel",
+        4,
+    )
+    # the running episode stayed behind: its slot is waiting for a start, as a new one would
+    assert experiment["progress"] == {
+        "total": 4, "pending": 1, "completed": 2, "failed": 1, "unfinished": 1, "finished": False,
+    }  # fmt: skip
+    filled = [
+        (s["number"], s["episode"] and s["episode"]["status"]) for s in experiment["slots"]["nodes"]
+    ]
+    assert filled == [(0, "COMPLETED"), (1, "COMPLETED"), (2, "FAILED"), (3, None)]
+    [group] = data["episodeResults"]["groups"]
+    assert (group["model"], group["scored"], group["failed"]) == ("model-x", 4, 1)
+    assert results.returncode == 0, results.stdout + results.stderr
+    assert "1 episode: 1 failed" in results.stdout
+
+
+async def test_csv_implies_episodes_and_url_takes_the_graphql_address(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """`--format csv` failed without `--kind episodes`; `--url` took only the server's root
+    (users paste the /graphql address they use everywhere else, and got a 404)."""
+    await parley_world(redis_client, "exp-csv")
+    local = parley_env(redis_url, tmp_path / "a")
+    csv = await run("export", "--format", "csv", "--experiment", "exp-csv", env=local)
+    assert csv.returncode == 0, csv.stderr
+    rows = csv.stdout.splitlines()
+    assert rows[0].startswith("episode_id,") and len(rows) == 1 + 4
+    async with serve(redis_url, tmp_path / "api") as url:
+        for address in (f"{url}/graphql", f"{url}/graphql/", f"{url}/"):
+            remote = await run(
+                "export", "--url", address, "--format", "csv", "--experiment", "exp-csv", env=local
+            )
+            assert remote.returncode == 0, remote.stderr
+            assert sorted(remote.stdout.splitlines()) == sorted(rows)
+        file = tmp_path / "again.jsonl"
+        file.write_text(
+            (await run("export", "--experiment", "exp-csv", "--kind", "episodes", env=local)).stdout
+        )
+        imported = await run("import", "--url", f"{url}/graphql", str(file), env=local)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    assert imported.stdout.splitlines()[1] == "skipped (already stored): 4 episodes"
+
+
+COMMANDS = [
+    [],
+    ["serve"],
+    ["worker"],
+    ["export-schema"],
+    ["seed"],
+    ["redis-url"],
+    ["export"],
+    ["import"],
+    ["experiment"],
+    ["experiment", "run"],
+    ["experiment", "watch"],
+    ["experiment", "results"],
+]
+INTERNAL = ("Starlette", "uvicorn", "idempotent", "import what they need", "in-process", "SDL)")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "parley")
+async def test_help_is_written_for_users(command: list[str], tmp_path: Path) -> None:
+    """`parley --help` spoke of what each command imports (no GraphQL, Starlette or
+    uvicorn); every help now says what a command does."""
+    shown = await run(*command, "--help", env=parley_env("redis://127.0.0.1:1/0", tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    for word in INTERNAL:
+        assert word not in shown.stdout, (word, shown.stdout)
+    if not command:
+        assert "`parley serve` starts it" in shown.stdout
+        assert "`parley COMMAND --help` describes a command." in shown.stdout
+
+
+def test_every_command_and_option_has_help() -> None:
+    from graph.cli import parser
+
+    def walk(command: argparse.ArgumentParser, name: str) -> list[str]:
+        missing = []
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {choice.dest: choice.help for choice in action._choices_actions}
+                for sub, subparser in action.choices.items():
+                    if not helps.get(sub):
+                        missing.append(f"{name} {sub}")
+                    missing += walk(subparser, f"{name} {sub}")
+            elif not (action.help and action.help.strip()):
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+        return missing
+
+    assert walk(parser(), "parley") == []

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus
+from storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
 from tests.support.experiments import Worlds, sampled_design
 from tests.support.fake_llm import FakeLLM
 from tests.support.processes import ApiProcess, api_process, parley_env, worker_process
@@ -186,14 +186,14 @@ async def test_killed_worker_then_rerun_adds_only_the_failed(
         table = Cli(["results", pk, *url], tmp_path / "results.log")
         assert table.wait() == 0, table.output()
         served = (await post(api.url, RESULTS, {"id": pk}))["episodeResults"]["groups"]
-        [group] = served  # one model, in both seats: counts are of seats
-        assert group["scored"] == 16 and group["failed"] == 2 * ended["failed"]
+        [group] = served  # one model, in both seats: scores are of seats, the rest episodes
+        assert group["scored"] == 16 and group["failed"] == ended["failed"]
         overall = group["dimensions"][0]
         assert overall["dimension"] == "overall"
         margin = overall["confidenceInterval"]["margin"]
         row = next(line for line in table.output().splitlines() if fake_llm.model_name() in line)
         assert f"{overall['mean']:.2f} ± {margin:.2f}" in row
-        assert f"{2 * ended['failed']} failed" in row  # counted apart, not averaged
+        assert f": {ended['failed']} failed" in row  # counted apart, not averaged
         as_json = Cli(["results", pk, "--json", "--by", "model,seat", *url], tmp_path / "j.log")
         assert as_json.wait() == 0, as_json.output()
         assert sorted(g["seat"] for g in json.loads(as_json.output())) == [0, 1]
@@ -238,9 +238,7 @@ async def test_cli_errors_exit_with_status_2(
         unparsable = Cli(["run", str(broken), *url], tmp_path / "broken.log")
         unknown = Cli(["watch", "no-such-experiment", *url], tmp_path / "unknown.log")
         assert refused.wait() == 2, refused.output()
-        assert (
-            "input.design.repeats: Input should be greater than or equal to 1" in refused.output()
-        )
+        assert "input.design.repeats: must be at least 1" in refused.output()
         assert unparsable.wait() == 2 and "not valid TOML" in unparsable.output()
         assert unknown.wait() == 2
         assert "no experiment with id 'no-such-experiment'" in unknown.output()
@@ -294,3 +292,33 @@ async def test_a_start_killed_before_recording_its_episodes_is_resumed_without_d
     after = {str(e.pk) for e in await stored(pk)}
     assert written < after and len(after) == 9  # the failed one replaced, nothing else added
     assert now["unfinished"] == 8 and now["failed"] == 0
+
+
+async def test_an_experiment_that_all_failed_says_so_and_its_results_exit_1(
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """Every command takes the /graphql address users paste from elsewhere (it was a 404);
+    `results` exits 1 when nothing is scored (it exited 0), and counts episodes, not seats
+    (a model against itself showed "16 failed" for 8 episodes)."""
+    scenarios, _ = await experiment_world("sys-all-failed")
+    path = design_file(tmp_path / "f.toml", "sys-all-failed", scenarios, fake_llm.model_name())
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        graphql = ["--url", f"{api.url}/graphql"]
+        run = Cli(["run", str(path), *graphql], tmp_path / "run.log")
+        pk = run.experiment_id()
+        for scenario in scenarios:  # each episode fails at once when a worker takes it
+            await EnvironmentProfile.delete(scenario)
+        with worker_process(env, tmp_path / "w.log"):
+            assert run.wait() == 1, run.output()
+        assert "completed 0/8, failed 8, cancelled 0" in run.output()
+        ended = await progress(api.url, pk)
+        assert ended["failed"] == 8 and ended["finished"]
+
+        results = Cli(["results", pk, *graphql], tmp_path / "results.log")
+        assert results.wait() == 1, results.output()
+        row = next(line for line in results.output().splitlines() if fake_llm.model_name() in line)
+        assert "8 episodes: 8 failed" in row and "16" not in row
+        assert "seat scores" in results.output()
+        watch = Cli(["watch", pk, "--url", f"{api.url}/graphql/"], tmp_path / "watch.log")
+        assert watch.wait() == 1, watch.output()
+        assert "completed 0/8, failed 8" in watch.output()

@@ -152,6 +152,7 @@ export async function describePage({ api, main }) {
 
   function showDraft(draft, problems, chosenModel) {
     const save = h("button", { type: "submit" }, "Save");
+    const failing = h("p", { class: "still-failing", role: "status", hidden: true });
     const form = h(
       "form",
       { class: "draft-form", novalidate: true, "aria-labelledby": "draft-title" },
@@ -159,8 +160,18 @@ export async function describePage({ api, main }) {
       h("p", { class: "hint" }, "Nothing is stored yet: change anything, then save."),
       h("div", { class: "form-errors", role: "alert" }),
       editor(draft),
+      failing,
       save,
     );
+    /** The checks the draft (or the last save) fails, beside each field and counted by Save. */
+    const showProblems = (errors) => {
+      showErrors(form, errors);
+      const count = errors.length;
+      failing.hidden = count === 0;
+      failing.textContent = count === 1
+        ? "1 field fails the checks, marked above: fix it before saving."
+        : `${count} fields fail the checks, marked above: fix them before saving.`;
+    };
     const after = h("div", { class: "saved", "aria-live": "polite" });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
@@ -169,9 +180,9 @@ export async function describePage({ api, main }) {
         const saved = (await api.request("SaveDraft", { input: edited(form, draft) })).saveDraft;
         if (saved.userErrors.length) {
           save.disabled = false;
-          return showErrors(form, saved.userErrors);
+          return showProblems(saved.userErrors);
         }
-        showErrors(form, []);
+        showProblems([]);
         for (const input of form.querySelectorAll("[name]")) input.disabled = true;
         showSaved(after, saved, chosenModel);
       } catch (error) {
@@ -180,7 +191,7 @@ export async function describePage({ api, main }) {
       }
     });
     result.replaceChildren(form, after);
-    if (problems.length) showErrors(form, problems);
+    if (problems.length) showProblems(problems);
   }
 
   function showSaved(after, saved, chosenModel) {

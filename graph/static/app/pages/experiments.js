@@ -17,6 +17,17 @@ function duration(seconds) {
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
+/** How far an experiment got, in words: rates and time left count completed episodes only. */
+function progressText(p, ended) {
+  const rate = p.episodesPerMinute > 0 ? `${p.episodesPerMinute.toFixed(1)} completed a minute` : null;
+  if (p.finished) {
+    const outcome = [`${p.completed} completed`, p.failed ? `${p.failed} failed` : null, p.cancelled ? `${p.cancelled} cancelled` : null];
+    return `${ended} of ${p.total} ended: ${outcome.filter(Boolean).join(", ")}${rate ? ` (${rate})` : ""}; finished.`;
+  }
+  const left = p.secondsLeft === null ? "time left unknown until an episode completes" : `about ${duration(p.secondsLeft)} left`;
+  return `${ended} of ${p.total} ended (${percent(ended, p.total)}%), ${rate || "none completed yet"}, ${left}.`;
+}
+
 /** A progress bar and the counts beside it; `update(progress)` redraws both in place. */
 function progressView(progress) {
   const bar = h("progress", { max: 1, value: 0, "aria-label": "Episodes ended" });
@@ -28,9 +39,7 @@ function progressView(progress) {
     bar.max = Math.max(1, p.total);
     bar.value = ended;
     view.dataset.finished = String(p.finished);
-    const rate = `${p.episodesPerMinute.toFixed(1)} episodes a minute`;
-    const left = p.finished ? "finished" : `about ${duration(p.secondsLeft)} left`;
-    summary.textContent = `${ended} of ${p.total} ended (${percent(ended, p.total)}%), ${rate}, ${left}.`;
+    summary.textContent = progressText(p, ended);
     clear(counts);
     counts.append(h("li", { dataset: { status: "PENDING" } }, "not started ", h("span", { class: "count" }, String(p.pending))));
     for (const { status, count } of p.counts) {
@@ -115,8 +124,13 @@ function cell(result, model) {
   );
 }
 
-function apart(group) {
-  return `${group.failed} failed, ${group.cancelled} cancelled, ${group.unscored} unscored, ${group.unfinished} unfinished`;
+/** The episodes a row leaves out of its means, by why ("12 episodes: 11 failed, 1 unscored"):
+ * counts of episodes, each once, whichever of its seats play the row's model. */
+function apartText(group) {
+  const parts = [["failed", group.failed], ["cancelled", group.cancelled], ["unscored", group.unscored], ["unfinished", group.unfinished]].filter(([, n]) => n);
+  const total = parts.reduce((sum, [, n]) => sum + n, 0);
+  if (!total) return "none";
+  return `${total} ${total === 1 ? "episode" : "episodes"}: ${parts.map(([why, n]) => `${n} ${why}`).join(", ")}`;
 }
 
 /**
@@ -155,8 +169,8 @@ function resultsTable(experimentId, groups) {
       dimensions.map((d) =>
         row(words(d), groups.map((group, j) => (byName[j].has(d) ? cell(byName[j].get(d), model(group)) : h("td", {}, "–"))), { dimension: d }),
       ),
-      row("Scored", groups.map((group) => h("td", { dataset: { model: model(group) } }, String(group.scored))), { count: "scored" }),
-      row("Not in the means", groups.map((group) => h("td", { dataset: { model: model(group) } }, apart(group))), { count: "apart" }),
+      row("Seat scores", groups.map((group) => h("td", { dataset: { model: model(group) } }, String(group.scored))), { count: "scored" }),
+      row("Not in the means", groups.map((group) => h("td", { dataset: { model: model(group) } }, apartText(group))), { count: "apart" }),
     ),
   );
   return h("div", { class: "scroll-x" }, table);
