@@ -56,6 +56,13 @@ LOCAL_SAMPLING: dict[str, Any] = {
     "top_p": 0.95,
 }
 """llama.cpp sampling settings for the embedded model (measured in bench/RESULTS.md)."""
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_JUDGE_TIMEOUT = 180.0
+LOCAL_TIMEOUT = 300.0
+LOCAL_JUDGE_TIMEOUT = 900.0
+"""The embedded model's request timeouts: its work on a busy two-core machine, four requests
+decoded at once beside other programs (a judge's 288 tokens at about one token a second each),
+with room to spare; a request that takes longer is stuck, not queued (bench/RESULTS.md)."""
 DEFAULT_CEILING = 256
 """Most calls in flight to one endpoint unless the models file says otherwise: about what one
 worker's CPU drives at 200 ms a call (bench/RESULTS.md, issue 11)."""
@@ -82,8 +89,12 @@ class ModelInfo(BaseModel):
     """Ceiling of the adaptive limit on calls in flight to its endpoint (engine/limiter.py)."""
     min_concurrency: int = 1
     """Floor of that limit; equal to the ceiling, a fixed limit."""
-    timeout: float = 60.0
-    """Seconds allowed for one HTTP request."""
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds allowed for one request of an agent's turn, from the moment it has its place
+    under the endpoint's limit (waiting for that place is not counted)."""
+    judge_timeout: float = DEFAULT_JUDGE_TIMEOUT
+    """Seconds allowed for one judge request (the whole conversation in, the longest answer
+    out), counted the same way."""
     available: bool = True
     reason: str | None = None
     """Why the model cannot be used, when available is False."""
@@ -116,7 +127,8 @@ class ConfiguredModel(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_concurrency: int = Field(default=DEFAULT_CEILING, ge=1)
     min_concurrency: int = Field(default=1, ge=1)
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
+    judge_timeout: float = Field(default=DEFAULT_JUDGE_TIMEOUT, gt=0)
     prompt_price: Price | None = None
     """US dollars per million prompt tokens."""
     completion_price: Price | None = None
@@ -191,7 +203,8 @@ def local_model_info(available: bool, reason: str | None) -> ModelInfo:
         extra_body=LOCAL_SAMPLING,
         max_concurrency=SLOTS,
         min_concurrency=SLOTS,
-        timeout=180.0,
+        timeout=LOCAL_TIMEOUT,
+        judge_timeout=LOCAL_JUDGE_TIMEOUT,
         available=available,
         reason=reason,
     )
@@ -226,6 +239,7 @@ def configured_model_info(entry: ConfiguredModel) -> ModelInfo:
         max_concurrency=entry.max_concurrency,
         min_concurrency=entry.min_concurrency,
         timeout=entry.timeout,
+        judge_timeout=entry.judge_timeout,
         available=not missing,
         reason=f"environment variable {entry.api_key_env} is not set" if missing else None,
     )

@@ -39,7 +39,9 @@ async def test_real_local_model_episode(tmp_path_factory: pytest.TempPathFactory
     assert all("<|im_end|>" not in a.argument and "<end_of_turn>" not in a.argument for a in spoken)
     assert log.messages[1][0][2].startswith("Turn #0: ")
     assert len(log.rewards) == 2
-    for overall, detail in log.rewards:
+    for reward in log.rewards:
+        assert not isinstance(reward, float)  # scored
+        overall, detail = reward
         for dim in SOTOPIA_DIMENSIONS:
             assert dim.range_low <= detail[dim.name] <= dim.range_high
         assert detail["overall_score"] == overall

@@ -37,6 +37,39 @@ async def test_a_repeat_after_the_reask_is_kept(fake_llm: FakeLLM, registry: Mod
     assert transcript.stats.repairs == 2  # Bob's second and third turns
 
 
+async def test_a_repeat_then_an_unusable_answer_keeps_the_repeated_line(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    fake_llm.add_rule(
+        Rule.action(ALICE.name, "speak", "Lend me the money.", times=2),
+        Rule(kind="action", contains=[f"You are {ALICE.name}."], content="Sure! {not json"),
+    )
+    setup = make_setup(fake_llm.model_name(), max_turns=4)
+    transcript = await simulate(setup, registry)
+    alice = [r.argument for r in transcript.actions if r.agent_name == ALICE.name]
+    assert alice == ["Lend me the money.", "Lend me the money."]
+    assert transcript.stats.repairs == 1 and transcript.stats.failures == 0
+
+
+async def test_an_unusable_answer_then_a_repeat_keeps_the_repeated_line(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    """The re-ask after an unusable answer repeats a line: a repeat is refused only once, in a
+    first answer, so it is kept and the episode goes on."""
+    fake_llm.add_rule(
+        Rule.action(ALICE.name, "speak", "Lend me the money."),
+        Rule(kind="action", contains=[f"You are {ALICE.name}."], content="Sure! {not json"),
+        Rule.action(ALICE.name, "speak", "Lend me the money."),
+    )
+    setup = make_setup(fake_llm.model_name(), max_turns=4)
+    transcript = await simulate(setup, registry)
+    alice = [r.argument for r in transcript.actions if r.agent_name == ALICE.name]
+    assert alice == ["Lend me the money.", "Lend me the money."]
+    assert transcript.stats.repairs == 1 and transcript.stats.failures == 0
+    reask = [r for r in fake_llm.requests if "cannot be used" in r.text]
+    assert len(reask) == 1 and "no JSON object" in reask[0].text
+
+
 async def test_text_actions_reask_hotter_with_the_same_prompt(
     fake_llm: FakeLLM, registry: ModelRegistry
 ) -> None:
