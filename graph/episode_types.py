@@ -308,6 +308,14 @@ class Episode:
     def error(self) -> str | None:
         return self.record.error
 
+    @strawberry.field(
+        description="Why the judge gave no scores, for an episode that COMPLETED without "
+        "them: its conversation is kept, and re-judging it with its own judge and dimensions "
+        "(rejudgeEpisodes) makes that judgement its scores."
+    )
+    def judge_error(self) -> str | None:
+        return self.record.judge_error
+
     @strawberry.field(description="Why the conversation ended.")
     def termination_reason(self) -> str | None:
         return self.record.termination_reason
@@ -433,6 +441,7 @@ EPISODE_READS = Reads.of(
     evaluations=("evaluations", "agents"),
     reasoning=("reasoning",),
     error=("error",),
+    judge_error=("judge_error",),
     termination_reason=("termination_reason",),
     generation_stats=("generation_stats",),
     usage=("usage",),
