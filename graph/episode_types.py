@@ -295,7 +295,9 @@ class Episode:
         return rewards_of(self.record.rewards, self.record.agents)
 
     @strawberry.field(
-        description="Later judgements (re-judgings), oldest first; `rewards` stays the original."
+        description="Later judgements (re-judgings), oldest first; `rewards` stays the "
+        "original, unless the episode had none and one of these, by its own judge on its own "
+        "dimensions, gave them."
     )
     def evaluations(self) -> list["Evaluation"]:
         return [Evaluation(record=e, agents=self.record.agents) for e in self.record.evaluations]
