@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 from engine.episode import simulate
+from engine.errors import EpisodeFailed
 from engine.llm import ModelRegistry
+from tests.engine.conftest import FAST_RETRY
 from tests.support.factories import ALICE, BOB, make_setup
 from tests.support.fake_llm import FakeLLM, Rule
 
@@ -68,6 +71,33 @@ async def test_an_unusable_answer_then_a_repeat_keeps_the_repeated_line(
     assert transcript.stats.repairs == 1 and transcript.stats.failures == 0
     reask = [r for r in fake_llm.requests if "cannot be used" in r.text]
     assert len(reask) == 1 and "no JSON object" in reask[0].text
+
+
+async def test_a_model_that_repeats_itself_and_answers_garbage_fails_no_episode_for_a_repeat(
+    tmp_path: Path,
+) -> None:
+    """A fake whose answers are 40% a line the agent always says and 30% garbage, over 30
+    episodes: episodes may fail for garbage twice in a row, never for a repeat."""
+    with FakeLLM(faults={"garbage": 0.3, "repeat": 0.4}) as fake:
+        registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
+        reasons = []
+        kept = 0
+        try:
+            for _ in range(30):
+                try:
+                    transcript = await simulate(
+                        make_setup(fake.model_name(), max_turns=6), registry
+                    )
+                except EpisodeFailed as failed:
+                    reasons.append(failed.reason)
+                    continue
+                lines = [(r.agent_name, r.argument) for r in transcript.actions]
+                kept += len(lines) - len(set(lines))
+        finally:
+            await registry.aclose()
+    assert kept > 0  # repeats were asked again and kept
+    assert not [r for r in reasons if "said exactly that before" in r], reasons
+    assert all("no JSON object" in r for r in reasons), reasons
 
 
 async def test_text_actions_reask_hotter_with_the_same_prompt(
