@@ -359,6 +359,8 @@ def report(
         f"{len(missing)}, events received twice {repeated}"
     )
     print(f"API RSS MiB before {memory_before} after {memory_after}; HTTP 5xx {server_errors}")
+    unjudged = sum(1 for e in stored if e.status == "COMPLETED" and e.judge_error)
+    print(f"completed without scores (their judge failed): {unjudged}")
     print(f"failed episodes by reason ({sum(failed.values())}, for a repeat {for_a_repeat}):")
     for reason, n in failed.most_common():
         print(f"  {n} x {reason}")

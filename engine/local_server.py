@@ -27,6 +27,12 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--threads", type=int, default=0, help="CPU threads (0: half the cores, at least one)"
     )
+    parser.add_argument(
+        "--poll",
+        type=int,
+        default=0,
+        help="how busily threads wait for work, 0..100 (0: they sleep, leaving the cores free)",
+    )
     return parser.parse_args(argv)
 
 
@@ -53,9 +59,8 @@ def serve(args: argparse.Namespace) -> None:
     params.kv_unified = True  # slots share one KV pool: a long conversation may use more
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
-    # Threads that wait for work sleep instead of spinning: the cores stay free for the others.
-    params.cpuparams.poll = 0
-    params.cpuparams_batch.poll = 0
+    params.cpuparams.poll = args.poll
+    params.cpuparams_batch.poll = args.poll
     params.chat_template = args.template.read_text(encoding="utf-8")
     params.use_jinja = True
     params.cache_prompt = True
