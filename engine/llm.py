@@ -191,8 +191,7 @@ class ModelRegistry:
         endpoint, _ = await self._endpoint(info)
         policy = self.retry
         timeout = info.judge_timeout if request.purpose == "judge" else info.timeout
-        spent = 0.0
-        """Seconds of requests and pauses so far (not of waits for a place)."""
+        spent = 0.0  # seconds of requests and pauses so far (not of waits for a place)
         attempt = 0
         while True:
             attempt += 1

@@ -258,7 +258,7 @@ async def follow(remote: Remote, experiment_id: str) -> dict[str, Any]:
 def summary(progress: dict[str, Any]) -> str:
     unjudged = progress["unjudged"]
     not_judged = (
-        f" ({unjudged} not judged: their judge failed; `rejudgeEpisodes` with the design's "
+        f" ({unjudged} not judged: their judge failed; re-judging them with the design's "
         "judge scores them)"
         if unjudged
         else ""

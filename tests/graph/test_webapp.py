@@ -693,6 +693,39 @@ async def test_an_experiment_shows_live_progress_results_with_intervals_and_its_
         assert await tab.clean() == []
 
 
+async def test_an_experiment_counts_its_episodes_completed_without_scores(
+    browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM
+) -> None:
+    tag = unique("unjudged-experiment")
+    scenario, agents = await make_world(tag)
+    fake_llm.add_rule(Rule(kind="judge", contains=[tag], status=500, times=None))
+    design = {
+        "scenarios": {"ids": [scenario]},
+        "agents": {"pairs": [agents]},
+        "models": {"seats": [[MODEL, MODEL]]},
+        "repeats": 2,
+        "maxTurns": 1,
+        "judgeModel": MODEL,
+    }
+    created = await post(
+        service.url, CREATE_EXPERIMENT, {"input": {"name": tag, "tag": tag, "design": design}}
+    )
+    experiment_id = created["createExperiment"]["experiment"]["id"]
+    async with AppPage.open(browser, service.url, f"#/experiments/{experiment_id}") as tab:
+        page = tab.page
+        await page.get_by_role("button", name="Start or resume").click()
+        with service.worker("unjudged-experiment-worker"):
+            progress = page.locator(".experiment-progress")
+            await expect(progress).to_have_attribute("data-finished", "true", timeout=90_000)
+        counts = page.locator(".experiment-progress")
+        await expect(counts.locator('[data-status="COMPLETED"] .count')).to_have_text("2")
+        await expect(counts.locator('[data-status="NOT_JUDGED"]')).to_have_text(
+            "completed, not judged 2"
+        )
+        await snap(tab, shots, "experiment-not-judged")
+        assert await tab.clean() == []
+
+
 async def test_a_game_episode_shows_its_phase_teams_and_each_turns_phase(
     browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM, redis_client: Any
 ) -> None:
