@@ -1,10 +1,12 @@
 """Chaos: APIs, workers, Redis and a faulty model together, killed on a schedule; then checks.
 
-Run: python -m bench.chaos [--episodes 300] [--seconds 60] [--subscribers 40]
+Run: python -m bench.chaos [--episodes 300] [--seconds 60] [--subscribers 40] [--faults F]
 
 Everything runs on loopback and is stopped by pid before the script exits: an embedded Redis
 (append-only file on), a fake OpenAI-compatible model that answers 8% HTTP 500, 3% 429, 4%
-garbage and 1% never, two `parley serve --no-worker` and three `parley worker` processes.
+garbage and 1% never (`--faults` sets other chances, e.g. with "repeat=0.2": an agent's turn
+answered with a line it says every time), two `parley serve --no-worker` and three `parley
+worker` processes.
 During the load (EPISODES starts spread over SECONDS, each with its own idempotency key, sent
 again until one is answered):
 - a worker is SIGKILLed every 10 s (and a new one started),
@@ -15,9 +17,9 @@ whose connection breaks connects again (to either API) with the cursor of the la
 
 Checks, after every episode has ended: every episode terminal; one episode per idempotency key
 and every answer for a key the same episode; no turn stored twice; every subscriber received
-every episode's terminal status, and no event twice; no HTTP 5xx; the APIs' memory flat. Prints
-the attempts spent by cause and the model calls resuming saved. Exit status 0 when every check
-passed.
+every episode's terminal status, and no event twice; no HTTP 5xx; the APIs' memory flat; no
+episode failed for a repeated line. Prints the attempts spent by cause, the model calls resuming
+saved and the failed episodes by reason. Exit status 0 when every check passed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import random
+import re
 import tempfile
 import time
 import uuid
@@ -255,14 +258,30 @@ def causes(episodes: list[EpisodeLog]) -> tuple[Counter[str], int]:
     return found, kept
 
 
-async def chaos(episodes: int, seconds: float, subscribers: int) -> bool:
+REPEAT_REFUSED = "you said exactly that before"
+"""What the re-ask of a repeated line says: an episode that failed with it failed for a repeat."""
+
+
+def failures(episodes: list[EpisodeLog]) -> Counter[str]:
+    """Failed episodes by reason, with the parts that differ between episodes (names, turn
+    numbers, the model's answer) left out."""
+    found: Counter[str] = Counter()
+    for episode in episodes:
+        if episode.status == "FAILED":
+            reason = re.sub(r"answer was .*", "answer was ...", episode.error or "(none)")
+            reason = re.sub(r"^.*? \(faulty\) produced", "<agent> produced", reason)
+            found[re.sub(r"turn \d+", "turn N", reason)] += 1
+    return found
+
+
+async def chaos(episodes: int, seconds: float, subscribers: int, faults: str) -> bool:
     with tempfile.TemporaryDirectory(prefix="parley-chaos-") as name:
         tmp = Path(name)
         redis_server = EmbeddedRedis(tmp, port=free_port())
         url = await redis_server.start()
         client = open_client(url)
         await prepare(client)
-        with fake_llm_process(free_port(), 0.2, FAULTS) as (base, _):
+        with fake_llm_process(free_port(), 0.2, faults) as (base, _):
             models = tmp / "models.json"
             entry = {"name": "faulty", "base_url": base, "model": "fake", "timeout": 2.0}
             models.write_text(json.dumps({"models": [{**entry, "max_concurrency": 200}]}))
@@ -318,6 +337,8 @@ def report(
     repeated = sum(len(seqs) - len(set(seqs)) for d in dashboards for seqs in d.seen.values())
     server_errors = sum(n for code, n in starts.statuses.items() if code >= 500)
     found, kept = causes(stored)
+    failed = failures(stored)
+    for_a_repeat = sum(n for reason, n in failed.items() if REPEAT_REFUSED in reason)
     print("\n".join(events))
     print(
         f"starts: {expected} keys, {starts.sends} requests ({starts.retries} retried), "
@@ -338,6 +359,11 @@ def report(
         f"{len(missing)}, events received twice {repeated}"
     )
     print(f"API RSS MiB before {memory_before} after {memory_after}; HTTP 5xx {server_errors}")
+    unjudged = sum(1 for e in stored if e.status == "COMPLETED" and e.judge_error)
+    print(f"completed without scores (their judge failed): {unjudged}")
+    print(f"failed episodes by reason ({sum(failed.values())}, for a repeat {for_a_repeat}):")
+    for reason, n in failed.most_common():
+        print(f"  {n} x {reason}")
     passed = (
         len(stored) == expected
         and terminal
@@ -347,6 +373,7 @@ def report(
         and not missing
         and repeated == 0
         and server_errors == 0
+        and for_a_repeat == 0
     )
     print("RESULT: PASS" if passed else "RESULT: FAIL")
     return passed
@@ -357,10 +384,11 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--subscribers", type=int, default=40)
+    parser.add_argument("--faults", default=FAULTS, help=f"the fake model's (default {FAULTS})")
     args = parser.parse_args()
     psutil.cpu_percent()
     with contextlib.suppress(KeyboardInterrupt):
-        ok = asyncio.run(chaos(args.episodes, args.seconds, args.subscribers))
+        ok = asyncio.run(chaos(args.episodes, args.seconds, args.subscribers, args.faults))
         raise SystemExit(0 if ok else 1)
 
 

@@ -43,15 +43,18 @@ class ChatClient:
             )
         return self._session
 
-    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The decoded JSON answer, or ChatError saying what went wrong."""
+    async def create(self, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """The decoded JSON answer, or ChatError saying what went wrong; `timeout` (seconds)
+        replaces the client's own for this request."""
+        limit = self._timeout if timeout is None else aiohttp.ClientTimeout(total=timeout)
         try:
-            async with self._open().post(self._url, json=body) as response:
+            async with self._open().post(self._url, json=body, timeout=limit) as response:
                 if response.status >= 400:
                     raise _status_error(response.status, await response.text(), response)
                 data = await response.json(content_type=None)
         except TimeoutError:
-            raise ChatError("timeout", "request timed out") from None
+            seconds = limit.total
+            raise ChatError("timeout", f"request timed out after {seconds:g} s") from None
         except aiohttp.ClientError as err:
             raise ChatError("connection", f"connection failed: {err}") from None
         except ValueError:

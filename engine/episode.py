@@ -12,6 +12,7 @@ from engine.errors import (
     EngineError,
     EpisodeFailed,
     EpisodeSuspended,
+    JudgeFailed,
     LLMError,
     UnknownModelError,
     gather_or_fail,
@@ -197,14 +198,17 @@ class _Episode:
     def fresh(self, i: int, parse: Callable[[str], AgentAction]) -> Callable[[str], AgentAction]:
         """`parse`, refusing once a line that agent `i` already said word for word.
 
-        The model is then re-asked with the reason. The repeat is kept when the second answer
-        repeats too or cannot be used: an agent may really say the same thing twice, and the
-        re-ask must not fail the episode.
+        The model is then re-asked with the reason, once: a repeat is refused only in a first
+        answer. It is kept when the re-ask's answer repeats too or cannot be used, and a re-ask
+        (after an unusable first answer) that repeats a line is kept as well: an agent may
+        really say the same thing twice, and a repeat must never fail the episode.
         """
+        answers = 0
         repeated: AgentAction | None = None
 
         def check(text: str) -> AgentAction:
-            nonlocal repeated
+            nonlocal answers, repeated
+            answers += 1
             if repeated is not None:
                 try:
                     return parse(text)
@@ -212,7 +216,8 @@ class _Episode:
                     return repeated
             action = parse(text)
             if (
-                action.action_type == ActionType.SPEAK
+                answers == 1
+                and action.action_type == ActionType.SPEAK
                 and _normalised(action.argument) in self.said[i]
             ):
                 repeated = action
@@ -447,14 +452,23 @@ def _suspended(
 
 @dataclass(frozen=True)
 class Played:
-    """A whole episode: its conversation and its evaluation."""
+    """A whole episode: its conversation, and its evaluation or why the judge gave none."""
 
     transcript: Transcript
-    evaluation: Evaluation
+    judged: Evaluation | JudgeFailed
+
+    @property
+    def evaluation(self) -> Evaluation | None:
+        return self.judged if isinstance(self.judged, Evaluation) else None
+
+    @property
+    def unjudged(self) -> str | None:
+        """Why the judge gave no scores; None when it gave them."""
+        return self.judged.reason if isinstance(self.judged, JudgeFailed) else None
 
     @property
     def stats(self) -> GenerationStats:
-        return self.transcript.stats.merge(self.evaluation.stats)
+        return self.transcript.stats.merge(self.judged.stats)
 
     def log_parts(self) -> EpisodeLogParts:
         return episode_log_parts(self.transcript, self.evaluation)
@@ -475,14 +489,15 @@ async def play(
 
     `on_turn` sees each new turn as it happens and `on_judging` the transcript before the judge
     starts; `history` is what an earlier attempt played and `control` what is said before each
-    turn (see `simulate`, and EpisodeSuspended). Raises EpisodeFailed (its stats covering the
-    whole run) when an agent or the judge cannot produce valid output.
+    turn (see `simulate`, and EpisodeSuspended). Raises EpisodeFailed when an agent cannot
+    produce valid output; a judge that gives no scores fails nothing: the conversation is
+    returned with the reason (`Played.unjudged`), to be judged again later.
     """
     transcript = await simulate(setup, llm, on_turn, history, control)
     if on_judging is not None:
         await on_judging(transcript)
     try:
-        evaluation = await evaluate(setup, transcript, llm)
-    except EpisodeFailed as failed:
-        raise EpisodeFailed(failed.reason, transcript.stats.merge(failed.stats)) from failed
-    return Played(transcript, evaluation)
+        judged: Evaluation | JudgeFailed = await evaluate(setup, transcript, llm)
+    except JudgeFailed as failed:
+        judged = failed
+    return Played(transcript, judged)

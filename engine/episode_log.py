@@ -5,14 +5,19 @@ from __future__ import annotations
 from engine.types import EpisodeLogParts, Evaluation, Transcript
 
 
-def episode_log_parts(transcript: Transcript, evaluation: Evaluation) -> EpisodeLogParts:
+def episode_log_parts(transcript: Transcript, evaluation: Evaluation | None) -> EpisodeLogParts:
     """messages/rewards/reasoning/rewards_prompt shaped as Sotopia stores them.
 
-    rewards[i] = [overall, {dims..., overall_score}].
+    rewards[i] = [overall, {dims..., overall_score}]; without an evaluation (the judge gave
+    none), Sotopia's bare 0.0 for each agent, which results count apart as unscored.
     """
+    messages = [list(turn) for turn in transcript.messages]
+    if evaluation is None:
+        rewards: list[tuple[float, dict[str, float]] | float] = [0.0] * len(transcript.agent_names)
+        return EpisodeLogParts(messages=messages, reasoning="", rewards=rewards, rewards_prompt="")
     return EpisodeLogParts(
-        messages=[list(turn) for turn in transcript.messages],
+        messages=messages,
         reasoning=evaluation.reasoning,
-        rewards=evaluation.rewards(),
+        rewards=list(evaluation.rewards()),
         rewards_prompt=evaluation.rewards_prompt,
     )

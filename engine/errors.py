@@ -45,6 +45,10 @@ class EpisodeFailed(EngineError):
         self.stats = stats
 
 
+class JudgeFailed(EpisodeFailed):
+    """The judge gave no valid scores. The conversation stands: it can be judged again."""
+
+
 class EpisodeSuspended(EngineError):
     """The episode stopped before a turn to wait (for a person, or a pause): `state` says where;
     playing it again with its stored history goes on from there."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from statistics import fmean
 
 from engine.errors import (
-    EpisodeFailed,
+    JudgeFailed,
     LLMError,
     LLMOutputError,
     UnknownModelError,
@@ -67,6 +67,7 @@ class _Judge:
             messages=messages,
             max_tokens=160,
             temperature=0.0,
+            purpose="judge",
             schema=score_schema(dim),
             schema_name=DIMENSION_SCHEMA_NAME,
         )
@@ -89,6 +90,7 @@ class _Judge:
             ],
             max_tokens=8,
             temperature=0.0,
+            purpose="judge",
             schema=integer_schema(dim),
             schema_name=SCORE_SCHEMA_NAME,
         )
@@ -112,6 +114,7 @@ class _Judge:
             messages=messages,
             max_tokens=300 + 200 * len(dims),
             temperature=0.0,
+            purpose="judge",
             schema=evaluation_schema(dims),
             schema_name=EVALUATION_SCHEMA_NAME,
         )
@@ -156,6 +159,7 @@ class _Judge:
             messages=messages,
             max_tokens=len(names) * (60 + 12 * len(dims)),
             temperature=0.0,
+            purpose="judge",
             schema=episode_evaluation_schema(names, dims),
             schema_name=EPISODE_EVALUATION_SCHEMA_NAME,
         )
@@ -187,8 +191,8 @@ class _Judge:
             evaluations.append(_evaluation(name, ordered, comments.get(name, "")))
         return evaluations
 
-    def failed(self, name: str, exc: LLMError) -> EpisodeFailed:
-        return EpisodeFailed(
+    def failed(self, name: str, exc: LLMError) -> JudgeFailed:
+        return JudgeFailed(
             f"judge {self.info.name} gave no valid scores for {name}: {exc}", self.stats
         )
 
@@ -212,17 +216,21 @@ def _reasoning(termination: str, agents: list[AgentEvaluation]) -> str:
 
 
 async def evaluate(setup: EpisodeSetup, transcript: Transcript, llm: LLMRouter) -> Evaluation:
-    """Score every agent on every dimension; raises EpisodeFailed rather than invent scores."""
+    """Score every agent on every dimension; raises JudgeFailed, with the reason, rather than
+    invent scores (whatever went wrong: an unusable model, answers, or its endpoint)."""
     try:
         info = llm.resolve(setup.judge_model)
     except UnknownModelError as exc:
-        raise EpisodeFailed(str(exc), GenerationStats()) from exc
+        raise JudgeFailed(str(exc), GenerationStats()) from exc
     judge = _Judge(setup, transcript, llm, info)
-    if info.judge_mode == "per_episode":
-        agents = await judge.whole_episode()
-    else:
-        history = judge_history(setup, transcript) if info.judge_mode == "per_agent" else ""
-        agents = await gather_or_fail(judge.agent(i, history) for i in range(len(setup.agents)))
+    try:
+        if info.judge_mode == "per_episode":
+            agents = await judge.whole_episode()
+        else:
+            history = judge_history(setup, transcript) if info.judge_mode == "per_agent" else ""
+            agents = await gather_or_fail(judge.agent(i, history) for i in range(len(setup.agents)))
+    except LLMError as exc:  # the whole-episode request itself (per agent: judge.failed)
+        raise JudgeFailed(f"judge {info.name} gave no valid scores: {exc}", judge.stats) from exc
     return Evaluation(
         agents=agents,
         reasoning=_reasoning(transcript.termination_reason, agents),

@@ -9,7 +9,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from engine.backoff import Backoff
 from engine.chat_client import ChatClient, ChatError
@@ -32,6 +32,8 @@ from engine.stats import GenerationStats
 from engine.usage import Prices, add, counted
 
 SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
+Purpose = Literal["turn", "judge"]
+"""What a request is for, which decides its timeout (`ModelInfo.timeout`, `judge_timeout`)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class ChatRequest:
     schema: dict[str, Any] | None = None
     """Ask for JSON following this schema (response_format, or in the prompt)."""
     schema_name: str = "answer"
+    purpose: Purpose = "turn"
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,10 @@ class RetryPolicy:
     base_delay: float = 0.5
     max_delay: float = 8.0
     budget_seconds: float = 600.0
-    """Wall-clock limit for one call including all its retries."""
+    """Seconds one call may spend on its requests and the pauses between them before no retry
+    begins. Waiting for a place under the endpoint's limit is not counted: a request waits its
+    turn among the others (the embedded model's four slots are shared by every episode's turns
+    and judges), it does not expire in the queue."""
 
 
 class ModelCatalog(Protocol):
@@ -184,7 +190,8 @@ class ModelRegistry:
         info = self.resolve(model)
         endpoint, _ = await self._endpoint(info)
         policy = self.retry
-        started = time.monotonic()
+        timeout = info.judge_timeout if request.purpose == "judge" else info.timeout
+        spent = 0.0  # seconds of requests and pauses so far (not of waits for a place)
         attempt = 0
         while True:
             attempt += 1
@@ -194,14 +201,16 @@ class ModelRegistry:
             retry_after: float | None = None
             try:
                 stats.requests += 1
-                t0 = time.monotonic()
                 async with endpoint.limit.slot() as slot:
+                    t0 = time.monotonic()  # the request's own clock starts with its place
                     try:
-                        response = await endpoint.client.create(kwargs)
+                        response = await endpoint.client.create(kwargs, timeout)
                     except ChatError as exc:
                         if _overloaded(exc):
                             slot.overload(exc.retry_after)
                         raise
+                    finally:
+                        spent += time.monotonic() - t0
                 stats.llm_seconds += time.monotonic() - t0
                 usage = response.get("usage") or {}
                 stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
@@ -228,11 +237,11 @@ class ModelRegistry:
             delay = Backoff(policy.base_delay, policy.max_delay, jitter=True).delay(attempt)
             if retry_after is not None:
                 delay = min(max(delay, retry_after), policy.max_delay)
-            elapsed = time.monotonic() - started
-            if attempt >= policy.max_attempts or elapsed + delay > policy.budget_seconds:
+            if attempt >= policy.max_attempts or spent + delay > policy.budget_seconds:
                 stats.failures += 1
                 raise LLMTransportError(f"{model}: {error} (after {attempt} attempts)")
             stats.retries += 1
+            spent += delay
             await asyncio.sleep(delay)
 
     async def aclose(self) -> None:

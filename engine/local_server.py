@@ -24,8 +24,24 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--template", type=Path, required=True, help="Jinja chat template file")
     parser.add_argument("--slots", type=int, default=4, help="requests decoded together")
     parser.add_argument("--context", type=int, default=4096, help="tokens of context per slot")
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: all cores)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="CPU threads (0: half the cores, at least one)"
+    )
+    parser.add_argument(
+        "--poll",
+        type=int,
+        default=0,
+        help="how busily threads wait for work, 0..100 (0: they sleep, leaving the cores free)",
+    )
     return parser.parse_args(argv)
+
+
+def default_threads(cores: int | None) -> int:
+    """Half the cores, at least one. llama.cpp's threads meet at a barrier many times per token,
+    so when other programs take a core from one of them the others wait: on two busy cores, two
+    threads decoded about ten times slower than one (bench/RESULTS.md, "The embedded model on a
+    busy machine"). Half leaves the rest of the machine its share."""
+    return max(1, (cores or 1) // 2)
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -33,7 +49,7 @@ def serve(args: argparse.Namespace) -> None:
 
     import xllamacpp
 
-    threads = args.threads or os.cpu_count() or 1
+    threads = args.threads or default_threads(os.cpu_count())
     params = xllamacpp.CommonParams()
     params.model.path = str(args.model)
     params.hostnames = ["127.0.0.1"]
@@ -43,6 +59,8 @@ def serve(args: argparse.Namespace) -> None:
     params.kv_unified = True  # slots share one KV pool: a long conversation may use more
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
+    params.cpuparams.poll = args.poll
+    params.cpuparams_batch.poll = args.poll
     params.chat_template = args.template.read_text(encoding="utf-8")
     params.use_jinja = True
     params.cache_prompt = True

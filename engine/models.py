@@ -57,6 +57,16 @@ LOCAL_SAMPLING: dict[str, Any] = {
     "top_p": 0.95,
 }
 """llama.cpp sampling settings for the embedded model (measured in bench/RESULTS.md)."""
+DEFAULT_TIMEOUT = 60.0
+JUDGE_TIMEOUT_FACTOR = 3
+"""A judge request's timeout, unless given, is this many times the model's turn timeout: the
+whole conversation goes in and the longest answer comes out."""
+LOCAL_TIMEOUT = 300.0
+LOCAL_JUDGE_TIMEOUT = JUDGE_TIMEOUT_FACTOR * LOCAL_TIMEOUT
+"""The embedded model's request timeouts, counted from the request's slot: its work on a busy
+two-core machine, several requests decoded at once beside other programs, with room to spare (a
+whole-episode judgement took about 95 s beside two CPU-bound processes, under 3 tokens a second:
+bench/RESULTS.md); a request that takes longer is stuck, not queued."""
 DEFAULT_CEILING = 256
 """Most calls in flight to one endpoint unless the models file says otherwise: about what one
 worker's CPU drives at 200 ms a call (bench/RESULTS.md, issue 11)."""
@@ -83,8 +93,12 @@ class ModelInfo(BaseModel):
     """Ceiling of the adaptive limit on calls in flight to its endpoint (engine/limiter.py)."""
     min_concurrency: int = 1
     """Floor of that limit; equal to the ceiling, a fixed limit."""
-    timeout: float = 60.0
-    """Seconds allowed for one HTTP request."""
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds allowed for one request of an agent's turn, from the moment it has its place
+    under the endpoint's limit (waiting for that place is not counted)."""
+    judge_timeout: float = JUDGE_TIMEOUT_FACTOR * DEFAULT_TIMEOUT
+    """Seconds allowed for one judge request (the whole conversation in, the longest answer
+    out), counted the same way."""
     available: bool = True
     reason: str | None = None
     """Why the model cannot be used, when available is False."""
@@ -117,7 +131,9 @@ class ConfiguredModel(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_concurrency: int = Field(default=DEFAULT_CEILING, ge=1)
     min_concurrency: int = Field(default=1, ge=1)
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
+    judge_timeout: float | None = Field(default=None, gt=0)
+    """None: JUDGE_TIMEOUT_FACTOR times `timeout`."""
     prompt_price: Price | None = None
     """US dollars per million prompt tokens."""
     completion_price: Price | None = None
@@ -192,7 +208,8 @@ def local_model_info(available: bool, reason: str | None) -> ModelInfo:
         extra_body=LOCAL_SAMPLING,
         max_concurrency=SLOTS,
         min_concurrency=SLOTS,
-        timeout=180.0,
+        timeout=LOCAL_TIMEOUT,
+        judge_timeout=LOCAL_JUDGE_TIMEOUT,
         available=available,
         reason=reason,
     )
@@ -227,6 +244,7 @@ def configured_model_info(entry: ConfiguredModel) -> ModelInfo:
         max_concurrency=entry.max_concurrency,
         min_concurrency=entry.min_concurrency,
         timeout=entry.timeout,
+        judge_timeout=entry.judge_timeout or JUDGE_TIMEOUT_FACTOR * entry.timeout,
         available=not missing,
         reason=f"environment variable {entry.api_key_env} is not set" if missing else None,
     )

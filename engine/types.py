@@ -324,5 +324,6 @@ class EpisodeLogParts(BaseModel):
 
     messages: list[list[Triple]]
     reasoning: str
-    rewards: list[tuple[float, dict[str, float]]]
+    rewards: list[tuple[float, dict[str, float]] | float]
+    """Per agent; a bare 0.0 (Sotopia's shape) for an agent the judge gave no scores."""
     rewards_prompt: str

@@ -295,7 +295,9 @@ class Episode:
         return rewards_of(self.record.rewards, self.record.agents)
 
     @strawberry.field(
-        description="Later judgements (re-judgings), oldest first; `rewards` stays the original."
+        description="Later judgements (re-judgings), oldest first; `rewards` stays the "
+        "original, unless the episode had none and one of these, by its own judge on its own "
+        "dimensions, gave them."
     )
     def evaluations(self) -> list["Evaluation"]:
         return [Evaluation(record=e, agents=self.record.agents) for e in self.record.evaluations]
@@ -307,6 +309,14 @@ class Episode:
     @strawberry.field(description="Why the episode failed, if it did.")
     def error(self) -> str | None:
         return self.record.error
+
+    @strawberry.field(
+        description="Why the judge gave no scores, for an episode that COMPLETED without "
+        "them: its conversation is kept, and re-judging it with its own judge and dimensions "
+        "(rejudgeEpisodes) makes that judgement its scores."
+    )
+    def judge_error(self) -> str | None:
+        return self.record.judge_error
 
     @strawberry.field(description="Why the conversation ended.")
     def termination_reason(self) -> str | None:
@@ -433,6 +443,7 @@ EPISODE_READS = Reads.of(
     evaluations=("evaluations", "agents"),
     reasoning=("reasoning",),
     error=("error",),
+    judge_error=("judge_error",),
     termination_reason=("termination_reason",),
     generation_stats=("generation_stats",),
     usage=("usage",),

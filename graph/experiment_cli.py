@@ -5,7 +5,8 @@ when nothing is scored yet).
 
 Talks to the server only over GraphQL: HTTP for the mutations, a graphql-transport-ws websocket for
 `experimentProgress`. Ctrl-C detaches (the episodes keep running); the exit status is 0 when every
-episode completed, 1 when the experiment ended otherwise, 2 on an error and 130 when detached.
+episode completed with scores, 1 when the experiment ended otherwise, 2 on an error and 130 when
+detached.
 """
 
 import argparse
@@ -40,7 +41,7 @@ mutation($id: ID!) {
 PROGRESS = """
 subscription($id: ID!) {
   experimentProgress(id: $id) {
-    total pending completed failed cancelled unfinished finished allCompleted
+    total pending completed unjudged failed cancelled unfinished finished allCompleted
     episodesPerMinute secondsLeft counts { status count }
   }
 }"""
@@ -204,6 +205,8 @@ def describe(progress: dict[str, Any]) -> dict[str, str]:
     parts = [f"{s.lower()} {n}" for s, n in counts.items() if n]
     if progress["pending"]:
         parts.insert(0, f"not queued {progress['pending']}")
+    if progress["unjudged"]:
+        parts.append(f"of them not judged {progress['unjudged']}")
     left = progress["secondsLeft"]
     rate = progress["episodesPerMinute"]
     return {
@@ -258,9 +261,16 @@ async def follow(remote: Remote, experiment_id: str) -> dict[str, Any]:
 
 
 def summary(progress: dict[str, Any]) -> str:
+    unjudged = progress["unjudged"]
+    not_judged = (
+        f" ({unjudged} not judged: their judge failed; re-judging them with the design's "
+        "judge scores them)"
+        if unjudged
+        else ""
+    )
     return (
-        f"completed {progress['completed']}/{progress['total']}, failed {progress['failed']}, "
-        f"cancelled {progress['cancelled']}"
+        f"completed {progress['completed']}/{progress['total']}{not_judged}, "
+        f"failed {progress['failed']}, cancelled {progress['cancelled']}"
     )
 
 
@@ -341,7 +351,7 @@ async def run(args: argparse.Namespace) -> int:
             experiment_id = args.id
         final = await follow(remote, experiment_id)
     print(summary(final), flush=True)
-    return COMPLETED if final["allCompleted"] else UNFINISHED
+    return COMPLETED if final["allCompleted"] and not final["unjudged"] else UNFINISHED
 
 
 def main(args: argparse.Namespace) -> int:

@@ -140,6 +140,14 @@ class ExperimentProgress:
     def completed(self) -> int:
         return self.progress.counts.get(models.EpisodeStatus.COMPLETED, 0)
 
+    @strawberry.field(
+        description="Slot episodes that completed without scores (counted in `completed` "
+        "too): their judge failed, each says why in `judgeError`; re-judging them with the "
+        "design's judge makes that judgement their scores."
+    )
+    def unjudged(self) -> int:
+        return self.progress.unjudged
+
     @strawberry.field(description="Slot episodes that failed (a new start retries them).")
     def failed(self) -> int:
         return self.progress.counts.get(models.EpisodeStatus.FAILED, 0)

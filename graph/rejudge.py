@@ -91,7 +91,9 @@ class RejudgeMutation:
     @strawberry.mutation(
         description="Judge finished episodes again with another judge or dimension list, as "
         "queued jobs; each evaluation is kept beside the original rewards, which stay as they "
-        "are. At most 10,000 episodes per call."
+        "are, except for an episode that completed without scores (`judgeError`): the first "
+        "evaluation by its own judge on its own dimensions that succeeds becomes its scores. "
+        "At most 10,000 episodes per call."
     )
     async def rejudge_episodes(self, info: Info, input: RejudgeEpisodesInput) -> RejudgePayload:
         services = info.context.services

@@ -15,9 +15,9 @@ from functools import partial
 from lifecycle.experiments import Progress, Tally, get_experiment, tally
 from lifecycle.follow import patiently
 from lifecycle.services import Services
-from lifecycle.transitions import EpisodeEvent, EventKind
+from lifecycle.transitions import NOT_JUDGED, EpisodeEvent, EventKind
 from storage import keys
-from storage.models import Experiment
+from storage.models import EpisodeStatus, Experiment
 
 BURST = 0.05
 """Seconds to let further events arrive before sending the progress again."""
@@ -35,7 +35,9 @@ def apply(event: EpisodeEvent | None, state: Tally, experiment_id: str) -> bool 
     if event.type != EventKind.STATUS or event.status is None:
         return False
     if event.episode_id in state.states:
-        state.saw(event.episode_id, event.status, event.at)
+        reason = event.reason or ""
+        unjudged = event.status == EpisodeStatus.COMPLETED and reason.startswith(NOT_JUDGED)
+        state.saw(event.episode_id, event.status, event.at, unjudged)
         return True
     return None if event.experiment_id == experiment_id else False
 

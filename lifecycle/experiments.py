@@ -55,6 +55,8 @@ class Progress:
     often end at once, say nothing of how fast the rest will go."""
     seconds_left: float | None = None
     """At that rate; None while no episode has completed, 0 once every slot has ended."""
+    unjudged: int = 0
+    """COMPLETED episodes without scores: their judge failed (each says why, `judge_error`)."""
 
     @property
     def unfinished(self) -> int:
@@ -242,15 +244,24 @@ class Tally:
     since: float | None
     states: dict[str, tuple[EpisodeStatus, float]]
     """Episode id to (status, when it ended or 0)."""
+    unjudged: set[str] = field(default_factory=set)
+    """The COMPLETED episodes among them that have no scores (their judge failed)."""
 
-    def saw(self, episode_id: str, status: EpisodeStatus, at: float) -> None:
+    def saw(
+        self, episode_id: str, status: EpisodeStatus, at: float, unjudged: bool = False
+    ) -> None:
         self.states[episode_id] = (status, at if status.terminal else 0.0)
+        if unjudged:
+            self.unjudged.add(episode_id)
+        else:
+            self.unjudged.discard(episode_id)
 
     def progress(self, now: float) -> Progress:
         counts = Counter(status for status, _ in self.states.values())
         pending = self.total - len(self.states)
+        unjudged = len(self.unjudged)
         if self.since is None:
-            return Progress(self.total, pending, dict(counts))
+            return Progress(self.total, pending, dict(counts), unjudged=unjudged)
         since = self.since
         done = [
             at for s, at in self.states.values() if s == EpisodeStatus.COMPLETED and at >= since
@@ -259,7 +270,7 @@ class Tally:
         span = (now if unfinished else max(done, default=since)) - since
         rate = len(done) / span if span > 0 and done else 0.0
         left = unfinished / rate if rate > 0 else (0.0 if not unfinished else None)
-        return Progress(self.total, pending, dict(counts), rate * 60, left)
+        return Progress(self.total, pending, dict(counts), rate * 60, left, unjudged)
 
 
 async def progress(services: Services, experiment: Experiment) -> Progress:
@@ -270,9 +281,7 @@ async def tally(services: Services, experiment: Experiment) -> Tally:
     """The stored state of the episodes now filling the experiment's slots."""
     store = ExperimentStore(services.client)
     filled = list((await store.slots(str(experiment.pk))).values())
-    states = {
-        pk: state
-        for pk, state in zip(filled, await store.statuses(filled), strict=True)
-        if state is not None
-    }
-    return Tally(experiment.slot_count, experiment.started_at, states)
+    found = [(pk, s) for pk, s in zip(filled, await store.statuses(filled), strict=True) if s]
+    states = {pk: (state.status, state.ended) for pk, state in found}
+    unjudged = {pk for pk, state in found if state.unjudged}
+    return Tally(experiment.slot_count, experiment.started_at, states, unjudged)

@@ -25,6 +25,13 @@ class Job:
     """Set for a part of a draft job (lifecycle/drafts.py), whose id is then `episode_id`."""
 
 
+def crash_reason(err: BaseException) -> str:
+    """What a job that failed in a way nobody expected records: what was raised, and its
+    message (the traceback goes to the worker's log)."""
+    detail = str(err).strip()
+    return f"internal error in the worker: {type(err).__name__}" + (f": {detail}" if detail else "")
+
+
 def _jobs(entries: list[Any]) -> list[Job]:
     jobs = []
     for entry_id, fields in entries:

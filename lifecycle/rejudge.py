@@ -5,7 +5,9 @@ A re-judging has an id shared by the evaluations it makes: each is an entry of i
 it, an evaluation record (storage/keys.py) holding the fields results group by, so
 `episodeResults(evaluation: id)` aggregates it like the episodes themselves. Jobs go through the
 episode job queue (lifecycle/jobs.py) as entries of their own kind, with the same leases and
-takeover; a judge that fails marks that one evaluation FAILED with the reason.
+takeover; a judge that fails marks that one evaluation FAILED with the reason. An episode that
+COMPLETED without scores (its judge failed) gets them from the first evaluation by its own judge
+on its own dimensions that succeeds (`completes`).
 """
 
 import json
@@ -23,7 +25,7 @@ from engine.judge import evaluate
 from engine.llm import LLMRouter, ModelCatalog
 from engine.stats import GenerationStats
 from engine.types import Transcript
-from lifecycle.jobs import JobQueue
+from lifecycle.jobs import JobQueue, crash_reason
 from resolvers.dimensions import dimensions_of, get_dimension_list, index_dimensions
 from resolvers.episode_setup import SetupError, load_setup
 from resolvers.errors import BadArgument, ErrorCode, UserError, from_validation, searchable_tag
@@ -264,10 +266,21 @@ async def progress(client: redis.Redis, rejudging_id: str) -> dict[EvaluationSta
 SET_EVALUATION = """
 -- KEYS[1] the episode, KEYS[2] its evaluation record; ARGV[1] the evaluation id,
 -- ARGV[2] the entry (JSON), ARGV[3] its status, ARGV[4] its rewards (JSON),
--- ARGV[5] 1 to count a start.  Returns the starts so far, or -1 if the episode is gone.
+-- ARGV[5] 1 to count a start, ARGV[6] 1 to make them the episode's own scores if it still
+-- has none (its judge_error set), with ARGV[7] the reasoning and ARGV[8] the judge's prompt.
+-- Returns the starts so far, or -1 if the episode is gone.
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local path = '$.evaluations[?(@.id=="' .. ARGV[1] .. '")]'
 redis.call('JSON.SET', KEYS[1], path, ARGV[2])
+if ARGV[6] == '1' then
+  local unjudged = cjson.decode(redis.call('JSON.GET', KEYS[1], '$.judge_error'))[1]
+  if unjudged ~= nil and unjudged ~= cjson.null then
+    redis.call('JSON.SET', KEYS[1], '$.rewards', ARGV[4])
+    redis.call('JSON.SET', KEYS[1], '$.reasoning', cjson.encode(ARGV[7]))
+    redis.call('JSON.SET', KEYS[1], '$.rewards_prompt', cjson.encode(ARGV[8]))
+    redis.call('JSON.SET', KEYS[1], '$.judge_error', 'null')
+  end
+end
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 redis.call('JSON.SET', KEYS[2], '$.status', cjson.encode(ARGV[3]))
 redis.call('JSON.SET', KEYS[2], '$.rewards', ARGV[4])
@@ -287,7 +300,15 @@ class Rejudger:
         self.max_attempts = max_attempts
         self._set = client.register_script(SET_EVALUATION)
 
-    async def _store(self, episode_id: str, entry: Evaluation, count_start: bool = False) -> int:
+    async def _store(
+        self,
+        episode_id: str,
+        entry: Evaluation,
+        count_start: bool = False,
+        fills: str | None = None,
+    ) -> int:
+        """Write the evaluation; with `fills` (the judge's prompt), its scores become the
+        episode's own too, if the episode still has none."""
         result = await self._set(
             keys=[
                 EpisodeLog.make_primary_key(episode_id),
@@ -299,6 +320,9 @@ class Rejudger:
                 entry.status.value,
                 json.dumps(entry.rewards),
                 "1" if count_start else "0",
+                "0" if fills is None else "1",
+                entry.reasoning,
+                fills or "",
             ],
         )
         return int(result)
@@ -332,9 +356,9 @@ class Rejudger:
             return
         except redis.RedisError:
             raise  # left for redelivery
-        except Exception:
+        except Exception as err:
             log.exception("re-judging crashed", extra={"episode": episode_id})
-            await self._fail(episode_id, running, "internal error in the worker")
+            await self._fail(episode_id, running, crash_reason(err))
             return
         done = running.model_copy(
             update={
@@ -344,7 +368,8 @@ class Rejudger:
                 "finished_at": time.time(),
             }
         )
-        await self._store(episode_id, done)
+        fills = judged.rewards_prompt if completes(episode, entry) else None
+        await self._store(episode_id, done, fills=fills)
         log.info("re-judged", extra={"episode": episode_id, "rejudging": rejudging_id})
 
     async def _fail(self, episode_id: str, entry: Evaluation, reason: str) -> None:
@@ -357,6 +382,18 @@ class Rejudger:
 
 class SetupFailed(Exception):
     pass
+
+
+def completes(episode: EpisodeLog, entry: Evaluation) -> bool:
+    """Whether an evaluation is the judgement an episode left without scores never got: its
+    own judge on its own dimensions. Then its scores become the episode's (results and
+    experiments count them); any other evaluation stays beside the episode's own."""
+    own_judge = episode.models[0] if episode.models else None
+    return (
+        episode.judge_error is not None
+        and entry.judge_model == own_judge
+        and entry.evaluation_dimension_list_id == episode.evaluation_dimension_list_id
+    )
 
 
 async def _setup(episode: EpisodeLog, entry: Evaluation) -> Any:

@@ -35,6 +35,9 @@ IDEMPOTENCY_TTL = 24 * 3600
 """Seconds an idempotency key keeps naming its episode."""
 
 Status = EpisodeStatus
+NOT_JUDGED = "not judged: "
+"""How the reason of a COMPLETED change begins when the episode has no scores (the only
+COMPLETED change with a reason): what follows is why its judge gave none."""
 
 
 class EventKind(StrEnum):

@@ -39,11 +39,11 @@ from engine.usage import Usage, merged
 from lifecycle import logs
 from lifecycle.control import StoredControl
 from lifecycle.drafts import Drafter
-from lifecycle.jobs import Job
+from lifecycle.jobs import Job, crash_reason
 from lifecycle.rejudge import Rejudger
 from lifecycle.services import Services, open_services
 from lifecycle.settings import RunSettings
-from lifecycle.transitions import Fenced, TransitionResult
+from lifecycle.transitions import NOT_JUDGED, Fenced, TransitionResult
 from lifecycle.usage import stored_usage, usage_fields
 from resolvers.episode_setup import SetupError, load_setup
 from resolvers.records import get_or_none
@@ -105,11 +105,14 @@ class Begin:
     mode: Literal["restart", "resume"]
     reason: str | None = None
     losses: int = 0
+    """Workers lost in a row without storing a turn that this start keeps (the cap's count)."""
 
     @classmethod
     def of(cls, episode: EpisodeLog, consumer: str) -> Begin:
-        """A first start, or the next one after the previous worker handed it back or was lost
-        (which counts as a loss)."""
+        """A first start, or the next one after the previous worker handed it back or was lost.
+        A loss counts toward the cap only when the lost attempt stored no turn that this one
+        keeps: an episode that crashes its workers still stops, one that moves on between
+        losses (a worker carries many episodes, and each loss takes them all) finishes."""
         if episode.status not in ACTIVE:
             # Queued again after waiting or a pause: its turns are kept (a person's among them).
             return cls("resume" if episode.turns else "restart", losses=episode.losses)
@@ -118,7 +121,21 @@ class Begin:
         previous = episode.owner or "a worker"
         if episode.handed_back is not None and episode.handed_back == episode.owner:
             return cls(mode, f"handed back by {previous} when it stopped", episode.losses)
-        return cls(mode, f"{previous} stopped renewing its lease", episode.losses + 1)
+        losses = 0 if keep and stored_turns_since_start(episode) else episode.losses + 1
+        return cls(mode, f"{previous} stopped renewing its lease", losses)
+
+
+def stored_turns_since_start(episode: EpisodeLog) -> bool:
+    """Whether the current attempt stored a turn (after the RUNNING change that began it)."""
+    began = next(
+        (
+            change.sequence
+            for change in reversed(episode.status_history)
+            if change.status == Status.RUNNING and change.attempt == episode.attempt
+        ),
+        None,
+    )
+    return began is not None and any(turn.sequence > began for turn in episode.turns)
 
 
 @dataclass
@@ -330,15 +347,17 @@ class Worker:
         except (LeaseLost, redis.RedisError) as err:
             # Not acked: the job is redelivered once its lease lapses and the episode resumes.
             log.warning("left the episode for redelivery: %s", err)
-        except Exception:
+        except Exception as err:
             log.exception("episode crashed")
             attempt = self.running[job.entry_id].attempt if job.entry_id in self.running else None
+            reason = crash_reason(err)
             with contextlib.suppress(redis.RedisError):
                 await self.store.transition(
                     job.episode_id,
                     Status.FAILED,
                     fence=attempt,
-                    reason="internal error in the worker",
+                    reason=reason,
+                    fields={"error": reason, "finished_at": time.time()},
                 )
             done = True
         finally:
@@ -369,16 +388,7 @@ class Worker:
             return True  # an older job of an episode queued again since
         start = Begin.of(episode, self.config.consumer)
         if start.losses >= self.config.max_attempts:
-            reason = f"worker lost {start.losses} times"
-            await self._durably(
-                lambda: self.store.transition(
-                    episode_id,
-                    Status.FAILED,
-                    fence=episode.attempt,
-                    reason=reason,
-                    fields={"error": reason, "finished_at": time.time(), "losses": start.losses},
-                )
-            )
+            await self._durably(lambda: self._give_up(episode, start.losses))
             return True
         started = await self._durably(lambda: self._begin(episode_id, episode.attempt, start))
         if not started.ok:
@@ -418,17 +428,20 @@ class Worker:
         if played is None:
             return True
         parts = played.log_parts()
+        unjudged = played.unjudged
         finished = await self._durably(
             lambda: self.store.transition(
                 episode_id,
                 Status.COMPLETED,
                 fence=mine,
                 owner=self.config.consumer,
+                reason=None if unjudged is None else NOT_JUDGED + unjudged,
                 fields={
                     "messages": parts.messages,
                     "rewards": parts.rewards,
                     "reasoning": parts.reasoning,
                     "rewards_prompt": parts.rewards_prompt,
+                    "judge_error": unjudged,
                     "generation_stats": played.stats.model_dump(),
                     **self._usage(spent, played.stats.usage),
                     "finished_at": time.time(),
@@ -437,8 +450,35 @@ class Worker:
         )
         if not finished.ok:
             raise Fenced
-        log.info("episode completed")
+        if unjudged is None:
+            log.info("episode completed")
+        else:
+            log.warning("episode completed without scores: %s", unjudged)
         return True
+
+    async def _give_up(self, episode: EpisodeLog, losses: int) -> TransitionResult:
+        """End an episode whose workers were lost `losses` times in a row without progress:
+        FAILED, or, when its conversation was whole and only its judge was left, COMPLETED
+        without scores (so it can be judged again)."""
+        lost = f"worker lost {losses} times"
+        fields: dict[str, Any] = {"finished_at": time.time(), "losses": losses}
+        if episode.status == Status.EVALUATING:
+            unjudged = f"{lost} while judging"
+            rewards = [0.0] * len(episode.agents)
+            return await self.store.transition(
+                str(episode.pk),
+                Status.COMPLETED,
+                fence=episode.attempt,
+                reason=NOT_JUDGED + unjudged,
+                fields={**fields, "judge_error": unjudged, "rewards": rewards, "reasoning": ""},
+            )
+        return await self.store.transition(
+            str(episode.pk),
+            Status.FAILED,
+            fence=episode.attempt,
+            reason=lost,
+            fields={**fields, "error": lost},
+        )
 
     async def _begin(self, episode_id: str, attempt: int, start: Begin) -> TransitionResult:
         return await self.store.transition(

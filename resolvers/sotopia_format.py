@@ -92,9 +92,10 @@ CSV_COLUMNS = (
     "rewards",
     "status",
     "experiment_id",
+    "judge_error",
 )
-"""Sotopia's episode CSV columns (nested values as JSON text), then Parley's status and
-experiment."""
+"""Sotopia's episode CSV columns (nested values as JSON text), then Parley's status, experiment
+and why the judge gave no scores (empty when it gave them)."""
 ID_FIELD = {
     Kind.AGENTS: "agent_id",
     Kind.SCENARIOS: "env_id",
@@ -275,6 +276,7 @@ def csv_row(line: dict[str, Any]) -> str:
         **line,
         "status": extra.get("status", "COMPLETED"),
         "experiment_id": extra.get("experiment_id", ""),
+        "judge_error": extra.get("judge_error") or "",
     }
     return _csv_row([csv_cell(values.get(column, "")) for column in CSV_COLUMNS])
 

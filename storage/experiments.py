@@ -2,7 +2,7 @@
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 from pydantic import TypeAdapter
@@ -11,6 +11,15 @@ from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus, Experiment, ExperimentSlot
 
 PLAN = TypeAdapter(list[ExperimentSlot])
+
+
+class EpisodeState(NamedTuple):
+    status: EpisodeStatus
+    ended: float
+    """finished_at, or 0 while it has not ended."""
+    unjudged: bool = False
+    """COMPLETED without scores: its judge failed (`judge_error`)."""
+
 
 _CREATE = """
 local earlier = redis.call('HGET', KEYS[1], ARGV[1])
@@ -140,10 +149,8 @@ class ExperimentStore:
         applied = await self._fill(keys=[keys.experiment_slots(pk)], args=args)
         return [bool(int(a)) for a in applied]
 
-    async def statuses(
-        self, episode_ids: Sequence[str]
-    ) -> list[tuple[EpisodeStatus, float] | None]:
-        """(status, finished_at or 0) of each episode, None for one that is gone; two commands."""
+    async def statuses(self, episode_ids: Sequence[str]) -> list[EpisodeState | None]:
+        """The state of each episode, None for one that is gone; three commands."""
         if not episode_ids:
             return []
         names = [EpisodeLog.make_primary_key(pk) for pk in episode_ids]
@@ -151,15 +158,18 @@ class ExperimentStore:
             # through the JSON commands, which parse each reply whatever else the client ran
             pipe.json().mget(names, "$.status")
             pipe.json().mget(names, "$.finished_at")
-            statuses, finished = await pipe.execute()
-        found: list[tuple[EpisodeStatus, float] | None] = []
-        for status, at in zip(statuses, finished, strict=True):
+            pipe.json().mget(names, "$.judge_error")
+            statuses, finished, unjudged = await pipe.execute()
+        found: list[EpisodeState | None] = []
+        for status, at, why in zip(statuses, finished, unjudged, strict=True):
             # each reply is the list of the path's matches
             if not status:
                 found.append(None)
                 continue
             ended = at[0] if at else None
-            found.append((EpisodeStatus(status[0]), float(ended or 0.0)))
+            found.append(
+                EpisodeState(EpisodeStatus(status[0]), float(ended or 0.0), bool(why and why[0]))
+            )
         return found
 
     async def import_slots(

@@ -296,6 +296,10 @@ class EpisodeLog(ListedRecord, index=True):
     turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
     evaluation_dimension_list_id: str | None = None
     error: str | None = None
+    judge_error: str | None = None
+    """Why the judge gave no scores to an episode that COMPLETED without them (its rewards
+    Sotopia's bare 0.0): its conversation stands, and re-judging it with its own judge and
+    dimensions fills its scores."""
     termination_reason: str | None = None
     generation_stats: dict[str, float] = {}
     idempotency_key: str | None = None

@@ -17,7 +17,8 @@ FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, budget
 @pytest.fixture
 def models_file(tmp_path: Path, fake_llm_server: FakeLLM) -> Path:
     """Named models pointing at the fake: a short timeout, a per-dimension judge with text
-    actions, a whole-episode judge with text actions and extra sampling settings, no schema."""
+    actions, a whole-episode judge with text actions and extra sampling settings, the same with
+    a judge timeout shorter than its turns', no schema."""
     path = tmp_path / "models.json"
     base = fake_llm_server.base_url
     path.write_text(
@@ -40,6 +41,15 @@ def models_file(tmp_path: Path, fake_llm_server: FakeLLM) -> Path:
                         "text_actions": True,
                         "judge_mode": "per_episode",
                         "extra_body": {"dry_multiplier": 0.8},
+                    },
+                    {
+                        "name": "fake-slow-judge",
+                        "base_url": base,
+                        "model": "fake",
+                        "text_actions": True,
+                        "judge_mode": "per_episode",
+                        "timeout": 5.0,
+                        "judge_timeout": 0.3,
                     },
                     {
                         "name": "fake-noschema",

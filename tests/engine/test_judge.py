@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from engine.episode import simulate
+from engine.episode import play, simulate
 from engine.episode_log import episode_log_parts
-from engine.errors import EpisodeFailed
+from engine.errors import EpisodeFailed, JudgeFailed
 from engine.judge import evaluate
 from engine.llm import ModelRegistry
 from engine.prompts import evaluation_schema
@@ -35,7 +35,9 @@ async def test_sotopia_shaped_log(fake_llm: FakeLLM, registry: ModelRegistry) ->
     evaluation = await evaluate(setup, transcript, registry)
     log = episode_log_parts(transcript, evaluation)
     names = [d.name for d in SOTOPIA_DIMENSIONS]
-    for overall, detail in log.rewards:
+    for reward in log.rewards:
+        assert not isinstance(reward, float)  # scored
+        overall, detail = reward
         assert list(detail) == [*names, "overall_score"]
         for dim in SOTOPIA_DIMENSIONS:
             assert dim.range_low <= detail[dim.name] <= dim.range_high
@@ -113,6 +115,27 @@ async def test_judge_never_valid_fails(fake_llm: FakeLLM, registry: ModelRegistr
     with pytest.raises(EpisodeFailed, match="gave no valid scores") as info:
         await evaluate(setup, transcript, registry)
     assert info.value.stats.failures >= 1
+
+
+async def test_a_judge_that_times_out_leaves_the_conversation_unjudged(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    """Judge requests have their own timeout: turns slower than it are answered, the judge that
+    never answers times out on each try, and the conversation comes back whole with the reason
+    (it was an uncaught transport error of the whole-episode request)."""
+    fake_llm.delay = 0.5  # every answer: longer than the judge's 0.3 s, within a turn's 5 s
+    fake_llm.add_rule(Rule(kind="judge", hang=True, times=None))
+    played = await play(make_setup("fake-slow-judge", max_turns=2), registry)
+    assert played.transcript.turns == 2 and len(played.transcript.actions) == 2
+    assert played.evaluation is None
+    assert played.unjudged is not None
+    assert "judge fake-slow-judge gave no valid scores" in played.unjudged
+    assert "timed out after 0.3 s (after 3 attempts)" in played.unjudged
+    assert isinstance(played.judged, JudgeFailed) and played.judged.stats.timeouts == 3
+    assert played.stats.timeouts == 3  # the judge's tries count with the turns'
+    log = played.log_parts()
+    assert log.rewards == [0.0, 0.0] and log.reasoning == ""  # Sotopia's shape for no scores
+    assert len(log.messages) == 3
 
 
 def _episode_scores(alice: dict[str, int] | None, bob: dict[str, int]) -> str:

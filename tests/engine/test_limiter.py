@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from engine.limiter import INITIAL, AdaptiveLimit
 from engine.llm import ChatRequest, ModelRegistry, RetryPolicy
 from engine.stats import GenerationStats
-from tests.support.fake_llm import FakeLLM, RateLimit
+from tests.support.fake_llm import FakeLLM, RateLimit, Rule
 
 HELLO = ChatRequest(messages=[{"role": "user", "content": "hi"}])
 
@@ -274,3 +275,28 @@ async def test_over_http_retry_after_holds_every_call_to_the_endpoint(
     # Retrying every 50 ms without waiting for the second to pass would use up 8 attempts.
     assert replies == ["OK"] * 10
     assert 5 <= fake_llm.rejected < 20
+
+
+async def test_over_http_waiting_for_a_place_does_not_use_up_a_calls_retries(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Six calls share one place (as episodes share the embedded model's slots); each call's
+    first answer is an HTTP 500. The last waits about a second for its place, longer than the
+    retry budget: it is still retried, since its time in the queue is not time spent."""
+    fake_llm.delay = 0.2
+    fake_llm.add_rule(Rule(status=500, times=6))
+    models = tmp_path / "models.json"
+    entry = {"name": "one", "base_url": fake_llm.base_url, "model": "fake"}
+    models.write_text(
+        json.dumps({"models": [{**entry, "max_concurrency": 1, "min_concurrency": 1}]})
+    )
+    retry = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, budget_seconds=0.6)
+    registry = ModelRegistry(models, tmp_path, retry=retry)
+    stats = GenerationStats()
+    try:
+        replies = await asyncio.gather(*(registry.complete("one", HELLO, stats) for _ in range(6)))
+    finally:
+        await registry.aclose()
+    assert replies == ["OK"] * 6
+    assert stats.server_errors == 6 and stats.retries == 6 and stats.failures == 0
+    assert fake_llm.peak_in_flight == 1

@@ -9,6 +9,7 @@ import pytest
 from engine.episode import simulate
 from engine.errors import EpisodeFailed, UnknownModelError
 from engine.llm import ModelRegistry
+from engine.models import local_model_info
 from tests.support.factories import make_setup
 
 
@@ -90,3 +91,22 @@ def test_models_file_judge_modes(tmp_path: Path) -> None:
     assert registry.resolve("old").judge_mode == "per_dimension"
     new = registry.resolve("new")
     assert new.judge_mode == "per_episode" and new.extra_body == {"repetition_penalty": 1.1}
+
+
+def test_judge_requests_have_a_timeout_of_their_own(tmp_path: Path) -> None:
+    """Three times the turn's unless the models file gives one; the embedded model's sized to
+    its work on a busy machine."""
+    path = tmp_path / "models.toml"
+    path.write_text(
+        '[[models]]\nname = "quick"\nbase_url = "http://h/v1"\nmodel = "m"\ntimeout = 2\n'
+        '[[models]]\nname = "patient"\nbase_url = "http://h/v1"\nmodel = "m"\n'
+        "judge_timeout = 600\n"
+    )
+    registry = ModelRegistry(path, tmp_path)
+    quick, patient = registry.resolve("quick"), registry.resolve("patient")
+    assert (quick.timeout, quick.judge_timeout) == (2, 6)
+    assert (patient.timeout, patient.judge_timeout) == (60, 600)
+    custom = registry.resolve("custom/m@http://h/v1")
+    assert (custom.timeout, custom.judge_timeout) == (60, 180)
+    local = local_model_info(True, None)
+    assert (local.timeout, local.judge_timeout) == (300, 900)

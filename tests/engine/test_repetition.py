@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 from engine.episode import simulate
+from engine.errors import EpisodeFailed
 from engine.llm import ModelRegistry
+from tests.engine.conftest import FAST_RETRY
 from tests.support.factories import ALICE, BOB, make_setup
 from tests.support.fake_llm import FakeLLM, Rule
 
@@ -35,6 +38,66 @@ async def test_a_repeat_after_the_reask_is_kept(fake_llm: FakeLLM, registry: Mod
     bob = [r.argument for r in transcript.actions if r.agent_name == BOB.name]
     assert bob == ["No.", "No.", "No."]
     assert transcript.stats.repairs == 2  # Bob's second and third turns
+
+
+async def test_a_repeat_then_an_unusable_answer_keeps_the_repeated_line(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    fake_llm.add_rule(
+        Rule.action(ALICE.name, "speak", "Lend me the money.", times=2),
+        Rule(kind="action", contains=[f"You are {ALICE.name}."], content="Sure! {not json"),
+    )
+    setup = make_setup(fake_llm.model_name(), max_turns=4)
+    transcript = await simulate(setup, registry)
+    alice = [r.argument for r in transcript.actions if r.agent_name == ALICE.name]
+    assert alice == ["Lend me the money.", "Lend me the money."]
+    assert transcript.stats.repairs == 1 and transcript.stats.failures == 0
+
+
+async def test_an_unusable_answer_then_a_repeat_keeps_the_repeated_line(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    """The re-ask after an unusable answer repeats a line: a repeat is refused only once, in a
+    first answer, so it is kept and the episode goes on."""
+    fake_llm.add_rule(
+        Rule.action(ALICE.name, "speak", "Lend me the money."),
+        Rule(kind="action", contains=[f"You are {ALICE.name}."], content="Sure! {not json"),
+        Rule.action(ALICE.name, "speak", "Lend me the money."),
+    )
+    setup = make_setup(fake_llm.model_name(), max_turns=4)
+    transcript = await simulate(setup, registry)
+    alice = [r.argument for r in transcript.actions if r.agent_name == ALICE.name]
+    assert alice == ["Lend me the money.", "Lend me the money."]
+    assert transcript.stats.repairs == 1 and transcript.stats.failures == 0
+    reask = [r for r in fake_llm.requests if "cannot be used" in r.text]
+    assert len(reask) == 1 and "no JSON object" in reask[0].text
+
+
+async def test_a_model_that_repeats_itself_and_answers_garbage_fails_no_episode_for_a_repeat(
+    tmp_path: Path,
+) -> None:
+    """A fake whose answers are 40% a line the agent always says and 30% garbage, over 30
+    episodes: episodes may fail for garbage twice in a row, never for a repeat."""
+    with FakeLLM(faults={"garbage": 0.3, "repeat": 0.4}) as fake:
+        registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
+        reasons = []
+        kept = 0
+        try:
+            for _ in range(30):
+                try:
+                    transcript = await simulate(
+                        make_setup(fake.model_name(), max_turns=6), registry
+                    )
+                except EpisodeFailed as failed:
+                    reasons.append(failed.reason)
+                    continue
+                lines = [(r.agent_name, r.argument) for r in transcript.actions]
+                kept += len(lines) - len(set(lines))
+        finally:
+            await registry.aclose()
+    assert kept > 0  # repeats were asked again and kept
+    assert not [r for r in reasons if "said exactly that before" in r], reasons
+    assert all("no JSON object" in r for r in reasons), reasons
 
 
 async def test_text_actions_reask_hotter_with_the_same_prompt(

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from engine.models import LOCAL_MODEL
 from storage import keys
 from storage.models import (
     AgentProfile,
@@ -401,11 +402,12 @@ async def test_subscription_to_an_unknown_experiment_is_an_error(api_url: str) -
     assert message["payload"]["errors"][0]["message"] == "no experiment with id 'nope'"
 
 
-async def test_the_example_design_file_is_a_valid_input(gql: GraphQLClient) -> None:
+@pytest.mark.parametrize("name", ["design.toml", "design-hosted.toml"])
+async def test_the_example_design_files_are_valid_inputs(gql: GraphQLClient, name: str) -> None:
     from graph.experiment_cli import read_design
     from tests.support import repo_root
 
-    request = read_design(repo_root() / "examples" / "experiments" / "design.toml")
+    request = read_design(repo_root() / "examples" / "experiments" / name)
     assert request["design"]["agents"]["sample"] == "RELATIONSHIP"
     assert request["design"]["turnOrder"] == "ROUND_ROBIN"
     payload = (await gql.data(CREATE, {"input": request}))["createExperiment"]
@@ -413,6 +415,17 @@ async def test_the_example_design_file_is_a_valid_input(gql: GraphQLClient) -> N
     # here (the sample data, a provider key), and is refused as data.
     if payload["experiment"] is None:
         assert payload["userErrors"] and all(e["message"] for e in payload["userErrors"])
+
+
+def test_the_example_design_runs_offline_on_the_embedded_model() -> None:
+    """The shipped example needs no key: every model it names is the embedded one."""
+    from graph.experiment_cli import read_design
+    from tests.support import repo_root
+
+    design = read_design(repo_root() / "examples" / "experiments" / "design.toml")["design"]
+    named = {design["judgeModel"], *(m for seats in design["models"]["seats"] for m in seats)}
+    assert named == {LOCAL_MODEL}
+    assert design["maxTurns"] * design["repeats"] <= 8  # small enough for a first run
 
 
 async def test_progress_subscription_sees_a_cancel_and_ends(

@@ -426,6 +426,41 @@ async def test_each_kind_of_action_is_drawn_differently_and_private_lines_name_r
         assert await tab.clean() == []
 
 
+async def test_an_episode_its_judge_failed_says_why_and_is_judged_again_from_its_page(
+    browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM
+) -> None:
+    """The judge answers HTTP 500 to every try: the page shows the conversation, that it was
+    not judged and why, and a button that judges it again; once the judge answers, that fills
+    the episode's scores on the page."""
+    tag = unique("unjudged")
+    scenario, agents = await make_world(tag)
+    fake_llm.add_rule(Rule(kind="judge", contains=[tag], status=500, times=None))
+    episode_id = await start(service.url, start_input(scenario, agents, MODEL, maxTurns=2))
+    async with AppPage.open(browser, service.url, f"#/episodes/{episode_id}") as tab:
+        page = tab.page
+        with service.worker("worker"):
+            await completed(tab)
+            unjudged = page.locator(".unjudged")
+            await expect(unjudged).to_contain_text("The judge gave no scores:")
+            await expect(unjudged).to_contain_text("HTTP 500 (after 4 attempts)")
+            await expect(page.locator(".progress label")).to_have_text(
+                "Done: 2 of 2 turns, not judged"
+            )
+            await expect(page.locator(".timeline")).to_contain_text("not judged: judge")
+            await expect(page.locator(TURNS)).to_have_count(2)
+            await expect(page.locator("figure.scores")).to_have_count(0)
+            await snap(tab, shots, "episode-not-judged")
+            fake_llm.reset()  # the judge answers again
+            await page.get_by_role("button", name="Judge again").click()
+            await expect(page.locator("figure.scores")).to_have_count(2)
+        await expect(page.locator(".unjudged")).to_have_count(0)
+        await expect(page.locator(".progress label")).to_have_text("Done: 2 of 2 turns, scored")
+        stored = await episode(service.url, episode_id)
+        assert all(reward["overall"] is not None for reward in stored["rewards"])
+        await snap(tab, shots, "episode-judged-again")
+        assert await tab.clean() == []
+
+
 async def test_cancel_from_the_page_keeps_the_partial_transcript(
     browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM
 ) -> None:
@@ -669,6 +704,39 @@ async def test_an_experiment_shows_live_progress_results_with_intervals_and_its_
         await first.click()
         await page.wait_for_url(re.compile(r"#/episodes/"))
         await completed(tab)
+        assert await tab.clean() == []
+
+
+async def test_an_experiment_counts_its_episodes_completed_without_scores(
+    browser: Browser, service: Service, shots: Path, fake_llm: FakeLLM
+) -> None:
+    tag = unique("unjudged-experiment")
+    scenario, agents = await make_world(tag)
+    fake_llm.add_rule(Rule(kind="judge", contains=[tag], status=500, times=None))
+    design = {
+        "scenarios": {"ids": [scenario]},
+        "agents": {"pairs": [agents]},
+        "models": {"seats": [[MODEL, MODEL]]},
+        "repeats": 2,
+        "maxTurns": 1,
+        "judgeModel": MODEL,
+    }
+    created = await post(
+        service.url, CREATE_EXPERIMENT, {"input": {"name": tag, "tag": tag, "design": design}}
+    )
+    experiment_id = created["createExperiment"]["experiment"]["id"]
+    async with AppPage.open(browser, service.url, f"#/experiments/{experiment_id}") as tab:
+        page = tab.page
+        await page.get_by_role("button", name="Start or resume").click()
+        with service.worker("unjudged-experiment-worker"):
+            progress = page.locator(".experiment-progress")
+            await expect(progress).to_have_attribute("data-finished", "true", timeout=90_000)
+        counts = page.locator(".experiment-progress")
+        await expect(counts.locator('[data-status="COMPLETED"] .count')).to_have_text("2")
+        await expect(counts.locator('[data-status="NOT_JUDGED"]')).to_have_text(
+            "completed, not judged 2"
+        )
+        await snap(tab, shots, "experiment-not-judged")
         assert await tab.clean() == []
 
 

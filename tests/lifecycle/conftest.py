@@ -1,5 +1,7 @@
 """The services a worker is handed, over the test Redis, with a job stream of each test's own."""
 
+import dataclasses
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +15,10 @@ from lifecycle.jobs import JobQueue
 from lifecycle.services import Services
 from lifecycle.transitions import EpisodeStore, EventsLog
 from tests.engine.conftest import FAST_RETRY
+from tests.support.fake_llm import FakeLLM, Rule
+
+SLOW_JUDGE = "slow-judge"
+"""A model of the fake whose judge requests time out after 0.3 s (see `slow_judge`)."""
 
 
 @pytest.fixture
@@ -31,3 +37,18 @@ async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[S
     )
     await registry.aclose()
     await redis_client.delete(name)
+
+
+@pytest.fixture
+async def slow_judge(
+    services: Services, fake_llm: FakeLLM, tmp_path: Path
+) -> AsyncIterator[Services]:
+    """The services, with SLOW_JUDGE known to their models; until `fake_llm.reset()`, every
+    judge request to the fake hangs (so each try of SLOW_JUDGE's judge times out)."""
+    models = tmp_path / "slow-judge.json"
+    entry = {"name": SLOW_JUDGE, "base_url": fake_llm.base_url, "model": "fake"}
+    models.write_text(json.dumps({"models": [{**entry, "judge_timeout": 0.3}]}))
+    registry = ModelRegistry(models, tmp_path, retry=FAST_RETRY)
+    fake_llm.add_rule(Rule(kind="judge", hang=True, times=None))
+    yield dataclasses.replace(services, models=registry)
+    await registry.aclose()

@@ -2,7 +2,7 @@
 
 from lifecycle.experiment_follow import apply
 from lifecycle.experiments import Tally
-from lifecycle.transitions import EpisodeEvent, EventKind
+from lifecycle.transitions import NOT_JUDGED, EpisodeEvent, EventKind
 from storage.models import EpisodeStatus
 
 
@@ -46,3 +46,17 @@ def test_rate_and_time_left_count_completed_episodes_only() -> None:
     mixed = Tally(total=20, since=100.0, states={**failed, **running, **done}).progress(130.0)
     assert mixed.episodes_per_minute == 4.0  # 2 completed in 30 s; the 12 failed count nothing
     assert mixed.seconds_left == 90.0  # 2 slots not queued and 4 running, at 2 in 30 s
+
+
+def test_a_completion_without_scores_is_counted_apart_until_it_has_them() -> None:
+    state = Tally(total=2, since=0.0, states={"a": (EpisodeStatus.EVALUATING, 0.0)})
+    unjudged = status("a", "exp").model_copy(update={"reason": NOT_JUDGED + "judge timed out"})
+    assert apply(unjudged, state, "exp") is True
+    progress = state.progress(20.0)
+    assert progress.unjudged == 1 and progress.counts[EpisodeStatus.COMPLETED] == 1
+    # the episode's state read again once it has scores (a re-judging filled them)
+    state.saw("a", EpisodeStatus.COMPLETED, 10.0, unjudged=False)
+    assert state.progress(20.0).unjudged == 0
+    plain = Tally(2, 0.0, {"b": (EpisodeStatus.RUNNING, 0.0)})
+    assert apply(status("b", "exp"), plain, "exp") is True
+    assert plain.progress(20.0).unjudged == 0  # a completion with its scores

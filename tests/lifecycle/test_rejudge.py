@@ -15,6 +15,7 @@ from resolvers.errors import ErrorCode
 from resolvers.results import GroupBy, Results, ResultsFilter
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
+from tests.lifecycle.conftest import SLOW_JUDGE
 from tests.support import sotopia_records
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.server import GraphQLClient
@@ -136,6 +137,59 @@ async def test_a_failing_judge_fails_only_its_own_evaluation(
     assert counts[EvaluationStatus.FAILED] == 1
     [group] = await Results(services.client, bad.id).groups(ResultsFilter(), [GroupBy.MODEL])
     assert group.failed == 1 and group.scored == 0  # one judgement (both seats), never averaged
+
+
+async def test_rejudging_an_unjudged_episode_with_its_own_judge_gives_it_its_scores(
+    slow_judge: Services, fake_llm: FakeLLM
+) -> None:
+    """A judge that timed out left the episode COMPLETED without scores; re-judged by its own
+    judge on its own dimensions, that judgement becomes its scores, which results and its
+    experiment then count. Re-judged by another judge, it stays a separate evaluation."""
+    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    fields = {"scenario_id": scenario, "agent_ids": agents, "agent_models": [SLOW_JUDGE]}
+    ids = []
+    for _ in range(2):
+        started, _ = await start.start(
+            slow_judge, {**fields, "judge_model": SLOW_JUDGE, "max_turns": 2, "tag": tag}
+        )
+        assert started is not None
+        ids.append(str(started.pk))
+    await burst(slow_judge)
+    unjudged = [await EpisodeLog.get(pk) for pk in ids]
+    assert all(e.status == EpisodeStatus.COMPLETED and e.judge_error for e in unjudged)
+    [group] = await Results(slow_judge.client).groups(ResultsFilter(tag=tag), [GroupBy.MODEL])
+    assert (group.scored, group.unscored, group.failed) == (0, 4, 0)  # 2 episodes x 2 seats
+    fake_llm.reset()  # the judge answers again
+
+    other, _ = await rejudge.queue(
+        slow_judge.client,
+        slow_judge.jobs,
+        slow_judge.models,
+        {"episode_ids": [ids[0]], "judge_model": fake_llm.model_name("another-judge")},
+    )
+    own, errors = await rejudge.queue(
+        slow_judge.client,
+        slow_judge.jobs,
+        slow_judge.models,
+        {"episode_ids": [ids[1]], "judge_model": SLOW_JUDGE},
+    )
+    assert not errors and own is not None and other is not None
+    await burst(slow_judge)
+
+    separate, filled = [await EpisodeLog.get(pk) for pk in ids]
+    assert separate.rewards == [0.0, 0.0] and separate.judge_error == unjudged[0].judge_error
+    assert [e.status for e in separate.evaluations] == [EvaluationStatus.COMPLETED]
+    [evaluation] = filled.evaluations
+    assert evaluation.id == own.id and evaluation.status == EvaluationStatus.COMPLETED
+    assert filled.judge_error is None
+    assert filled.rewards == evaluation.rewards and len(filled.rewards) == 2
+    assert all(not isinstance(reward, float) for reward in filled.rewards)
+    assert filled.reasoning == evaluation.reasoning and filled.reasoning
+    assert filled.rewards_prompt
+    assert [t.argument for t in filled.turns] == [t.argument for t in unjudged[1].turns]
+    [group] = await Results(slow_judge.client).groups(ResultsFilter(tag=tag), [GroupBy.MODEL])
+    assert (group.scored, group.unscored) == (2, 2)
 
 
 async def test_an_evaluation_whose_worker_died_is_taken_over(

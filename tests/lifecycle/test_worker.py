@@ -11,13 +11,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from engine.errors import LLMTransportError
 from engine.limiter import INITIAL
 from engine.llm import ModelRegistry
 from lifecycle import start
+from lifecycle import worker as worker_module
 from lifecycle.services import Services
-from lifecycle.worker import EPISODE_HEADROOM, Worker, WorkerConfig, running_worker
-from storage.models import EpisodeLog, EpisodeStatus
+from lifecycle.worker import EPISODE_HEADROOM, Begin, Worker, WorkerConfig, running_worker
+from storage.models import EpisodeLog, EpisodeStatus, Redelivery
 from tests.engine.conftest import FAST_RETRY
+from tests.lifecycle.conftest import SLOW_JUDGE
 from tests.support.fake_llm import FakeLLM
 from tests.support.simulation import make_world
 
@@ -231,7 +236,98 @@ async def test_a_taken_over_episode_resumes_from_its_stored_turns(
     resumed = [c for c in episode.status_history if c.status == Status.RUNNING][1]
     assert resumed.resumed_from == 2 and resumed.reason == "a worker stopped renewing its lease"
     assert len(fake_llm.requests_of("action")) == 2
-    assert episode.losses == 1
+    assert episode.losses == 0  # the lost attempt stored turns: not counted toward the cap
+
+
+async def test_only_losses_without_stored_turns_count_toward_the_cap(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """How the next start counts a lost attempt: toward the cap when it stored no turn the
+    next attempt keeps (one in a row more), not at all when it did (the count starts over)."""
+    (pk,) = await queue(services, fake_llm.model_name(), turns=4)
+    await die_holding(services, pk)
+    await services.store.mark(pk, 1, {"losses": 2})  # two losses in a row before this one
+    lost = await EpisodeLog.get(pk)
+    assert Begin.of(lost, "next").losses == 3  # stored nothing
+    line = {"turn": 0, "agent_index": 0, "agent_name": "Ava0", "action_type": "speak"}
+    assert await services.store.append_turn(pk, 1, {**line, "argument": "hi", "to": []}, 1, [])
+    moved_on = await EpisodeLog.get(pk)
+    assert Begin.of(moved_on, "next") == Begin(
+        "resume", "a worker stopped renewing its lease", losses=0
+    )
+    restarted = moved_on.model_copy(update={"redelivery": Redelivery.RESTART})
+    assert Begin.of(restarted, "next").losses == 3  # its turns are not kept: no progress
+    # A later attempt that stores nothing counts again, from there.
+    again = await services.store.transition(pk, Status.RUNNING, fence=1, begin="resume")
+    assert again.ok
+    assert Begin.of(await EpisodeLog.get(pk), "next").losses == 3
+
+
+async def test_the_cap_on_an_episode_lost_while_judging_keeps_its_conversation(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """Its turns are all stored, only the judge was left: it ends COMPLETED without scores,
+    with the reason, so it can be judged again."""
+    (pk,) = await queue(services, fake_llm.model_name(), turns=2)
+    await die_holding(services, pk)
+    for turn in range(2):
+        line = {"turn": turn, "agent_index": turn, "agent_name": f"Ava{turn}"}
+        body = {**line, "action_type": "speak", "argument": f"line {turn}", "to": []}
+        assert await services.store.append_turn(pk, 1, body, turn + 1, []) is not None
+    assert (await services.store.transition(pk, Status.EVALUATING, fence=1)).ok
+    # taken over by a worker that dies while judging too: stored nothing new
+    assert (await services.store.transition(pk, Status.RUNNING, fence=1, begin="resume")).ok
+    assert (await services.store.transition(pk, Status.EVALUATING, fence=2)).ok
+    await asyncio.sleep(1.1)
+    await burst(services, max_attempts=1)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.COMPLETED and episode.error is None
+    assert episode.judge_error == "worker lost 1 times while judging"
+    assert episode.status_history[-1].reason == "not judged: worker lost 1 times while judging"
+    assert [t.argument for t in episode.turns] == ["line 0", "line 1"]
+    assert episode.rewards == [0.0, 0.0]
+    assert fake_llm.requests_of("judge") == []
+    assert await pending(services) == []
+
+
+async def test_a_judge_that_times_out_leaves_the_episode_completed_without_scores(
+    slow_judge: Services, fake_llm: FakeLLM
+) -> None:
+    """The conversation is stored whole, the reason with it; no score is made up."""
+    (pk,) = await queue(slow_judge, SLOW_JUDGE, turns=2)
+    await burst(slow_judge)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.COMPLETED and episode.error is None
+    assert episode.judge_error is not None
+    assert f"judge {SLOW_JUDGE} gave no valid scores" in episode.judge_error
+    assert "request timed out after 0.3 s (after 3 attempts)" in episode.judge_error
+    assert episode.status_history[-1].reason == f"not judged: {episode.judge_error}"
+    assert len(episode.turns) == 2 and len(episode.messages) == 3
+    assert episode.rewards == [0.0, 0.0] and episode.reasoning == ""
+    assert episode.generation_stats["timeouts"] >= 3
+    assert await pending(slow_judge) == []
+
+
+async def test_a_crash_records_what_was_raised(
+    services: Services, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception nobody expected fails the episode with its type and message as the error
+    (it used to be stored as "internal error in the worker" with no error at all)."""
+
+    async def crash(*args: object, **kwargs: object) -> None:
+        raise LLMTransportError("local/gemma-3-270m: request timed out (after 2 attempts)")
+
+    monkeypatch.setattr(worker_module, "play", crash)
+    (pk,) = await queue(services, fake_llm.model_name())
+    await burst(services)
+    episode = await EpisodeLog.get(pk)
+    expected = (
+        "internal error in the worker: LLMTransportError: local/gemma-3-270m: request timed "
+        "out (after 2 attempts)"
+    )
+    assert episode.status == Status.FAILED and episode.error == expected
+    assert episode.status_history[-1].reason == expected
+    assert await pending(services) == []
 
 
 async def test_a_restart_episode_plays_again_from_the_start(

@@ -18,7 +18,7 @@ async def test_statuses_are_read_on_a_client_that_has_run_no_json_command(redis_
         document = {"pk": pk, "status": "COMPLETED", "finished_at": 12.5}
         await client.execute_command("JSON.SET", key, "$", json.dumps(document))  # type: ignore[no-untyped-call]
         found = await ExperimentStore(client).statuses([pk, f"{pk}-gone"])
-        assert found == [(EpisodeStatus.COMPLETED, 12.5), None]
+        assert found == [(EpisodeStatus.COMPLETED, 12.5, False), None]
     finally:
         await client.delete(key)
         await client.aclose()

@@ -72,6 +72,9 @@ class Rule(BaseModel):
     delay: float = 0.0
     hang: bool = False
     """Never answer (until the server stops or is reset)."""
+    repeat: bool = False
+    """Answer an agent's turn with the one line that agent always says in such answers (a
+    repeat of its earlier line, once it has said it); other requests as usual."""
     usage: bool | None = None
     """Send `usage` with the answer; None = as the server does (`FakeLLM.usage`)."""
 
@@ -253,6 +256,17 @@ def _draft_answer(schema: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
+def repeated_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
+    """The same line every time for the same agent (`Rule.repeat`)."""
+    if kind == "action":
+        who = re.search(r"You are ([^.\n]+)\.", text)
+        argument = f"Hello, this is {who.group(1) if who else 'someone'}."
+        return json.dumps({"action_type": "speak", "argument": argument, "to": []})
+    if kind == "text_action":
+        return "Nice to see you."
+    return default_answer(kind, schema, text)
+
+
 def default_answer(kind: Kind, schema: dict[str, Any] | None, text: str) -> str:
     if kind == "action":
         who = re.search(r"You are ([^.\n]+)\.", text)
@@ -291,7 +305,8 @@ class FakeLLM:
         """Requests answered 429 by the rate limit."""
         self._admitted: deque[float] = deque()
         self.faults = faults or {}
-        """Chance of each unscripted answer going wrong: "500", "429", "garbage", "hang"."""
+        """Chance of each unscripted answer going wrong: "500", "429", "garbage", "hang",
+        "repeat" (an agent's turn answered with a line it says every time)."""
         self._chance = random.Random(0)
         self._lock = threading.Lock()
         self._rules: list[Rule] = []
@@ -369,6 +384,8 @@ class FakeLLM:
                     return Rule(content="Sure! Here you go: {not json", times=None)
                 if fault == "hang":
                     return Rule(hang=True, times=None)
+                if fault == "repeat":
+                    return Rule(repeat=True, times=None)
                 return Rule(status=int(fault), times=None)
             roll -= chance
         return None
@@ -432,7 +449,8 @@ class FakeLLM:
             )
         content = rule.content if rule and rule.content is not None else None
         if content is None:
-            content = default_answer(kind, schema, text)
+            answer_of = repeated_answer if rule is not None and rule.repeat else default_answer
+            content = answer_of(kind, schema, text)
         answer: dict[str, Any] = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -580,7 +598,8 @@ def main() -> None:
     parser.add_argument(
         "--faults",
         default="",
-        help='chances of unscripted faults, e.g. "500=0.08,429=0.03,garbage=0.04,hang=0.01"',
+        help='chances of unscripted faults, e.g. "500=0.08,429=0.03,garbage=0.04,hang=0.01" '
+        "(and repeat=: an agent's turn answered with the line it always says)",
     )
     parser.add_argument("--max-in-flight", type=int, help="429 beyond this many at once")
     parser.add_argument("--per-second", type=int, help="429 beyond this many in any second")

@@ -2,6 +2,7 @@
 killed by pid midway, a re-run that adds only the failed episodes, Ctrl-C detach and `watch`."""
 
 import asyncio
+import csv
 import json
 import signal
 import subprocess
@@ -17,9 +18,10 @@ import pytest
 from storage import keys
 from storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
 from tests.support.experiments import Worlds, sampled_design
-from tests.support.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.processes import ApiProcess, api_process, parley_env, worker_process
 from tests.support.simulation import post
+from tests.system.test_exchange_cli import run
 
 CREATE = """
 mutation($input: CreateExperimentInput!) {
@@ -322,3 +324,84 @@ async def test_an_experiment_that_all_failed_says_so_and_its_results_exit_1(
         watch = Cli(["watch", pk, "--url", f"{api.url}/graphql/"], tmp_path / "watch.log")
         assert watch.wait() == 1, watch.output()
         assert "completed 0/8, failed 8" in watch.output()
+
+
+UNJUDGED = """
+query($id: ID!) {
+  experiment(id: $id) { progress { total completed unjudged failed finished allCompleted } }
+}"""
+REJUDGE = """
+mutation($input: RejudgeEpisodesInput!) {
+  rejudgeEpisodes(input: $input) { rejudging { id episodes } userErrors { message } }
+}"""
+REJUDGING = "query($id: ID!) { rejudging(id: $id) { progress { completed failed } } }"
+
+
+async def test_an_experiment_whose_judge_times_out_keeps_every_conversation(
+    experiment_world: Worlds, redis_url: str, redis_client: Any, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """The judge never answers in time: each episode ends COMPLETED without scores, saying
+    why. The run says so and exits 1, its progress and results count them apart, the export
+    carries the reason; re-judging the experiment with its own judge gives them their scores,
+    which its results then average."""
+    models = tmp_path / "models.json"
+    entry = {"name": "slow-judge", "base_url": fake_llm.base_url, "model": "fake"}
+    models.write_text(json.dumps({"models": [{**entry, "judge_timeout": 0.3}]}))
+    env = parley_env(redis_url, tmp_path / "data", seed="false", models_file=str(models))
+    fake_llm.add_rule(Rule(kind="judge", hang=True, times=None))
+    scenarios, _ = await experiment_world("sys-unjudged")
+    path = design_file(tmp_path / "d.toml", "sys-unjudged", scenarios, "slow-judge")
+    with api_process(env, tmp_path / "api.log") as api:  # with its own worker
+        url = ["--url", api.url]
+        ran = Cli(["run", str(path), *url], tmp_path / "run.log")
+        pk = ran.experiment_id()
+        assert ran.wait() == 1, ran.output()
+        assert "completed 8/8 (8 not judged: their judge failed" in ran.output()
+        found = (await post(api.url, UNJUDGED, {"id": pk}))["experiment"]["progress"]
+        assert found == {
+            "total": 8,
+            "completed": 8,
+            "unjudged": 8,
+            "failed": 0,
+            "finished": True,
+            "allCompleted": True,
+        }
+        episodes = await stored(pk)
+        for episode in episodes:
+            assert episode.status == EpisodeStatus.COMPLETED and episode.error is None
+            assert episode.judge_error and "timed out after 0.3 s" in episode.judge_error
+            assert len(episode.turns) == 3 and episode.rewards == [0.0, 0.0]
+        table = Cli(["results", pk, "--json", *url], tmp_path / "results.log")
+        table.wait()
+        [group] = json.loads(table.output())
+        assert (group["scored"], group["unscored"], group["failed"]) == (0, 8, 0)  # episodes
+        exported = tmp_path / "episodes.csv"
+        done = await run(
+            "export", "--kind", "episodes", "--format", "csv", "--experiment", pk,
+            "-o", str(exported), env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        rows = list(csv.DictReader(exported.open(newline="", encoding="utf-8")))
+        assert len(rows) == 8
+        assert all("timed out after 0.3 s" in row["judge_error"] for row in rows)
+
+        fake_llm.reset()  # the judge answers again
+        rejudge_input = {"experimentId": pk, "judgeModel": "slow-judge"}
+        queued = (await post(api.url, REJUDGE, {"input": rejudge_input}))["rejudgeEpisodes"]
+        assert queued["userErrors"] == [] and queued["rejudging"]["episodes"] == 8
+        rejudging = queued["rejudging"]["id"]
+        deadline = time.monotonic() + 60
+        while (await post(api.url, REJUDGING, {"id": rejudging}))["rejudging"]["progress"] != {
+            "completed": 8,
+            "failed": 0,
+        }:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        found = (await post(api.url, UNJUDGED, {"id": pk}))["experiment"]["progress"]
+        assert found["completed"] == 8 and found["unjudged"] == 0
+        [group] = (await post(api.url, RESULTS, {"id": pk}))["episodeResults"]["groups"]
+        assert group["scored"] == 16 and group["failed"] == 0
+        assert all(e.judge_error is None and e.rewards[0] != 0.0 for e in await stored(pk))
+        watch = Cli(["watch", pk, *url], tmp_path / "watch.log")
+        assert watch.wait() == 0, watch.output()
+        assert "completed 8/8, failed 0" in watch.output()

@@ -403,6 +403,35 @@ async def test_worker_killed_during_evaluation_restarts_the_episode(
     assert len(fake_llm.requests_of("action", mentioning="faults-judge")) == 3
 
 
+async def test_an_episode_that_moves_on_between_worker_kills_outlives_the_cap(
+    env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """Four workers SIGKILLed in a row, one more than the cap (3), each after storing a turn:
+    losses with progress do not count, so the episode finishes, no turn asked for twice."""
+    fake_llm.add_rule(Rule(kind="action", contains=["faults-busy"], delay=0.4, times=None))
+    scenario, agents = await make_world("faults-busy")
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        episode_id = await start(
+            api.url, start_input(scenario, agents, fake_llm.model_name(), maxTurns=12)
+        )
+        stored = 0
+        for kill in range(4):
+            with worker_process(env, tmp_path / f"w{kill}.log") as doomed:
+                found = await wait_for(
+                    api.url, episode_id, lambda e, n=stored: len(e["turns"]) > n, timeout=60
+                )
+                doomed.kill()
+            stored = len((await episode(api.url, episode_id))["turns"])
+            assert stored < 12 and found["attempt"] == kill + 1, found
+        with worker_process(env, tmp_path / "last.log"):
+            done = await wait_for(api.url, episode_id, terminal, timeout=90)
+    assert done["status"] == "COMPLETED" and done["attempt"] == 5, done
+    starts = [c for c in done["statusHistory"] if c["status"] == "RUNNING"]
+    assert all("stopped renewing its lease" in c["reason"] for c in starts[1:]), starts
+    assert [t["turn"] for t in done["turns"]] == list(range(12))  # each turn once
+    assert len(fake_llm.requests_of("action", mentioning="faults-busy")) >= 12
+
+
 # --- 4. A backlog of 10,000 queued episodes -----------------------------------------------
 
 

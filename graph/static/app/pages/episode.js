@@ -190,7 +190,7 @@ export async function episodePage({ api, main, setConnection }, id) {
       WAITING: waiting ? `Turn #${waiting.turn} of ${maxTurns}: waiting for ${seatNames(episode.agents, waiting.seats)}` : "Waiting for a person",
       PAUSED: `Paused after ${turn} of ${maxTurns} turns: resume or step to go on`,
       EVALUATING: "The judge is scoring",
-      COMPLETED: `Done: ${turn} of ${maxTurns} turns, scored`,
+      COMPLETED: `Done: ${turn} of ${maxTurns} turns, ${episode.judgeError ? "not judged" : "scored"}`,
       FAILED: `Failed after ${turn} of ${maxTurns} turns`,
       CANCELLED: `Cancelled after ${turn} of ${maxTurns} turns`,
     }[episode.status];
@@ -369,10 +369,69 @@ export async function episodePage({ api, main, setConnection }, id) {
     }
   });
 
+  // Judge an episode that completed without scores again, with its own judge and dimensions:
+  // the scores that judgement gives become the episode's. Follows the re-judging to its end.
+  const judgeAgain = async (button, note) => {
+    button.disabled = true;
+    note.replaceChildren("Asking for a new judgement…");
+    try {
+      const input = {
+        episodeIds: [episode.id],
+        judgeModel: episode.judgeModel,
+        evaluationDimensionListId: episode.evaluationDimensionListId,
+      };
+      const result = (await api.request("RejudgeEpisode", { input })).rejudgeEpisodes;
+      if (result.userErrors.length) {
+        note.replaceChildren(h("p", { class: "error", role: "alert" }, result.userErrors.map((e) => e.message).join("; ")));
+        button.disabled = false;
+        return;
+      }
+      const rejudging = result.rejudging.id;
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (!note.isConnected) return; // the page was left
+        const { progress } = (await api.request("RejudgingProgress", { id: rejudging })).rejudging;
+        if (progress.completed || progress.failed) break;
+        note.replaceChildren(progress.running ? "The judge is scoring…" : "Waiting for a worker…");
+      }
+      const data = await api.request("EpisodeDetail", { id: episode.id });
+      if (data.episode) episode = data.episode;
+      drawAll();
+      const evaluation = episode.evaluations.find((e) => e.id === rejudging);
+      if (episode.judgeError && evaluation && evaluation.error) {
+        scores.append(h("p", { class: "error", role: "alert" }, `The judge failed again: ${evaluation.error}`));
+      }
+    } catch (error) {
+      note.replaceChildren(h("p", { class: "error", role: "alert" }, error.message));
+      button.disabled = false;
+    }
+  };
+
+  const drawUnjudged = () => {
+    const note = h("div", { class: "rejudge-note", role: "status" });
+    const button = h("button", { type: "button", class: "rejudge" }, "Judge again");
+    button.addEventListener("click", () => judgeAgain(button, note));
+    scores.append(
+      h("h2", { id: "results-title" }, "Not judged"),
+      h(
+        "div",
+        { class: "unjudged" },
+        h("p", {}, h("strong", {}, "The judge gave no scores: "), episode.judgeError),
+        h("p", {}, "The conversation is kept. Judged again by its judge (", h("code", {}, episode.judgeModel || ""), "), the scores it gives become this episode's."),
+        h("div", { class: "actions" }, button),
+        note,
+      ),
+    );
+  };
+
   const drawResults = () => {
     clear(scores);
     if (episode.status === "FAILED" && episode.error) {
       scores.append(h("h2", { id: "results-title" }, "Failure"), h("p", { class: "error", role: "alert" }, episode.error));
+    }
+    if (episode.status === "COMPLETED" && episode.judgeError) {
+      drawUnjudged();
+      return;
     }
     if (!episode.rewards.length) return;
     const ranges = rangesOf(episode, lists);

@@ -45,6 +45,10 @@ function progressView(progress) {
     for (const { status, count } of p.counts) {
       counts.append(h("li", { dataset: { status } }, statusBadge(status), " ", h("span", { class: "count" }, String(count))));
     }
+    if (p.unjudged) {
+      // completed, but their judge gave no scores: each episode's page can judge it again
+      counts.append(h("li", { dataset: { status: "NOT_JUDGED" } }, "completed, not judged ", h("span", { class: "count" }, String(p.unjudged))));
+    }
   };
   view.update(progress);
   return view;
