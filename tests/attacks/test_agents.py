@@ -1,7 +1,9 @@
 """Agent filters no search can express: `|` alone (redis-om drops it from the query, leaving
 it malformed: INTERNAL before, for the name, gender and occupation filters), NUL, DEL and a
 lone surrogate; for the name, which is searched as a first and a last name when it has two
-words, either of them. Each is refused as BAD_USER_INPUT."""
+words, either of them. Each is refused as BAD_USER_INPUT.
+
+And an agent deleted while a relationship to it is created: one of the two must be refused."""
 
 import asyncio
 
