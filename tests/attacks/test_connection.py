@@ -17,6 +17,7 @@ import redis.asyncio as redis
 from storage import keys
 from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, Record
 from storage.results_index import FIELD_LIMIT, MAX_DIMENSIONS, SEATS, STANDARD, TAGS, ResultsIndex
+from tests.support.fake_llm import FakeLLM
 from tests.support.processes import Process, api_process, parley_env, worker_process
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
@@ -108,3 +109,69 @@ async def test_serve_starts_on_indexes_an_older_version_filled(
     assert f"100 {WARNING}" in api_log, api_log
     assert created["evaluationDimensionList"] is None
     assert [e["code"] for e in created["userErrors"]] == ["INVALID"]
+
+
+LISTS = """
+{ agents { totalCount } scenarios { totalCount } relationships { totalCount }
+  episodes { totalCount } experiments { totalCount } episodeResults { groups { scored } } }"""
+EMPTY = {
+    "agents": {"totalCount": 0},
+    "scenarios": {"totalCount": 0},
+    "relationships": {"totalCount": 0},
+    "episodes": {"totalCount": 0},
+    "experiments": {"totalCount": 0},
+    "episodeResults": {"groups": []},
+}
+EPISODE_STATUS = "query($id: ID!) { episode(id: $id) { status } }"
+
+
+async def test_a_redis_that_comes_back_empty_is_served_and_runs_starts(
+    spare: tuple[str, redis.Redis], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """A Redis restarted without persistence, or flushed by another writer (FLUSHALL), under a
+    running `parley serve`: its indexes and the job stream's consumer group are gone with the
+    data. Every list and episodeResults answered INTERNAL ("no such index") until the process
+    was restarted, and the worker logged NOGROUP each second while a start, accepted as QUEUED,
+    never ran."""
+    url, client = spare
+    env = parley_env(url, tmp_path / "data")
+    with api_process(env, tmp_path / "api.log") as api:
+        async with httpx.AsyncClient(base_url=api.url, timeout=60) as http:
+            gql = GraphQLClient(http)
+            await gql.data(LISTS)
+            await client.flushall()
+            assert await gql.data(LISTS) == EMPTY
+            agents = []
+            for name in ("Ada", "Bo"):
+                made = await gql.mutate(
+                    "createAgent",
+                    "CreateAgentInput",
+                    {"firstName": name, "lastName": "Empty"},
+                    "agent { id }",
+                )
+                agents.append(made["agent"]["id"])
+            scenario = await gql.mutate(
+                "createScenario",
+                "CreateScenarioInput",
+                {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]},
+                "scenario { id }",
+            )
+            model = fake_llm.model_name()
+            input = {
+                "scenarioId": scenario["scenario"]["id"],
+                "agentIds": agents,
+                "agentModels": [model],
+                "judgeModel": model,
+                "maxTurns": 2,
+            }
+            started = await gql.mutate(
+                "startSimulation", "StartSimulationInput", input, "episode { id }"
+            )
+            episode_id = started["episode"]["id"]
+            status = "QUEUED"
+            async with asyncio.timeout(30):
+                while status not in ("COMPLETED", "FAILED"):
+                    await asyncio.sleep(0.5)
+                    found = await gql.data(EPISODE_STATUS, {"id": episode_id})
+                    status = found["episode"]["status"]
+    assert status == "COMPLETED"
