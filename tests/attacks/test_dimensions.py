@@ -13,13 +13,15 @@ never a list that is stored and then breaks what uses it.
   'overall_score'").
 """
 
+import json
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 import redis.asyncio as redis
 
-from storage.models import EpisodeLog
+from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, EpisodeLog
 from tests.support.fake_llm import FakeLLM
 from tests.support.read_world import parley_episode
 from tests.support.server import GraphQLClient
@@ -107,3 +109,85 @@ async def test_a_list_no_judge_can_use_is_refused_before_any_episode_takes_it(
         f"list {list_id} with a dimension named 'overall_score' was stored, and an episode "
         f"judged on it is queued to fail: {started}"
     )
+
+
+REJUDGE = """
+mutation($input: RejudgeEpisodesInput!) {
+  rejudgeEpisodes(input: $input) { rejudging { id } userErrors { field message code } }
+}"""
+UNUSABLE = {
+    "nul": (["a\x00b"], "cannot contain NUL"),
+    "overall": (["overall", "plain"], "'overall' is reserved for the overall score"),
+    "overall_score": (["overall_score"], "'overall_score' is reserved for the overall score"),
+    "twice": (["plain", "plain"], "two dimensions are named 'plain'"),
+}
+
+
+async def stored_by_another_writer(client: redis.Redis, names: list[str]) -> str:
+    """A list of dimensions of these names written straight to Redis, as Sotopia's code may;
+    its id."""
+    list_id = f"other-{uuid.uuid4().hex[:12]}"
+    dimension_ids = [f"{list_id}-{n}" for n in range(len(names))]
+    for pk, name in zip(dimension_ids, names, strict=True):
+        dimension = {"pk": pk, "name": name, "description": "", "range_low": 0, "range_high": 10}
+        await client.json().set(CustomEvaluationDimension.make_primary_key(pk), "$", dimension)
+    listed = {"pk": list_id, "name": f"list {list_id}", "dimension_pks": dimension_ids}
+    await client.json().set(CustomEvaluationDimensionList.make_primary_key(list_id), "$", listed)
+    return list_id
+
+
+@pytest.mark.parametrize("case", UNUSABLE)
+async def test_a_stored_list_no_judge_can_use_is_refused_in_words_at_the_start(
+    gql: GraphQLClient, redis_client: redis.Redis, fake_llm: FakeLLM, unchanged: Any, case: str
+) -> None:
+    """A list another writer stored with a name the results cannot carry: startSimulation and
+    rejudgeEpisodes refuse it on the list's id, in plain words, and write nothing (the episode
+    was queued and ended FAILED in the worker, with pydantic's words for `overall_score`)."""
+    names, words = UNUSABLE[case]
+    list_id = await stored_by_another_writer(redis_client, names)
+    scenario, agents = await make_world(f"dims-{uuid.uuid4().hex[:8]}")
+    model = fake_llm.model_name()
+    input = start_input(scenario, agents, model, evaluationDimensionListId=list_id)
+    episode_id = f"judged-{uuid.uuid4().hex[:8]}"
+    done = parley_episode(1, 2, 1, 2, "dims").model_dump(mode="json")
+    done.update(pk=episode_id, status="COMPLETED")
+    await redis_client.json().set(EpisodeLog.make_primary_key(episode_id), "$", done)
+    rejudge = {"episodeIds": [episode_id], "judgeModel": model, "evaluationDimensionListId": list_id}
+    async with unchanged():
+        started = (await gql.data(START, {"input": input}))["startSimulation"]
+        rejudged = (await gql.data(REJUDGE, {"input": rejudge}))["rejudgeEpisodes"]
+    assert started["episode"] is None and rejudged["rejudging"] is None
+    for payload in (started, rejudged):
+        [error] = payload["userErrors"]
+        assert error["field"] == ["input", "evaluationDimensionListId"], payload
+        assert error["code"] == "INVALID", payload
+        assert error["message"].startswith(f"evaluation dimension list {list_id!r}: "), payload
+        assert words in error["message"] and "pydantic" not in error["message"], payload
+
+
+IMPORT = {"content-type": "application/x-ndjson"}
+
+
+async def test_an_import_refuses_the_names_creating_a_list_refuses(
+    api_url: str, unchanged: Any
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    lines = [
+        {
+            "dimension_list_id": f"import-{tag}-{n}",
+            "name": f"import {tag} {n}",
+            "dimensions": [{"name": name, "range_low": 0, "range_high": 10} for name in names],
+        }
+        for n, (names, _) in enumerate(UNUSABLE.values())
+    ]
+    body = "\n".join(json.dumps(line) for line in lines) + "\n"
+    async with unchanged(), httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        response = await http.post("/import", content=body, headers=IMPORT)
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert report["created"] == {}, report
+    reasons = [p["reason"] for p in report["problems"]]
+    assert len(reasons) == len(UNUSABLE), report
+    for reason, (_, words) in zip(reasons, UNUSABLE.values(), strict=True):
+        expected = "must be unique within a list" if words.startswith("two") else words
+        assert expected in reason and "pydantic" not in reason, reason

@@ -16,7 +16,12 @@ from engine.llm import ModelRegistry
 from lifecycle import start
 from lifecycle.services import Services
 from lifecycle.worker import EPISODE_HEADROOM, Worker, WorkerConfig, running_worker
-from storage.models import EpisodeLog, EpisodeStatus
+from storage.models import (
+    CustomEvaluationDimension,
+    CustomEvaluationDimensionList,
+    EpisodeLog,
+    EpisodeStatus,
+)
 from tests.engine.conftest import FAST_RETRY
 from tests.support.fake_llm import FakeLLM
 from tests.support.simulation import make_world
@@ -30,7 +35,9 @@ def config(**overrides: Any) -> WorkerConfig:
     return WorkerConfig(**{**values, **overrides})
 
 
-async def queue(services: Services, model: str, count: int = 1, turns: int = 2) -> list[str]:
+async def queue(
+    services: Services, model: str, count: int = 1, turns: int = 2, **more: Any
+) -> list[str]:
     scenario, agents = await make_world(f"worker-{uuid.uuid4().hex[:8]}")
     ids = []
     for _ in range(count):
@@ -40,6 +47,7 @@ async def queue(services: Services, model: str, count: int = 1, turns: int = 2) 
             "agent_models": [model],
             "judge_model": model,
             "max_turns": turns,
+            **more,
         }
         episode, errors = await start.start(services, fields)
         assert not errors and episode is not None
@@ -195,6 +203,27 @@ async def test_an_episode_whose_records_were_deleted_fails_with_the_reason(
     await burst(services)
     failed = await EpisodeLog.get(pk)
     assert failed.status == Status.FAILED and "was deleted" in (failed.error or "")
+
+
+async def test_a_list_renamed_after_the_start_fails_the_episode_in_words(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """A dimension renamed to `overall_score` by another writer after the start: the episode
+    fails naming the list and the name (before, "the stored records do not make a valid
+    episode", naming neither)."""
+    dimension = CustomEvaluationDimension(name="warmth", range_low=0, range_high=10)
+    await dimension.save()
+    listed = CustomEvaluationDimensionList(name="renamed later", dimension_pks=[dimension.pk])
+    await listed.save()
+    (pk,) = await queue(services, fake_llm.model_name(), evaluation_dimension_list_id=listed.pk)
+    await services.client.json().set(dimension.key(), "$.name", "overall_score")
+    await burst(services)
+    failed = await EpisodeLog.get(pk)
+    assert failed.status == Status.FAILED, failed.status
+    assert failed.error is not None and "pydantic" not in failed.error
+    assert f"evaluation dimension list {listed.pk!r}: the dimension name 'overall_score' is " in (
+        failed.error
+    )
 
 
 async def turns_of(pk: str, at_least: int) -> bool:
