@@ -152,7 +152,11 @@ async def test_a_stored_list_no_judge_can_use_is_refused_in_words_at_the_start(
     done = parley_episode(1, 2, 1, 2, "dims").model_dump(mode="json")
     done.update(pk=episode_id, status="COMPLETED")
     await redis_client.json().set(EpisodeLog.make_primary_key(episode_id), "$", done)
-    rejudge = {"episodeIds": [episode_id], "judgeModel": model, "evaluationDimensionListId": list_id}
+    rejudge = {
+        "episodeIds": [episode_id],
+        "judgeModel": model,
+        "evaluationDimensionListId": list_id,
+    }
     async with unchanged():
         started = (await gql.data(START, {"input": input}))["startSimulation"]
         rejudged = (await gql.data(REJUDGE, {"input": rejudge}))["rejudgeEpisodes"]
