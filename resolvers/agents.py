@@ -91,19 +91,19 @@ async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, lis
 
 
 async def update_agent(
-    pk: str, changes: dict[str, Any]
+    client: redis.Redis, pk: str, changes: dict[str, Any]
 ) -> tuple[AgentProfile | None, list[UserError]]:
-    """Change an agent; a new name is refused when an agent it has a relationship with goes by
-    that name (the two would be drawn as a pair whose transcript cannot tell them apart)."""
-    agent = await get_agent(pk)
-    if agent is None:
-        return None, [not_found("agent", pk)]
-    renamed = {"first_name", "last_name"} & set(changes)
-    if renamed:
-        errors = await _partner_named(agent, changes)
-        if errors:
-            return None, errors
-    return await update_fields(agent, AgentFields, changes)
+    """Change an agent (the fields given: records.update_fields); a new name is refused when an
+    agent it has a relationship with goes by that name (the two would be drawn as a pair whose
+    transcript cannot tell them apart)."""
+
+    async def partner_named(agent: AgentProfile) -> list[UserError]:
+        renamed = {"first_name", "last_name"} & set(changes)
+        return await _partner_named(agent, changes) if renamed else []
+
+    return await update_fields(
+        client, AgentProfile, pk, "agent", AgentFields, changes, partner_named
+    )
 
 
 async def _partner_named(agent: AgentProfile, changes: dict[str, Any]) -> list[UserError]:

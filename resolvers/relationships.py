@@ -161,12 +161,12 @@ def conflict(existing: RelationshipProfile | None) -> UserError:
 
 
 async def update_relationship(
-    pk: str, changes: dict[str, Any]
+    client: redis.Redis, pk: str, changes: dict[str, Any]
 ) -> tuple[RelationshipProfile | None, list[UserError]]:
-    record = await get_relationship(pk)
-    if record is None:
-        return None, [not_found("relationship", pk)]
-    return await update_fields(record, RelationshipFields, changes)
+    """Change a relationship (the fields given: records.update_fields)."""
+    return await update_fields(
+        client, RelationshipProfile, pk, "relationship", RelationshipFields, changes
+    )
 
 
 async def delete_relationship(client: redis.Redis, pk: str) -> list[UserError]:

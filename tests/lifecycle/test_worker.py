@@ -216,7 +216,8 @@ async def test_a_list_renamed_after_the_start_fails_the_episode_in_words(
     listed = CustomEvaluationDimensionList(name="renamed later", dimension_pks=[dimension.pk])
     await listed.save()
     (pk,) = await queue(services, fake_llm.model_name(), evaluation_dimension_list_id=listed.pk)
-    await services.client.json().set(dimension.key(), "$.name", "overall_score")
+    key = CustomEvaluationDimension.make_primary_key(str(dimension.pk))
+    await services.client.json().set(key, "$.name", "overall_score")
     await burst(services)
     failed = await EpisodeLog.get(pk)
     assert failed.status == Status.FAILED, failed.status

@@ -3,6 +3,7 @@ real server: a dimension name of any character but NUL reads its score back; at 
 is cut, so the field reads something else. resolvers/dimensions.py refuses names by this."""
 
 import uuid
+from typing import Any
 
 import redis.asyncio as redis
 
@@ -27,7 +28,7 @@ async def means(client: redis.Redis, names: list[str]) -> dict[str, str | None]:
             score_path(0, name), "AS", field, "NUMERIC", "SORTABLE",
         )  # fmt: skip
         try:
-            document = {"rewards": [[7.0, {name: SCORE, "a": 1.0, "b": 2.0}]]}
+            document: dict[str, Any] = {"rewards": [[7.0, {name: SCORE, "a": 1.0, "b": 2.0}]]}
             await client.json().set(f"{prefix}1", "$", document)
             reply = await client.execute_command(  # type: ignore[no-untyped-call]
                 "FT.AGGREGATE", index, "*", "GROUPBY", 0,
