@@ -60,3 +60,35 @@ async def test_an_agent_and_a_relationship_to_it_are_never_both_accepted(
         ):
             both += 1
     assert both == 0, f"{both} of {ROUNDS} relationships point at a deleted agent"
+
+
+CASCADE = """
+mutation($a: ID!) {
+  deleteAgent(input: {id: $a, cascade: true}) { deletedRelationshipIds userErrors { code } }
+}"""
+BETWEEN = """
+query($a: ID!, $b: ID!) { relationshipBetween(agentId: $a, otherAgentId: $b) { id } }"""
+
+
+async def test_a_cascade_deletes_a_relationship_made_while_it_runs(gql: GraphQLClient) -> None:
+    """deleteAgent with cascade and createRelationship of that agent at once: a relationship
+    accepted is one the deletion found and deleted, or one refused for want of the agent; none
+    is left pointing at a deleted agent."""
+    for n in range(ROUNDS):
+        ids = []
+        for side in ("A", "B"):
+            made = await gql.mutate(
+                "createAgent",
+                "CreateAgentInput",
+                {"firstName": f"Cascade{n}", "lastName": side},
+                "agent { id }",
+            )
+            ids.append(made["agent"]["id"])
+        related, deleted = await asyncio.gather(
+            gql.data(RELATE, {"a": ids[0], "b": ids[1]}), gql.data(CASCADE, {"a": ids[0]})
+        )
+        assert deleted["deleteAgent"]["userErrors"] == [], deleted
+        made = related["createRelationship"]["relationship"]
+        removed = deleted["deleteAgent"]["deletedRelationshipIds"]
+        assert removed == ([made["id"]] if made else []), (related, deleted)
+        assert (await gql.data(BETWEEN, {"a": ids[0], "b": ids[1]}))["relationshipBetween"] is None
