@@ -21,6 +21,7 @@ from storage.models import (
     CustomEvaluationDimensionList,
     EpisodeLog,
     EpisodeStatus,
+    RelationshipProfile,
 )
 from tests.engine.conftest import FAST_RETRY
 from tests.support.fake_llm import FakeLLM
@@ -225,6 +226,28 @@ async def test_a_list_renamed_after_the_start_fails_the_episode_in_words(
     assert f"evaluation dimension list {listed.pk!r}: the dimension name 'overall_score' is " in (
         failed.error
     )
+
+
+async def completed(pk: str) -> bool:
+    return (await EpisodeLog.get(pk)).status == Status.COMPLETED
+
+
+async def test_a_worker_runs_what_is_queued_after_redis_lost_its_group_and_indexes(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """What a running worker finds of a Redis that came back empty: the job stream gone, its
+    consumer group with it (NOGROUP at each read, and a start queued meanwhile never ran), and
+    an index an episode's setup searches (relationships) gone. It makes both again, and runs
+    the start."""
+    worker = Worker(services, config())
+    async with running_worker(worker):
+        await wait_until(lambda: idle(worker))
+        await services.client.delete(services.jobs.stream)
+        await services.client.execute_command("FT.DROPINDEX", RelationshipProfile.Meta.index_name)  # type: ignore[no-untyped-call]
+        (pk,) = await queue(services, fake_llm.model_name())
+        await wait_until(lambda: completed(pk))
+    indexes = await services.client.execute_command("FT._LIST")  # type: ignore[no-untyped-call]
+    assert RelationshipProfile.Meta.index_name in indexes
 
 
 async def turns_of(pk: str, at_least: int) -> bool:
