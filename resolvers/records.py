@@ -66,8 +66,8 @@ async def update_fields[R: Record](
             except ValidationError as err:
                 return None, from_validation(err)
             changed = set(changes) & set(schema.model_fields)
-            for name in changed:
-                setattr(record, name, getattr(valid, name))
+            for name, value in valid.model_dump(include=changed).items():
+                setattr(record, name, value)
             pipe.multi()  # type: ignore[no-untyped-call]
             for name, value in record.model_dump(mode="json", include=changed).items():
                 pipe.json().set(key, f"$.{name}", value)
