@@ -99,6 +99,10 @@ class RelationshipSpec(BaseModel):
         return {self.agent_1_id, self.agent_2_id} == {a, b}
 
 
+OVERALL_SCORE = "overall_score"
+"""The key of a reward's dimensions (Sotopia's) that holds the overall score: no dimension's."""
+
+
 class DimensionSpec(BaseModel):
     """An evaluation dimension: the judge gives an integer in [range_low, range_high]."""
 
@@ -207,8 +211,8 @@ class EpisodeSetup(BaseModel):
         if not self.dimensions:
             raise ValueError("at least one evaluation dimension is needed")
         dims = [d.name for d in self.dimensions]
-        if len(set(dims)) != len(dims) or "overall_score" in dims:
-            raise ValueError("dimension names must be distinct and not 'overall_score'")
+        if len(set(dims)) != len(dims) or OVERALL_SCORE in dims:
+            raise ValueError(f"dimension names must be distinct and not {OVERALL_SCORE!r}")
         return self
 
     def relationship_between(self, i: int, j: int) -> RelationshipType:
@@ -305,7 +309,7 @@ class AgentEvaluation(BaseModel):
 
     def reward(self) -> tuple[float, dict[str, float]]:
         detail = {name: float(s.score) for name, s in self.scores.items()}
-        detail["overall_score"] = self.overall
+        detail[OVERALL_SCORE] = self.overall
         return (self.overall, detail)
 
 

@@ -1,7 +1,8 @@
 """Errors as GraphQL reports them: each with a code a client can act on, crashes masked.
 
 Codes in `extensions.code` (README, "Errors"): BAD_USER_INPUT (an argument refused; fix it),
-UNAVAILABLE (Redis cannot be reached or refuses writes; retryable, after
+UNAVAILABLE (Redis cannot be reached, refuses writes, or has lost Parley's indexes, which are then
+made again; retryable, after
 `extensions.retryAfterSeconds`, and with an idempotency key a retried start returns what was
 written), and INTERNAL ("Unexpected error.", logged on the server).
 """
@@ -17,6 +18,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.utils.logging import StrawberryLogger
 
 from resolvers.errors import BadArgument
+from storage.connection import IndexesRebuilding, missing_index
 
 BAD_USER_INPUT = {"code": "BAD_USER_INPUT"}
 RETRY_AFTER_SECONDS = 1
@@ -34,13 +36,15 @@ command it was first); redis-py has no class of its own for it."""
 
 
 def is_outage(error: BaseException | None) -> bool:
-    """Whether Redis cannot serve the request now but may soon: it is unreachable, or it refuses
-    writes (OOM, READONLY, or MISCONF: a failed save with stop-writes-on-bgsave-error). Such a
-    refusal comes before the command runs, so a script or a transaction wrote nothing."""
-    if isinstance(error, (*OUTAGES, *REFUSED_WRITES)):
+    """Whether Redis cannot serve the request now but may soon: it is unreachable, it refuses
+    writes (OOM, READONLY, or MISCONF: a failed save with stop-writes-on-bgsave-error), or it
+    has lost Parley's indexes (restarted empty, or flushed), which are being made again
+    (storage/connection.py). Such a refusal comes before the command runs, so a script or a
+    transaction wrote nothing."""
+    if isinstance(error, (*OUTAGES, *REFUSED_WRITES, IndexesRebuilding)):
         return True
     if isinstance(error, redis.exceptions.ResponseError):
-        return MISCONF.match(str(error)) is not None
+        return MISCONF.match(str(error)) is not None or missing_index(error)
     return False
 
 

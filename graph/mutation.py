@@ -55,8 +55,10 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
         )
 
     @strawberry.mutation(description="Change some fields of an agent.")
-    async def update_agent(self, input: inputs.UpdateAgentInput) -> AgentPayload:
-        record, errors = await agents.update_agent(input.id, changes(input))
+    async def update_agent(self, info: Info, input: inputs.UpdateAgentInput) -> AgentPayload:
+        record, errors = await agents.update_agent(
+            info.context.services.client, input.id, changes(input)
+        )
         return AgentPayload(
             agent=Agent(record=record) if record else None, user_errors=user_errors(errors)
         )
@@ -81,8 +83,12 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
         )
 
     @strawberry.mutation(description="Change some fields of a scenario.")
-    async def update_scenario(self, input: inputs.UpdateScenarioInput) -> ScenarioPayload:
-        record, errors = await scenarios.update_scenario(input.id, changes(input))
+    async def update_scenario(
+        self, info: Info, input: inputs.UpdateScenarioInput
+    ) -> ScenarioPayload:
+        record, errors = await scenarios.update_scenario(
+            info.context.services.client, input.id, changes(input)
+        )
         return ScenarioPayload(
             scenario=Scenario(record=record) if record else None, user_errors=user_errors(errors)
         )
@@ -105,9 +111,11 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
 
     @strawberry.mutation(description="Change the kind, story or tag of a relationship.")
     async def update_relationship(
-        self, input: inputs.UpdateRelationshipInput
+        self, info: Info, input: inputs.UpdateRelationshipInput
     ) -> RelationshipPayload:
-        record, errors = await relationships.update_relationship(input.id, changes(input))
+        record, errors = await relationships.update_relationship(
+            info.context.services.client, input.id, changes(input)
+        )
         return RelationshipPayload(
             relationship=Relationship(record=record) if record else None,
             user_errors=user_errors(errors),

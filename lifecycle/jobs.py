@@ -7,12 +7,15 @@ transaction once its episode has reached an end. Retry limits are counted on the
 (its attempt number), not here.
 """
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as redis
 
 from storage import keys
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -75,11 +78,26 @@ class JobQueue:
         pipe.xadd(self.stream, {"episode": job_id, "draft": str(part)})
 
     async def read(self, consumer: str, count: int, block_ms: int) -> list[Job]:
-        """New jobs for `consumer`, waiting up to `block_ms` for the first."""
-        reply: Any = await self.client.xreadgroup(
+        """New jobs for `consumer`, waiting up to `block_ms` for the first. A Redis that came
+        back empty (restarted without persistence, or flushed) has lost the group, and the stream
+        with it: the group is made again, from the stream's start, so that jobs queued since
+        are run."""
+        try:
+            reply: Any = await self._read(consumer, count, block_ms)
+        except redis.ResponseError as err:
+            if not str(err).startswith("NOGROUP"):
+                raise
+            log.warning(
+                "the job queue's consumer group is gone (Redis came back empty?): made again"
+            )
+            await self.ensure_group()
+            reply = await self._read(consumer, count, block_ms)
+        return [job for _, entries in reply or [] for job in _jobs(entries)]
+
+    async def _read(self, consumer: str, count: int, block_ms: int) -> Any:
+        return await self.client.xreadgroup(
             self.group, consumer, {self.stream: ">"}, count=count, block=block_ms
         )
-        return [job for _, entries in reply or [] for job in _jobs(entries)]
 
     async def renew(self, consumer: str, entry_ids: list[str]) -> None:
         """Reset the idle time of entries `consumer` is working on (its lease)."""

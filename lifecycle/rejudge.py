@@ -26,7 +26,7 @@ from engine.llm import LLMRouter, ModelCatalog
 from engine.stats import GenerationStats
 from engine.types import Transcript
 from lifecycle.jobs import JobQueue, crash_reason
-from resolvers.dimensions import dimensions_of, get_dimension_list, index_dimensions
+from resolvers.dimensions import dimensions_of, get_dimension_list, index_dimensions, names_problem
 from resolvers.episode_setup import SetupError, load_setup
 from resolvers.errors import BadArgument, ErrorCode, UserError, from_validation, searchable_tag
 from resolvers.limits import RecordId, ShortText
@@ -151,6 +151,9 @@ async def queue(
     if names is None:
         message = f"no evaluation dimension list with id {valid.evaluation_dimension_list_id!r}"
         errors.append(_error("evaluationDimensionListId", message, ErrorCode.NOT_FOUND))
+    elif (problem := names_problem(names)) is not None:
+        message = f"evaluation dimension list {valid.evaluation_dimension_list_id!r}: {problem}"
+        errors.append(_error("evaluationDimensionListId", message))
     ids = await _selected(client, valid)
     if len(ids) > MAX_EPISODES:
         errors.append(_error("episodeIds", f"at most {MAX_EPISODES} episodes per re-judging"))

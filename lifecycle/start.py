@@ -22,6 +22,7 @@ from lifecycle.seats import new_token, seat_keys, token_hash
 from lifecycle.services import Services
 from lifecycle.transitions import initial_history
 from resolvers.agents import agent_names
+from resolvers.dimensions import list_problem
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import RecordId, ShortText
 from resolvers.names import same_names
@@ -173,6 +174,22 @@ def name_errors(
     return errors
 
 
+async def list_problems(valids: Sequence[SimulationFields]) -> dict[str, str]:
+    """Why each dimension list the requests name cannot judge an episode (a list another writer
+    stored may hold a name no results can carry), by list id, for those that cannot."""
+    named = sorted({v.evaluation_dimension_list_id or "" for v in valids} - {""})
+    return {pk: problem for pk in named if (problem := await list_problem(pk)) is not None}
+
+
+def list_errors(
+    valid: SimulationFields, problems: dict[str, str], prefix: Sequence[str]
+) -> list[UserError]:
+    problem = problems.get(valid.evaluation_dimension_list_id or "")
+    if problem is None:
+        return []
+    return [UserError([*prefix, "evaluationDimensionListId"], problem, ErrorCode.INVALID)]
+
+
 async def check(
     client: redis.Redis,
     fields: dict[str, Any],
@@ -186,6 +203,7 @@ async def check(
     found = await exist(client, references(valid))
     errors = reference_errors(valid, found, prefix) + model_errors(valid, models, prefix)
     errors += name_errors(valid, await names_of(client, [valid]), prefix)
+    errors += list_errors(valid, await list_problems([valid]), prefix)
     return (None, errors) if errors else (valid, [])
 
 
@@ -257,8 +275,11 @@ async def start_many(
     parsed = [parse(f, p) for f, p in zip(batch, prefixes, strict=True)]
     valids = [valid for valid, _ in parsed if valid is not None]
     names = await names_of(services.client, valids) if len(valids) == len(batch) else {}
+    problems = await list_problems(valids)
     if len(valids) < len(batch) or any(
-        model_errors(v, services.models, p) or name_errors(v, names, p)
+        model_errors(v, services.models, p)
+        or name_errors(v, names, p)
+        or list_errors(v, problems, p)
         for v, p in zip(valids, prefixes, strict=True)
     ):
         # Refused already: report each request's errors, the stored world's included.

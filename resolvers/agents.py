@@ -12,9 +12,10 @@ from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import Age, LongText, Name, ShortText, Tags
 from resolvers.names import agent_name
 from resolvers.pagination import Page, fetch_hits
-from resolvers.records import get_or_none, insert, update_fields
-from resolvers.relationships import delete_relationships, relationships_of
+from resolvers.records import get_or_none, insert, storable, update_fields
+from resolvers.relationships import queue_deletions, relationships_of
 from resolvers.search import Hit
+from storage import keys
 from storage.models import AgentProfile
 from storage.tracking import TrackedDocuments
 
@@ -91,19 +92,19 @@ async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, lis
 
 
 async def update_agent(
-    pk: str, changes: dict[str, Any]
+    client: redis.Redis, pk: str, changes: dict[str, Any]
 ) -> tuple[AgentProfile | None, list[UserError]]:
-    """Change an agent; a new name is refused when an agent it has a relationship with goes by
-    that name (the two would be drawn as a pair whose transcript cannot tell them apart)."""
-    agent = await get_agent(pk)
-    if agent is None:
-        return None, [not_found("agent", pk)]
-    renamed = {"first_name", "last_name"} & set(changes)
-    if renamed:
-        errors = await _partner_named(agent, changes)
-        if errors:
-            return None, errors
-    return await update_fields(agent, AgentFields, changes)
+    """Change an agent (the fields given: records.update_fields); a new name is refused when an
+    agent it has a relationship with goes by that name (the two would be drawn as a pair whose
+    transcript cannot tell them apart)."""
+
+    async def partner_named(agent: AgentProfile) -> list[UserError]:
+        renamed = {"first_name", "last_name"} & set(changes)
+        return await _partner_named(agent, changes) if renamed else []
+
+    return await update_fields(
+        client, AgentProfile, pk, "agent", AgentFields, changes, partner_named
+    )
 
 
 async def _partner_named(agent: AgentProfile, changes: dict[str, Any]) -> list[UserError]:
@@ -125,24 +126,48 @@ async def _partner_named(agent: AgentProfile, changes: dict[str, Any]) -> list[U
     return []
 
 
+DELETE_ATTEMPTS = 20
+"""Searches for an agent's relationships a deletion makes while they keep being made."""
+
+
 async def delete_agent(
     client: redis.Redis, pk: str, cascade: bool
 ) -> tuple[list[str], list[UserError]]:
     """Delete an agent; refuse while relationships reference it unless `cascade` is set.
 
-    Returns the ids of the relationships deleted with it.
+    Exact while relationships are made at the same time: the agent's record and its counter of
+    relationships made (keys.relationships_made) are WATCHed before its relationships are
+    searched for, and the deletion is one MULTI/EXEC. A relationship made before the WATCH is
+    found (RediSearch indexes a record in the write that stores it); one made after bumps the
+    counter, so EXEC fails and the search is made again; one made after EXEC finds the agent
+    gone (relationships.WRITE). Returns the ids of the relationships deleted with it.
     """
-    agent = await get_agent(pk)
-    if agent is None:
+    if not storable(pk):
         return [], [not_found("agent", pk)]
-    linked = await relationships_of(pk)
-    if linked and not cascade:
-        message = f"{len(linked)} relationship(s) reference this agent; pass cascade to delete them"
-        return [], [UserError(["input", "id"], message, ErrorCode.IN_USE)]
-    removed = [rel.pk for rel in linked if rel.pk]
-    await delete_relationships(client, linked)
-    await AgentProfile.delete(pk)
-    return removed, []
+    key = AgentProfile.make_primary_key(pk)
+    made = keys.relationships_made(pk)
+    for _ in range(DELETE_ATTEMPTS):
+        async with client.pipeline(transaction=True) as pipe:
+            await pipe.watch(key, made)
+            if not await pipe.exists(key):
+                return [], [not_found("agent", pk)]
+            linked = await relationships_of(pk)
+            if linked and not cascade:
+                message = (
+                    f"{len(linked)} relationship(s) reference this agent; pass cascade to "
+                    "delete them"
+                )
+                return [], [UserError(["input", "id"], message, ErrorCode.IN_USE)]
+            pipe.multi()  # type: ignore[no-untyped-call]
+            queue_deletions(pipe, linked)
+            pipe.delete(key, made)
+            try:
+                await pipe.execute()
+            except redis.WatchError:
+                continue
+            return [str(rel.pk) for rel in linked], []
+    message = "relationships of this agent kept being made while it was deleted: send it again"
+    return [], [UserError(["input", "id"], message, ErrorCode.CONFLICT)]
 
 
 async def get_agents(client: redis.Redis, pks: list[str]) -> list[AgentProfile | None]:

@@ -1,22 +1,61 @@
 """Evaluation dimension lists: Sotopia CustomEvaluationDimension[List] records."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
+from engine.types import OVERALL_SCORE
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from resolvers.limits import LIST_MAX, LongText, Name, RecordId
+from resolvers.limits import LIST_MAX, LongText, Name, RecordId, has_utf8_form
 from resolvers.records import exist, get_or_none, insert
 from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
-from storage.results_index import ResultsIndex
+from storage.results_index import OVERALL, ResultsIndex
 
 ScoreBound = Annotated[int, Field(ge=-1000, le=1000)]
+RESERVED = (OVERALL, OVERALL_SCORE)
+"""Names that mean the overall score: results call it `overall`, Sotopia's rewards keep it as
+`overall_score` beside the dimensions' scores."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why a judge's results could not carry a dimension of this name, in plain words; None when
+    they can. RediSearch cuts the JSONPath of a score at a NUL (tests/storage/
+    test_results_paths.py: every other character reads back), and a lone surrogate has no
+    UTF-8 form to store."""
+    if "\x00" in name or not has_utf8_form(name):
+        return "a dimension name cannot contain NUL or a lone surrogate"
+    if name in RESERVED:
+        return f"the dimension name {name!r} is reserved for the overall score: choose another"
+    return None
+
+
+def names_problem(names: Sequence[str]) -> str | None:
+    """Why an episode cannot be judged on dimensions of these names (a list another writer
+    stored may hold any), in plain words; None when it can."""
+    for name in names:
+        problem = name_problem(name)
+        if problem is not None:
+            return problem
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        return f"two dimensions are named {twice[0]!r}: each needs a name of its own"
+    return None
+
+
+def _usable(name: str) -> str:
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+DimensionName = Annotated[Name, AfterValidator(_usable)]
 
 
 class DimensionFields(BaseModel, extra="forbid"):
-    name: Name
+    name: DimensionName
     description: LongText = ""
     range_low: ScoreBound
     range_high: ScoreBound
@@ -55,6 +94,16 @@ async def dimensions_of(record: CustomEvaluationDimensionList) -> list[CustomEva
     """The list's dimensions in stored order; dangling ids are skipped."""
     found = [await get_or_none(CustomEvaluationDimension, pk) for pk in record.dimension_pks]
     return [d for d in found if d is not None]
+
+
+async def list_problem(list_id: str) -> str | None:
+    """Why the stored list cannot judge an episode (names_problem), saying which list; None when
+    it can or is not stored."""
+    record = await get_dimension_list(list_id)
+    if record is None:
+        return None
+    problem = names_problem([d.name for d in await dimensions_of(record)])
+    return None if problem is None else f"evaluation dimension list {list_id!r}: {problem}"
 
 
 async def index_dimensions(

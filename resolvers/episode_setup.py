@@ -12,6 +12,7 @@ from engine.types import (
     ScenarioSpec,
 )
 from engine.wording import summary
+from resolvers.dimensions import names_problem
 from storage.models import (
     AgentProfile,
     CustomEvaluationDimension,
@@ -71,4 +72,7 @@ async def load_dimensions(list_id: str | None) -> list[DimensionSpec]:
         return list(SOTOPIA_DIMENSIONS)
     record = await CustomEvaluationDimensionList.get(list_id)
     dims = [await CustomEvaluationDimension.get(pk) for pk in record.dimension_pks]
+    problem = names_problem([d.name for d in dims])
+    if problem is not None:  # a list changed by another writer since the episode was started
+        raise SetupError(f"evaluation dimension list {list_id!r}: {problem}")
     return [DimensionSpec.model_validate(d.model_dump()) for d in dims]

@@ -26,7 +26,7 @@ from resolvers.games import game_errors
 from resolvers.limits import PATTERNS, Name, RecordId, ShortText
 from resolvers.records import exist
 from resolvers.rejudging import evaluation_record, rejudging_fields
-from resolvers.relationships import RELATIONSHIP, NewRelationship
+from resolvers.relationships import RELATIONSHIP, NewRelationship, write_relationship
 from resolvers.scenarios import SCENARIO, NewScenario
 from storage import keys
 from storage.dump import ulid_time
@@ -409,20 +409,21 @@ class Importer:
                 "(import the agents first)",
             )
             return
-        lock = keys.relationship_pair(record.agent_1_id, record.agent_2_id)
-        if not await self.client.set(lock, str(record.pk), nx=True):
-            holder = str(await self.client.get(lock))
-            if holder == record.pk:
-                self.report.skipped[kind] += 1
-            else:
-                self.report.refuse(
-                    number, f"these agents already have another relationship ({holder})"
-                )
-            return
-        if await record.save(nx=True) is None:
-            self.report.skipped[kind] += 1
-        else:
+        refused = await write_relationship(self.client, record)  # agents deleted meanwhile too
+        if refused is None:
             self.report.created[kind] += 1
+        elif refused.reason == "agent":
+            self.report.refuse(
+                number,
+                f"relationship names agents that are not stored: {refused.detail} "
+                "(import the agents first)",
+            )
+        elif refused.reason == "pair" and refused.detail != record.pk:
+            self.report.refuse(
+                number, f"these agents already have another relationship ({refused.detail})"
+            )
+        else:  # its pair reserved for it, or its id taken, already
+            self.report.skipped[kind] += 1
 
 
 async def import_lines(

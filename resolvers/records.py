@@ -1,12 +1,13 @@
 """Record helpers shared by the resolvers: lookups and validated partial updates."""
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as redis
 from aredis_om import NotFoundError
 from pydantic import BaseModel, ValidationError
 
-from resolvers.errors import ErrorCode, UserError, from_validation
+from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.limits import has_utf8_form
 from storage.models import Record
 
@@ -25,19 +26,58 @@ async def get_or_none[R: Record](model: type[R], pk: str) -> R | None:
         return None
 
 
+UPDATE_ATTEMPTS = 20
+"""Reads of a record an update makes while other writers keep changing it, before it gives up."""
+
+
 async def update_fields[R: Record](
-    record: R, schema: type[BaseModel], changes: dict[str, Any]
+    client: redis.Redis,
+    model: type[R],
+    pk: str,
+    kind: str,
+    schema: type[BaseModel],
+    changes: dict[str, Any],
+    check: Callable[[R], Awaitable[list[UserError]]] | None = None,
 ) -> tuple[R | None, list[UserError]]:
-    """Validate the record with `changes` applied against `schema`, then save it."""
-    current = {name: getattr(record, name) for name in schema.model_fields}
-    try:
-        valid = schema(**{**current, **changes})
-    except ValidationError as err:
-        return None, from_validation(err)
-    for name, value in valid.model_dump().items():
-        setattr(record, name, value)
-    await record.save()
-    return record, []
+    """Change the fields `changes` names, and only them, at once; the record as stored after.
+
+    The record is read under WATCH, checked (`check`, then the record with `changes` applied
+    against `schema`), and each changed field written to its own JSON path in one MULTI/EXEC. A
+    field another writer changes meanwhile is kept: a write to the record between the read and
+    EXEC makes EXEC fail, and the update starts again from the record as it is then. Two
+    writers of one field: the last to write wins. `kind` names the record in words (`agent`).
+    """
+    key = model.make_primary_key(pk)
+    if not storable(pk):
+        return None, [not_found(kind, pk)]
+    for _ in range(UPDATE_ATTEMPTS):
+        async with client.pipeline(transaction=True) as pipe:
+            await pipe.watch(key)
+            document: dict[str, Any] | None = await pipe.json().get(key)  # type: ignore[assignment]
+            if document is None:
+                return None, [not_found(kind, pk)]
+            record = model.model_validate({**document, "pk": pk})
+            errors = await check(record) if check is not None else []
+            if errors:
+                return None, errors
+            current = {name: getattr(record, name) for name in schema.model_fields}
+            try:
+                valid = schema(**{**current, **changes})
+            except ValidationError as err:
+                return None, from_validation(err)
+            changed = set(changes) & set(schema.model_fields)
+            for name, value in valid.model_dump(include=changed).items():
+                setattr(record, name, value)
+            pipe.multi()  # type: ignore[no-untyped-call]
+            for name, value in record.model_dump(mode="json", include=changed).items():
+                pipe.json().set(key, f"$.{name}", value)
+            try:
+                await pipe.execute()
+            except redis.WatchError:
+                continue
+            return record, []
+    message = f"the {kind} kept changing while this update was made: send it again"
+    return None, [UserError(["input", "id"], message, ErrorCode.CONFLICT)]
 
 
 async def insert[R: Record](record: R) -> list[UserError]:

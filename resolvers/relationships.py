@@ -1,7 +1,8 @@
 """Relationships between two agents: Sotopia RelationshipProfile records, one per pair."""
 
 from collections.abc import Collection
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import redis.asyncio as redis
 from pydantic import ValidationError, model_validator
@@ -19,7 +20,7 @@ from resolvers.keyset import SortOrder, by_id
 from resolvers.limits import LongText, RecordId, ShortText
 from resolvers.names import agent_name
 from resolvers.pagination import Page, fetch_hits
-from resolvers.records import get_or_none, insert, update_fields
+from resolvers.records import get_or_none, update_fields
 from resolvers.search import Hit, search_all
 from storage import keys
 from storage.models import AgentProfile, RelationshipProfile, RelationshipType
@@ -107,10 +108,63 @@ async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
     return await search_all(query, RELATIONSHIPS)
 
 
+WRITE = """
+-- KEYS: the two agents' records, the pair's reservation (keys.relationship_pair), the
+-- relationship's record, the two agents' counters (keys.relationships_made).
+-- ARGV[1] the relationship's id, ARGV[2] its JSON.
+-- Writes the relationship only while both agents are stored and the pair and the id are free,
+-- in this one step, so that no agent is deleted between the check and the write; bumps both
+-- agents' counters, which a deletion of either watches.
+-- Returns {'agent', n} (agent n is not stored), {'pair', its holder}, {'id', ''} or {'ok', ''}.
+for n = 1, 2 do
+  if redis.call('EXISTS', KEYS[n]) == 0 then return {'agent', n} end
+end
+local holder = redis.call('GET', KEYS[3])
+if holder then return {'pair', holder} end
+if redis.call('EXISTS', KEYS[4]) == 1 then return {'id', ''} end
+redis.call('SET', KEYS[3], ARGV[1])
+redis.call('JSON.SET', KEYS[4], '$', ARGV[2])
+redis.call('INCR', KEYS[5])
+redis.call('INCR', KEYS[6])
+return {'ok', ''}
+"""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Why a new relationship was not written."""
+
+    reason: Literal["agent", "pair", "id"]
+    detail: str = ""
+    """The id of the agent that is not stored, or of the relationship that holds the pair."""
+
+
+async def write_relationship(client: redis.Redis, record: RelationshipProfile) -> Refused | None:
+    """Store a new relationship while both its agents are, and its pair and id are free, at
+    once (WRITE); None when it is stored."""
+    ends = (record.agent_1_id, record.agent_2_id)
+    script = client.register_script(WRITE)
+    reason, detail = await script(
+        keys=[
+            *(AgentProfile.make_primary_key(pk) for pk in ends),
+            keys.relationship_pair(*ends),
+            RelationshipProfile.make_primary_key(str(record.pk)),
+            *(keys.relationships_made(pk) for pk in ends),
+        ],
+        args=[str(record.pk), record.model_dump_json()],
+    )
+    if reason == "ok":
+        return None
+    if reason == "agent":
+        return Refused("agent", ends[int(detail) - 1])
+    return Refused(reason, str(detail))
+
+
 async def create_relationship(
     client: redis.Redis, fields: dict[str, Any]
 ) -> tuple[RelationshipProfile | None, list[UserError]]:
-    """Create the pair's relationship; the pair lock makes concurrent duplicates a conflict."""
+    """Create the pair's relationship (write_relationship: concurrent duplicates are a
+    conflict, and an agent deleted meanwhile is not found)."""
     try:
         valid = NewRelationship(**fields)
     except ValidationError as err:
@@ -140,15 +194,15 @@ async def create_relationship(
         agent_2_id=valid.other_agent_id,
         **valid.model_dump(include=set(RelationshipFields.model_fields)),
     )
-    lock = keys.relationship_pair(valid.agent_id, valid.other_agent_id)
-    if not await client.set(lock, str(record.pk), nx=True):
-        holder = await client.get(lock)
-        return None, [conflict(await get_relationship(str(holder)) if holder else None)]
-    errors = await insert(record)
-    if errors:
-        await client.delete(lock)
-        return None, errors
-    return record, []
+    refused = await write_relationship(client, record)
+    if refused is None:
+        return record, []
+    if refused.reason == "agent":
+        field = "agentId" if refused.detail == valid.agent_id else "otherAgentId"
+        return None, [not_found("agent", refused.detail, field)]
+    if refused.reason == "pair":
+        return None, [conflict(await get_relationship(refused.detail))]
+    return None, [UserError(["input", "id"], f"id {record.pk!r} is taken", ErrorCode.CONFLICT)]
 
 
 def conflict(existing: RelationshipProfile | None) -> UserError:
@@ -161,12 +215,12 @@ def conflict(existing: RelationshipProfile | None) -> UserError:
 
 
 async def update_relationship(
-    pk: str, changes: dict[str, Any]
+    client: redis.Redis, pk: str, changes: dict[str, Any]
 ) -> tuple[RelationshipProfile | None, list[UserError]]:
-    record = await get_relationship(pk)
-    if record is None:
-        return None, [not_found("relationship", pk)]
-    return await update_fields(record, RelationshipFields, changes)
+    """Change a relationship (the fields given: records.update_fields)."""
+    return await update_fields(
+        client, RelationshipProfile, pk, "relationship", RelationshipFields, changes
+    )
 
 
 async def delete_relationship(client: redis.Redis, pk: str) -> list[UserError]:
@@ -178,9 +232,18 @@ async def delete_relationship(client: redis.Redis, pk: str) -> list[UserError]:
 
 
 async def delete_relationships(client: redis.Redis, records: list[RelationshipProfile]) -> None:
-    """Delete records and free their pair locks."""
+    """Delete records and free their pair locks, at once."""
     if not records:
         return
-    locks = [keys.relationship_pair(r.agent_1_id, r.agent_2_id) for r in records]
-    await RelationshipProfile.delete_many(records)
-    await client.delete(*locks)
+    async with client.pipeline(transaction=True) as pipe:
+        queue_deletions(pipe, records)
+        await pipe.execute()
+
+
+def queue_deletions(pipe: Any, records: list[RelationshipProfile]) -> None:
+    """Queue the deletion of each record and of its pair lock in a pipeline."""
+    for record in records:
+        pipe.delete(
+            RelationshipProfile.make_primary_key(str(record.pk)),
+            keys.relationship_pair(record.agent_1_id, record.agent_2_id),
+        )

@@ -80,18 +80,21 @@ async def create_scenario(
 
 
 async def update_scenario(
-    pk: str, changes: dict[str, Any]
+    client: redis.Redis, pk: str, changes: dict[str, Any]
 ) -> tuple[EnvironmentProfile | None, list[UserError]]:
-    scenario = await get_scenario(pk)
-    if scenario is None:
-        return None, [not_found("scenario", pk)]
-    metadata = changes.get("game_metadata", scenario.game_metadata)
-    goals = changes.get("agent_goals", scenario.agent_goals)
-    if isinstance(metadata, dict) and isinstance(goals, list):
-        problems = game_errors(metadata, len(goals))
-        if problems:
-            return None, problems
-    return await update_fields(scenario, ScenarioFields, changes)
+    """Change a scenario (the fields given: records.update_fields); its game, if it is one,
+    checked against its goals as they will be."""
+
+    async def game_fits(scenario: EnvironmentProfile) -> list[UserError]:
+        metadata = changes.get("game_metadata", scenario.game_metadata)
+        goals = changes.get("agent_goals", scenario.agent_goals)
+        if isinstance(metadata, dict) and isinstance(goals, list):
+            return game_errors(metadata, len(goals))
+        return []
+
+    return await update_fields(
+        client, EnvironmentProfile, pk, "scenario", ScenarioFields, changes, game_fits
+    )
 
 
 async def delete_scenario(pk: str) -> list[UserError]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, create_model
 from redis.asyncio.client import Pipeline
 
 from resolvers.keyset import Keyset, Position, SortKey, SortOrder
+from storage.connection import indexes_ready, missing_index, restore_indexes
 from storage.models import Record
 from storage.tracking import Held, TrackedDocuments
 
@@ -130,10 +131,14 @@ async def search(
     paths = _paths(model, fields)
     commands = [page_args(query, keyset, order, after, limit + 1), count_args(query)]
     tracking = documents if documents and model.make_key("") in documents.prefixes else None
-    replies = await tracking.ask_all(commands) if tracking else None
-    if replies is None:
-        tracking = None
-        replies = await _send(client, commands)
+    await indexes_ready(client)
+    try:
+        replies, tracking = await _ask(client, tracking, commands)
+    except redis.ResponseError as err:
+        if not missing_index(err):
+            raise
+        await restore_indexes(client)  # Redis came back empty (storage/connection.py)
+        replies, tracking = await _ask(client, tracking, commands)
     rows = _rows(replies[0], keyset)
     page = [(key, position) for key, position in rows[:limit] if key is not None]
     stored = await _documents(client, tracking, [key for key, _ in page], paths)
@@ -160,6 +165,16 @@ async def search_all(query: Any, keyset: Keyset, batch: int = 1000) -> list[Any]
         if not found.has_next or not found.hits:
             return records
         after = found.hits[-1].position
+
+
+async def _ask(
+    client: redis.Redis, tracking: TrackedDocuments | None, commands: Sequence[Sequence[str | int]]
+) -> tuple[list[Any], TrackedDocuments | None]:
+    """The replies of `commands`, on the tracking connection if it tracks; and whether it did."""
+    replies = await tracking.ask_all(commands) if tracking else None
+    if replies is None:
+        return await _send(client, commands), None
+    return replies, tracking
 
 
 async def _send(client: redis.Redis, commands: Sequence[Sequence[str | int]]) -> list[Any]:

@@ -1,8 +1,10 @@
-"""Connecting to Redis: capability check, binding the models, creating Parley's indexes."""
+"""Connecting to Redis: capability check, binding the models, creating Parley's indexes, and
+creating them again when Redis comes back without them."""
 
 import asyncio
 import logging
 import re
+from contextvars import ContextVar
 from typing import Any
 
 import redis.asyncio as redis
@@ -50,6 +52,91 @@ def describe(client: redis.Redis) -> str:
 
 
 MAX_CONNECTIONS = 64
+SEARCHES = frozenset({"FT.SEARCH", "FT.AGGREGATE", "FT.TAGVALS"})
+REBUILD_WAIT = 5.0
+"""Seconds a search waits for Parley's indexes to be made again before it is answered that
+storage is unavailable (IndexesRebuilding)."""
+
+
+class IndexesRebuilding(redis.RedisError):
+    """Parley's indexes are being made again (Redis came back without them) and do not cover
+    every stored record yet: a search now could miss some. Retry shortly."""
+
+
+def missing_index(error: BaseException) -> bool:
+    """Whether Redis refused a search (alone, or in a pipeline) for want of its index (FT.SEARCH
+    and FT.AGGREGATE say "no such index", FT.TAGVALS and FT.INFO "Unknown Index name")."""
+    text = str(error).lower()
+    return isinstance(error, redis.ResponseError) and (
+        "no such index" in text or "unknown index" in text
+    )
+
+
+REBUILDING: ContextVar[bool] = ContextVar("rebuilding", default=False)
+"""Set in the task that makes the indexes again: its own searches neither wait for it nor
+start it again."""
+
+
+class Client(redis.Redis):
+    """A client whose searches outlive a Redis that comes back empty (restarted without
+    persistence, or flushed): its indexes are gone with the data, and a search refused for want
+    of one makes them all again (`restore_indexes`) and is sent once more."""
+
+    _rebuild: "asyncio.Task[None] | None" = None
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        searching = bool(args) and str(args[0]).upper() in SEARCHES and not REBUILDING.get()
+        if searching:
+            await self.indexes_ready()
+        try:
+            return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+        except redis.ResponseError as err:
+            if not (searching and missing_index(err)):
+                raise
+        await self.restore_indexes()
+        return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+
+    async def restore_indexes(self) -> None:
+        """Make Parley's indexes again, once for every search that asks at the same time."""
+        if self._rebuild is None or self._rebuild.done():
+            log.warning(
+                "Redis has lost Parley's indexes (restarted empty, or flushed): making them"
+            )
+            self._rebuild = asyncio.ensure_future(self._make_indexes())
+        await self.indexes_ready()
+
+    async def _make_indexes(self) -> None:
+        REBUILDING.set(True)  # in this task's own context
+        try:
+            await create_indexes(self)
+        except redis.RedisError as err:  # its searches fail as they did, and ask again
+            log.warning("Parley's indexes not made again: %s", err)
+
+    async def indexes_ready(self) -> None:
+        """Wait up to REBUILD_WAIT for indexes being made again; IndexesRebuilding after."""
+        rebuild = self._rebuild
+        if rebuild is None or rebuild.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(rebuild), REBUILD_WAIT)
+        except TimeoutError:
+            raise IndexesRebuilding(
+                "Parley's indexes are being made again after Redis lost them"
+            ) from None
+
+
+async def indexes_ready(client: redis.Redis) -> None:
+    """`Client.indexes_ready`, for a search sent outside `execute_command` (a pipeline)."""
+    if isinstance(client, Client):
+        await client.indexes_ready()
+
+
+async def restore_indexes(client: redis.Redis) -> None:
+    """`Client.restore_indexes`, for a search sent outside `execute_command` (a pipeline)."""
+    if isinstance(client, Client):
+        await client.restore_indexes()
+    else:
+        await create_indexes(client)
 
 
 def open_client(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis:
@@ -59,7 +146,8 @@ def open_client(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis
     connections" when hundreds of episodes or requests touch Redis at the same moment. After a
     Redis restart every pooled connection leads to a server that is gone; a connection idle for a
     few seconds is pinged before reuse, and a command that fails on a dead connection is sent once
-    more on a new one, so a restart costs no request an error.
+    more on a new one, so a restart costs no request an error; a search that finds its index
+    gone makes Parley's indexes again (`Client`).
     """
     pool = redis.BlockingConnectionPool.from_url(
         url,
@@ -69,7 +157,7 @@ def open_client(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis
         health_check_interval=5,
         retry=Retry(NoBackoff(), 1),
     )
-    return redis.Redis.from_pool(pool)
+    return Client.from_pool(pool)
 
 
 TAG_SPECIALS = re.compile(r"[\x00-\x1f\x7f!-/:-@\[-`{-~\s]")
@@ -93,6 +181,11 @@ async def prepare(client: redis.Redis) -> None:
     model_module.escaper.escaped_chars_re = TAG_SPECIALS
     for model in MODELS:
         model._meta.database = client
+    await create_indexes(client)
+
+
+async def create_indexes(client: redis.Redis) -> None:
+    """Create (or update) Parley's indexes, and wait until they cover the stored records."""
     await Migrator().run()
     await wait_indexed(client)  # the stored dimension names are read through their index
     await ResultsIndex(client).prepare()
@@ -125,7 +218,7 @@ async def _info(client: redis.Redis, index: str) -> Any:
     try:
         return await client.execute_command("FT.INFO", index)  # type: ignore[no-untyped-call]
     except redis.ResponseError as err:
-        if "unknown index" in str(err).lower() or "no such index" in str(err).lower():
+        if missing_index(err):
             return None
         raise
 

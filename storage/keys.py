@@ -21,6 +21,13 @@ def relationship_pair(agent_id: str, other_id: str) -> str:
     return f"parley:relationship-pair:{first}:{second}"
 
 
+def relationships_made(agent_id: str) -> str:
+    """A counter bumped by every relationship made with the agent, in the script that makes it
+    (resolvers/relationships.py): deleting the agent WATCHes it while it looks for the agent's
+    relationships, so a relationship made meanwhile makes the deletion look again."""
+    return f"parley:relationships-made:{agent_id}"
+
+
 def idempotency(key: str) -> str:
     """The episode id a client's idempotency key was first used for (expires after a day)."""
     return f"parley:idempotency:{key}"

@@ -90,3 +90,15 @@ async def test_a_query_over_the_legacy_protocol_is_refused_in_words_not_as_a_cra
     text = json.dumps(answer)
     assert "INTERNAL" not in text and "Unexpected error" not in text, answer
     assert answer["payload"]["message"] == "queries are not allowed", answer
+
+
+@pytest.mark.parametrize("text", ['"query"', "null", "1", "1e999999", "true"])
+async def test_a_body_that_is_json_but_no_object_is_malformed(api_url: str, text: str) -> None:
+    """A POST body of valid JSON that is not an object (a string, null, a number: `1e999999`
+    reads as infinity) reached Strawberry's `data.get("query")`: HTTP 500, an AttributeError
+    logged at ERROR. An array is refused as a batch, and an object of the wrong shape as 400."""
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        response = await http.post(
+            "/graphql", content=text, headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 400, (response.status_code, response.text)

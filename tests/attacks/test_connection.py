@@ -6,17 +6,25 @@ directly (or an older Parley) would, then starts real processes on it.
 """
 
 import asyncio
+import shutil
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import redis.asyncio as redis
+from redis.exceptions import ResponseError
 
+from graph.errors import is_outage
 from storage import keys
+from storage.connection import IndexesRebuilding, open_client
+from storage.embedded import EmbeddedRedis
 from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, Record
 from storage.results_index import FIELD_LIMIT, MAX_DIMENSIONS, SEATS, STANDARD, TAGS, ResultsIndex
+from tests.support.fake_llm import FakeLLM
 from tests.support.processes import Process, api_process, parley_env, worker_process
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
@@ -108,3 +116,111 @@ async def test_serve_starts_on_indexes_an_older_version_filled(
     assert f"100 {WARNING}" in api_log, api_log
     assert created["evaluationDimensionList"] is None
     assert [e["code"] for e in created["userErrors"]] == ["INVALID"]
+
+
+LISTS = """
+{ agents { totalCount } scenarios { totalCount } relationships { totalCount }
+  episodes { totalCount } experiments { totalCount } episodeResults { groups { scored } } }"""
+EMPTY = {
+    "agents": {"totalCount": 0},
+    "scenarios": {"totalCount": 0},
+    "relationships": {"totalCount": 0},
+    "episodes": {"totalCount": 0},
+    "experiments": {"totalCount": 0},
+    "episodeResults": {"groups": []},
+}
+EPISODE_STATUS = "query($id: ID!) { episode(id: $id) { status } }"
+
+
+async def restarted_empty(server: EmbeddedRedis) -> None:
+    """The server stopped, its data files removed, and started again on its port: a Redis
+    restarted without persistence."""
+    await server.stop()
+    shutil.rmtree(server.data_dir / "appendonlydir")
+    (server.data_dir / "dump.rdb").unlink(missing_ok=True)
+    await server.start()
+
+
+@pytest.mark.parametrize("how", ["flushed", "restarted empty"])
+async def test_a_redis_that_comes_back_empty_is_served_and_runs_starts(
+    tmp_path: Path, fake_llm: FakeLLM, how: str
+) -> None:
+    """A Redis restarted without persistence, or flushed by another writer (FLUSHALL), under a
+    running `parley serve`: its indexes and the job stream's consumer group are gone with the
+    data. Every list and episodeResults answered INTERNAL ("no such index") until the process
+    was restarted, and the worker logged NOGROUP each second while a start, accepted as QUEUED,
+    never ran."""
+    server = EmbeddedRedis(tmp_path / "redis")
+    url = await server.start()
+    client = open_client(url)
+    env = parley_env(url, tmp_path / "data")
+    try:
+        with api_process(env, tmp_path / "api.log") as api:
+            async with httpx.AsyncClient(base_url=api.url, timeout=60) as http:
+                status = await served_after_lost(
+                    GraphQLClient(http),
+                    fake_llm,
+                    client.flushall if how == "flushed" else partial(restarted_empty, server),
+                )
+    finally:
+        await client.aclose()
+        await server.stop()
+    assert status == "COMPLETED"
+
+
+async def served_after_lost(
+    gql: GraphQLClient, fake_llm: FakeLLM, lose: Callable[[], Awaitable[Any]]
+) -> str:
+    """Lists answered after `lose` empties Redis, and the status a start then reaches."""
+    await gql.data(LISTS)
+    await lose()
+    assert await gql.data(LISTS) == EMPTY
+    agents = []
+    for name in ("Ada", "Bo"):
+        made = await gql.mutate(
+            "createAgent",
+            "CreateAgentInput",
+            {"firstName": name, "lastName": "Empty"},
+            "agent { id }",
+        )
+        agents.append(made["agent"]["id"])
+    scenario = await gql.mutate(
+        "createScenario",
+        "CreateScenarioInput",
+        {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]},
+        "scenario { id }",
+    )
+    model = fake_llm.model_name()
+    input: dict[str, Any] = {
+        "scenarioId": scenario["scenario"]["id"],
+        "agentIds": agents,
+        "agentModels": [model],
+        "judgeModel": model,
+        "maxTurns": 2,
+    }
+    started = await gql.mutate("startSimulation", "StartSimulationInput", input, "episode { id }")
+    episode_id = started["episode"]["id"]
+    status = "QUEUED"
+    async with asyncio.timeout(30):
+        while status not in ("COMPLETED", "FAILED"):
+            await asyncio.sleep(0.5)
+            found = await gql.data(EPISODE_STATUS, {"id": episode_id})
+            status = found["episode"]["status"]
+    return status
+
+
+def test_a_lost_index_is_unavailable_not_internal() -> None:
+    """What a search answers when its index cannot be made again at once (the rebuild takes
+    longer than REBUILD_WAIT, or fails): UNAVAILABLE with a retry hint, in Redis's own words
+    for each command that reports it."""
+    for error in (
+        ResponseError("parley:AgentProfile:index: no such index"),
+        ResponseError(
+            "Command # 1 (FT.SEARCH parley:AgentProfile:index *) of pipeline caused error: "
+            "('parley:AgentProfile:index: no such index',)"
+        ),
+        ResponseError("Unknown Index name"),
+        IndexesRebuilding("being made"),
+    ):
+        assert is_outage(error), error
+    assert not is_outage(ResponseError("Syntax error at offset 1 near |"))

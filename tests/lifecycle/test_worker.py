@@ -20,7 +20,14 @@ from lifecycle import start
 from lifecycle import worker as worker_module
 from lifecycle.services import Services
 from lifecycle.worker import EPISODE_HEADROOM, Begin, Worker, WorkerConfig, running_worker
-from storage.models import EpisodeLog, EpisodeStatus, Redelivery
+from storage.models import (
+    CustomEvaluationDimension,
+    CustomEvaluationDimensionList,
+    EpisodeLog,
+    EpisodeStatus,
+    Redelivery,
+    RelationshipProfile,
+)
 from tests.engine.conftest import FAST_RETRY
 from tests.lifecycle.conftest import SLOW_JUDGE
 from tests.support.fake_llm import FakeLLM
@@ -35,7 +42,9 @@ def config(**overrides: Any) -> WorkerConfig:
     return WorkerConfig(**{**values, **overrides})
 
 
-async def queue(services: Services, model: str, count: int = 1, turns: int = 2) -> list[str]:
+async def queue(
+    services: Services, model: str, count: int = 1, turns: int = 2, **more: Any
+) -> list[str]:
     scenario, agents = await make_world(f"worker-{uuid.uuid4().hex[:8]}")
     ids = []
     for _ in range(count):
@@ -45,6 +54,7 @@ async def queue(services: Services, model: str, count: int = 1, turns: int = 2) 
             "agent_models": [model],
             "judge_model": model,
             "max_turns": turns,
+            **more,
         }
         episode, errors = await start.start(services, fields)
         assert not errors and episode is not None
@@ -200,6 +210,50 @@ async def test_an_episode_whose_records_were_deleted_fails_with_the_reason(
     await burst(services)
     failed = await EpisodeLog.get(pk)
     assert failed.status == Status.FAILED and "was deleted" in (failed.error or "")
+
+
+async def test_a_list_renamed_after_the_start_fails_the_episode_in_words(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """A dimension renamed to `overall_score` by another writer after the start: the episode
+    fails naming the list and the name (before, "the stored records do not make a valid
+    episode", naming neither)."""
+    dimension = CustomEvaluationDimension(name="warmth", range_low=0, range_high=10)
+    await dimension.save()
+    listed = CustomEvaluationDimensionList(name="renamed later", dimension_pks=[dimension.pk])
+    await listed.save()
+    (pk,) = await queue(services, fake_llm.model_name(), evaluation_dimension_list_id=listed.pk)
+    key = CustomEvaluationDimension.make_primary_key(str(dimension.pk))
+    await services.client.json().set(key, "$.name", "overall_score")
+    await burst(services)
+    failed = await EpisodeLog.get(pk)
+    assert failed.status == Status.FAILED, failed.status
+    assert failed.error is not None and "pydantic" not in failed.error
+    assert f"evaluation dimension list {listed.pk!r}: the dimension name 'overall_score' is " in (
+        failed.error
+    )
+
+
+async def completed(pk: str) -> bool:
+    return (await EpisodeLog.get(pk)).status == Status.COMPLETED
+
+
+async def test_a_worker_runs_what_is_queued_after_redis_lost_its_group_and_indexes(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """What a running worker finds of a Redis that came back empty: the job stream gone, its
+    consumer group with it (NOGROUP at each read, and a start queued meanwhile never ran), and
+    an index an episode's setup searches (relationships) gone. It makes both again, and runs
+    the start."""
+    worker = Worker(services, config())
+    async with running_worker(worker):
+        await wait_until(lambda: idle(worker))
+        await services.client.delete(services.jobs.stream)
+        await services.client.execute_command("FT.DROPINDEX", RelationshipProfile.Meta.index_name)  # type: ignore[no-untyped-call]
+        (pk,) = await queue(services, fake_llm.model_name())
+        await wait_until(lambda: completed(pk))
+    indexes = await services.client.execute_command("FT._LIST")  # type: ignore[no-untyped-call]
+    assert RelationshipProfile.Meta.index_name in indexes
 
 
 async def turns_of(pk: str, at_least: int) -> bool:

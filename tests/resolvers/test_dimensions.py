@@ -58,6 +58,19 @@ async def test_create_list_delete(gql: GraphQLClient, redis_client: Any) -> None
         ([], ["input", "dimensions"], "at least 1"),
         ([{"name": "", "rangeLow": 0, "rangeHigh": 1}], ["input", "dimensions", "0", "name"], ""),
         ([*DIMS, DIMS[0]], ["input"], "unique"),
+        *(
+            (
+                [{"name": name, "rangeLow": 0, "rangeHigh": 1}],
+                ["input", "dimensions", "0", "name"],
+                words,
+            )
+            for name, words in [
+                ("a\x00b", "cannot contain NUL or a lone surrogate"),
+                ("a\ud800", "must be text (UTF-8)"),  # refused as the request is read
+                (" overall ", "'overall' is reserved for the overall score"),
+                ("overall_score", "'overall_score' is reserved for the overall score"),
+            ]
+        ),
     ],
 )
 async def test_bad_lists_write_nothing(

@@ -386,7 +386,7 @@ async def write(
         await other_writer.execute_command("JSON.SET", key, f"$.{EDITED[kind]}", json.dumps(text))  # type: ignore[no-untyped-call]
     elif kind in UPDATES:
         value = text.strip() or "x"
-        _, errors = await UPDATES[kind](pk, {EDITED[kind]: value})
+        _, errors = await UPDATES[kind](client, pk, {EDITED[kind]: value})
         assert not errors, errors
     else:  # an episode or an experiment saved whole, as Parley's records are
         record = await MODELS[kind].get(pk)

@@ -2,8 +2,10 @@
 `parley` command; a Redis without modules is refused clearly."""
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -19,9 +21,9 @@ from redis.exceptions import AuthenticationError
 
 from storage.connection import RedisCapabilityError, check_capabilities, open_client
 from storage.durability import Fsync
-from storage.embedded import URL_FILE, EmbeddedRedis, free_port
+from storage.embedded import URL_FILE, EmbeddedRedis, free_port, running_url, serving
 from storage.runtime import warn_unless_synced
-from tests.support.processes import api_process, embedded_env
+from tests.support.processes import ApiProcess, api_process, embedded_env
 
 
 async def test_restart_keeps_data(tmp_path: Path) -> None:
@@ -180,3 +182,59 @@ async def test_a_configured_redis_that_does_not_sync_each_write_is_named_when_al
             assert warned == []
         else:
             assert len(warned) == 1 and "appendfsync everysec" in warned[0], warned
+
+
+async def answers(url: str) -> bool:
+    client = redis.Redis.from_url(url)
+    try:
+        return bool(await client.ping())
+    except redis.ConnectionError:
+        return False
+    finally:
+        await client.aclose()
+
+
+async def test_one_redis_per_data_dir_run_by_one_process_and_used_by_the_others(
+    tmp_path: Path,
+) -> None:
+    """Two processes start the Redis of one data directory at once (two `parley serve`, or
+    a worker beside one): one runs it, the other uses it; only the one that runs it stops it
+    and removes its URL file."""
+    first, second = EmbeddedRedis(tmp_path), EmbeddedRedis(tmp_path)
+    urls = await asyncio.gather(first.start(), second.start())
+    runs, uses = (first, second) if first.process is not None else (second, first)
+    try:
+        assert urls[0] == urls[1] and uses.process is None and runs.process is not None
+        await uses.stop()
+        assert running_url(tmp_path) == urls[0] and await answers(urls[0])
+        assert await serving(urls[0], tmp_path / "redis") == runs.process.pid
+    finally:
+        await runs.stop()
+    assert running_url(tmp_path) is None and not await answers(urls[0])
+
+
+async def test_a_redis_whose_owner_was_killed_is_taken_over_not_started_twice(
+    tmp_path: Path,
+) -> None:
+    """`parley serve` killed (SIGKILL) leaves its Redis running on the data directory's files:
+    the next process to start there takes it over (and later stops it) instead of starting a
+    second Redis on the same files."""
+    api = ApiProcess(embedded_env(tmp_path), tmp_path / "api.log", "--no-worker")
+    url = running_url(tmp_path)
+    assert url is not None
+    pid = await serving(url, tmp_path / "redis")
+    assert pid is not None
+    try:
+        api.kill()
+        assert await answers(url)
+        server = EmbeddedRedis(tmp_path)
+        assert await server.start() == url
+        assert server.process is None and server.adopted == pid
+        await server.stop()
+        assert not await answers(url) and running_url(tmp_path) is None
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        api.stop()

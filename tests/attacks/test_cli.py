@@ -1,0 +1,58 @@
+"""graph/cli.py: `parley redis-url --data-dir D` prints the URL of the embedded Redis a
+`parley serve` of that data directory runs, as the README says every `parley` command finds it
+by itself ("Sotopia's own code reads the same records": `REDIS_OM_URL=$(parley redis-url)`).
+
+With `parley serve --open-dump dump.rdb --data-dir D`, the Redis runs on a copy under
+`D/dumps/<name>/redis`, with its password and URL file there; `parley redis-url --data-dir D`
+looks only in `D/redis` and says "no embedded Redis is running for D" (exit 1) while one runs.
+"""
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import redis.asyncio as redis
+
+from storage.embedded import EmbeddedRedis
+from tests.support.processes import ApiProcess, embedded_env
+
+
+async def a_dump(tmp_path: Path) -> Path:
+    """dump.rdb of a throwaway embedded Redis holding one key."""
+    home = tmp_path / "made"
+    server = EmbeddedRedis(home)
+    client = redis.Redis.from_url(await server.start(), decode_responses=True)
+    try:
+        await client.set("from-the-dump", "yes")
+        await client.save()
+    finally:
+        await client.aclose()
+        await server.stop()
+    dump = tmp_path / "published.rdb"
+    dump.write_bytes((home / "redis" / "dump.rdb").read_bytes())
+    return dump
+
+
+async def test_redis_url_finds_the_redis_of_an_opened_dump(tmp_path: Path) -> None:
+    dump = await a_dump(tmp_path)
+    data = tmp_path / "data"
+    env = embedded_env(data, worker="false")
+    api = ApiProcess(env, tmp_path / "api.log", "--open-dump", str(dump), "--no-worker")
+    try:
+        found = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "graph.cli", "redis-url", "--data-dir", str(data)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert found.returncode == 0, found.stderr
+        client = redis.Redis.from_url(found.stdout.strip(), decode_responses=True)
+        try:
+            assert await client.get("from-the-dump") == "yes"
+        finally:
+            await client.aclose()
+    finally:
+        api.stop()
