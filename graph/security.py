@@ -84,19 +84,21 @@ class TokenChecker:
         return isinstance(header, str) and self.accepts_header(header)
 
 
-def well_formed(message: object, operation: str) -> bool:
+def well_formed(message: object, start: str, stop: str) -> bool:
     """Whether the websocket protocol handlers can read a frame without crashing (they index it
-    unchecked): an object, and for an `operation` message (`subscribe`, or `start` in the legacy
-    protocol) a string id and a payload with a string query, optional object variables and
-    optional string operationName."""
-    if not isinstance(message, dict):
+    unchecked): an object with a type; a message that starts or stops an operation (`subscribe`
+    and `complete`, or `start` and `stop` in the legacy protocol) with a string id, and one that
+    starts it with a payload of a string query, optional object variables and optional string
+    operationName."""
+    if not isinstance(message, dict) or "type" not in message:
         return False
-    if message.get("type") != operation:
+    if message["type"] not in (start, stop):
         return True
+    if not isinstance(message.get("id"), str):
+        return False
     payload = message.get("payload")
-    return (
-        isinstance(message.get("id"), str)
-        and isinstance(payload, dict)
+    return message["type"] == stop or (
+        isinstance(payload, dict)
         and isinstance(payload.get("query"), str)
         and isinstance(payload.get("variables"), dict | None)
         and isinstance(payload.get("operationName"), str | None)
