@@ -19,6 +19,7 @@ from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, unavailable_message
 from graph.seat_access import SEAT_SCHEME
 from graph.settings import split
 from lifecycle.seats import SeatHolder
+from resolvers.limits import has_utf8_form
 
 SeatLookup = Callable[[str], Awaitable[SeatHolder | None]]
 """The seat a seat token is the token of (lifecycle/seats.py `Seats.holder`), or None."""
@@ -61,7 +62,7 @@ class TokenChecker:
     def accepts(self, token: str | None) -> bool:
         if not self.enabled:
             return True
-        if not token:
+        if not token or not has_utf8_form(token):  # no token configured lacks one
             return False
         given = token.encode()
         return any(hmac.compare_digest(given, t) for t in self.tokens)
