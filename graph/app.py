@@ -56,6 +56,8 @@ from graph.security import (
     BearerAuth,
     BodySizeLimit,
     CrossSiteWrites,
+    RefusedHandshakeLog,
+    RefusedHandshakes,
     TokenChecker,
     trusted_hosts,
     well_formed,
@@ -393,6 +395,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 settings.port,
             )
         async with contextlib.AsyncExitStack() as stack:
+            server_log, refusals = logging.getLogger("uvicorn.error"), RefusedHandshakeLog()
+            server_log.addFilter(refusals)
+            stack.callback(server_log.removeFilter, refusals)
             services = await stack.enter_async_context(
                 open_services(settings, seed_if_empty=settings.seed)
             )
@@ -452,6 +457,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         routes=routes,
         lifespan=lifespan,
         middleware=[
+            Middleware(RefusedHandshakes),
             Middleware(
                 TrustedHostMiddleware,
                 allowed_hosts=trusted_hosts(settings.allowed_hosts, settings.host),

@@ -3,7 +3,9 @@ a body size limit and optional bearer tokens."""
 
 import hmac
 import json
+import logging
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 import redis.asyncio as redis
@@ -47,6 +49,40 @@ def trusted_hosts(setting: str, bind: str) -> list[str]:
         return ["*"]
     host = f"[{bind}]" if ":" in bind else bind
     return LOOPBACK_HOSTS + ([] if host.lower() in LOOPBACK_HOSTS else [host])
+
+
+INCOMPLETE_HANDSHAKE = "ASGI callable returned without completing handshake."
+_refused_handshake: ContextVar[bool] = ContextVar("refused_handshake", default=False)
+
+
+class RefusedHandshakes:
+    """Notes a websocket handshake answered with an HTTP response (TrustedHostMiddleware's 400
+    "Invalid host header"), in the context of the server task that runs the connection."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+
+        async def noted(message: Message) -> None:
+            if message["type"] == "websocket.http.response.start":
+                _refused_handshake.set(True)
+            await send(message)
+
+        await self.app(scope, receive, noted)
+
+
+class RefusedHandshakeLog(logging.Filter):
+    """Drops uvicorn's ERROR "ASGI callable returned without completing handshake." after a
+    refusal that RefusedHandshakes noted: its websockets-sansio protocol logs it for every
+    handshake answered with an HTTP response, which it logged at INFO already (with the
+    status), as it never marks such a handshake complete."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.msg == INCOMPLETE_HANDSHAKE and _refused_handshake.get())
 
 
 class TokenChecker:
