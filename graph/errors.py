@@ -6,10 +6,8 @@ UNAVAILABLE (Redis cannot be reached or refuses writes; retryable, after
 written), and INTERNAL ("Unexpected error.", logged on the server).
 """
 
-import re
 from typing import Any
 
-import redis.exceptions
 from graphql import GraphQLError
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import MaskErrors
@@ -17,31 +15,12 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.utils.logging import StrawberryLogger
 
 from resolvers.errors import BadArgument
+from storage.outages import is_outage
 
 BAD_USER_INPUT = {"code": "BAD_USER_INPUT"}
 RETRY_AFTER_SECONDS = 1
 UNAVAILABLE = {"code": "UNAVAILABLE", "retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS}
 INTERNAL = {"code": "INTERNAL"}
-OUTAGES = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
-"""What Redis raises while it is down, restarting or loading (BusyLoadingError is one)."""
-REFUSED_WRITES = (redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError)
-"""What Redis answers a write while it is at `maxmemory` (OOM) or a read-only replica."""
-MISCONF = re.compile(
-    r"(Command # \d+ \(.*\) of pipeline caused error: \(['\"])?MISCONF ", re.DOTALL
-)
-"""The error of a write Redis refuses after a failed save (in a pipeline, redis-py puts which
-command it was first); redis-py has no class of its own for it."""
-
-
-def is_outage(error: BaseException | None) -> bool:
-    """Whether Redis cannot serve the request now but may soon: it is unreachable, or it refuses
-    writes (OOM, READONLY, or MISCONF: a failed save with stop-writes-on-bgsave-error). Such a
-    refusal comes before the command runs, so a script or a transaction wrote nothing."""
-    if isinstance(error, (*OUTAGES, *REFUSED_WRITES)):
-        return True
-    if isinstance(error, redis.exceptions.ResponseError):
-        return MISCONF.match(str(error)) is not None
-    return False
 
 
 class UserInputError(GraphQLError):
