@@ -28,6 +28,7 @@ from engine.models import (
     local_model_info,
     openai_model_info,
 )
+from engine.parsing import well_formed
 from engine.stats import GenerationStats
 from engine.usage import Prices, add, counted
 
@@ -299,6 +300,9 @@ def _content(response: dict[str, Any]) -> str | None:
 
 
 def _clean(text: str, info: ModelInfo) -> str:
+    """The reply as the engine reads it: well formed (engine/parsing.py), without the local
+    model's stop tokens."""
+    text = well_formed(text)
     if info.provider == "local":
         for token in STOP_TOKENS:
             text = text.replace(token, "")

@@ -21,8 +21,20 @@ _LEAVING = re.compile(
 )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with each surrogate replaced by U+FFFD. A model can write one alone (half of a
+    split pair, or the JSON escape `\\ud800` in its JSON); UTF-8 has no form for it, so Redis
+    would refuse the record holding it. (Decoded from JSON or UTF-8, a pair is one character:
+    every surrogate left is alone.)"""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def extract_json(text: str) -> Any:
-    """Find the JSON value in an answer that may carry prose or code fences around it."""
+    """Find the JSON value in an answer that may carry prose or code fences around it; its
+    strings `well_formed`."""
     stripped = text.strip()
     candidates = [stripped]
     fence = _FENCE.search(stripped)
@@ -30,17 +42,24 @@ def extract_json(text: str) -> Any:
         candidates.insert(0, fence.group(1).strip())
     for candidate in candidates:
         try:
-            return json.loads(candidate)
-        except ValueError:
+            return _well_formed_value(json.loads(candidate))
+        except (ValueError, RecursionError):
             pass
     decoder = json.JSONDecoder()
     for match in re.finditer(r"[{\[]", stripped):
         try:
             value, _ = decoder.raw_decode(stripped, match.start())
-        except ValueError:
+            return _well_formed_value(value)
+        except (ValueError, RecursionError):
             continue
-        return value
     raise InvalidOutput("no JSON object found in the answer")
+
+
+def _well_formed_value(value: Any) -> Any:
+    """A decoded JSON value with its strings (keys too) `well_formed`: encoded again and
+    decoded, which only a value holding a surrogate needs."""
+    text = json.dumps(value, ensure_ascii=False)
+    return value if _SURROGATE.search(text) is None else json.loads(well_formed(text))
 
 
 def _normalise_type(value: Any, allowed: list[ActionType]) -> ActionType:

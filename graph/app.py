@@ -25,6 +25,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.http.types import QueryParams
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
@@ -55,6 +56,8 @@ from graph.security import (
     BearerAuth,
     BodySizeLimit,
     CrossSiteWrites,
+    RefusedHandshakeLog,
+    RefusedHandshakes,
     TokenChecker,
     trusted_hosts,
     well_formed,
@@ -153,7 +156,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             log.warning("%s", err)
 
     async def handle_message(self, message: Message) -> None:
-        if well_formed(message, "subscribe"):
+        if well_formed(message, "subscribe", "complete"):
             await super().handle_message(message)
         else:
             await self.handle_invalid_message("Failed to parse message")
@@ -205,7 +208,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             await self.websocket.close(code=TRY_AGAIN_LATER, reason="storage is unavailable")
 
     async def handle_message(self, message: OperationMessage) -> None:
-        if not well_formed(message, "start"):
+        if not well_formed(message, "start", "stop"):
             return
         payload: Any = message.get("payload") or {}
         assert isinstance(self.view, GraphQLApp)
@@ -267,7 +270,24 @@ class GraphQLApp(GraphQL[Context, None]):
             raise json.JSONDecodeError(str(err), "", 0) from err
 
     def parse_json(self, data: str | bytes) -> Any:
-        """As Strawberry parses a body or a query parameter, saying why the JSON was refused."""
+        """A request body as Strawberry parses one, saying why it was refused: JSON that is
+        not an object (or an array, which is refused as a batch) has no operation to read."""
+        value = self.parse_json_value(data)
+        if not isinstance(value, dict | list):
+            raise HTTPException(400, "The request body must be a JSON object")
+        return value
+
+    def parse_query_params(self, params: QueryParams) -> dict[str, Any]:
+        """GET parameters as Strawberry reads them: `variables` and `extensions` are JSON of
+        any type here (Strawberry then refuses one that is not an object or null)."""
+        parsed: dict[str, Any] = dict(params)
+        for name in ("variables", "extensions"):
+            if parsed.get(name):
+                parsed[name] = self.parse_json_value(parsed[name])
+        return parsed
+
+    def parse_json_value(self, data: str | bytes) -> Any:
+        """JSON a request sent, saying why it was refused."""
         try:
             return self.decode_json(data)
         except json.JSONDecodeError as err:
@@ -375,6 +395,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 settings.port,
             )
         async with contextlib.AsyncExitStack() as stack:
+            server_log, refusals = logging.getLogger("uvicorn.error"), RefusedHandshakeLog()
+            server_log.addFilter(refusals)
+            stack.callback(server_log.removeFilter, refusals)
             services = await stack.enter_async_context(
                 open_services(settings, seed_if_empty=settings.seed)
             )
@@ -434,6 +457,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         routes=routes,
         lifespan=lifespan,
         middleware=[
+            Middleware(RefusedHandshakes),
             Middleware(
                 TrustedHostMiddleware,
                 allowed_hosts=trusted_hosts(settings.allowed_hosts, settings.host),

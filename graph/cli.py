@@ -98,15 +98,15 @@ async def worker(settings: RunSettings) -> None:
 
 def redis_url(settings: RunSettings) -> str:
     """The URL of the Redis Parley uses: the configured one, or the running embedded one's
-    (with its password), checked to answer."""
+    (with its password), checked to answer: the data directory's own, else that of a dump
+    opened there (`parley serve --open-dump`)."""
     if settings.redis_url is not None:
         return settings.redis_url
     from redis.exceptions import RedisError
 
     from storage.connection import open_client
+    from storage.dump import opened_dumps
     from storage.embedded import running_url
-
-    url = running_url(settings.data_dir)
 
     async def answers(url: str) -> bool:
         client = open_client(url)
@@ -117,12 +117,14 @@ def redis_url(settings: RunSettings) -> str:
         finally:
             await client.aclose()
 
-    if url is None or not asyncio.run(answers(url)):
-        sys.exit(
-            f"parley redis-url: no embedded Redis is running for {settings.data_dir} "
-            "(start `parley serve` first)"
-        )
-    return url
+    for home in (settings.data_dir, *opened_dumps(settings.data_dir)):
+        url = running_url(home)
+        if url is not None and asyncio.run(answers(url)):
+            return url
+    sys.exit(
+        f"parley redis-url: no embedded Redis is running for {settings.data_dir} "
+        "(start `parley serve` first)"
+    )
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

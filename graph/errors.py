@@ -7,10 +7,8 @@ made again; retryable, after
 written), and INTERNAL ("Unexpected error.", logged on the server).
 """
 
-import re
 from typing import Any
 
-import redis.exceptions
 from graphql import GraphQLError
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import MaskErrors
@@ -18,34 +16,12 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.utils.logging import StrawberryLogger
 
 from resolvers.errors import BadArgument
-from storage.connection import IndexesRebuilding, missing_index
+from storage.outages import is_outage
 
 BAD_USER_INPUT = {"code": "BAD_USER_INPUT"}
 RETRY_AFTER_SECONDS = 1
 UNAVAILABLE = {"code": "UNAVAILABLE", "retryable": True, "retryAfterSeconds": RETRY_AFTER_SECONDS}
 INTERNAL = {"code": "INTERNAL"}
-OUTAGES = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
-"""What Redis raises while it is down, restarting or loading (BusyLoadingError is one)."""
-REFUSED_WRITES = (redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError)
-"""What Redis answers a write while it is at `maxmemory` (OOM) or a read-only replica."""
-MISCONF = re.compile(
-    r"(Command # \d+ \(.*\) of pipeline caused error: \(['\"])?MISCONF ", re.DOTALL
-)
-"""The error of a write Redis refuses after a failed save (in a pipeline, redis-py puts which
-command it was first); redis-py has no class of its own for it."""
-
-
-def is_outage(error: BaseException | None) -> bool:
-    """Whether Redis cannot serve the request now but may soon: it is unreachable, it refuses
-    writes (OOM, READONLY, or MISCONF: a failed save with stop-writes-on-bgsave-error), or it
-    has lost Parley's indexes (restarted empty, or flushed), which are being made again
-    (storage/connection.py). Such a refusal comes before the command runs, so a script or a
-    transaction wrote nothing."""
-    if isinstance(error, (*OUTAGES, *REFUSED_WRITES, IndexesRebuilding)):
-        return True
-    if isinstance(error, redis.exceptions.ResponseError):
-        return MISCONF.match(str(error)) is not None or missing_index(error)
-    return False
 
 
 class UserInputError(GraphQLError):

@@ -8,22 +8,25 @@ from typing import Any
 import strawberry
 from graphql import (
     ASTValidationRule,
+    DocumentNode,
     GraphQLError,
     GraphQLList,
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLResolveInfo,
+    GraphQLSchema,
     ValidationContext,
     get_nullable_type,
     parse,
+    validate,
 )
 from graphql.execution.collect_fields import FieldDetailsList
 from graphql.execution.executor import Executor
 from graphql.pyutils import Path
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension, max_aliases, query_depth_limiter
-from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import validate_document
+from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
+from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.types import ExecutionContext
 
 from graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion, kept_answers
@@ -83,7 +86,17 @@ def validation_rules(limits: Limits) -> list[type[ASTValidationRule]]:
 
 
 cached_parse = lru_cache(maxsize=CACHED_DOCUMENTS)(parse)
-cached_validate = lru_cache(maxsize=CACHED_DOCUMENTS)(validate_document)
+
+
+@lru_cache(maxsize=CACHED_DOCUMENTS)
+def cached_validate(
+    schema: GraphQLSchema, document: DocumentNode, rules: tuple[type[ASTValidationRule], ...]
+) -> list[GraphQLError]:
+    """Strawberry's validation (`rules` and its own two), with no suggestion in any error
+    ("Did you mean …?" would name arguments, types, enum values and input fields the schema
+    holds, also with introspection off)."""
+    every = (*rules, MaybeNullValidationRule, OneOfInputValidationRule)
+    return validate(schema, document, every, hide_suggestions=True)
 
 
 class Documents(SchemaExtension):
@@ -136,7 +149,16 @@ class EventScopedExecutor(SeatScopedExecutor):
         return executor
 
 
-class AnswerCachingExecutor(EventScopedExecutor):
+class UnsuggestingExecutor(EventScopedExecutor):
+    """Coerces variables with no suggestion in an error (a misspelled enum value or input
+    field is named as it was sent, never with the schema's own names)."""
+
+    @classmethod
+    def build(cls, *args: Any, **kwargs: Any) -> list[GraphQLError] | Executor[Any]:
+        return super().build(*args, **{**kwargs, "hide_suggestions": True})
+
+
+class AnswerCachingExecutor(UnsuggestingExecutor):
     """Reuses the completed answers of list items whose stored fields are unchanged."""
 
     answers: AnswerCache
@@ -206,7 +228,6 @@ def build_schema(limits: Limits | None = None, answers: int = CACHED_ANSWERS) ->
         mutation=Mutation,
         subscription=Subscription,
         extensions=extensions(limits or Limits()),
-        config=StrawberryConfig(disable_field_suggestions=True),
         execution_context_class=executor,
     )
 

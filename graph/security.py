@@ -3,7 +3,9 @@ a body size limit and optional bearer tokens."""
 
 import hmac
 import json
+import logging
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 import redis.asyncio as redis
@@ -19,6 +21,7 @@ from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, unavailable_message
 from graph.seat_access import SEAT_SCHEME
 from graph.settings import split
 from lifecycle.seats import SeatHolder
+from resolvers.limits import has_utf8_form
 
 SeatLookup = Callable[[str], Awaitable[SeatHolder | None]]
 """The seat a seat token is the token of (lifecycle/seats.py `Seats.holder`), or None."""
@@ -48,6 +51,40 @@ def trusted_hosts(setting: str, bind: str) -> list[str]:
     return LOOPBACK_HOSTS + ([] if host.lower() in LOOPBACK_HOSTS else [host])
 
 
+INCOMPLETE_HANDSHAKE = "ASGI callable returned without completing handshake."
+_refused_handshake: ContextVar[bool] = ContextVar("refused_handshake", default=False)
+
+
+class RefusedHandshakes:
+    """Notes a websocket handshake answered with an HTTP response (TrustedHostMiddleware's 400
+    "Invalid host header"), in the context of the server task that runs the connection."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+
+        async def noted(message: Message) -> None:
+            if message["type"] == "websocket.http.response.start":
+                _refused_handshake.set(True)
+            await send(message)
+
+        await self.app(scope, receive, noted)
+
+
+class RefusedHandshakeLog(logging.Filter):
+    """Drops uvicorn's ERROR "ASGI callable returned without completing handshake." after a
+    refusal that RefusedHandshakes noted: its websockets-sansio protocol logs it for every
+    handshake answered with an HTTP response, which it logged at INFO already (with the
+    status), as it never marks such a handshake complete."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.msg == INCOMPLETE_HANDSHAKE and _refused_handshake.get())
+
+
 class TokenChecker:
     """Constant-time comparison against the configured tokens; no tokens means open."""
 
@@ -61,7 +98,7 @@ class TokenChecker:
     def accepts(self, token: str | None) -> bool:
         if not self.enabled:
             return True
-        if not token:
+        if not token or not has_utf8_form(token):  # no token configured lacks one
             return False
         given = token.encode()
         return any(hmac.compare_digest(given, t) for t in self.tokens)
@@ -84,19 +121,21 @@ class TokenChecker:
         return isinstance(header, str) and self.accepts_header(header)
 
 
-def well_formed(message: object, operation: str) -> bool:
+def well_formed(message: object, start: str, stop: str) -> bool:
     """Whether the websocket protocol handlers can read a frame without crashing (they index it
-    unchecked): an object, and for an `operation` message (`subscribe`, or `start` in the legacy
-    protocol) a string id and a payload with a string query, optional object variables and
-    optional string operationName."""
-    if not isinstance(message, dict):
+    unchecked): an object with a type; a message that starts or stops an operation (`subscribe`
+    and `complete`, or `start` and `stop` in the legacy protocol) with a string id, and one that
+    starts it with a payload of a string query, optional object variables and optional string
+    operationName."""
+    if not isinstance(message, dict) or "type" not in message:
         return False
-    if message.get("type") != operation:
+    if message["type"] not in (start, stop):
         return True
+    if not isinstance(message.get("id"), str):
+        return False
     payload = message.get("payload")
-    return (
-        isinstance(message.get("id"), str)
-        and isinstance(payload, dict)
+    return message["type"] == stop or (
+        isinstance(payload, dict)
         and isinstance(payload.get("query"), str)
         and isinstance(payload.get("variables"), dict | None)
         and isinstance(payload.get("operationName"), str | None)

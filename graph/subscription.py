@@ -4,6 +4,7 @@ Every event carries a cursor: its sequence number in episodeStatus and episodeEv
 events-log id in episodeUpdates streams. Passing the last one seen as `after` resumes a stream.
 """
 
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Annotated
 
@@ -23,6 +24,8 @@ from resolvers.perspective import sees_injection, sees_turn
 from resolvers.records import get_or_none, storable
 from storage.models import EpisodeLog
 
+SEQUENCE = re.compile("[0-9]{1,18}")
+"""An event's sequence number, as a cursor: digits 0-9 only (`int` takes others too)."""
 AFTER_SEQUENCE = "Resume after this cursor (an event's `cursor`): no snapshot, every later event."
 AS_SEAT = (
     "Only what the agent in this human seat sees (with its seatToken): status changes, public "
@@ -68,7 +71,7 @@ def by_log_id(event: Event) -> str:
 def sequence_cursor(after: str | None) -> int | None:
     if after is None:
         return None
-    if not after.isdigit() or len(after) > 18:
+    if not SEQUENCE.fullmatch(after):
         raise UserInputError(f"malformed cursor {after!r}: an event's cursor, like '12'")
     return int(after)
 

@@ -38,6 +38,7 @@ from resolvers.episodes import list_episodes
 from resolvers.records import get_or_none
 from storage import keys
 from storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
+from storage.outages import is_outage
 
 log = logging.getLogger(__name__)
 RECONNECT = Backoff(base=0.1, cap=5.0)
@@ -302,14 +303,15 @@ async def follow_tag(
 
 async def patiently[T](read: Callable[[], Awaitable[T]], patience: float = 60.0) -> T:
     """A resync read, retried while Redis is still coming back (refusing connections, or
-    loading its data after a restart), so the stream survives the outage it recovers from."""
+    loading its data after a restart), so the stream survives the outage it recovers from. A
+    read Redis refuses (a ResponseError) fails at once: asked again, it would be again."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + patience
     for delay in RESYNC_READ.delays():
         try:
             return await read()
-        except redis.RedisError:
-            if loop.time() + delay > deadline:
+        except redis.RedisError as err:
+            if not is_outage(err) or loop.time() + delay > deadline:
                 raise
         await asyncio.sleep(delay)
     raise AssertionError("unreachable")

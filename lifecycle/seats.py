@@ -29,7 +29,7 @@ from lifecycle.transitions import STATUS_CHANGE_LUA, EpisodeStore
 from resolvers.agents import agent_names
 from resolvers.errors import ErrorCode, UserError, from_validation, not_found
 from resolvers.games import game_move
-from resolvers.limits import LongText, RecordId
+from resolvers.limits import LongText, RecordId, has_utf8_form
 from resolvers.records import get_or_none, storable
 from storage import keys
 from storage.models import EpisodeLog, EpisodeStatus, HumanSeat, SeatTimeout
@@ -50,8 +50,9 @@ def token_hash(token: str) -> str:
 
 
 def holds_seat(episode: EpisodeLog, seat: int, token: str) -> bool:
-    """Whether `token` is the token of human seat `seat` of `episode`."""
-    return _holds(episode.human_seats, seat, token_hash(token))
+    """Whether `token` is the token of human seat `seat` of `episode` (never one without a
+    UTF-8 form: no token given out lacks one, and it has no hash)."""
+    return has_utf8_form(token) and _holds(episode.human_seats, seat, token_hash(token))
 
 
 def _holds(human_seats: list[HumanSeat], seat: int, digest: str) -> bool:
@@ -337,7 +338,7 @@ class Seats:
         """The seat `token` is the token of, or None. Found by the token's hash, so the lookup
         takes no time that depends on how much of a guess is right, and checked against the
         episode's stored seats (a key left by an episode that is gone counts for nothing)."""
-        if not token or len(token) > MAX_TOKEN_LENGTH:
+        if not token or len(token) > MAX_TOKEN_LENGTH or not has_utf8_form(token):
             return None
         digest = token_hash(token)
         entry = await self.client.get(keys.seat_token(digest))

@@ -12,6 +12,7 @@ checks every payload they can emit), and `stored_events` rebuilds the same event
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -581,10 +582,22 @@ class EpisodeStore:
         return found
 
 
+LOG_ID = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+LAST_ID_PART = 2**64 - 1
+"""Each part of a stream id is an unsigned 64-bit number."""
+
+
 def log_position(log_id: str) -> tuple[int, int]:
-    """An events-log id ("<ms>-<n>") as a comparable pair; a malformed one is a ValueError."""
-    ms, _, n = log_id.partition("-")
-    return int(ms), int(n or 0)
+    """An events-log id ("<ms>-<n>", or "<ms>" for "<ms>-0") as a comparable pair. ValueError
+    for anything else, as Redis would refuse it (other digits than 0-9, spaces, a part past 64
+    bits) or for the last id there can be, after which nothing can be read."""
+    match = LOG_ID.fullmatch(log_id)
+    if match is None:
+        raise ValueError(f"not a stream id: {log_id!r}")
+    position = int(match[1]), int(match[2] or 0)
+    if max(position) > LAST_ID_PART or position == (LAST_ID_PART, LAST_ID_PART):
+        raise ValueError(f"not a stream id that entries can follow: {log_id!r}")
+    return position
 
 
 class EventsLog:

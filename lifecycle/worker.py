@@ -54,6 +54,7 @@ from storage.models import (
     StoredTurn,
     Waiting,
 )
+from storage.outages import is_outage
 
 log = logging.getLogger(__name__)
 Status = EpisodeStatus
@@ -345,27 +346,39 @@ class Worker:
         except Fenced:
             done = await self._cancelled_elsewhere(job)
         except (LeaseLost, redis.RedisError) as err:
-            # Not acked: the job is redelivered once its lease lapses and the episode resumes.
-            log.warning("left the episode for redelivery: %s", err)
+            if isinstance(err, LeaseLost) or is_outage(err):
+                # Not acked: the job is redelivered once its lease lapses and the episode resumes.
+                log.warning("left the episode for redelivery: %s", err)
+            else:  # Redis refused what was sent: another attempt would send the same
+                log.error("Redis refused a write of the episode: %s", err)
+                done = await self._fail_job(job, f"Redis refused to store the episode: {err}")
         except Exception as err:
             log.exception("episode crashed")
-            attempt = self.running[job.entry_id].attempt if job.entry_id in self.running else None
-            reason = crash_reason(err)
-            with contextlib.suppress(redis.RedisError):
-                await self.store.transition(
-                    job.episode_id,
-                    Status.FAILED,
-                    fence=attempt,
-                    reason=reason,
-                    fields={"error": reason, "finished_at": time.time()},
-                )
-            done = True
+            done = await self._fail_job(job, crash_reason(err))
         finally:
             if done:
                 if job.entry_id in self.running:
                     self.running[job.entry_id].settled = True
                 with contextlib.suppress(redis.RedisError):
                     await self.jobs.ack(job.entry_id)
+
+    async def _fail_job(self, job: Job, reason: str) -> bool:
+        """End the episode FAILED with `reason`, if this worker's attempt still owns it; False
+        when Redis could not be asked (the job is then left for redelivery, so the episode is
+        not left RUNNING with no job)."""
+        attempt = self.running[job.entry_id].attempt if job.entry_id in self.running else None
+        try:
+            await self.store.transition(
+                job.episode_id,
+                Status.FAILED,
+                fence=attempt,
+                reason=reason,
+                fields={"error": reason, "finished_at": time.time()},
+            )
+        except redis.RedisError as err:
+            log.warning("could not store the failure (%s); left for redelivery", err)
+            return False
+        return True
 
     async def _cancelled_elsewhere(self, job: Job) -> bool:
         """True when the episode ended without us (cancelled, deleted): the job is done."""

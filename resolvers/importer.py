@@ -49,6 +49,10 @@ MAX_LISTED = 1000
 """Invalid lines listed with their reasons in one report; the rest are only counted."""
 BATCH = 500
 _ID: TypeAdapter[str] = TypeAdapter(RecordId)
+LONE_SURROGATE = (
+    "a string holds a lone surrogate (an escape from \\ud800 to \\udfff without its pair), "
+    "which has no UTF-8 form to store"
+)
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,8 @@ def parse_line(text: str | bytes) -> tuple[fmt.Kind, Parsed]:
         raise fmt.LineError(f"not valid JSON ({err})") from None
     if not isinstance(line, dict):
         raise fmt.LineError("not a JSON object")
+    if client_json.has_lone_surrogate(text, line):
+        raise fmt.LineError(LONE_SURROGATE)
     kind = fmt.kind_of(line)
     if kind is None:
         if "combo_id" in line:

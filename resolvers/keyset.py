@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from resolvers.errors import BadArgument
+from resolvers.limits import has_utf8_form
 
 type Value = str | int | float | None
 type Position = tuple[Value, ...]
@@ -48,11 +49,11 @@ class SortKey:
             return not self.required
         if isinstance(value, bool):
             return False
-        if self.kind is str:
-            return isinstance(value, str) and "\x00" not in value  # a FILTER cannot hold NUL
+        if self.kind is str:  # a FILTER cannot hold NUL, nor Redis a lone surrogate
+            return isinstance(value, str) and "\x00" not in value and has_utf8_form(value)
         if self.kind is int:
             return isinstance(value, int)
-        return isinstance(value, int | float) and math.isfinite(value)
+        return isinstance(value, int | float) and _finite(value)
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,15 @@ class Keyset:
             tie = "" if condition == "0" else f" || ({field} == {literal} && {condition})"
             condition = f"(!exists({field}) || {field} {beyond} {literal}{tie})"
         return condition
+
+
+def _finite(value: int | float) -> bool:
+    """Whether `value` is a finite double (JSON reads an integer of 400 digits exactly, and no
+    double holds it)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _literal(value: str | int | float) -> str:

@@ -18,6 +18,8 @@ from ulid import ULID
 from storage.models import EpisodeLog, EpisodeStatus
 
 RDB_MAGIC = b"REDIS"
+DUMPS = "dumps"
+"""Where, under a data directory, the dumps opened there are kept (each a data directory)."""
 LOAD_TIMEOUT = 900.0
 """Seconds the embedded Redis may take to load a dump (a published one holds ~15k records)."""
 
@@ -46,7 +48,7 @@ def working_copy(dump: Path, data_dir: Path) -> Path:
         file.seek(0)
         digest = hashlib.file_digest(file, "sha256").hexdigest()[:12]
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", dump.stem)[:40] or "dump"
-    home = data_dir / "dumps" / f"{name}-{digest}"
+    home = data_dir / DUMPS / f"{name}-{digest}"
     redis_dir = home / "redis"
     if not (redis_dir / "dump.rdb").exists() and not (redis_dir / "appendonlydir").exists():
         redis_dir.mkdir(parents=True, exist_ok=True)
@@ -54,6 +56,11 @@ def working_copy(dump: Path, data_dir: Path) -> Path:
         shutil.copyfile(dump, partial)
         partial.replace(redis_dir / "dump.rdb")
     return home
+
+
+def opened_dumps(data_dir: Path) -> list[Path]:
+    """The data directories of the dumps opened in `data_dir` (`working_copy`)."""
+    return sorted(path for path in (data_dir / DUMPS).glob("*") if path.is_dir())
 
 
 async def adopt_episodes(client: redis.Redis, batch: int = 1000) -> int:

@@ -1,6 +1,8 @@
 """JSON nested deeper than 64 levels, in every JSON a client sends the GraphQL endpoint: a POST
 body, GET `variables` and `extensions`, a websocket message. It is a malformed request (HTTP
-400, websocket close 4400), where 5,000 levels were an HTTP 500 (a RecursionError)."""
+400, websocket close 4400), where 5,000 levels were an HTTP 500 (a RecursionError). And JSON of
+the wrong shape (a body or a GET parameter that is no object, a websocket message without a type
+or with an id that is no string) is malformed too, never a crash."""
 
 import json
 
@@ -102,3 +104,47 @@ async def test_a_body_that_is_json_but_no_object_is_malformed(api_url: str, text
             "/graphql", content=text, headers={"content-type": "application/json"}
         )
     assert response.status_code == 400, (response.status_code, response.text)
+
+
+@pytest.mark.parametrize("parameter", ["variables", "extensions"])
+@pytest.mark.parametrize("text", ['"x"', "1", "[1]", "true", "1e999999"])
+async def test_get_parameters_of_json_that_is_no_object_are_malformed(
+    api_url: str, parameter: str, text: str
+) -> None:
+    """GET `variables` and `extensions` are read as JSON of any type, and refused (400) when
+    that is not an object, as Strawberry refuses them in a body."""
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        response = await http.get(
+            "/graphql",
+            params={"query": MODELS, parameter: text},
+            headers={"accept": "application/json"},
+        )
+    assert response.status_code == 400, response.text
+    assert f"`{parameter}` must be an object or null" in response.text
+
+
+@pytest.mark.parametrize("operation_id", [[1], {}, None])
+async def test_a_complete_message_naming_no_operation_closes_4400(
+    api_url: str, operation_id: object
+) -> None:
+    """A `complete` whose id is a list or an object crashed the handler (an unhashable key:
+    logged at ERROR, the socket dropped with 1006); an id that is no string is malformed."""
+    async with socket(api_url) as ws:
+        await init(ws)
+        await send(ws, {"id": operation_id, "type": "complete"})
+        assert await close_code(ws) == (4400, "Failed to parse message")
+
+
+async def test_the_legacy_protocol_ignores_a_message_of_no_type(api_url: str) -> None:
+    """A legacy graphql-ws message without `type` (`{}`) crashed the handler (a KeyError: logged
+    at ERROR, the socket dropped with 1006); it is ignored, as a frame that is no JSON is."""
+    async with socket(api_url, protocol=LEGACY_WS) as ws:
+        await send(ws, {"type": "connection_init", "payload": {}})
+        assert await receive(ws) == {"type": "connection_ack"}
+        await send(ws, {})
+        await send(ws, {"type": "stop"})
+        await send(ws, {"id": "1", "type": "start", "payload": {"query": MODELS}})
+        answer = await receive(ws)
+        while answer["type"] == "ka":
+            answer = await receive(ws)
+    assert answer == {"type": "error", "id": "1", "payload": {"message": "queries are not allowed"}}

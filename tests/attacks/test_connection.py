@@ -18,11 +18,11 @@ import pytest
 import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
-from graph.errors import is_outage
 from storage import keys
 from storage.connection import IndexesRebuilding, open_client
 from storage.embedded import EmbeddedRedis
 from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, Record
+from storage.outages import is_outage
 from storage.results_index import FIELD_LIMIT, MAX_DIMENSIONS, SEATS, STANDARD, TAGS, ResultsIndex
 from tests.support.fake_llm import FakeLLM
 from tests.support.processes import Process, api_process, parley_env, worker_process

@@ -58,3 +58,35 @@ async def test_a_line_with_a_lone_surrogate_is_invalid_and_the_others_written(
     assert report["invalid"] == 1, report
     assert [p["line"] for p in report["problems"]] == [lines.index(episode) + 1], report
     assert sum(report["created"].values()) == len(lines) - 1, report
+
+
+async def test_a_lone_surrogate_in_any_line_of_any_kind_is_invalid(api_url: str) -> None:
+    """In a field kept as it is (no limit checks it), in a key, in a dimension list's name, as
+    an escape or as the three bytes Python's JSON parser decodes to one (`surrogatepass`):
+    each such line is invalid with the reason, and the line beside them is written."""
+    good, bad, scenario = [
+        line
+        for line in map(json.loads, sotopia.with_ids("SW"))
+        if "agent_id" in line or "env_id" in line
+    ]
+    marker = "@split@"
+    dimensions = {
+        "dimension_list_id": "split-dimensions",
+        "name": f"split {marker}",
+        "dimensions": [{"name": "warmth", "description": "", "range_low": 0, "range_high": 10}],
+    }
+    lines = [
+        json.dumps(good).encode(),
+        json.dumps({**bad, "hobby": "split \ud800"}).encode(),
+        json.dumps({**bad, "\udfff": 1}).encode(),
+        json.dumps({**scenario, "codename": "a\udbff"}).encode(),
+        json.dumps(dimensions).encode().replace(marker.encode(), b"\xed\xa0\x80"),
+        json.dumps({**bad, "hobby": marker}).encode().replace(marker.encode(), b"\xed\xb0\x80"),
+    ]
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        response = await http.post("/import", content=b"\n".join(lines) + b"\n", headers=JSON_LINES)
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert [p["line"] for p in report["problems"]] == [2, 3, 4, 5, 6], report
+    assert all("lone surrogate" in p["reason"] for p in report["problems"]), report
+    assert report["created"] == {"agents": 1}, report

@@ -68,3 +68,49 @@ async def test_without_introspection_no_error_names_what_the_schema_holds(
         body = await GraphQLClient(http).post(document)
     messages = [e["message"] for e in body["errors"]]
     assert messages and not any("Did you mean" in m for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    ("document", "variables"),
+    [
+        (
+            "query($s: EpisodeStatus) { episodes(filter: {status: $s}) { totalCount } }",
+            {"s": "COMPLETE"},
+        ),
+        (
+            "query($f: EpisodeFilter) { episodes(filter: $f) { totalCount } }",
+            {"f": {"stauts": "COMPLETED"}},
+        ),
+    ],
+)
+async def test_without_introspection_no_variable_error_names_what_the_schema_holds(
+    closed_schema: str, document: str, variables: dict[str, object]
+) -> None:
+    """A variable's value is checked when the operation runs, not when the document is
+    validated: an enum value or an input field misspelled there was answered "Did you mean
+    'COMPLETED'?" too."""
+    async with httpx.AsyncClient(base_url=closed_schema, timeout=30) as http:
+        body = await GraphQLClient(http).post(document, variables)
+    messages = [e["message"] for e in body["errors"]]
+    assert messages and not any("Did you mean" in m for m in messages), messages
+
+
+async def test_without_introspection_a_subscription_names_nothing_the_schema_holds(
+    closed_schema: str,
+) -> None:
+    async with socket(closed_schema) as ws:
+        await init(ws)
+        query = "subscription { episodeUpdates(aftr: 1) { kind } }"
+        await send(ws, {"id": "1", "type": "subscribe", "payload": {"query": query}})
+        answer = await receive(ws)
+    assert answer["type"] == "error", answer
+    assert not any("Did you mean" in e["message"] for e in answer["payload"]), answer
+
+
+async def test_with_introspection_on_suggestions_are_not_sent_either(gql: GraphQLClient) -> None:
+    """One rule whatever the setting: the schema is there to read through introspection, and
+    no error message is where a client learns it."""
+    body = await gql.post("{ agents(frist: 1) { totalCount } }")
+    assert [e["message"] for e in body["errors"]] == [
+        "Unknown argument 'frist' on field 'Query.agents'."
+    ], body

@@ -107,11 +107,12 @@ async def started(url: str, start: dict[str, Any]) -> tuple[str, dict[int, str]]
 async def post(
     url: str, query: str, variables: dict[str, Any], authorization: str
 ) -> httpx.Response:
+    # ASCII-escaped JSON, so any Python string (a lone surrogate too) reaches the server.
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         return await client.post(
             "/graphql",
-            json={"query": query, "variables": variables},
-            headers={"authorization": authorization},
+            content=json.dumps({"query": query, "variables": variables}),
+            headers={"authorization": authorization, "content-type": "application/json"},
         )
 
 
@@ -354,5 +355,37 @@ async def test_a_connection_init_token_without_a_utf8_form_closes_4403(
     socket dropped without a close code, where a wrong token is closed with 4403."""
     async with socket(seated.url) as ws:
         await send(ws, {"type": "connection_init", "payload": payload})
+        code, _ = await close_code(ws)
+    assert code == 4403
+
+
+async def test_every_field_refuses_a_seat_token_without_a_utf8_form_in_words(
+    seated: Seated,
+) -> None:
+    """seatView hashes the token it is given as episodeEvents does: the same refusal as for any
+    wrong token. submitAction validates its input first, and says that such a token is no text,
+    as it says of any field (and of a token over 200 characters); neither tells anything of the
+    seat."""
+    response = await post(
+        seated.url, SUBMIT, action(seated.episode, 0, SPLIT), f"Bearer {API_TOKEN}"
+    )
+    assert response.json()["data"]["submitAction"] == {
+        "sequence": None,
+        "episode": None,
+        "perspective": None,
+        "userErrors": [
+            {"field": ["input", "seatToken"], "message": "must be text (UTF-8)", "code": "INVALID"}
+        ],
+    }, response.text
+    variables = {"id": seated.episode, "seat": 0, "token": SPLIT}
+    response = await post(seated.url, VIEW, variables, f"Bearer {API_TOKEN}")
+    assert response.json() == {"data": {"seatView": None}}, response.text
+
+
+async def test_a_connection_init_bearer_header_without_a_utf8_form_closes_4403(
+    seated: Seated,
+) -> None:
+    async with socket(seated.url) as ws:
+        await send(ws, {"type": "connection_init", "payload": {"authorization": f"Bearer {SPLIT}"}})
         code, _ = await close_code(ws)
     assert code == 4403

@@ -16,7 +16,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from graph.security import LOOPBACK_HOSTS, trusted_hosts
+from graph.security import (
+    INCOMPLETE_HANDSHAKE,
+    LOOPBACK_HOSTS,
+    RefusedHandshakeLog,
+    trusted_hosts,
+)
 from tests.support.server import WAIT, serve
 
 FOREIGN = "https://evil.example"
@@ -239,3 +244,12 @@ async def test_a_refused_websocket_handshake_is_not_logged_as_an_error(
         await asyncio.sleep(0.2)  # the server logs after answering
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
+
+
+def test_an_incomplete_handshake_without_a_refusal_is_still_an_error() -> None:
+    """Only the message of a handshake refused with a response is dropped: an application that
+    returned without answering one is still logged at ERROR."""
+    record = logging.LogRecord(
+        "uvicorn.error", logging.ERROR, __file__, 1, INCOMPLETE_HANDSHAKE, None, None
+    )
+    assert RefusedHandshakeLog().filter(record)

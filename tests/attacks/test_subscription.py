@@ -4,11 +4,16 @@ Redis stream id of the events log) or a BAD_USER_INPUT error.
 Some malformed cursors pass Parley's check (Python's `int` takes surrounding spaces, other
 scripts' digits and numbers past 64 bits) and are then refused by Redis in the stream's reader:
 the subscription got no error, no replay and no live event either, a stream that stays silent
-for as long as the client waits."""
+for as long as the client waits. The sequence cursors of `episodeStatus` and `episodeEvents` are
+held to digits 0-9 the same way, and a replay Redis refuses ends its stream with an error."""
+
+import uuid
 
 import pytest
+import redis.asyncio as redis
 
-from tests.support.server import init, receive, send, socket
+from storage import keys
+from tests.support.server import init, queued_episode, receive, send, socket
 
 UPDATES = "subscription($after: String) { episodeUpdates(after: $after) { kind cursor } }"
 
@@ -23,3 +28,70 @@ async def test_a_malformed_events_log_cursor_is_refused(api_url: str, after: str
     assert message["type"] == "next", message
     codes = [e["extensions"]["code"] for e in message["payload"]["errors"]]
     assert codes == ["BAD_USER_INPUT"], message
+
+
+@pytest.mark.parametrize("after", ["18446744073709551615-18446744073709551615", "1-2-3", "-1"])
+async def test_a_cursor_after_which_nothing_can_be_read_is_refused(
+    api_url: str, after: str
+) -> None:
+    """The last stream id there can be is one Redis refuses to read after ("invalid start ID
+    for the interval"), as it refuses the others."""
+    async with socket(api_url) as ws:
+        await init(ws)
+        request = {"query": UPDATES, "variables": {"after": after}}
+        await send(ws, {"id": "1", "type": "subscribe", "payload": request})
+        message = await receive(ws)
+    codes = [e["extensions"]["code"] for e in message["payload"]["errors"]]
+    assert codes == ["BAD_USER_INPUT"], message
+
+
+@pytest.mark.parametrize("after", ["0", "0-0"])
+async def test_the_cursors_parley_gives_resume_a_stream(api_url: str, after: str) -> None:
+    """ "0-0" is the cursor of an empty events log, and "<ms>" Redis reads as "<ms>-0"."""
+    tag = f"attack-cursor-{uuid.uuid4().hex[:8]}"
+    query = "subscription($t: String, $a: String) { episodeUpdates(tag: $t, after: $a) { kind } }"
+    async with queued_episode(api_url, "local/gemma-3-270m", tag), socket(api_url) as ws:
+        await init(ws)
+        request = {"query": query, "variables": {"t": tag, "a": after}}
+        await send(ws, {"id": "1", "type": "subscribe", "payload": request})
+        message = await receive(ws)
+    assert message["payload"] == {"data": {"episodeUpdates": {"kind": "STATUS"}}}, message
+
+
+@pytest.mark.parametrize("after", ["\u00b2", "\uff11", "1 ", "+1"])
+async def test_a_malformed_sequence_cursor_is_refused(api_url: str, after: str) -> None:
+    """episodeStatus(after:) took any string `str.isdigit` accepts: a superscript two passes
+    that and then fails `int()`, which was INTERNAL, and a fullwidth one was read as 1."""
+    query = 'subscription($after: String) { episodeStatus(id: "e1", after: $after) { kind } }'
+    async with socket(api_url) as ws:
+        await init(ws)
+        request = {"query": query, "variables": {"after": after}}
+        await send(ws, {"id": "1", "type": "subscribe", "payload": request})
+        message = await receive(ws)
+    [error] = message["payload"]["errors"]
+    assert error["extensions"]["code"] == "BAD_USER_INPUT", message
+    assert error["message"].startswith("malformed cursor"), message
+
+
+async def test_a_replay_redis_refuses_ends_the_stream_with_an_error(
+    api_url: str, redis_client: redis.Redis
+) -> None:
+    """A stream resuming from a cursor reads the events log; a read Redis refuses (here the
+    log's key holds a string, as another writer could leave it) was retried for a minute as if
+    Redis were down, the client hearing nothing meanwhile. It ends the stream with an error."""
+    kept = f"{keys.EVENTS_LOG}:kept-{uuid.uuid4().hex[:8]}"
+    had_log = await redis_client.exists(keys.EVENTS_LOG)
+    if had_log:
+        await redis_client.rename(keys.EVENTS_LOG, kept)
+    await redis_client.set(keys.EVENTS_LOG, "not a stream")
+    try:
+        async with socket(api_url) as ws:
+            await init(ws)
+            request = {"query": UPDATES, "variables": {"after": "0-0"}}
+            await send(ws, {"id": "1", "type": "subscribe", "payload": request})
+            message = await receive(ws)
+    finally:
+        await redis_client.delete(keys.EVENTS_LOG)
+        if had_log:
+            await redis_client.rename(kept, keys.EVENTS_LOG)
+    assert message["type"] == "next" and message["payload"]["errors"], message

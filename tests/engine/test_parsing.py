@@ -10,6 +10,7 @@ from engine.parsing import (
     parse_action,
     parse_dimension_score,
     parse_text_action,
+    well_formed,
 )
 from engine.types import ACTION_TYPES, DimensionSpec
 
@@ -23,6 +24,23 @@ def test_extract_json_from_prose_and_fences() -> None:
     assert extract_json('```json\n{"a": 3}') == {"a": 3}
     with pytest.raises(InvalidOutput):
         extract_json("nothing here")
+
+
+def test_a_lone_surrogate_in_an_answer_is_replaced() -> None:
+    """A model can write half of a pair, as a JSON escape or as the character itself (the
+    provider's JSON decodes to it): UTF-8 has no form for it, so Redis would refuse to store it.
+    In a key, a value or a list it becomes U+FFFD; a whole pair stays what it is."""
+    answer = '{"a\\ud800": ["x\\udfff", "\\ud83d\\ude00"], "b": "raw \ud800 half"}'
+    assert extract_json(answer) == {"a\ufffd": ["x\ufffd", "\U0001f600"], "b": "raw \ufffd half"}
+    assert extract_json('Sure: {"a": "\\udbff"} ok') == {"a": "\ufffd"}
+    assert well_formed("raw \ud800 half \U0001f600") == "raw \ufffd half \U0001f600"
+
+
+def test_an_answer_nested_deeper_than_python_reads_is_invalid_output() -> None:
+    """Python's JSON parser gives up past about a thousand levels with a RecursionError, which
+    ended the episode as "internal error in the worker"; it is an answer to ask again for."""
+    with pytest.raises(InvalidOutput):
+        parse_action("[" * 3000 + "]" * 3000, TYPES, "alice", ["bob"])
 
 
 def test_parse_action_normalises() -> None:

@@ -19,6 +19,7 @@ from engine.llm import ModelRegistry
 from lifecycle import start
 from lifecycle import worker as worker_module
 from lifecycle.services import Services
+from lifecycle.transitions import EpisodeStore
 from lifecycle.worker import EPISODE_HEADROOM, Begin, Worker, WorkerConfig, running_worker
 from storage.models import (
     CustomEvaluationDimension,
@@ -445,3 +446,31 @@ async def test_a_worker_runs_about_twice_the_episodes_its_model_takes_calls(
     assert 1 < max(samples[settled:]) <= then
     episodes = [await EpisodeLog.get(i) for i in ids]
     assert {e.status for e in episodes} == {Status.COMPLETED}
+
+
+class SplitTurnStore(EpisodeStore):
+    """Sends each turn with a lone surrogate in its argument (JSON escapes it; RedisJSON then
+    refuses the whole write): a write Redis refuses for what it holds, as a writer that did not
+    clean a model's line would send it."""
+
+    async def append_turn(
+        self, episode_id: str, attempt: int, turn: dict[str, Any], *rest: Any
+    ) -> int | None:
+        return await super().append_turn(
+            episode_id, attempt, {**turn, "argument": "split \ud800"}, *rest
+        )
+
+
+async def test_a_write_redis_refuses_for_its_data_fails_the_episode_at_once(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """A refusal is not an outage: asked again, Redis refuses again. The episode ends FAILED on
+    its first attempt, saying so, where it was left for redelivery lease after lease and ended
+    as "worker lost 3 times"."""
+    (pk,) = await queue(services, fake_llm.model_name())
+    store = SplitTurnStore(services.client, jobs=services.store.jobs)
+    await burst(dataclasses.replace(services, store=store), max_attempts=3)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.FAILED and episode.attempt == 1, episode.error
+    assert (episode.error or "").startswith("Redis refused to store the episode: "), episode.error
+    assert await pending(services) == []
