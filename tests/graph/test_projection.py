@@ -59,6 +59,7 @@ EPISODE = {
     "evaluations": "evaluations { id judgeModel status rewards { agent { id } overall } error }",
     "reasoning": "reasoning",
     "error": "error",
+    "judgeError": "judgeError",
     "terminationReason": "terminationReason",
     "generationStats": "generationStats",
     "usage": "usage { model promptTokens completionTokens estimated cost }",

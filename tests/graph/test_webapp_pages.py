@@ -137,6 +137,11 @@ class World:
     """A queued episode of a social game (Spyfall)."""
 
 
+CREATE_AGENT = """mutation ($input: CreateAgentInput!) {
+  createAgent(input: $input) { agent { id } userErrors { field message } }
+}"""
+
+
 async def copied(
     source: str, status: EpisodeStatus, reason: str | None = None, **changes: Any
 ) -> str:
@@ -164,6 +169,9 @@ async def world(
     scores = {d: {"reasoning": "Scored.", "score": s} for d, s in SCORES.items()}
     fake_llm_server.add_rule(Rule(kind="judge", content=json.dumps(scores), times=None))
     tag = unique("pages")
+    long_name = {"firstName": "Bartholomew-Maximilian-Alexander", "lastName": "Featherstonehaugh-" * 6}
+    long_agent = await post(service.url, CREATE_AGENT, {"input": {**long_name, "tag": tag}})
+    assert long_agent["createAgent"]["agent"], long_agent  # a wide choice in every agent filter
     found = await post(service.url, WORLD, {})
     agents = [found["agents"]["nodes"][0]["id"], found["others"]["nodes"][0]["id"]]
     scenario = found["scenarios"]["nodes"][0]["id"]

@@ -11,7 +11,9 @@ function filterOf(query) {
   return filter;
 }
 
+/** A filter's choices, keeping the current value offered when it is not among them. */
 function select(name, label, choices, current) {
+  if (current && !choices.some(([value]) => value === current)) choices = [[current, current], ...choices];
   return h(
     "div",
     { class: "field" },
@@ -43,7 +45,7 @@ export async function episodesPage({ api, query, main, setConnection }) {
   const [list, counts, choices] = await Promise.all([
     api.request("EpisodeList", { filter, first: pageSize(query), after }),
     api.request("EpisodeCounts", countFilters),
-    api.request("StartOptions"),
+    api.request("EpisodeFilterChoices"),
   ]);
 
   const form = h(
