@@ -169,7 +169,10 @@ async def world(
     scores = {d: {"reasoning": "Scored.", "score": s} for d, s in SCORES.items()}
     fake_llm_server.add_rule(Rule(kind="judge", content=json.dumps(scores), times=None))
     tag = unique("pages")
-    long_name = {"firstName": "Bartholomew-Maximilian-Alexander", "lastName": "Featherstonehaugh-" * 6}
+    long_name = {
+        "firstName": "Bartholomew-Maximilian-Alexander",
+        "lastName": "Featherstonehaugh-" * 6,
+    }
     long_agent = await post(service.url, CREATE_AGENT, {"input": {**long_name, "tag": tag}})
     assert long_agent["createAgent"]["agent"], long_agent  # a wide choice in every agent filter
     found = await post(service.url, WORLD, {})
