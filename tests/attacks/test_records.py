@@ -17,7 +17,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
+from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
 from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 
