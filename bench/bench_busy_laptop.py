@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from parley.engine.processes import stop_process
+from parley.core.processes import stop_process
 from tests.support.processes import ApiProcess
 
 DESIGN = Path(__file__).resolve().parent.parent / "examples" / "experiments" / "design.toml"

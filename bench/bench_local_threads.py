@@ -24,8 +24,8 @@ from pathlib import Path
 import aiohttp
 
 from bench.bench_busy_laptop import cpu_hogs
+from parley.core.processes import stop_process
 from parley.engine.local_model import CONTEXT_PER_SLOT, SLOTS, prepare_files
-from parley.engine.processes import stop_process
 
 PROMPT = "Tell a long story about a lighthouse keeper and a storm."
 

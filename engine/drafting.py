@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from parley.core.wording import problems, where
 from parley.engine.errors import LLMOutputError
 from parley.engine.generation import ask
 from parley.engine.llm import ChatRequest, LLMRouter
 from parley.engine.parsing import InvalidOutput, extract_json
 from parley.engine.stats import GenerationStats
 from parley.engine.types import MBTI_TYPES, AgentFields, RelationshipType
-from parley.engine.wording import problems, where
 
 DRAFT_SCHEMA_NAME = "world_draft"
 RELATIONSHIP_NAMES = {level.name.lower(): level for level in RelationshipType}

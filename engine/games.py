@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
-from parley.engine import wording
+from parley.core import wording
 from parley.engine.parsing import InvalidOutput
 from parley.engine.types import ActionType, AgentAction
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from parley.engine.backoff import Backoff
+from parley.core.backoff import Backoff
 from parley.engine.chat_client import ChatClient, ChatError
 from parley.engine.errors import LLMTransportError, LocalModelError, UnknownModelError
 from parley.engine.limiter import AdaptiveLimit

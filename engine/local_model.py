@@ -18,8 +18,8 @@ from typing import IO
 
 import aiohttp
 
+from parley.core.processes import stop_process
 from parley.engine.errors import LocalModelError
-from parley.engine.processes import stop_process
 
 # The GGUF carries no usable chat template (llama.cpp falls back to ChatML and
 # `<|im_end|>` leaks into replies), so the server gets Gemma's turn format.

@@ -202,19 +202,20 @@ def parser() -> argparse.ArgumentParser:
         "to Sotopia's own code as REDIS_OM_URL.",
     )
     where.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
-    from parley.graph import exchange_cli, experiment_cli
+    from parley.client import experiment
+    from parley.graph import exchange_cli
 
     exchange_cli.add_commands(commands)
-    experiment_cli.add_commands(commands)
+    experiment.add_commands(commands)
     return root
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if args.command == "experiment":
-        from parley.graph import experiment_cli
+        from parley.client import experiment
 
-        sys.exit(experiment_cli.main(args))
+        sys.exit(experiment.main(args))
     overrides: dict[str, Any] = {
         key: value
         for key, value in {

@@ -6,6 +6,7 @@ from typing import Any
 
 import strawberry
 
+from parley.core.errors import UserError as Problem
 from parley.engine.drafting import WorldDraft
 from parley.engine.models import LOCAL_MODEL
 from parley.graph.context import Info
@@ -18,7 +19,6 @@ from parley.graph.types import UserError
 from parley.lifecycle import drafts as jobs
 from parley.resolvers import drafts
 from parley.resolvers.agents import AGENT
-from parley.resolvers.errors import UserError as Problem
 from parley.resolvers.relationships import RELATIONSHIP
 from parley.resolvers.scenarios import SCENARIO
 from parley.storage import models

@@ -2,9 +2,9 @@
 
 import strawberry
 
+from parley.core.errors import ErrorCode
 from parley.engine.types import ActionType, RelationshipType, TurnOrder
 from parley.lifecycle.transitions import EventKind
-from parley.resolvers.errors import ErrorCode
 from parley.resolvers.keyset import SortOrder
 from parley.storage.models import EpisodeStatus, EvaluationStatus, Redelivery, SeatTimeout
 

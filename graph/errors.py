@@ -15,7 +15,7 @@ from strawberry.extensions import MaskErrors
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.utils.logging import StrawberryLogger
 
-from parley.resolvers.errors import BadArgument
+from parley.core.errors import BadArgument
 from parley.storage.outages import is_outage
 
 BAD_USER_INPUT = {"code": "BAD_USER_INPUT"}

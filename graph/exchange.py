@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from parley.core.errors import BadArgument
 from parley.graph.errors import (
     BAD_USER_INPUT,
     RETRY_AFTER_SECONDS,
@@ -22,7 +23,6 @@ from parley.graph.errors import (
 )
 from parley.lifecycle.services import Services
 from parley.resolvers import exporter
-from parley.resolvers.errors import BadArgument
 from parley.resolvers.importer import import_lines
 from parley.storage.outages import is_outage
 

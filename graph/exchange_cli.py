@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from parley.graph.server_url import server_root
+from parley.client.server_url import server_root
 from parley.lifecycle.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def output(path: Path | None) -> Iterator[IO[bytes]]:
 
 
 async def local_export(settings: RunSettings, params: dict[str, str], sink: IO[bytes]) -> None:
-    from parley.resolvers.errors import BadArgument
+    from parley.core.errors import BadArgument
     from parley.resolvers.exporter import export_text, request
     from parley.storage.runtime import redis_storage
 

@@ -5,6 +5,7 @@ from collections.abc import Awaitable, Callable
 
 import strawberry
 
+from parley.core.errors import UserError as Refusal
 from parley.graph.context import Info
 from parley.graph.enums import ActionType
 from parley.graph.episode_types import Episode
@@ -13,9 +14,8 @@ from parley.graph.seat_types import EnvironmentMessage, Perspective, SeatToken
 from parley.graph.types import UserError
 from parley.lifecycle.seats import holds_seat
 from parley.resolvers import perspective
-from parley.resolvers.errors import UserError as Refusal
-from parley.resolvers.records import get_or_none
 from parley.storage.models import EpisodeLog
+from parley.storage.records import get_or_none
 
 
 @strawberry.input(description="A person's turn for the seat they hold.")

@@ -21,8 +21,8 @@ from parley.lifecycle.transitions import EpisodeEvent as Event
 from parley.lifecycle.transitions import log_position
 from parley.resolvers.agents import agent_names
 from parley.resolvers.perspective import sees_injection, sees_turn
-from parley.resolvers.records import get_or_none, storable
 from parley.storage.models import EpisodeLog
+from parley.storage.records import get_or_none, storable
 
 SEQUENCE = re.compile("[0-9]{1,18}")
 """An event's sequence number, as a cursor: digits 0-9 only (`int` takes others too)."""

@@ -20,16 +20,16 @@ import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError
 from redis.commands.core import AsyncScript
 
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import RecordId, RequiredText
 from parley.engine.episode import TurnControl
 from parley.engine.types import Injection
 from parley.lifecycle import logs
 from parley.lifecycle.transitions import EpisodeStore, Fenced, TransitionResult
 from parley.resolvers.agents import agent_names
-from parley.resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from parley.resolvers.limits import RecordId, RequiredText
-from parley.resolvers.records import get_or_none, storable
 from parley.storage import keys
 from parley.storage.models import EpisodeLog, EpisodeStatus, StoredInjection
+from parley.storage.records import get_or_none, storable
 
 log = logging.getLogger(__name__)
 Status = EpisodeStatus

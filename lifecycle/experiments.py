@@ -15,18 +15,18 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from ulid import ULID
 
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from parley.core.limits import Name, ShortText
 from parley.lifecycle import failpoints
 from parley.lifecycle import start as simulations
 from parley.lifecycle.services import Services
-from parley.resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
 from parley.resolvers.experiment_design import plan
 from parley.resolvers.keyset import SortOrder, newest_first
-from parley.resolvers.limits import Name, ShortText
 from parley.resolvers.pagination import Page, fetch_page
-from parley.resolvers.records import storable
 from parley.storage import keys
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import UNFINISHED, EpisodeStatus, Experiment, ExperimentSlot
+from parley.storage.records import storable
 from parley.storage.tracking import TrackedDocuments
 
 RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})

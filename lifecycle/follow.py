@@ -23,7 +23,7 @@ from functools import partial
 
 import redis.asyncio as redis
 
-from parley.engine.backoff import Backoff
+from parley.core.backoff import Backoff
 from parley.lifecycle.transitions import (
     EpisodeEvent,
     EventKind,
@@ -35,10 +35,10 @@ from parley.lifecycle.transitions import (
     stored_events,
 )
 from parley.resolvers.episodes import list_episodes
-from parley.resolvers.records import get_or_none
 from parley.storage import keys
 from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from parley.storage.outages import is_outage
+from parley.storage.records import get_or_none
 
 log = logging.getLogger(__name__)
 RECONNECT = Backoff(base=0.1, cap=5.0)

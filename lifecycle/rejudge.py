@@ -20,6 +20,14 @@ import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from ulid import ULID
 
+from parley.core.errors import (
+    BadArgument,
+    ErrorCode,
+    UserError,
+    from_validation,
+    searchable_tag,
+)
+from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import EpisodeFailed, UnknownModelError
 from parley.engine.judge import evaluate
 from parley.engine.llm import LLMRouter, ModelCatalog
@@ -33,15 +41,6 @@ from parley.resolvers.dimensions import (
     names_problem,
 )
 from parley.resolvers.episode_setup import SetupError, load_setup
-from parley.resolvers.errors import (
-    BadArgument,
-    ErrorCode,
-    UserError,
-    from_validation,
-    searchable_tag,
-)
-from parley.resolvers.limits import RecordId, ShortText
-from parley.resolvers.records import get_or_none, storable
 from parley.resolvers.rejudging import evaluation_record, rejudging_fields
 from parley.resolvers.results import WHOLE, aggregate_rows, tag_query
 from parley.resolvers.transcript import episode_turns
@@ -52,6 +51,7 @@ from parley.storage.models import (
     Evaluation,
     EvaluationStatus,
 )
+from parley.storage.records import get_or_none, storable
 
 log = logging.getLogger(__name__)
 MAX_EPISODES = 10_000

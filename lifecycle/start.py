@@ -13,6 +13,8 @@ import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from ulid import ULID
 
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
 from parley.engine.models import DEFAULT_MODEL
@@ -23,10 +25,7 @@ from parley.lifecycle.services import Services
 from parley.lifecycle.transitions import initial_history
 from parley.resolvers.agents import agent_names
 from parley.resolvers.dimensions import list_problem
-from parley.resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from parley.resolvers.limits import RecordId, ShortText
 from parley.resolvers.names import same_names
-from parley.resolvers.records import exist, get_or_none, storable
 from parley.storage import keys
 from parley.storage.models import (
     AgentProfile,
@@ -39,6 +38,7 @@ from parley.storage.models import (
     Redelivery,
     SeatTimeout,
 )
+from parley.storage.records import exist, get_or_none, storable
 
 log = logging.getLogger(__name__)
 MAX_AGENTS = 10

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import redis.asyncio as redis
 
-from parley.engine.backoff import Backoff
+from parley.core.backoff import Backoff
 from parley.engine.episode import HistoryMismatch, Played, play
 from parley.engine.errors import EpisodeFailed, EpisodeSuspended
 from parley.engine.limiter import INITIAL
@@ -46,7 +46,6 @@ from parley.lifecycle.settings import RunSettings
 from parley.lifecycle.transitions import NOT_JUDGED, Fenced, TransitionResult
 from parley.lifecycle.usage import stored_usage, usage_fields
 from parley.resolvers.episode_setup import SetupError, load_setup
-from parley.resolvers.records import get_or_none
 from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,
@@ -55,6 +54,7 @@ from parley.storage.models import (
     Waiting,
 )
 from parley.storage.outages import is_outage
+from parley.storage.records import get_or_none
 
 log = logging.getLogger(__name__)
 Status = EpisodeStatus

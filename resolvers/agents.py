@@ -6,17 +6,17 @@ from typing import Any
 import redis.asyncio as redis
 from pydantic import ValidationError
 
-from parley.resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from parley.core.limits import Age, LongText, Name, ShortText, Tags
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 from parley.resolvers.keyset import SortOrder, by_id
-from parley.resolvers.limits import Age, LongText, Name, ShortText, Tags
 from parley.resolvers.names import agent_name
 from parley.resolvers.pagination import Page, fetch_hits
-from parley.resolvers.records import get_or_none, insert, storable, update_fields
 from parley.resolvers.relationships import queue_deletions, relationships_of
 from parley.resolvers.search import Hit
 from parley.storage import keys
 from parley.storage.models import AgentProfile
+from parley.storage.records import get_or_none, insert, storable, update_fields
 from parley.storage.tracking import TrackedDocuments
 
 AGENT = Exposed(

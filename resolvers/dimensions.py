@@ -6,11 +6,11 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import LIST_MAX, LongText, Name, RecordId, has_utf8_form
 from parley.engine.types import OVERALL_SCORE
-from parley.resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from parley.resolvers.limits import LIST_MAX, LongText, Name, RecordId, has_utf8_form
-from parley.resolvers.records import exist, get_or_none, insert
 from parley.storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
+from parley.storage.records import exist, get_or_none, insert
 from parley.storage.results_index import OVERALL, ResultsIndex
 
 ScoreBound = Annotated[int, Field(ge=-1000, le=1000)]

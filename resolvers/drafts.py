@@ -14,15 +14,15 @@ import redis.asyncio as redis
 from aredis_om.model.encoders import jsonable_encoder
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from parley.core.errors import ErrorCode, UserError, camel, plain_problems
+from parley.core.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
 from parley.engine.drafting import DraftSpec, WorldDraft, draft_world
 from parley.engine.errors import LLMError, UnknownModelError
 from parley.engine.llm import LLMRouter, ModelCatalog
 from parley.engine.models import LOCAL_MODEL
 from parley.engine.stats import GenerationStats
 from parley.resolvers.agents import NewAgent, get_agents
-from parley.resolvers.errors import ErrorCode, UserError, camel, plain_problems
 from parley.resolvers.fields import WriteModel
-from parley.resolvers.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
 from parley.resolvers.names import agent_name
 from parley.resolvers.plausible import (
     Problem,

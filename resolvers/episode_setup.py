@@ -3,6 +3,7 @@
 from aredis_om import NotFoundError
 from pydantic import ValidationError
 
+from parley.core.wording import summary
 from parley.engine.types import (
     SOTOPIA_DIMENSIONS,
     AgentSpec,
@@ -11,7 +12,6 @@ from parley.engine.types import (
     RelationshipSpec,
     ScenarioSpec,
 )
-from parley.engine.wording import summary
 from parley.resolvers.dimensions import names_problem
 from parley.storage.models import (
     AgentProfile,

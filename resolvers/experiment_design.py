@@ -19,14 +19,13 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from parley.core.errors import ErrorCode, UserError, from_validation, searchable_tag
+from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
 from parley.engine.models import DEFAULT_MODEL
 from parley.engine.types import TurnOrder
-from parley.resolvers.errors import ErrorCode, UserError, from_validation, searchable_tag
-from parley.resolvers.limits import RecordId, ShortText
 from parley.resolvers.names import agent_name, same_names
-from parley.resolvers.records import exist
 from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimensionList,
@@ -36,6 +35,7 @@ from parley.storage.models import (
     RelationshipProfile,
     RelationshipType,
 )
+from parley.storage.records import exist
 
 MAX_SLOTS = 10_000
 """Most episodes one experiment expands into."""

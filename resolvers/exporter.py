@@ -17,11 +17,10 @@ from typing import Any
 
 import redis.asyncio as redis
 
+from parley.core.errors import BadArgument, searchable_tag
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.episodes import episode_query
-from parley.resolvers.errors import BadArgument, searchable_tag
 from parley.resolvers.pagination import searchable
-from parley.resolvers.records import storable
 from parley.storage.experiments import ExperimentStore
 from parley.storage.keys import index_name
 from parley.storage.models import (
@@ -35,6 +34,7 @@ from parley.storage.models import (
     Record,
     RelationshipProfile,
 )
+from parley.storage.records import storable
 
 BATCH = 500
 CACHED_PROFILES = 4096

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
-from parley.resolvers.limits import RecordId
+from parley.core.limits import RecordId
 
 
 @dataclass(frozen=True)

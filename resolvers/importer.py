@@ -16,15 +16,14 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from parley.engine.wording import summary
+from parley.core.limits import PATTERNS, Name, RecordId, ShortText
+from parley.core.wording import summary
 from parley.resolvers import client_json
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.agents import AGENT, NewAgent
 from parley.resolvers.dimensions import NewDimensionList, create_dimension_list
 from parley.resolvers.experiment_design import MAX_SLOTS, Design
 from parley.resolvers.games import game_errors
-from parley.resolvers.limits import PATTERNS, Name, RecordId, ShortText
-from parley.resolvers.records import exist
 from parley.resolvers.rejudging import evaluation_record, rejudging_fields
 from parley.resolvers.relationships import RELATIONSHIP, NewRelationship, write_relationship
 from parley.resolvers.scenarios import SCENARIO, NewScenario
@@ -43,6 +42,7 @@ from parley.storage.models import (
     Record,
     RelationshipProfile,
 )
+from parley.storage.records import exist
 from parley.storage.results_index import ResultsIndex
 
 MAX_LISTED = 1000

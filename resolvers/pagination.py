@@ -4,9 +4,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from parley.resolvers.errors import BadArgument
+from parley.core.errors import BadArgument
+from parley.core.limits import has_utf8_form
 from parley.resolvers.keyset import Keyset, Position, SortKey, SortOrder
-from parley.resolvers.limits import has_utf8_form
 from parley.resolvers.search import Hit, search
 from parley.storage.tracking import TrackedDocuments
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from parley.core.errors import ErrorCode, UserError
 from parley.engine.prompts import agent_background
 from parley.engine.render import action_text, agent_viewer, own_bio, partner_profile, render_tagged
 from parley.engine.types import ACTION_TYPES, ActionType, EpisodeSetup, RelationshipType, Turn
 from parley.resolvers.episode_setup import SetupError, load_setup
-from parley.resolvers.errors import ErrorCode, UserError
 from parley.resolvers.games import action_types
 from parley.resolvers.transcript import episode_turns
 from parley.storage.models import EpisodeLog, EpisodeStatus, StoredInjection, StoredTurn, Waiting

@@ -20,8 +20,8 @@ from typing import Any
 
 import redis.asyncio as redis
 
+from parley.core.errors import BadArgument, searchable_tag
 from parley.resolvers.dimensions import dimensions_of, get_dimension_list
-from parley.resolvers.errors import BadArgument, searchable_tag
 from parley.resolvers.statistics import Moments, Paired, Summary, paired, summarize
 from parley.storage import keys
 from parley.storage.connection import TAG_SPECIALS

@@ -4,7 +4,7 @@ index's sortable usage totals (no episode is loaded)."""
 from dataclasses import dataclass
 from typing import Any
 
-from parley.resolvers.errors import searchable_tag
+from parley.core.errors import searchable_tag
 from parley.resolvers.results import aggregate_rows
 from parley.storage.models import EpisodeLog, EpisodeStatus
 

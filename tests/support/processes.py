@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from parley.engine.processes import stop_process
+from parley.core.processes import stop_process
 from parley.storage.embedded import free_port
 
 

@@ -7,8 +7,8 @@ import redis.asyncio as redis
 from aredis_om import NotFoundError
 from pydantic import BaseModel, ValidationError
 
-from parley.resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from parley.resolvers.limits import has_utf8_form
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import has_utf8_form
 from parley.storage.models import Record
 
 

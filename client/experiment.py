@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parley.graph.server_url import server_root
+from parley.client.server_url import server_root
 
 if TYPE_CHECKING:
     import aiohttp
