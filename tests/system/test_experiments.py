@@ -405,3 +405,19 @@ async def test_an_experiment_whose_judge_times_out_keeps_every_conversation(
         watch = Cli(["watch", pk, *url], tmp_path / "watch.log")
         assert watch.wait() == 0, watch.output()
         assert "completed 8/8, failed 0" in watch.output()
+
+
+async def test_results_of_an_experiment_that_does_not_exist_say_so(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A mistyped id printed an empty table and exited 1, as if the experiment existed and had
+    no scores yet; `watch` says there is no such experiment and exits 2, and so must `results`
+    (its help: "2 on an error")."""
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        for extra in ([], ["--json"]):
+            results = Cli(["results", "no-such-experiment", *extra, "--url", api.url],
+                          tmp_path / "results.log")  # fmt: skip
+            code = results.wait()
+            assert code == 2, results.output()
+            assert "no experiment with id 'no-such-experiment'" in results.output()
+            assert "seat scores" not in results.output() and "[]" not in results.output()
