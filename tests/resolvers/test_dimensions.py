@@ -93,3 +93,23 @@ async def test_duplicate_name_and_unknown_id(gql: GraphQLClient, unchanged: Any)
         missing = await gql.data(DELETE, {"id": "nope"})
     assert again["createEvaluationDimensionList"]["userErrors"][0]["code"] == "CONFLICT"
     assert missing["deleteEvaluationDimensionList"]["userErrors"][0]["code"] == "NOT_FOUND"
+
+
+async def test_a_dimension_named_overall_is_refused_and_writes_nothing(
+    gql: GraphQLClient, unchanged: Any
+) -> None:
+    """`overall` is the name results give the mean of a seat's dimensions, listed first. A list
+    with a dimension of that name was stored and judged: its scores (2 of 10, beside a "tone"
+    of 8) then vanished from `episodeResults`, whose one "overall" was the mean, 5."""
+    dimensions = [
+        {"name": "overall", "description": "How it went overall", "rangeLow": 0, "rangeHigh": 10},
+        {"name": "tone", "description": "Tone", "rangeLow": 0, "rangeHigh": 10},
+    ]
+    async with unchanged():
+        payload = (
+            await gql.data(CREATE, {"input": {"name": "overall-list", "dimensions": dimensions}})
+        )["createEvaluationDimensionList"]
+    assert payload["evaluationDimensionList"] is None
+    assert [(e["field"], e["code"]) for e in payload["userErrors"]] == [
+        (["input", "dimensions", "0", "name"], "INVALID")
+    ]
