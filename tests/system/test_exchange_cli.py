@@ -482,3 +482,23 @@ async def test_an_address_without_http_is_taken_or_refused_in_plain_words(
                 continue
             assert "http://" in done.stderr, (command, done.stderr)
             assert "Traceback" not in done.stderr
+
+
+async def test_a_missing_token_is_said_with_what_to_do(redis_url: str, tmp_path: Path) -> None:
+    """Against a server with tokens, every command without one printed the server's JSON body
+    (`answered 401: {"errors": [{"message": "a valid bearer token is required ..."}]}`), and
+    none said how a command is given a token."""
+    local = {k: v for k, v in parley_env(redis_url, tmp_path / "a").items() if k != "PARLEY_TOKEN"}
+    file = tmp_path / "empty.jsonl"
+    file.write_text("")
+    async with serve(redis_url, tmp_path / "api", tokens="cli-token") as url:
+        commands = [
+            ["export", "--url", url],
+            ["import", "--url", url, str(file)],
+            ["experiment", "results", "some-experiment", "--url", url],
+        ]
+        for command in commands:
+            done = await run(*command, env=local)
+            assert done.returncode != 0, (command, done.stdout)
+            assert "--token" in done.stderr or "PARLEY_TOKEN" in done.stderr, (command, done.stderr)
+            assert '{"errors"' not in done.stderr, (command, done.stderr)
