@@ -13,12 +13,13 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graph.server_url import server_root
+from graph.server_url import TOKEN_HINT, refusal, server_root
 
 if TYPE_CHECKING:
     import aiohttp
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 COMPLETED, UNFINISHED, ERROR, DETACHED = 0, 1, 2, 130
 DEFAULT_URL = "http://127.0.0.1:8000"
 RECONNECTS = 5
+FORBIDDEN = 4403
+"""The close code of a graphql-transport-ws connection refused for its token."""
 
 CREATE = """
 mutation($input: CreateExperimentInput!) {
@@ -137,7 +140,7 @@ class Remote:
             async with self.session.post(self.url, json=body, headers=self.headers()) as response:
                 text = await response.text()
                 if response.status != 200:
-                    raise CommandError(f"{self.url} answered {response.status}: {text[:300]}")
+                    raise CommandError(refusal(self.url, response.status, text))
         except aiohttp.ClientError as err:
             raise CommandError(f"cannot reach {self.url}: {err}") from None
         answer: dict[str, Any] = json.loads(text)
@@ -175,6 +178,11 @@ class Remote:
                     raise CommandError("; ".join(e["message"] for e in item["payload"]))
                 elif kind == "complete":
                     return
+            if ws.close_code == FORBIDDEN:
+                raise CommandError(
+                    f"{self.url} closed the websocket ({FORBIDDEN}): it needs a valid access "
+                    f"token; {TOKEN_HINT}"
+                )
             raise ConnectionError(f"the websocket closed ({ws.close_code})")
 
 
@@ -358,7 +366,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(run(args))
     except CommandError as err:
-        print(f"parley: {err}", flush=True)
+        print(f"parley: {err}", file=sys.stderr, flush=True)
         return ERROR
     except KeyboardInterrupt:
         target = getattr(args, "id", None) or "ID"
