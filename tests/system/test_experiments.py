@@ -241,7 +241,7 @@ async def test_cli_errors_exit_with_status_2(
         unparsable = Cli(["run", str(broken), *url], tmp_path / "broken.log")
         unknown = Cli(["watch", "no-such-experiment", *url], tmp_path / "unknown.log")
         assert refused.wait() == 2, refused.output()
-        assert "input.design.repeats: must be at least 1" in refused.output()
+        assert "bad.toml: design.repeats: must be at least 1, not 0" in refused.output()
         assert unparsable.wait() == 2 and "not valid TOML" in unparsable.output()
         assert unknown.wait() == 2
         assert "no experiment with id 'no-such-experiment'" in unknown.output()
