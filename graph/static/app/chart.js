@@ -13,6 +13,13 @@ export const SOTOPIA_RANGES = {
   goal: [0, 10],
 };
 
+/** The ranges of the dimension list `listId` names among `lists`: Sotopia's without one. */
+export function rangesOf(listId, lists) {
+  const list = listId ? lists.find((l) => l.id === listId) : null;
+  if (!list) return SOTOPIA_RANGES;
+  return Object.fromEntries(list.dimensions.map((d) => [d.name, [d.rangeLow, d.rangeHigh]]));
+}
+
 const BAR_WIDTH = 300;
 const WIDTH = BAR_WIDTH + 90;
 const ROW = 38;
