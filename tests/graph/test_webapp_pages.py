@@ -509,7 +509,9 @@ class OddWorld:
 
 async def finished(url: str, experiment: str) -> dict[str, Any]:
     for _ in range(600):
-        progress = (await post(url, PROGRESS, {"id": experiment}))["experiment"]["progress"]
+        progress: dict[str, Any] = (await post(url, PROGRESS, {"id": experiment}))["experiment"][
+            "progress"
+        ]
         if progress["finished"]:
             return progress
         await asyncio.sleep(0.1)
