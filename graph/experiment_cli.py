@@ -382,9 +382,9 @@ async def show_results(remote: Remote, args: argparse.Namespace) -> int:
         "evaluation": args.evaluation,
     }
     answer = await remote.execute(RESULTS, variables)
-    if answer["experiment"] is None:
-        raise CommandError(f"no experiment with id {args.id!r}")
     groups = answer["episodeResults"]["groups"]
+    if answer["experiment"] is None and not groups:  # episodes may outlive their experiment
+        raise CommandError(f"no experiment with id {args.id!r}")
     if args.json:
         print(json.dumps(groups, indent=2), flush=True)
     else:
