@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from parley.client.server_url import server_root
+from parley.client.server_url import refusal, server_root
 from parley.lifecycle.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ async def remote_export(
         http.get(url.rstrip("/") + "/export", params=params) as response,
     ):
         if response.status != 200:
-            sys.exit(f"parley export: {url} answered {response.status}: {await response.text()}")
+            sys.exit(f"parley export: {refusal(url, response.status, await response.text())}")
         async for chunk in response.content.iter_chunked(1 << 16):
             sink.write(chunk)
 
@@ -195,7 +195,8 @@ async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportRepor
 
 
 async def remote_import(url: str, token: str | None, source: IO[bytes]) -> "ImportReport":
-    """POST the file to /import in parts under the server's body limit, each whole lines."""
+    """POST the file to /import in parts under the server's body limit, each whole lines; an
+    empty file too, so that a wrong address or token is said whatever the file holds."""
     import aiohttp
 
     from parley.resolvers.importer import ImportReport
@@ -213,7 +214,7 @@ async def remote_import(url: str, token: str | None, source: IO[bytes]) -> "Impo
                 pending, size = [], 0
             pending.append(line)
             size += len(line)
-        if pending:
+        if pending or not first:
             await _post(http, url, pending, first, limit, report)
     return report
 
@@ -244,7 +245,7 @@ async def _post(
         first, limit = await _post(http, url, lines[:half], first, limit // 2, report)
         return await _post(http, url, lines[half:], first, limit, report)
     if status != 200:
-        sys.exit(f"parley import: {url} answered {status}: {body.decode(errors='replace')}")
+        sys.exit(f"parley import: {refusal(url, status, body.decode(errors='replace'))}")
     report.add(ImportReport.from_json(json.loads(body)), line_offset=first)
     return first + len(lines), limit
 

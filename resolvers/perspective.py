@@ -74,6 +74,8 @@ class View:
     your_turn: YourTurn | None
     reward: tuple[float, dict[str, float]] | None = None
     """The agent's own scores, once the episode is COMPLETED."""
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Each dimension the episode is judged on, by name: its lowest and highest score."""
 
 
 def your_turn(
@@ -133,6 +135,7 @@ def view(episode: EpisodeLog, setup: EpisodeSetup, seat: int) -> View:
         seen=sorted([*turns, *told], key=lambda s: s.sequence),
         your_turn=your_turn(episode.waiting, seat, action_types(episode, setup, seat)),
         reward=own_reward(episode, seat),
+        ranges={d.name: (d.range_low, d.range_high) for d in setup.dimensions},
     )
 
 

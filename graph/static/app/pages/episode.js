@@ -1,6 +1,6 @@
 // One episode, live: setup, status timeline, the transcript as it grows, then the scores.
 
-import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
+import { rangesOf, scoreChart } from "../chart.js";
 import { append, clear, h, statusBadge, when, words } from "../dom.js";
 import { goalView } from "../goal.js";
 import { TERMINAL, chosenRecipients, countdown, recipientsField } from "./common.js";
@@ -90,13 +90,6 @@ function resetNotice(episode, live) {
     h("strong", {}, `Attempt ${episode.attempt} began`),
     `${why}. ${kept}`,
   );
-}
-
-export function rangesOf(episode, lists) {
-  if (!episode.evaluationDimensionListId) return SOTOPIA_RANGES;
-  const list = lists.find((l) => l.id === episode.evaluationDimensionListId);
-  if (!list) return SOTOPIA_RANGES;
-  return Object.fromEntries(list.dimensions.map((d) => [d.name, [d.rangeLow, d.rangeHigh]]));
 }
 
 export async function episodePage({ api, main, setConnection }, id) {
@@ -434,7 +427,7 @@ export async function episodePage({ api, main, setConnection }, id) {
       return;
     }
     if (!episode.rewards.length) return;
-    const ranges = rangesOf(episode, lists);
+    const ranges = rangesOf(episode.evaluationDimensionListId, lists);
     append(scores, [
       h("h2", { id: "results-title" }, "Scores"),
       h("div", { class: "charts" }, episode.rewards.map((reward) => scoreChart(reward, ranges))),

@@ -4,11 +4,11 @@
 // this browser tab only; it is sent as the seatToken argument and, where the tab has no API
 // token, as the `Seat` credentials that allow only these operations.
 
-import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
+import { rangesOf, scoreChart } from "../chart.js";
 import { append, clear, h, statusBadge, words } from "../dom.js";
 import { goalView } from "../goal.js";
 import { ACTION_TYPES, TERMINAL, chosenRecipients, countdown, recipientsField, showFieldErrors } from "./common.js";
-import { rangesOf, seenItem } from "./episode.js";
+import { seenItem } from "./episode.js";
 
 const tokenKey = (id, seat) => `parley-seat:${id}:${seat}`;
 
@@ -241,7 +241,7 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
       if (!view || !view.score) view = (await api.request("SeatView", { id, seat, seatToken: token })).seatView;
       if (!view || !view.score) return;
       const own = { agentIndex: seat, agent: { name: view.agentName }, ...view.score };
-      const chart = scoreChart(own, SOTOPIA_RANGES);
+      const chart = scoreChart(own, Object.fromEntries(view.score.ranges.map((r) => [r.dimension, [r.low, r.high]])));
       chart.classList.add("yours");
       chart.prepend(h("p", { class: "hint" }, "Your agent"));
       results.replaceChildren(h("h2", { id: "results-title" }, "Scores"), h("div", { class: "charts" }, chart));
@@ -255,7 +255,7 @@ export async function seatPage({ api, main, setConnection }, id, seatText) {
       results.append(h("h2", { id: "results-title" }, "Failure"), h("p", { class: "error", role: "alert" }, ended.error));
     }
     if (!ended.rewards.length) return;
-    const ranges = rangesOf(ended, data.evaluationDimensionLists);
+    const ranges = rangesOf(ended.evaluationDimensionListId, data.evaluationDimensionLists);
     const ordered = [...ended.rewards].sort((a, b) => (a.agentIndex === seat ? -1 : b.agentIndex === seat ? 1 : 0));
     append(results, [
       h("h2", { id: "results-title" }, "Scores"),
