@@ -20,7 +20,7 @@ from parley.core.limits import RecordId
 class Exposed:
     record: type[BaseModel]
     limits: Mapping[str, Any]
-    """Field name -> the annotated type its writes are validated with (resolvers/limits.py)."""
+    """Field name -> the annotated type its writes are validated with (core/limits.py)."""
     must_give: frozenset[str] = frozenset()
     """Fields a new record needs although the stored record has a default for them."""
 

@@ -1,4 +1,4 @@
-"""resolvers/records.py: an update through Parley must not undo what another writer wrote
+"""storage/records.py: an update through Parley must not undo what another writer wrote
 meanwhile to a field the update does not name.
 
 updateAgent, updateScenario and updateRelationship read the record (JSON.GET), apply the
