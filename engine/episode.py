@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from engine.episode_log import episode_log_parts
-from engine.errors import (
+from parley.engine.episode_log import episode_log_parts
+from parley.engine.errors import (
     EngineError,
     EpisodeFailed,
     EpisodeSuspended,
@@ -17,14 +17,14 @@ from engine.errors import (
     UnknownModelError,
     gather_or_fail,
 )
-from engine.game_prompts import game_action_schema, notices_text, phase_text, rules_text
-from engine.games import GameState, game_rules, result_text
-from engine.generation import Repair, ask, hotter
-from engine.judge import evaluate
-from engine.llm import ChatRequest, LLMRouter
-from engine.models import ModelInfo
-from engine.parsing import InvalidOutput, parse_action, parse_text_action
-from engine.prompts import (
+from parley.engine.game_prompts import game_action_schema, notices_text, phase_text, rules_text
+from parley.engine.games import GameState, game_rules, result_text
+from parley.engine.generation import Repair, ask, hotter
+from parley.engine.judge import evaluate
+from parley.engine.llm import ChatRequest, LLMRouter
+from parley.engine.models import ModelInfo
+from parley.engine.parsing import InvalidOutput, parse_action, parse_text_action
+from parley.engine.prompts import (
     ACTION_SCHEMA_NAME,
     action_json,
     action_schema,
@@ -35,7 +35,7 @@ from engine.prompts import (
     text_prefill,
     turn_message,
 )
-from engine.render import (
+from parley.engine.render import (
     action_line,
     action_text,
     agent_viewer,
@@ -43,8 +43,8 @@ from engine.render import (
     render_tagged,
     turn_observation,
 )
-from engine.stats import GenerationStats
-from engine.types import (
+from parley.engine.stats import GenerationStats
+from parley.engine.types import (
     ACTION_TYPES,
     ActionType,
     AgentAction,

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from engine.types import ACTION_TYPES, ActionType, AgentAction, DimensionScore, DimensionSpec
+from parley.engine.types import ACTION_TYPES, ActionType, AgentAction, DimensionScore, DimensionSpec
 
 
 class InvalidOutput(ValueError):

@@ -5,9 +5,9 @@ from datetime import UTC, datetime
 
 import strawberry
 
-from graph.enums import ActionType, RelationshipType
-from resolvers import perspective
-from storage import models
+from parley.graph.enums import ActionType, RelationshipType
+from parley.resolvers import perspective
+from parley.storage import models
 
 
 def _at(seconds: float) -> datetime:

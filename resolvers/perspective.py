@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.prompts import agent_background
-from engine.render import action_text, agent_viewer, own_bio, partner_profile, render_tagged
-from engine.types import ACTION_TYPES, ActionType, EpisodeSetup, RelationshipType, Turn
-from resolvers.episode_setup import SetupError, load_setup
-from resolvers.errors import ErrorCode, UserError
-from resolvers.games import action_types
-from resolvers.transcript import episode_turns
-from storage.models import EpisodeLog, EpisodeStatus, StoredInjection, StoredTurn, Waiting
+from parley.core.errors import ErrorCode, UserError
+from parley.engine.prompts import agent_background
+from parley.engine.render import action_text, agent_viewer, own_bio, partner_profile, render_tagged
+from parley.engine.types import ACTION_TYPES, ActionType, EpisodeSetup, RelationshipType, Turn
+from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.resolvers.games import action_types
+from parley.resolvers.transcript import episode_turns
+from parley.storage.models import EpisodeLog, EpisodeStatus, StoredInjection, StoredTurn, Waiting
 
 
 def sees_turn(turn: Turn, seat: int, name: str) -> bool:

@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from engine.types import MBTI_TYPES
-from resolvers.names import same_names
+from parley.engine.types import MBTI_TYPES
+from parley.resolvers.names import same_names
 
 Problem = tuple[list[str], str]
 """Where in a draft (snake_case path) and what is wrong."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.parsing import (
+from parley.engine.parsing import (
     InvalidOutput,
     extract_json,
     parse_action,
@@ -12,7 +12,7 @@ from engine.parsing import (
     parse_text_action,
     well_formed,
 )
-from engine.types import ACTION_TYPES, DimensionSpec
+from parley.engine.types import ACTION_TYPES, DimensionSpec
 
 TYPES = list(ACTION_TYPES)
 DIM = DimensionSpec(name="secret", description="d", range_low=-10, range_high=0)

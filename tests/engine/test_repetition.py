@@ -6,9 +6,9 @@ import itertools
 import json
 from pathlib import Path
 
-from engine.episode import simulate
-from engine.errors import EpisodeFailed
-from engine.llm import ModelRegistry
+from parley.engine.episode import simulate
+from parley.engine.errors import EpisodeFailed
+from parley.engine.llm import ModelRegistry
 from tests.engine.conftest import FAST_RETRY
 from tests.support.factories import ALICE, BOB, make_setup
 from tests.support.fake_llm import FakeLLM, Rule

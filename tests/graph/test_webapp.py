@@ -15,10 +15,10 @@ import httpx
 import pytest
 from playwright.async_api import Browser, expect
 
-from graph.webapp import CONTENT_SECURITY_POLICY
-from resolvers.importer import import_lines
-from storage import sample
-from storage.models import EpisodeLog
+from parley.graph.webapp import CONTENT_SECURITY_POLICY
+from parley.resolvers.importer import import_lines
+from parley.storage import sample
+from parley.storage.models import EpisodeLog
 from tests.support.browser import PHONE, WAIT_MS, AppPage, browser_for_tests
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.games import EXAMPLES, Script, game_lines

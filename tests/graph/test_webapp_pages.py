@@ -20,8 +20,8 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 from ulid import ULID
 
-from resolvers.importer import import_lines
-from storage.models import EpisodeLog, EpisodeStatus, StatusChange
+from parley.resolvers.importer import import_lines
+from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange
 from tests.graph import test_webapp
 from tests.graph.test_webapp import CREATE_EXPERIMENT, MODEL, OTHER_MODEL, Service, unique
 from tests.support.browser import DESKTOP, PHONE, WAIT_MS, AppPage

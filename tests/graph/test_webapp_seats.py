@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from playwright.async_api import Page, WebSocketRoute, expect
 
-from engine.models import LOCAL_MODEL
-from storage.models import EpisodeLog
+from parley.engine.models import LOCAL_MODEL
+from parley.storage.models import EpisodeLog
 from tests.graph import test_webapp
 from tests.graph.test_webapp import MODEL, TURNS, Service, completed, snap, unique
 from tests.support.browser import PHONE, WAIT_MS, AppPage

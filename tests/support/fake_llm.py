@@ -51,8 +51,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine.llm import SCHEMA_INSTRUCTION
-from engine.processes import stop_process
+from parley.core.processes import stop_process
+from parley.engine.llm import SCHEMA_INSTRUCTION
 
 Kind = Literal["action", "text_action", "judge", "other"]
 

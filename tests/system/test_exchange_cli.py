@@ -14,10 +14,10 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from resolvers.experiment_design import Design
-from storage.embedded import EmbeddedRedis
-from storage.experiments import ExperimentStore
-from storage.models import (
+from parley.resolvers.experiment_design import Design
+from parley.storage.embedded import EmbeddedRedis
+from parley.storage.experiments import ExperimentStore
+from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,
@@ -39,7 +39,7 @@ from tests.support.server import GraphQLClient, serve
 
 def parley(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "graph.cli", *args],
+        [sys.executable, "-m", "parley.graph.cli", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -420,7 +420,7 @@ async def test_help_is_written_for_users(command: list[str], tmp_path: Path) -> 
 
 
 def test_every_command_and_option_has_help() -> None:
-    from graph.cli import parser
+    from parley.graph.cli import parser
 
     def walk(command: argparse.ArgumentParser, name: str) -> list[str]:
         missing = []

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from storage import keys
-from storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
+from parley.storage import keys
+from parley.storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
 from tests.support.experiments import Worlds, sampled_design
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.processes import ApiProcess, api_process, parley_env, worker_process
@@ -96,7 +96,7 @@ class Cli:
         self.log = log
         self._file = log.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "graph.cli", "experiment", *args],
+            [sys.executable, "-m", "parley.graph.cli", "experiment", *args],
             stdout=self._file,
             stderr=subprocess.STDOUT,
         )

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graph.server_url import TOKEN_HINT, refusal, server_root
+from parley.client.server_url import TOKEN_HINT, refusal, server_root
 
 if TYPE_CHECKING:
     import aiohttp
@@ -136,8 +136,8 @@ def design_problems(design: dict[str, Any]) -> list[str]:
     be a whole number, not 'two'`. What needs the stored world is the server's to check."""
     from pydantic import ValidationError
 
-    from engine.wording import plain, where
-    from resolvers.experiment_design import Design
+    from parley.core.wording import plain, where
+    from parley.resolvers.experiment_design import Design
 
     try:
         Design.model_validate(stored_spellings(design))

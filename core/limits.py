@@ -20,7 +20,7 @@ RECORD_ID = r"^[A-Za-z0-9_\-.]{1,100}$"
 RecordId = Annotated[str, StringConstraints(min_length=1, pattern=RECORD_ID)]
 """An id: an empty one is said to be missing (a form's "choose…"), not to break the pattern."""
 PATTERNS = {RECORD_ID: "an id is 1 to 100 letters, digits, '_', '-' or '.'"}
-"""What each pattern a limit uses accepts, in words (engine/wording.py)."""
+"""What each pattern a limit uses accepts, in words (core/wording.py)."""
 
 
 def has_utf8_form(text: str) -> bool:
