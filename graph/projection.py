@@ -15,7 +15,6 @@ from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField
 from strawberry.utils.str_converters import to_camel_case
 
 from parley.graph.context import Info
-from parley.resolvers.fields import Exposed
 
 TYPENAME = "__typename"
 READS = "reads"
@@ -33,16 +32,6 @@ class Reads:
     """GraphQL field name -> the record fields its resolver reads."""
 
     fields: Mapping[str, tuple[str, ...]]
-
-    @classmethod
-    def of(cls, exposed: Exposed | None = None, **own: tuple[str, ...]) -> "Reads":
-        """The exposed fields (each reads its own record field) and a type's own fields, given
-        by their Python names."""
-        declared: dict[str, tuple[str, ...]] = (
-            {name: (name,) for name in exposed.limits} if exposed else {}
-        )
-        declared.update(own)
-        return cls({to_camel_case(name): needs for name, needs in declared.items()})
 
     @classmethod
     def of_type(cls, type_: type[Any]) -> "Reads":

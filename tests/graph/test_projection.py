@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 import redis.asyncio as redis
+import strawberry
 from graphql import GraphQLObjectType, build_schema
 
 from parley.graph.episode_types import EPISODE_READS
-from parley.graph.projection import Reads
+from parley.graph.projection import Reads, own_types, reading
 from parley.graph.schema import schema
 from parley.graph.types import AGENT_READS, RELATIONSHIP_READS, SCENARIO_READS
 from parley.resolvers.episodes import EPISODES
@@ -131,9 +132,62 @@ def test_every_field_of_a_listed_type_says_what_it_reads() -> None:
 
 
 def test_an_unknown_field_means_whole_records() -> None:
-    reads = Reads.of(id=("pk",), tag=("tag",))
+    reads = Reads({"id": ("pk",), "tag": ("tag",)})
     assert reads.needed(["id", "__typename"]) == frozenset({"pk"})
     assert reads.needed(["id", "later"]) is None
+
+
+def test_a_field_that_does_not_say_what_it_reads_is_refused() -> None:
+    @strawberry.type
+    class Said:
+        @strawberry.field(metadata=reading("a", "b"))
+        def first(self) -> int:
+            return 1
+
+        @strawberry.field
+        def second(self) -> int:
+            return 2
+
+    with pytest.raises(TypeError, match=r"Said\.second does not say"):
+        Reads.of_type(Said)
+
+
+@strawberry.type
+class Leaf:
+    n: int
+
+
+@strawberry.type
+class Other:
+    @strawberry.field
+    def leaf(self) -> Leaf:
+        return Leaf(n=1)
+
+
+@strawberry.type
+class Inner:
+    leaves: list[Leaf]
+
+    @strawberry.field
+    async def other(self) -> Other:
+        return Other()
+
+
+@strawberry.type
+class Root:
+    @strawberry.field
+    def inner(self) -> Inner | None:
+        return None
+
+    @strawberry.field
+    async def elsewhere(self) -> list[Other]:
+        return []
+
+
+def test_kept_answers_are_made_of_the_types_reached_without_awaiting() -> None:
+    """What an awaiting field returns (another record, say) and all beneath it is left out."""
+    assert own_types(Root) == {"Inner", "Leaf"}
+    assert own_types(Other) == {"Leaf"}
 
 
 @pytest.mark.parametrize("root", KINDS)
