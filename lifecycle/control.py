@@ -25,9 +25,9 @@ from parley.core.limits import RecordId, RequiredText
 from parley.engine.episode import TurnControl
 from parley.engine.types import Injection
 from parley.lifecycle import logs
-from parley.lifecycle.transitions import EpisodeStore, Fenced, TransitionResult
 from parley.resolvers.agents import agent_names
 from parley.storage import keys
+from parley.storage.episode_store import EpisodeStore, Fenced, TransitionResult
 from parley.storage.models import EpisodeLog, EpisodeStatus, StoredInjection
 from parley.storage.records import get_or_none, storable
 

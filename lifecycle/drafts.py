@@ -1,7 +1,7 @@
 """Draft jobs: a large draft (say 50 scenarios) asked of a model in parts, as queued jobs.
 
 A job is split into parts of a few agents or scenarios each; every part is an entry of the
-episode job queue (lifecycle/jobs.py) with the same leases and takeover, so parts run on any
+episode job queue (storage/jobs.py) with the same leases and takeover, so parts run on any
 worker, at once. Each part's outcome is stored beside the job (storage/keys.py); the job's
 status and progress are read from them, so no two workers ever write the same value.
 """
@@ -24,10 +24,10 @@ from parley.engine.drafting import DraftSpec, WorldDraft, draft_world
 from parley.engine.errors import LLMError
 from parley.engine.llm import LLMRouter, ModelCatalog
 from parley.engine.models import LOCAL_MODEL
-from parley.lifecycle.jobs import JobQueue
 from parley.resolvers.drafts import SAVE_SCENARIOS, Prompt, checked_cast, draft_check
 from parley.resolvers.plausible import name_problems
 from parley.storage import keys
+from parley.storage.jobs import JobQueue
 from parley.storage.models import RelationshipType
 from parley.storage.records import storable
 

@@ -4,7 +4,7 @@ A re-judging has an id shared by the evaluations it makes: each is an entry of i
 `evaluations` (id = the re-judging's id; the original `rewards` are never touched) and, beside
 it, an evaluation record (storage/keys.py) holding the fields results group by, so
 `episodeResults(evaluation: id)` aggregates it like the episodes themselves. Jobs go through the
-episode job queue (lifecycle/jobs.py) as entries of their own kind, with the same leases and
+episode job queue (storage/jobs.py) as entries of their own kind, with the same leases and
 takeover; a judge that fails marks that one evaluation FAILED with the reason. An episode that
 COMPLETED without scores (its judge failed) gets them from the first evaluation by its own judge
 on its own dimensions that succeeds (`completes`).
@@ -33,7 +33,7 @@ from parley.engine.judge import evaluate
 from parley.engine.llm import LLMRouter, ModelCatalog
 from parley.engine.stats import GenerationStats
 from parley.engine.types import Transcript
-from parley.lifecycle.jobs import JobQueue, crash_reason
+from parley.lifecycle.jobs import crash_reason
 from parley.resolvers.dimensions import (
     dimensions_of,
     get_dimension_list,
@@ -45,6 +45,7 @@ from parley.resolvers.rejudging import evaluation_record, rejudging_fields
 from parley.resolvers.results import WHOLE, aggregate_rows, tag_query
 from parley.resolvers.transcript import episode_turns
 from parley.storage import keys
+from parley.storage.jobs import JobQueue
 from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,

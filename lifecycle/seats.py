@@ -27,10 +27,10 @@ from parley.core.limits import LongText, RecordId, has_utf8_form
 from parley.engine.render import action_text
 from parley.engine.types import ActionType, AgentAction
 from parley.lifecycle import logs
-from parley.lifecycle.transitions import STATUS_CHANGE_LUA, EpisodeStore
 from parley.resolvers.agents import agent_names
 from parley.resolvers.games import game_move
 from parley.storage import keys
+from parley.storage.episode_store import STATUS_CHANGE_LUA, EpisodeStore
 from parley.storage.models import EpisodeLog, EpisodeStatus, HumanSeat, SeatTimeout
 from parley.storage.records import get_or_none, storable
 

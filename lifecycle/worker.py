@@ -39,13 +39,15 @@ from parley.engine.usage import Usage, merged
 from parley.lifecycle import logs
 from parley.lifecycle.control import StoredControl
 from parley.lifecycle.drafts import Drafter
-from parley.lifecycle.jobs import Job, crash_reason
+from parley.lifecycle.jobs import crash_reason
 from parley.lifecycle.rejudge import Rejudger
 from parley.lifecycle.services import Services, open_services
 from parley.lifecycle.settings import RunSettings
-from parley.lifecycle.transitions import NOT_JUDGED, Fenced, TransitionResult
 from parley.lifecycle.usage import stored_usage, usage_fields
 from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.storage.episode_store import Fenced, TransitionResult
+from parley.storage.events import NOT_JUDGED
+from parley.storage.jobs import Job
 from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,
@@ -100,7 +102,7 @@ class LeaseLost(Exception):
 
 
 @dataclass(frozen=True)
-class Begin:
+class AttemptStart:
     """How this delivery starts its attempt, and why."""
 
     mode: Literal["restart", "resume"]
@@ -109,7 +111,7 @@ class Begin:
     """Workers lost in a row without storing a turn that this start keeps (the cap's count)."""
 
     @classmethod
-    def of(cls, episode: EpisodeLog, consumer: str) -> Begin:
+    def of(cls, episode: EpisodeLog, consumer: str) -> AttemptStart:
         """A first start, or the next one after the previous worker handed it back or was lost.
         A loss counts toward the cap only when the lost attempt stored no turn that this one
         keeps: an episode that crashes its workers still stops, one that moves on between
@@ -399,7 +401,7 @@ class Worker:
             return True  # a parked episode gets a new job when it goes on
         if episode.job is not None and episode.job != job.entry_id:
             return True  # an older job of an episode queued again since
-        start = Begin.of(episode, self.config.consumer)
+        start = AttemptStart.of(episode, self.config.consumer)
         if start.losses >= self.config.max_attempts:
             await self._durably(lambda: self._give_up(episode, start.losses))
             return True
@@ -411,7 +413,7 @@ class Worker:
         with logs.about(attempt=mine):
             return await self._attempt(job, episode, start, mine)
 
-    async def _attempt(self, job: Job, episode: EpisodeLog, start: Begin, mine: int) -> bool:
+    async def _attempt(self, job: Job, episode: EpisodeLog, start: AttemptStart, mine: int) -> bool:
         episode_id = str(episode.pk)
         kept = len(episode.turns) if start.mode == "resume" else 0
         log.info(
@@ -427,7 +429,9 @@ class Worker:
         try:
             played = await self._play(episode, mine, setup, history, spent)
         except HistoryMismatch as err:
-            restart = Begin("restart", f"kept turns do not fit the episode ({err}); restarted")
+            restart = AttemptStart(
+                "restart", f"kept turns do not fit the episode ({err}); restarted"
+            )
             restarted = await self._durably(lambda: self._begin(episode_id, mine, restart))
             if not restarted.ok:
                 raise Fenced from err
@@ -493,12 +497,12 @@ class Worker:
             fields={**fields, "error": lost},
         )
 
-    async def _begin(self, episode_id: str, attempt: int, start: Begin) -> TransitionResult:
+    async def _begin(self, episode_id: str, attempt: int, start: AttemptStart) -> TransitionResult:
         return await self.store.transition(
             episode_id,
             Status.RUNNING,
             fence=attempt,
-            begin=start.mode,
+            attempt_mode=start.mode,
             owner=self.config.consumer,
             reason=start.reason,
             fields={

@@ -4,173 +4,30 @@ Each change runs as one Lua script: it checks the current status (only legal tra
 and, for a worker, its attempt number (a fencing token, so a worker whose lease lapsed cannot
 overwrite the new owner's work), bumps the episode's sequence number, writes, and publishes the
 event, all at once. Readers therefore never see a change without its event or the reverse.
-
-`EpisodeEvent` is the one declaration of an event: the scripts emit exactly its JSON shape (a test
-checks every payload they can emit), and `stored_events` rebuilds the same events from storage.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Literal
 
 import redis.asyncio as redis
-from pydantic import BaseModel, ConfigDict
 
 from parley.storage import keys
-from parley.storage.models import (
-    EpisodeLog,
-    EpisodeStatus,
-    StatusChange,
-    StoredInjection,
-    StoredTurn,
-    Waiting,
-)
+from parley.storage.events import status_event
+from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange, Waiting
 
 IDEMPOTENCY_TTL = 24 * 3600
 """Seconds an idempotency key keeps naming its episode."""
 
 Status = EpisodeStatus
-NOT_JUDGED = "not judged: "
-"""How the reason of a COMPLETED change begins when the episode has no scores (the only
-COMPLETED change with a reason): what follows is why its judge gave none."""
-
-
-class EventKind(StrEnum):
-    """SNAPSHOT is the stored state when a stream starts; then STATUS changes and TURNs.
-    CURSOR_EXPIRED says a resuming stream's cursor is older than what is kept: snapshots of the
-    current state follow it instead of the missed events."""
-
-    SNAPSHOT = "snapshot"
-    STATUS = "status"
-    TURN = "turn"
-    INJECTION = "injection"
-    CURSOR_EXPIRED = "cursor_expired"
-
-
-class EpisodeEvent(BaseModel):
-    """Something that happened to an episode, numbered by the episode's sequence."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: EventKind
-    episode_id: str
-    sequence: int
-    at: float
-    attempt: int = 0
-    tag: str | None = None
-    experiment_id: str | None = None
-    """The experiment of the episode, so an experiment's stream knows its new episodes."""
-    status: EpisodeStatus | None = None
-    previous_status: EpisodeStatus | None = None
-    reason: str | None = None
-    turn: StoredTurn | None = None
-    resumed_from: int | None = None
-    """On the RUNNING of a resumed attempt: the number of turns kept from before."""
-    waiting: Waiting | None = None
-    """On a WAITING: whose turn it is and until when."""
-    injection: StoredInjection | None = None
-    """On an INJECTION: the environment message added."""
-    log_id: str | None = None
-    """The status event's id in the events log (the cursor of episodeUpdates streams)."""
-
-    @property
-    def terminal(self) -> bool:
-        return self.type == EventKind.STATUS and self.status is not None and self.status.terminal
 
 
 class Fenced(Exception):
     """The episode is no longer this worker's to write (cancelled, deleted, or taken over)."""
-
-
-class MalformedEvent(ValueError):
-    """A pub/sub payload on Parley's channels that is not an EpisodeEvent."""
-
-
-def parse_event(data: str | bytes) -> EpisodeEvent:
-    try:
-        return EpisodeEvent.model_validate_json(data)
-    except ValueError as err:
-        raise MalformedEvent(f"{err}; payload {data[:300]!r}") from None
-
-
-def status_event(
-    episode: EpisodeLog, change: StatusChange, previous: Status | None
-) -> EpisodeEvent:
-    return EpisodeEvent(
-        type=EventKind.STATUS,
-        episode_id=str(episode.pk),
-        sequence=change.sequence,
-        at=change.at,
-        attempt=change.attempt,
-        tag=episode.tag,
-        experiment_id=episode.experiment_id,
-        status=change.status,
-        previous_status=previous,
-        reason=change.reason,
-        resumed_from=change.resumed_from,
-        waiting=change.waiting,
-    )
-
-
-def snapshot_event(episode: EpisodeLog) -> EpisodeEvent:
-    """The episode as stored now, as the first event of a stream."""
-    history = episode.status_history
-    return EpisodeEvent(
-        type=EventKind.SNAPSHOT,
-        episode_id=str(episode.pk),
-        sequence=episode.sequence,
-        at=history[-1].at if history else episode.created_at,
-        attempt=episode.attempt,
-        tag=episode.tag,
-        experiment_id=episode.experiment_id,
-        status=episode.status,
-        waiting=episode.waiting,
-    )
-
-
-def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
-    """The episode's events with a sequence above `after`, rebuilt from what is stored."""
-    events: list[EpisodeEvent] = []
-    previous: Status | None = None
-    for change in episode.status_history:
-        if change.sequence > after:
-            events.append(status_event(episode, change, previous))
-        previous = change.status
-    for turn in episode.turns:
-        if turn.sequence > after:
-            events.append(
-                EpisodeEvent(
-                    type=EventKind.TURN,
-                    episode_id=str(episode.pk),
-                    sequence=turn.sequence,
-                    at=turn.at,
-                    attempt=episode.attempt,
-                    tag=episode.tag,
-                    turn=turn,
-                )
-            )
-    for injection in episode.injections:
-        if injection.sequence > after:
-            events.append(injection_event(episode, injection))
-    return sorted(events, key=lambda e: e.sequence)
-
-
-def injection_event(episode: EpisodeLog, injection: StoredInjection) -> EpisodeEvent:
-    return EpisodeEvent(
-        type=EventKind.INJECTION,
-        episode_id=str(episode.pk),
-        sequence=injection.sequence,
-        at=injection.at,
-        attempt=episode.attempt,
-        tag=episode.tag,
-        injection=injection,
-    )
 
 
 _LOG = """
@@ -396,7 +253,7 @@ ALLOWED_FROM: dict[Status, tuple[Status, ...]] = {
 }
 DEFAULT_RETENTION = 3600.0
 """Seconds the events log keeps status events (PARLEY_EVENT_RETENTION_SECONDS)."""
-Begin = Literal["none", "restart", "resume"]
+AttemptMode = Literal["none", "restart", "resume"]
 """How a transition begins a new attempt: not at all, from scratch, or keeping the turns."""
 
 
@@ -472,7 +329,7 @@ class EpisodeStore:
         *,
         fence: int | None = None,
         reason: str | None = None,
-        begin: Begin = "none",
+        attempt_mode: AttemptMode = "none",
         owner: str = "",
         allowed_from: Iterable[Status] | None = None,
         fields: dict[str, Any] | None = None,
@@ -505,7 +362,7 @@ class EpisodeStore:
                 "" if fence is None else fence,
                 repr(now),
                 reason or "",
-                begin,
+                attempt_mode,
                 owner,
                 self.log_floor(),
                 waiting.model_dump_json() if waiting else "",
@@ -580,62 +437,3 @@ class EpisodeStore:
             else:
                 found.append((Status(data["$.status"][0]), int(data["$.attempt"][0] or 0)))
         return found
-
-
-LOG_ID = re.compile(r"([0-9]+)(?:-([0-9]+))?")
-LAST_ID_PART = 2**64 - 1
-"""Each part of a stream id is an unsigned 64-bit number."""
-
-
-def log_position(log_id: str) -> tuple[int, int]:
-    """An events-log id ("<ms>-<n>", or "<ms>" for "<ms>-0") as a comparable pair. ValueError
-    for anything else, as Redis would refuse it (other digits than 0-9, spaces, a part past 64
-    bits) or for the last id there can be, after which nothing can be read."""
-    match = LOG_ID.fullmatch(log_id)
-    if match is None:
-        raise ValueError(f"not a stream id: {log_id!r}")
-    position = int(match[1]), int(match[2] or 0)
-    if max(position) > LAST_ID_PART or position == (LAST_ID_PART, LAST_ID_PART):
-        raise ValueError(f"not a stream id that entries can follow: {log_id!r}")
-    return position
-
-
-class EventsLog:
-    """Reads the events log: what a stream resuming from a cursor missed."""
-
-    def __init__(self, client: redis.Redis) -> None:
-        self.client = client
-
-    async def head(self) -> str:
-        """The id of the newest entry ("0-0" when the log is empty)."""
-        newest: Any = await self.client.xrevrange(keys.EVENTS_LOG, count=1)
-        return str(newest[0][0]) if newest else "0-0"
-
-    async def expired(self, after: str) -> bool:
-        """Whether entries newer than `after` may have been trimmed away.
-
-        Trimming removes the oldest entries; `after` came from the log, so if the oldest entry
-        left is newer than it, `after` and what followed it may be gone.
-        """
-        try:
-            info: Any = await self.client.xinfo_stream(keys.EVENTS_LOG)
-        except redis.ResponseError:
-            return False  # no log yet: nothing was ever trimmed
-        if int(info["entries-added"]) == int(info["length"]):
-            return False
-        first = info.get("first-entry")
-        oldest = str(first[0]) if first else str(info["last-generated-id"])
-        return log_position(oldest) > log_position(after)
-
-    async def since(self, after: str, page: int = 500) -> list[EpisodeEvent]:
-        """Every logged status event after `after`, oldest first."""
-        found: list[EpisodeEvent] = []
-        start = f"({after}"
-        while True:
-            entries: Any = await self.client.xrange(keys.EVENTS_LOG, min=start, count=page)
-            for entry_id, fields in entries:
-                event = parse_event(fields["event"])
-                found.append(event.model_copy(update={"log_id": str(entry_id)}))
-            if len(entries) < page:
-                return found
-            start = f"({entries[-1][0]}"
