@@ -27,7 +27,7 @@ from parley.engine.models import LOCAL_MODEL
 from parley.resolvers.drafts import SAVE_SCENARIOS, Prompt, checked_cast, draft_check
 from parley.resolvers.plausible import name_problems
 from parley.storage import keys
-from parley.storage.jobs import JobQueue
+from parley.storage.jobs import JobKind, JobQueue
 from parley.storage.models import RelationshipType
 from parley.storage.records import storable
 
@@ -185,7 +185,7 @@ async def queue(
     async with client.pipeline(transaction=True) as pipe:
         pipe.set(keys.draft_job(job.id), json.dumps(_settings(job)), ex=RETENTION_SECONDS)
         for i in range(len(job.parts)):
-            jobs.add_draft(pipe, job.id, i)
+            jobs.add(pipe, JobKind.DRAFT, job.id, str(i))
         await pipe.execute()
     log.info("draft job queued", extra={"draft_job": job.id, "parts": len(job.parts)})
     return job, []
@@ -259,7 +259,7 @@ class Drafter:
             # Handed back at shutdown: queue the part again, its start not counted as a loss.
             async with self.client.pipeline(transaction=True) as pipe:
                 pipe.hincrby(keys.draft_job_parts(job_id), f"starts:{part}", -1)
-                self.jobs.add_draft(pipe, job_id, part)
+                self.jobs.add(pipe, JobKind.DRAFT, job_id, str(part))
                 await pipe.execute()
             raise
         problems = [[path, message] for path, message in outcome.problems]

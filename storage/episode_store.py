@@ -12,13 +12,16 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 
 from parley.storage import keys
 from parley.storage.events import status_event
+from parley.storage.jobs import episode_entry
 from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange, Waiting
+from parley.storage.scripts import Script, script_time
+from parley.storage.vocabulary import AttemptMode
 
 IDEMPOTENCY_TTL = 24 * 3600
 """Seconds an idempotency key keeps naming its episode."""
@@ -30,190 +33,76 @@ class Fenced(Exception):
     """The episode is no longer this worker's to write (cancelled, deleted, or taken over)."""
 
 
-_LOG = """
-local function log_and_publish(log, minid, event, channels)
-  local id = redis.call('XADD', log, 'MINID', minid, '*', 'event', event)
-  local payload = string.sub(event, 1, -2) .. ',"log_id":"' .. id .. '"}'
-  for _, channel in ipairs(channels) do redis.call('PUBLISH', channel, payload) end
-  return id
-end
-"""
-"""Every status event goes to the events log (a Stream trimmed to the retention window) and is
-published with its log id, which episodeUpdates streams resume from."""
+class EpisodeKeys(NamedTuple):
+    """What a script that changes an episode's status reaches."""
 
-_CREATE = (
-    _LOG
-    + """
-local jobs, events_log, everyone = KEYS[1], KEYS[2], KEYS[3]
-local ttl, prefix, minid = ARGV[1], ARGV[2], ARGV[3]
-local required, count, seat_prefix = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
-local missing = {}
-for i = 1, required do
-  if redis.call('EXISTS', KEYS[3 + i]) == 0 then missing[#missing + 1] = i end
-end
-if #missing > 0 then return {0, missing} end
-local ids = {}
-for n = 0, count - 1 do
-  local k, a = 3 + required + 3 * n, 6 + 4 * n
-  local id, document, event, keyed = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local earlier = keyed == '1' and redis.call('GET', KEYS[k + 1])
-  if earlier and redis.call('EXISTS', prefix .. earlier) == 1 then
-    ids[#ids + 1] = earlier
-  else
-    if keyed == '1' then
-      redis.call('SET', KEYS[k + 1], id, 'EX', ttl)  -- new, or left by an episode that is gone
-    end
-    redis.call('JSON.SET', KEYS[k + 2], '$', document)
-    for _, seat in ipairs(cjson.decode(document).human_seats or {}) do
-      if seat.token_hash ~= '' then  -- a seat credential finds its seat by this key
-        redis.call('SET', seat_prefix .. seat.token_hash, cjson.encode({id, seat.seat}))
-      end
-    end
-    log_and_publish(events_log, minid, event, {KEYS[k + 3], everyone})
-    redis.call('XADD', jobs, '*', 'episode', id)
-    ids[#ids + 1] = id
-  end
-end
-return {1, ids}
-"""
-)
-"""Store QUEUED episodes, announce them and queue their jobs, claiming their idempotency keys
-and keying their human seats by token hash (`keys.seat_token`) in the same step, once every
-required key exists: a crash leaves either all of it or none of it, and a record deleted
-meanwhile cannot be referenced."""
+    episode: str
+    channel: str
+    everyone: str
+    events_log: str
+    deadlines: str
+    jobs: str
 
-STATUS_CHANGE_LUA = (
-    _LOG
-    + """
-local function change_status(K, doc, new, attempt, now, reason, kept, waiting, enqueue, minid)
-  -- K: the episode's key, its channel, everyone's channel, the events log, the deadlines set
-  -- and the job stream; doc: the episode's status, pk, tag and experiment_id before the change.
-  local key, pk = K[1], doc.pk
-  local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
-  local change = {status = new, at = tonumber(now), sequence = seq, attempt = attempt}
-  local event = {type = 'status', episode_id = pk, sequence = seq, at = tonumber(now),
-                 attempt = attempt, status = new, previous_status = doc.status}
-  if reason ~= '' then change.reason = reason; event.reason = reason end
-  if kept then change.resumed_from = kept; event.resumed_from = kept end
-  if doc.status == 'WAITING' then
-    redis.call('ZREM', K[5], pk)
-    redis.call('JSON.SET', key, '$.waiting', 'null')
-  end
-  if waiting ~= '' then
-    local w = cjson.decode(waiting)
-    change.waiting = w; event.waiting = w
-    redis.call('JSON.SET', key, '$.waiting', waiting)
-    redis.call('ZADD', K[5], w.deadline, pk)
-  end
-  redis.call('JSON.SET', key, '$.status', cjson.encode(new))
-  redis.call('JSON.ARRAPPEND', key, '$.status_history', cjson.encode(change))
-  if enqueue then
-    local id = redis.call('XADD', K[6], '*', 'episode', pk)
-    redis.call('JSON.SET', key, '$.job', cjson.encode(id))
-  end
-  if doc.tag ~= nil and doc.tag ~= cjson.null then event.tag = doc.tag end
-  if doc.experiment_id ~= nil and doc.experiment_id ~= cjson.null then
-    event.experiment_id = doc.experiment_id
-  end
-  log_and_publish(K[4], minid, cjson.encode(event), {K[2], K[3]})
-  return seq
-end
 
-local function episode_doc(key, ...)
-  -- The named fields of an episode (first values of their JSONPaths), or nil when it is gone.
-  local paths = {'$.status', '$.attempt', '$.tag', '$.pk', '$.experiment_id', ...}
-  local raw = redis.call('JSON.GET', key, unpack(paths))
-  if not raw then return nil end
-  local found, doc = cjson.decode(raw), {}
-  for _, path in ipairs(paths) do doc[string.sub(path, 3)] = found[path][1] end
-  doc.attempt = doc.attempt or 0
-  return doc
-end
-"""
-)
-"""The one status change every script makes: a new sequence number, the status and its history
-entry, the deadline of a WAITING (set, or dropped when leaving it), a job when it is queued
-again, and the event, logged and published."""
+class CreateKeys(NamedTuple):
+    jobs: str
+    events_log: str
+    everyone: str
 
-_TRANSITION = (
-    STATUS_CHANGE_LUA
-    + """
-local key = KEYS[1]
-local new, allowed, fence, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local reason, mode, owner, minid = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local waiting, enqueue = ARGV[9], ARGV[10] == '1'
-local doc = episode_doc(key, '$.owner', '$.turns')
-if not doc then return {0, ''} end
-local status, attempt = doc.status, doc.attempt
-if fence ~= '' and owner ~= '' and doc.owner == owner then
-  -- the same worker's write again (its reply was lost to a dropped connection): done already
-  local begun = mode ~= 'none' and status == new and attempt == tonumber(fence) + 1
-  local moved = mode == 'none' and status == new and attempt == tonumber(fence)
-  if begun or moved then return {2, status} end
-end
-if not string.find(' ' .. allowed .. ' ', ' ' .. status .. ' ', 1, true) then
-  return {0, status}
-end
-if fence ~= '' and tonumber(fence) ~= attempt then return {-1, status} end
-local kept = nil
-if mode ~= 'none' then
-  attempt = attempt + 1
-  redis.call('JSON.SET', key, '$.attempt', attempt)
-  redis.call('JSON.SET', key, '$.owner', cjson.encode(owner))
-  if mode == 'restart' then
-    redis.call('JSON.SET', key, '$.turns', '[]')
-    redis.call('JSON.SET', key, '$.messages', '[]')
-    redis.call('JSON.SET', key, '$.rewards', '[]')
-    redis.call('JSON.SET', key, '$.progress', 0)
-  else
-    local turns = doc.turns or {}
-    if #turns > 0 then kept = turns[#turns].turn + 1 end
-  end
-end
-for i = 11, #ARGV, 2 do redis.call('JSON.SET', key, ARGV[i], ARGV[i + 1]) end
-change_status(KEYS, doc, new, attempt, now, reason, kept, waiting, enqueue, minid)
-return {1, new}
-"""
-)
 
-_MARK = """
-local raw = redis.call('JSON.GET', KEYS[1], '$.attempt')
-if not raw or cjson.decode(raw)[1] ~= tonumber(ARGV[1]) then return 0 end
-for i = 2, #ARGV, 2 do redis.call('JSON.SET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-return 1
-"""
-"""Set fields of an episode whose attempt is still the caller's (no status change, no event)."""
+class CreateArgs(NamedTuple):
+    ttl: int
+    prefix: str
+    minid: str
+    required: int
+    seat_prefix: str
 
-_APPEND_TURN = """
-local key = KEYS[1]
-local raw = redis.call('JSON.GET', key, '$.status', '$.attempt', '$.pk')
-if not raw then return -1 end
-local doc = cjson.decode(raw)
-if doc['$.status'][1] ~= 'RUNNING' or doc['$.attempt'][1] ~= tonumber(ARGV[1]) then return -1 end
-local last = cjson.decode(redis.call('JSON.GET', key, '$.turns[-1]'))[1]
-if last and last.turn == tonumber(ARGV[6]) and last.agent_index == tonumber(ARGV[7]) then
-  return last.sequence  -- the same write again (a retried command): already stored and sent
-end
-local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
-local turn = '{"sequence":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[2], 2)
-redis.call('JSON.ARRAPPEND', key, '$.turns', turn)
-if ARGV[8] ~= '' then
-  redis.call('JSON.MERGE', key, '$', ARGV[8])  -- progress is in it: one write, one re-index
-else
-  redis.call('JSON.SET', key, '$.progress', ARGV[3])
-end
-local stored = redis.call('JSON.ARRLEN', key, '$.messages')[1]
-local index = tonumber(ARGV[6])
-if index < stored then
-  redis.call('JSON.SET', key, '$.messages[' .. index .. ']', ARGV[4])
-else
-  redis.call('JSON.ARRAPPEND', key, '$.messages', ARGV[4])
-end
-redis.call('PUBLISH', KEYS[2], '{"type":"turn","episode_id":' .. cjson.encode(doc['$.pk'][1])
-  .. ',"sequence":' .. string.format('%d', seq) .. ',"at":' .. ARGV[5]
-  .. ',"attempt":' .. ARGV[1] .. ',"turn":' .. turn .. '}')
-return seq
-"""
+
+class TransitionArgs(NamedTuple):
+    status: str
+    allowed: str
+    fence: str | int
+    now: str
+    reason: str
+    mode: str
+    owner: str
+    minid: str
+    waiting: str
+    job: str
+
+
+class OneEpisode(NamedTuple):
+    episode: str
+
+
+class MarkArgs(NamedTuple):
+    attempt: int
+
+
+class TurnKeys(NamedTuple):
+    episode: str
+    channel: str
+
+
+class TurnArgs(NamedTuple):
+    attempt: int
+    turn: str
+    progress: int
+    messages: str
+    merge: str
+
+
+LOG = ("json", "log", "status_change")
+"""The shared functions of a script that changes an episode's status."""
+CREATE = Script("create_episodes", CreateKeys, CreateArgs, ("json", "log"))
+TRANSITION = Script("transition", EpisodeKeys, TransitionArgs, LOG)
+MARK = Script("mark", OneEpisode, MarkArgs)
+APPEND_TURN = Script("append_turn", TurnKeys, TurnArgs, ("json",))
+
+
+def numbered(data: dict[str, Any]) -> str:
+    """The JSON of a turn or an injection numbered 0, for a script to give its sequence."""
+    return json.dumps({"sequence": 0, **data})
 
 
 @dataclass(frozen=True)
@@ -253,12 +142,11 @@ ALLOWED_FROM: dict[Status, tuple[Status, ...]] = {
 }
 DEFAULT_RETENTION = 3600.0
 """Seconds the events log keeps status events (PARLEY_EVENT_RETENTION_SECONDS)."""
-AttemptMode = Literal["none", "restart", "resume"]
-"""How a transition begins a new attempt: not at all, from scratch, or keeping the turns."""
 
 
 def initial_history(at: float) -> list[StatusChange]:
-    return [StatusChange(status=Status.QUEUED, at=at, sequence=1)]
+    """A new episode's history (its time as the scripts store every later change's)."""
+    return [StatusChange(status=Status.QUEUED, at=script_time(at), sequence=1)]
 
 
 class EpisodeStore:
@@ -271,10 +159,6 @@ class EpisodeStore:
         self.retention = retention
         self.jobs = jobs
         """The job stream an episode queued again gets its job on."""
-        self._create = client.register_script(_CREATE)
-        self._transition = client.register_script(_TRANSITION)
-        self._append_turn = client.register_script(_APPEND_TURN)
-        self._mark = client.register_script(_MARK)
 
     def log_floor(self) -> str:
         """The oldest events-log id to keep (older entries are trimmed as new ones come)."""
@@ -292,35 +176,54 @@ class EpisodeStore:
     ) -> Created:
         """`create`, in one round trip, provided every key in `required` exists; otherwise
         nothing is written and the positions of the missing keys are returned."""
-        prefix = EpisodeLog.make_primary_key("")
-        script_keys: list[str] = [jobs, keys.EVENTS_LOG, keys.EPISODES_CHANNEL, *required]
-        args: list[str | int] = [
-            IDEMPOTENCY_TTL,
-            prefix,
-            self.log_floor(),
-            len(required),
-            len(episodes),
-            keys.seat_token(""),
-        ]
+        more_keys: list[str] = list(required)
+        more_args: list[str] = []
         for episode in episodes:
             pk = str(episode.pk)
             key = episode.idempotency_key
             event = status_event(episode, episode.status_history[-1], None)
-            script_keys += [
+            more_keys += [
                 keys.idempotency(key) if key else keys.idempotency(pk),
                 EpisodeLog.make_primary_key(pk),
                 keys.episode_channel(pk),
             ]
-            args += [
+            more_args += [
                 pk,
                 episode.model_dump_json(),
                 event.model_dump_json(exclude_none=True),
-                "1" if key else "0",
+                "1" if key else "",
+                json.dumps(episode_entry(pk)),
             ]
-        done, values = await self._create(keys=script_keys, args=args)
+        done, values = await CREATE(
+            self.client,
+            CreateKeys(jobs=jobs, events_log=keys.EVENTS_LOG, everyone=keys.EPISODES_CHANNEL),
+            CreateArgs(
+                ttl=IDEMPOTENCY_TTL,
+                prefix=EpisodeLog.make_primary_key(""),
+                minid=self.log_floor(),
+                required=len(required),
+                seat_prefix=keys.seat_token(""),
+            ),
+            more_keys,
+            more_args,
+        )
         if not done:
             return Created(ids=[], missing=[int(i) - 1 for i in values])
         return Created(ids=[str(v) for v in values])
+
+    def episode_keys(self, episode_id: str) -> EpisodeKeys:
+        return EpisodeKeys(
+            episode=EpisodeLog.make_primary_key(episode_id),
+            channel=keys.episode_channel(episode_id),
+            everyone=keys.EPISODES_CHANNEL,
+            events_log=keys.EVENTS_LOG,
+            deadlines=keys.DEADLINES,
+            jobs=self.jobs,
+        )
+
+    def requeue(self, episode_id: str) -> str:
+        """The job entry of an episode queued again, for a script to add."""
+        return json.dumps(episode_entry(episode_id))
 
     async def transition(
         self,
@@ -342,44 +245,34 @@ class EpisodeStore:
         QUEUED queues a new job; a WAITING names its `waiting` (and its deadline is kept for the
         sweep, `keys.DEADLINES`).
         """
-        now = time.time()
-        allowed = " ".join(allowed_from if allowed_from is not None else ALLOWED_FROM[status])
-        patch: list[str] = []
-        for name, value in (fields or {}).items():
-            patch += [f"$.{name}", json.dumps(value)]
-        code, current = await self._transition(
-            keys=[
-                EpisodeLog.make_primary_key(episode_id),
-                keys.episode_channel(episode_id),
-                keys.EPISODES_CHANNEL,
-                keys.EVENTS_LOG,
-                keys.DEADLINES,
-                self.jobs,
-            ],
-            args=[
-                status,
-                allowed,
-                "" if fence is None else fence,
-                repr(now),
-                reason or "",
-                attempt_mode,
-                owner,
-                self.log_floor(),
-                waiting.model_dump_json() if waiting else "",
-                "1" if status == Status.QUEUED else "",
-                *patch,
-            ],
+        allowed = list(allowed_from if allowed_from is not None else ALLOWED_FROM[status])
+        code, current = await TRANSITION(
+            self.client,
+            self.episode_keys(episode_id),
+            TransitionArgs(
+                status=status,
+                allowed=json.dumps(allowed),
+                fence="" if fence is None else fence,
+                now=repr(time.time()),
+                reason=reason or "",
+                mode=attempt_mode,
+                owner=owner,
+                minid=self.log_floor(),
+                waiting=waiting.model_dump_json() if waiting else "",
+                job=self.requeue(episode_id) if status == Status.QUEUED else "",
+            ),
+            more_args=_patch(fields or {}),
         )
         found = Status(current) if current else None
         return TransitionResult(code in (1, 2), code == -1, found, repeated=code == 2)
 
     async def mark(self, episode_id: str, attempt: int, fields: dict[str, Any]) -> bool:
         """Set `fields` if `attempt` is still the episode's; False when it is not (or gone)."""
-        patch: list[str] = []
-        for name, value in fields.items():
-            patch += [f"$.{name}", json.dumps(value)]
-        done = await self._mark(
-            keys=[EpisodeLog.make_primary_key(episode_id)], args=[attempt, *patch]
+        done = await MARK(
+            self.client,
+            OneEpisode(EpisodeLog.make_primary_key(episode_id)),
+            MarkArgs(attempt),
+            more_args=_patch(fields),
         )
         return bool(done)
 
@@ -397,24 +290,19 @@ class EpisodeStore:
         `messages` is the turn's whole list of (sender, receiver, text) so far; it replaces the
         stored list at index `turn["turn"]` (or is appended as the next turn). `merge` is merged
         into the record with it (and the progress), in one JSON.MERGE (RFC 7396: a None
-        removes its key). Writing
-        the same action twice (a retried command) stores it once. Returns the event's sequence,
-        or None when the caller no longer owns a running episode.
+        removes its key). Writing the same action twice (a retried command) stores it once.
+        Returns the event's sequence, or None when the caller no longer owns a running episode.
         """
-        now = time.time()
-        body = json.dumps({**turn, "at": now})
-        sequence = await self._append_turn(
-            keys=[EpisodeLog.make_primary_key(episode_id), keys.episode_channel(episode_id)],
-            args=[
-                attempt,
-                body,
-                progress,
-                json.dumps(messages),
-                repr(now),
-                turn["turn"],
-                turn["agent_index"],
-                json.dumps({"progress": progress, **merge}) if merge else "",
-            ],
+        sequence = await APPEND_TURN(
+            self.client,
+            TurnKeys(EpisodeLog.make_primary_key(episode_id), keys.episode_channel(episode_id)),
+            TurnArgs(
+                attempt=attempt,
+                turn=numbered({**turn, "at": script_time(time.time())}),
+                progress=progress,
+                messages=json.dumps(messages),
+                merge=json.dumps({"progress": progress, **merge}) if merge else "",
+            ),
         )
         return None if int(sequence) < 0 else int(sequence)
 
@@ -437,3 +325,8 @@ class EpisodeStore:
             else:
                 found.append((Status(data["$.status"][0]), int(data["$.attempt"][0] or 0)))
         return found
+
+
+def _patch(fields: dict[str, Any]) -> list[str]:
+    """(JSON path, JSON value) pairs setting an episode's `fields`."""
+    return [part for name, value in fields.items() for part in (f"$.{name}", json.dumps(value))]

@@ -9,6 +9,9 @@ import redis.asyncio as redis
 from parley.storage import keys
 from parley.storage.events import EpisodeEvent, parse_event
 
+ENTRY_FIELD = "event"
+"""The field of an events-log entry that holds its event's JSON."""
+
 LOG_ID = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 LAST_ID_PART = 2**64 - 1
 """Each part of a stream id is an unsigned 64-bit number."""
@@ -61,7 +64,7 @@ class EventsLog:
         while True:
             entries: Any = await self.client.xrange(keys.EVENTS_LOG, min=start, count=page)
             for entry_id, fields in entries:
-                event = parse_event(fields["event"])
+                event = parse_event(fields[ENTRY_FIELD])
                 found.append(event.model_copy(update={"log_id": str(entry_id)}))
             if len(entries) < page:
                 return found

@@ -1,14 +1,15 @@
 """The job protocol: one Redis Stream read through a consumer group (at-least-once delivery).
 
-A job is an entry naming an episode. Workers read new entries with XREADGROUP, keep a lease on
-their in-flight entries by resetting the entries' idle time (XCLAIM ... JUSTID), and take over
-entries whose lease lapsed with XAUTOCLAIM. An entry is acknowledged and deleted in one
+A job is an entry naming its kind and what it is about (`entry`). Workers read new entries
+with XREADGROUP, keep a lease on their in-flight entries by resetting the entries' idle time
+(XCLAIM ... JUSTID), and take over entries whose lease lapsed with XAUTOCLAIM. An entry is acknowledged and deleted in one
 transaction once its episode has reached an end. Retry limits are counted on the episode
 (its attempt number), not here.
 """
 
 import logging
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import redis.asyncio as redis
@@ -18,22 +19,65 @@ from parley.storage import keys
 log = logging.getLogger(__name__)
 
 
+class JobKind(StrEnum):
+    """What a job does; the worker runs each kind with its own handler."""
+
+    EPISODE = "episode"
+    """Run (or go on with) an episode."""
+    EVALUATION = "evaluation"
+    """Judge a finished episode again, for a re-judging (lifecycle/rejudge.py)."""
+    DRAFT = "draft"
+    """Ask a model for one part of a draft job (lifecycle/drafts.py)."""
+
+
 @dataclass(frozen=True)
 class Job:
     entry_id: str
-    episode_id: str
-    evaluation: str | None = None
-    """Set for a re-judging's job (lifecycle/rejudge.py): judge the finished episode again."""
-    draft: str | None = None
-    """Set for a part of a draft job (lifecycle/drafts.py), whose id is then `episode_id`."""
+    kind: JobKind
+    subject: str
+    """What the job is about: an episode's id (EPISODE, EVALUATION), a draft job's (DRAFT)."""
+    detail: str = ""
+    """EVALUATION: the re-judging's id; DRAFT: the part's number."""
+
+
+KIND, SUBJECT, DETAIL = "kind", "subject", "detail"
+"""The fields of a job's entry: the one declaration of its format (`entry`, `parse_entry`)."""
+
+
+def entry(kind: JobKind, subject: str, detail: str = "") -> dict[str, str]:
+    """A job's entry on the stream, for XADD (a script is given it as JSON: `episode_entry`)."""
+    return {KIND: kind, SUBJECT: subject, **({DETAIL: detail} if detail else {})}
+
+
+def episode_entry(episode_id: str) -> list[str]:
+    """An episode job's entry as the field, value list a script's XADD takes."""
+    return [part for pair in entry(JobKind.EPISODE, episode_id).items() for part in pair]
+
+
+def parse_entry(entry_id: str, fields: dict[str, str]) -> Job | None:
+    """The job of an entry, or None for one that is none of ours. Entries written before jobs
+    had a kind name the episode (or the draft job) in `episode`, with `evaluation` or `draft`."""
+    if KIND in fields:
+        try:
+            kind = JobKind(fields[KIND])
+        except ValueError:
+            return None
+        return Job(entry_id, kind, fields.get(SUBJECT, ""), fields.get(DETAIL, ""))
+    if "episode" not in fields:
+        return None
+    if "evaluation" in fields:
+        return Job(entry_id, JobKind.EVALUATION, fields["episode"], fields["evaluation"])
+    if "draft" in fields:
+        return Job(entry_id, JobKind.DRAFT, fields["episode"], fields["draft"])
+    return Job(entry_id, JobKind.EPISODE, fields["episode"])
 
 
 def _jobs(entries: list[Any]) -> list[Job]:
     jobs = []
     for entry_id, fields in entries:
-        if fields and "episode" in fields:
-            evaluation = fields.get("evaluation")
-            jobs.append(Job(entry_id, fields["episode"], evaluation, fields.get("draft")))
+        job = parse_entry(entry_id, fields) if fields else None
+        if job is not None:
+            jobs.append(job)
     return jobs
 
 
@@ -58,17 +102,9 @@ class JobQueue:
             if "BUSYGROUP" not in str(err):
                 raise
 
-    def add(self, pipe: Any, episode_id: str) -> None:
-        """Queue an XADD for `episode_id` in a pipeline (so it commits with the episode)."""
-        pipe.xadd(self.stream, {"episode": episode_id})
-
-    def add_evaluation(self, pipe: Any, episode_id: str, rejudging_id: str) -> None:
-        """Queue an XADD of a job that judges a finished episode again."""
-        pipe.xadd(self.stream, {"episode": episode_id, "evaluation": rejudging_id})
-
-    def add_draft(self, pipe: Any, job_id: str, part: int) -> None:
-        """Queue an XADD of one part of a draft job."""
-        pipe.xadd(self.stream, {"episode": job_id, "draft": str(part)})
+    def add(self, pipe: Any, kind: JobKind, subject: str, detail: str = "") -> None:
+        """Queue an XADD of a job in a pipeline (so it commits with what it is about)."""
+        pipe.xadd(self.stream, entry(kind, subject, detail))
 
     async def read(self, consumer: str, count: int, block_ms: int) -> list[Job]:
         """New jobs for `consumer`, waiting up to `block_ms` for the first. A Redis that came

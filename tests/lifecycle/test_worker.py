@@ -86,7 +86,7 @@ async def die_holding(services: Services, episode_id: str) -> None:
     """What a worker that died mid-episode leaves: its entry read but never acked, the episode
     RUNNING under its attempt."""
     jobs = await services.jobs.read("dead", 1, block_ms=100)
-    assert [job.episode_id for job in jobs] == [episode_id]
+    assert [job.subject for job in jobs] == [episode_id]
     state = await services.store.state(episode_id)
     assert state is not None
     started = await services.store.transition(
