@@ -2,9 +2,9 @@
 
 A job is an entry naming its kind and what it is about (`entry`). Workers read new entries
 with XREADGROUP, keep a lease on their in-flight entries by resetting the entries' idle time
-(XCLAIM ... JUSTID), and take over entries whose lease lapsed with XAUTOCLAIM. An entry is acknowledged and deleted in one
-transaction once its episode has reached an end. Retry limits are counted on the episode
-(its attempt number), not here.
+(XCLAIM ... JUSTID), and take over entries whose lease lapsed with XAUTOCLAIM. An entry is
+acknowledged and deleted in one transaction once its job is done. Retry limits are counted on
+the episode (its attempt number), not here.
 """
 
 import logging

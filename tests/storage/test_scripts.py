@@ -86,9 +86,9 @@ def test_the_vocabulary_is_the_python_declarations() -> None:
 
 def test_a_name_not_declared_fails_to_load() -> None:
     assert "COMPLETED" in vocabulary_prelude("return STATUS.COMPLETED")
-    with pytest.raises(KeyError, match="STATUS.COMPLETD"):
+    with pytest.raises(KeyError, match=r"STATUS\.COMPLETD"):
         vocabulary_prelude("return STATUS.COMPLETD")
-    with pytest.raises(KeyError, match="EPISODE.sttus"):
+    with pytest.raises(KeyError, match=r"EPISODE\.sttus"):
         vocabulary_prelude("return EPISODE.sttus")
 
 
