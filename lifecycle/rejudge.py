@@ -56,13 +56,16 @@ from parley.storage.models import (
 from parley.storage.records import get_or_none, storable
 
 log = logging.getLogger(__name__)
-MAX_EPISODES = 10_000
+MAX_EPISODES_PER_REJUDGING = 10_000
+"""Most episodes one re-judging takes, named or found by experiment or tag."""
 BATCH = 500
 EPISODE_FIELDS = ("status", "environment", "agents", "tag", "experiment_id", "models")
 
 
 class RejudgeFields(BaseModel, extra="forbid"):
-    episode_ids: Annotated[list[RecordId], Field(max_length=MAX_EPISODES)] | None = None
+    episode_ids: Annotated[list[RecordId], Field(max_length=MAX_EPISODES_PER_REJUDGING)] | None = (
+        None
+    )
     experiment_id: RecordId | None = None
     tag: ShortText | None = None
     judge_model: ShortText
@@ -99,7 +102,7 @@ async def _selected(client: redis.Redis, valid: RejudgeFields) -> list[str]:
     assert value is not None
     reply: Any = await client.execute_command(  # type: ignore[no-untyped-call]
         "FT.SEARCH", keys.RESULTS_INDEX, tag_query(field, value), "NOCONTENT",
-        "LIMIT", 0, MAX_EPISODES + 1, *WHOLE,
+        "LIMIT", 0, MAX_EPISODES_PER_REJUDGING + 1, *WHOLE,
     )  # fmt: skip
     found = reply.get("results", []) if isinstance(reply, dict) else reply[1:]
     prefix = EpisodeLog.make_primary_key("")
@@ -168,8 +171,10 @@ async def queue(
         message = f"evaluation dimension list {valid.evaluation_dimension_list_id!r}: {problem}"
         errors.append(_error("evaluationDimensionListId", message))
     ids = await _selected(client, valid)
-    if len(ids) > MAX_EPISODES:
-        errors.append(_error("episodeIds", f"at most {MAX_EPISODES} episodes per re-judging"))
+    if len(ids) > MAX_EPISODES_PER_REJUDGING:
+        errors.append(
+            _error("episodeIds", f"at most {MAX_EPISODES_PER_REJUDGING} episodes per re-judging")
+        )
     named = [pk for pk in ids if storable(pk)]
     episodes = dict(zip(named, await _episode_fields(client, named), strict=True))
     if valid.episode_ids is None:

@@ -63,7 +63,7 @@ Status = EpisodeStatus
 ACTIVE = (Status.RUNNING, Status.EVALUATING)
 
 
-MAX_EPISODES = 512
+MAX_EPISODES_AT_ONCE = 512
 """Default cap on a worker's episodes at once: about 60 MiB of episode state (bench/RESULTS.md);
 Redis connections do not grow with it (the client's pool is bounded and waits)."""
 EPISODE_HEADROOM = 8
@@ -73,7 +73,7 @@ ROOM_POLL = 0.1
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    concurrency: int = MAX_EPISODES
+    concurrency: int = MAX_EPISODES_AT_ONCE
     """Most episodes at once; below it the models' adaptive limits decide (`episode_limit`)."""
     lease_seconds: float = 30.0
     """A job whose lease is not renewed for this long is taken over by another worker."""

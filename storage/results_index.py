@@ -86,7 +86,7 @@ def _schema(dimensions: Iterable[str]) -> list[str]:
 
 
 INDEXES = {
-    keys.RESULTS_INDEX: f":{keys.SOTOPIA_LOGS}.EpisodeLog:",
+    keys.RESULTS_INDEX: f":{keys.SOTOPIA_LOGS_MODULE}.EpisodeLog:",
     keys.EVALUATIONS_INDEX: keys.EVALUATION_PREFIX,
 }
 """Index name -> the key prefix it covers."""
