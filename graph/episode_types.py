@@ -29,10 +29,10 @@ from parley.graph.seat_types import (
 )
 from parley.graph.types import Agent, Relationship, Scenario, load_agent
 from parley.graph.usage_types import ModelUsage
-from parley.lifecycle.transitions import EpisodeEvent as StoredEvent
 from parley.resolvers import episodes, games, perspective, relationships, transcript
 from parley.resolvers.names import agent_name
 from parley.storage import models
+from parley.storage.events import EpisodeEvent as StoredEvent
 
 
 def when(seconds: float | None) -> datetime | None:
@@ -360,7 +360,7 @@ class Episode:
         metadata=reading("waiting"),
     )
     def waiting(self) -> Waiting | None:
-        waiting = self.record.waiting  # stored only while WAITING (lifecycle/transitions.py)
+        waiting = self.record.waiting  # stored only while WAITING (storage/episode_store.py)
         return Waiting.of(waiting) if waiting else None
 
     pause_at = stored(
