@@ -6,6 +6,7 @@ import venv
 from pathlib import Path
 
 from tests.support import repo_root
+from tests.support.installed import unlinked
 
 FOLDERS = {"graph", "lifecycle", "resolvers", "storage", "engine", "core", "client"}
 
@@ -44,3 +45,15 @@ def test_the_wheel_installs_only_the_parley_namespace(tmp_path: Path) -> None:
         check=True,
     ).stdout.split("\n")
     assert found[:3] == ["storage False", "graph False", "parley.storage True"], found
+
+
+def test_a_module_the_install_lacks_is_named(tmp_path: Path) -> None:
+    """The check behind the run's stop on a stale install: a source module with no link."""
+    project = (repo_root() / "pyproject.toml").read_text(encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(project, encoding="utf-8")
+    for folder in FOLDERS:
+        (tmp_path / folder).mkdir()
+    (tmp_path / "storage" / "keys.py").write_text("", encoding="utf-8")
+    (tmp_path / "storage" / "brand_new.py").write_text("", encoding="utf-8")
+    assert unlinked(tmp_path) == ["storage/brand_new.py"]
+    assert unlinked() == []
