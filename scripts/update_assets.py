@@ -1,8 +1,9 @@
-"""Download the pinned GraphiQL assets from the npm registry and rewrite their manifest.
+"""Download the pinned GraphiQL assets from the npm registry and rewrite their manifest (a
+maintainer's tool, run from the repository's root; it is not installed).
 
-    python -m graph.static.update_assets                       # fetch the pins again
-    python -m graph.static.update_assets --pin graphiql@3.8.3  # move one pin, then fetch
-    python -m graph.static.update_assets --check               # offline: files match the manifest
+    python -m scripts.update_assets                       # fetch the pins again
+    python -m scripts.update_assets --pin graphiql@3.8.3  # move one pin, then fetch
+    python -m scripts.update_assets --check               # offline: files match the manifest
 
 Each package's tarball is checked against the registry's `dist.integrity` (sha512) before any
 file is taken from it; only the files the manifest names are written.
@@ -21,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
-ASSETS = Path(__file__).resolve().parent / "graphiql"
+ASSETS = Path(__file__).resolve().parents[1] / "graph" / "static" / "graphiql"
 MANIFEST = "manifest.json"
 REGISTRY = "https://registry.npmjs.org"
 TIMEOUT = 60.0
