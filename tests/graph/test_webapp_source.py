@@ -223,7 +223,7 @@ def test_every_status_has_its_words_its_colour_and_its_count() -> None:
         for d in operations.definitions
         if isinstance(d, OperationDefinitionNode) and d.name and d.name.value == "EpisodeCounts"
     ]
-    variables = [v.variable.name.value for v in counts.variable_definitions]
+    variables = [v.variable.name.value for v in counts.variable_definitions or ()]
     assert variables == [s.lower() for s in statuses]
 
 
