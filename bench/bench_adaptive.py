@@ -28,8 +28,8 @@ from pathlib import Path
 import httpx
 
 from bench.common import bench_redis, cpu_seconds
-from storage.embedded import free_port
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.storage.embedded import free_port
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import RateLimit, fake_llm_process
 from tests.support.processes import api_process, parley_env, worker_process
 from tests.support.simulation import make_world, post, start_input

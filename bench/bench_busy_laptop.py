@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from engine.processes import stop_process
+from parley.core.processes import stop_process
 from tests.support.processes import ApiProcess
 
 DESIGN = Path(__file__).resolve().parent.parent / "examples" / "experiments" / "design.toml"
@@ -169,7 +169,7 @@ class Report:
 
 def parley_command(path: str | None) -> list[str]:
     """The `parley` to run: the one at `path`, or this checkout's."""
-    return [path] if path else [sys.executable, "-m", "graph.cli"]
+    return [path] if path else [sys.executable, "-m", "parley.graph.cli"]
 
 
 def run_experiment(parley: list[str], url: str, design: Path) -> tuple[str, int, float]:

@@ -14,8 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from engine.chat_client import ChatClient
-from storage.embedded import free_port
+from parley.engine.chat_client import ChatClient
+from parley.storage.embedded import free_port
 from tests.support.fake_llm import fake_llm_process
 
 BODY: dict[str, Any] = {

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench.common import bench_redis
-from storage.embedded import free_port
+from parley.storage.embedded import free_port
 from tests.support.fake_llm import fake_llm_process
 from tests.support.processes import api_process, parley_env, worker_process
 from tests.support.simulation import post

@@ -10,11 +10,11 @@ import asyncio
 import json
 import time
 
-from engine.episode import simulate
-from engine.judge import evaluate
-from engine.llm import ChatRequest
-from engine.models import ModelInfo, custom_model_info
-from engine.stats import GenerationStats
+from parley.engine.episode import simulate
+from parley.engine.judge import evaluate
+from parley.engine.llm import ChatRequest
+from parley.engine.models import ModelInfo, custom_model_info
+from parley.engine.stats import GenerationStats
 from tests.support.factories import make_setup
 
 

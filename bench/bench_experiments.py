@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from bench.common import bench_redis, summary_ms
-from storage.models import AgentProfile, EnvironmentProfile
+from parley.storage.models import AgentProfile, EnvironmentProfile
 from tests.support.processes import api_process, parley_env
 
 CREATE = """

@@ -26,9 +26,9 @@ from typing import Any
 import redis.asyncio as redis
 
 from bench.common import bench_redis
-from storage.embedded import EmbeddedRedis
-from storage.sample import sample_data
-from storage.sample import seed as seed_sample
+from parley.storage.embedded import EmbeddedRedis
+from parley.storage.sample import sample_data
+from parley.storage.sample import seed as seed_sample
 from tests.support.processes import parley_env
 
 TURNS = 10
@@ -105,7 +105,7 @@ async def fill(client: redis.Redis, sizes: list[int]) -> None:
 def measure(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(seconds, peak RSS in MiB) of one `parley` process."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "graph.cli", *args], env=env,
+    process = subprocess.Popen([sys.executable, "-m", "parley.graph.cli", *args], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     peak = 0.0
     done = threading.Event()

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from storage.sample import sample_data
+from parley.storage.sample import sample_data
 from tests.support.processes import ApiProcess
 
 START = """

@@ -20,7 +20,7 @@ import httpx
 
 from bench.bench_start_latency import CLIENTS, measure
 from bench.common import bench_redis, summary_ms
-from storage.durability import Fsync
+from parley.storage.durability import Fsync
 from tests.support.processes import api_process, parley_env
 from tests.support.simulation import START, make_world, start_input
 

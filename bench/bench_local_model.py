@@ -12,11 +12,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.episode import simulate
-from engine.judge import evaluate
-from engine.llm import ChatRequest, ModelRegistry
-from engine.models import LOCAL_MODEL
-from engine.stats import GenerationStats
+from parley.engine.episode import simulate
+from parley.engine.judge import evaluate
+from parley.engine.llm import ChatRequest, ModelRegistry
+from parley.engine.models import LOCAL_MODEL
+from parley.engine.stats import GenerationStats
 from tests.support.factories import make_setup
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import aiohttp
 
 from bench.bench_busy_laptop import cpu_hogs
-from engine.local_model import CONTEXT_PER_SLOT, SLOTS, prepare_files
-from engine.processes import stop_process
+from parley.core.processes import stop_process
+from parley.engine.local_model import CONTEXT_PER_SLOT, SLOTS, prepare_files
 
 PROMPT = "Tell a long story about a lighthouse keeper and a storm."
 
@@ -35,7 +35,7 @@ def server(
 ) -> tuple[subprocess.Popen[bytes], str]:
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "engine.local_server", "--model", str(model),
+            sys.executable, "-m", "parley.engine.local_server", "--model", str(model),
             "--template", str(template), "--slots", str(SLOTS),
             "--context", str(CONTEXT_PER_SLOT), "--threads", str(threads), "--poll", str(poll),
         ],

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from bench.common import bench_redis, cpu_seconds, percentile, rss_mib
-from resolvers.pagination import MAX_PAGE_SIZE
+from parley.resolvers.pagination import MAX_PAGE_SIZE
 from tests.support.processes import api_process, parley_env
 from tests.support.read_world import write_world
 

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 
 from bench.common import bench_redis, percentile
-from engine.types import SOTOPIA_DIMENSIONS
-from storage import keys
+from parley.engine.types import SOTOPIA_DIMENSIONS
+from parley.storage import keys
 from tests.support.processes import api_process, parley_env
 
 PREFIX = f":{keys.SOTOPIA_LOGS}.EpisodeLog:"

@@ -32,10 +32,10 @@ import httpx
 import redis.asyncio as redis
 
 from bench.common import bench_redis, percentile, rss_mib
-from graph.cli import event_loop_factory
-from lifecycle.transitions import Begin, EpisodeStore
-from storage import keys
-from storage.models import EpisodeStatus
+from parley.graph.cli import event_loop_factory
+from parley.lifecycle.transitions import Begin, EpisodeStore
+from parley.storage import keys
+from parley.storage.models import EpisodeStatus
 from tests.support.episodes import queued_episode
 from tests.support.processes import api_process, parley_env
 from tests.support.subscriber import Subscriber

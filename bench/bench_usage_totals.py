@@ -12,10 +12,10 @@ import json
 import time
 
 from bench.common import bench_redis, summary_ms
-from engine.usage import Prices, TokenCount
-from lifecycle.usage import usage_fields
-from resolvers.usage import usage_totals
-from storage.models import EpisodeLog
+from parley.engine.usage import Prices, TokenCount
+from parley.lifecycle.usage import usage_fields
+from parley.resolvers.usage import usage_totals
+from parley.storage.models import EpisodeLog
 
 PRICES = {"agent": Prices(prompt=0.5, completion=2.0)}
 

@@ -24,8 +24,8 @@ import psutil
 import redis.asyncio as redis
 
 from bench.common import bench_redis, rss_mib, summary_ms
-from storage.embedded import free_port
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.storage.embedded import free_port
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import fake_llm_process
 from tests.support.people import START_MANY_WITH_SEATS, SUBMIT, speak
 from tests.support.processes import api_process, parley_env, worker_process

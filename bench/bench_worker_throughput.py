@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 
 from bench.common import bench_redis, rss_mib
-from storage.embedded import free_port
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.storage.embedded import free_port
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import fake_llm_process
 from tests.support.processes import api_process, parley_env, worker_process
 from tests.support.simulation import make_world, post, start_input

@@ -43,9 +43,9 @@ import psutil
 import websockets
 
 from bench.common import rss_mib
-from storage.connection import open_client, prepare
-from storage.embedded import EmbeddedRedis, free_port
-from storage.models import EpisodeLog
+from parley.storage.connection import open_client, prepare
+from parley.storage.embedded import EmbeddedRedis, free_port
+from parley.storage.models import EpisodeLog
 from tests.support.fake_llm import fake_llm_process
 from tests.support.processes import ApiProcess, Process, parley_env
 from tests.support.simulation import make_world, start_input

@@ -9,9 +9,9 @@ from pathlib import Path
 import psutil
 import redis.asyncio as redis
 
-from storage.connection import open_client, prepare
-from storage.durability import Fsync
-from storage.embedded import EmbeddedRedis
+from parley.storage.connection import open_client, prepare
+from parley.storage.durability import Fsync
+from parley.storage.embedded import EmbeddedRedis
 
 
 @asynccontextmanager

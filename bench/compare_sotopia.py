@@ -54,10 +54,10 @@ from ulid import ULID
 
 from bench.bench_tokens import episode_token_figures
 from bench.common import percentile
-from lifecycle.settings import RunSettings
-from resolvers.pagination import MAX_PAGE_SIZE
-from storage.embedded import EmbeddedRedis, free_port
-from storage.models import AgentProfile, EnvironmentProfile, EpisodeLog
+from parley.lifecycle.settings import RunSettings
+from parley.resolvers.pagination import MAX_PAGE_SIZE
+from parley.storage.embedded import EmbeddedRedis, free_port
+from parley.storage.models import AgentProfile, EnvironmentProfile, EpisodeLog
 from tests.support.fake_llm import fake_llm_process
 from tests.support.processes import Process, parley_env
 from tests.support.simulation import START, start_input

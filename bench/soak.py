@@ -48,10 +48,10 @@ import psutil
 import redis.asyncio as redis
 
 from bench.common import bench_redis, percentile, rss_mib
-from graph.cli import event_loop_factory
-from lifecycle.transitions import EpisodeStore
-from storage.embedded import free_port
-from storage.models import EpisodeLog
+from parley.graph.cli import event_loop_factory
+from parley.lifecycle.transitions import EpisodeStore
+from parley.storage.embedded import free_port
+from parley.storage.models import EpisodeLog
 from tests.support.fake_llm import fake_llm_process
 from tests.support.processes import Process, api_process, parley_env, worker_process
 from tests.support.simulation import START, make_world, start_input

@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from engine.errors import LLMOutputError
-from engine.generation import ask
-from engine.llm import ChatRequest, LLMRouter
-from engine.parsing import InvalidOutput, extract_json
-from engine.stats import GenerationStats
-from engine.types import MBTI_TYPES, AgentFields, RelationshipType
-from engine.wording import problems, where
+from parley.core.wording import problems, where
+from parley.engine.errors import LLMOutputError
+from parley.engine.generation import ask
+from parley.engine.llm import ChatRequest, LLMRouter
+from parley.engine.parsing import InvalidOutput, extract_json
+from parley.engine.stats import GenerationStats
+from parley.engine.types import MBTI_TYPES, AgentFields, RelationshipType
 
 DRAFT_SCHEMA_NAME = "world_draft"
 RELATIONSHIP_NAMES = {level.name.lower(): level for level in RelationshipType}

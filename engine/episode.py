@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from engine.episode_log import episode_log_parts
-from engine.errors import (
+from parley.engine.episode_log import episode_log_parts
+from parley.engine.errors import (
     EngineError,
     EpisodeFailed,
     EpisodeSuspended,
@@ -17,14 +17,14 @@ from engine.errors import (
     UnknownModelError,
     gather_or_fail,
 )
-from engine.game_prompts import game_action_schema, notices_text, phase_text, rules_text
-from engine.games import GameState, game_rules, result_text
-from engine.generation import ask, hotter
-from engine.judge import evaluate
-from engine.llm import ChatRequest, LLMRouter
-from engine.models import ModelInfo
-from engine.parsing import InvalidOutput, parse_action, parse_text_action
-from engine.prompts import (
+from parley.engine.game_prompts import game_action_schema, notices_text, phase_text, rules_text
+from parley.engine.games import GameState, game_rules, result_text
+from parley.engine.generation import Repair, ask, hotter
+from parley.engine.judge import evaluate
+from parley.engine.llm import ChatRequest, LLMRouter
+from parley.engine.models import ModelInfo
+from parley.engine.parsing import InvalidOutput, parse_action, parse_text_action
+from parley.engine.prompts import (
     ACTION_SCHEMA_NAME,
     action_json,
     action_schema,
@@ -35,7 +35,7 @@ from engine.prompts import (
     text_prefill,
     turn_message,
 )
-from engine.render import (
+from parley.engine.render import (
     action_line,
     action_text,
     agent_viewer,
@@ -43,8 +43,8 @@ from engine.render import (
     render_tagged,
     turn_observation,
 )
-from engine.stats import GenerationStats
-from engine.types import (
+from parley.engine.stats import GenerationStats
+from parley.engine.types import (
     ACTION_TYPES,
     ActionType,
     AgentAction,
@@ -165,8 +165,9 @@ class _Episode:
                     temperature=0.7,
                     stop=["\n", '"'],
                 )
-                parse = self.fresh(i, lambda text: parse_text_action(text, prefill))
-                action = await ask(self.llm, info.name, request, parse, self.stats, hotter())
+                action = await self.ask_fresh(
+                    i, request, lambda text: parse_text_action(text, prefill), hotter()
+                )
             else:
                 game = self.game
                 everything = list(ACTION_TYPES)
@@ -185,8 +186,7 @@ class _Episode:
                     # any type parses; the phase then says which it allows, and why not
                     return game.check(i, parse_action(text, everything, name, recipients))
 
-                parse = self.fresh(i, parse_one)
-                action = await ask(self.llm, info.name, request, parse, self.stats)
+                action = await self.ask_fresh(i, request, parse_one)
         except LLMError as exc:
             raise EpisodeFailed(
                 f"{name} ({info.name}) produced no valid action at turn {turn}: {exc}", self.stats
@@ -195,13 +195,21 @@ class _Episode:
             self.said[i].add(_normalised(action.argument))
         return action
 
-    def fresh(self, i: int, parse: Callable[[str], AgentAction]) -> Callable[[str], AgentAction]:
-        """`parse`, refusing once a line that agent `i` already said word for word.
+    async def ask_fresh(
+        self,
+        i: int,
+        request: ChatRequest,
+        parse: Callable[[str], AgentAction],
+        repair: Repair | None = None,
+    ) -> AgentAction:
+        """Agent `i`'s action, `ask`ed with `parse`, refusing once a line it already said word
+        for word.
 
         The model is then re-asked with the reason, once: a repeat is refused only in a first
-        answer. It is kept when the re-ask's answer repeats too or cannot be used, and a re-ask
-        (after an unusable first answer) that repeats a line is kept as well: an agent may
-        really say the same thing twice, and a repeat must never fail the episode.
+        answer. It is kept when the re-ask yields nothing usable (its answer repeats too or
+        cannot be used, or its every try fails at the endpoint), and a re-ask (after an
+        unusable first answer) that repeats a line is kept as well: an agent may really say
+        the same thing twice, and a repeat must never fail the episode.
         """
         answers = 0
         repeated: AgentAction | None = None
@@ -224,7 +232,12 @@ class _Episode:
                 raise InvalidOutput("you said exactly that before; say something new")
             return action
 
-        return check
+        try:
+            return await ask(self.llm, self.infos[i].name, request, check, self.stats, repair)
+        except LLMError:
+            if repeated is None:
+                raise
+            return repeated
 
     def turn_prompt(self, i: int, turn: int) -> dict[str, str]:
         """The next user message of agent `i`'s conversation; its context leads the first."""

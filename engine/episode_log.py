@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.types import EpisodeLogParts, Evaluation, Transcript
+from parley.engine.types import EpisodeLogParts, Evaluation, Transcript
 
 
 def episode_log_parts(transcript: Transcript, evaluation: Evaluation | None) -> EpisodeLogParts:

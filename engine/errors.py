@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
-from engine.stats import GenerationStats
+from parley.engine.stats import GenerationStats
 
 if TYPE_CHECKING:
-    from engine.types import Suspended
+    from parley.engine.types import Suspended
 
 
 class EngineError(Exception):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.games import GameRules, GameState, Phase, Visibility, result_text
-from engine.prompts import action_schema
-from engine.render import join_names
+from parley.engine.games import GameRules, GameState, Phase, Visibility, result_text
+from parley.engine.prompts import action_schema
+from parley.engine.render import join_names
 
 _SEEN_BY = {
     Visibility.EVERYONE: "everyone sees it",

@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
-from engine import wording
-from engine.parsing import InvalidOutput
-from engine.types import ActionType, AgentAction
+from parley.core import wording
+from parley.engine.parsing import InvalidOutput
+from parley.engine.types import ActionType, AgentAction
 
 GAME_FORMAT = "parley.game/1"
 Problem = tuple[tuple[str | int, ...], str]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from engine.errors import LLMOutputError
-from engine.llm import ChatRequest, LLMRouter
-from engine.parsing import InvalidOutput
-from engine.prompts import repair_message
-from engine.stats import GenerationStats
+from parley.engine.errors import LLMOutputError
+from parley.engine.llm import ChatRequest, LLMRouter
+from parley.engine.parsing import InvalidOutput
+from parley.engine.prompts import repair_message
+from parley.engine.stats import GenerationStats
 
 Repair = Callable[[ChatRequest, str, str], ChatRequest]
 """Builds the re-ask from the request, the unusable answer and what is wrong with it."""

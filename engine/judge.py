@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from engine.errors import (
+from parley.engine.errors import (
     JudgeFailed,
     LLMError,
     LLMOutputError,
     UnknownModelError,
     gather_or_fail,
 )
-from engine.generation import ask
-from engine.llm import ChatRequest, LLMRouter
-from engine.models import ModelInfo
-from engine.parsing import (
+from parley.engine.generation import ask
+from parley.engine.llm import ChatRequest, LLMRouter
+from parley.engine.models import ModelInfo
+from parley.engine.parsing import (
     InvalidOutput,
     parse_dimension_score,
     parse_episode_evaluation,
     parse_evaluation,
 )
-from engine.prompts import (
+from parley.engine.prompts import (
     DIMENSION_SCHEMA_NAME,
     EPISODE_EVALUATION_SCHEMA_NAME,
     EVALUATION_SCHEMA_NAME,
@@ -36,8 +36,8 @@ from engine.prompts import (
     short_episode_context,
     short_judge_context,
 )
-from engine.stats import GenerationStats
-from engine.types import (
+from parley.engine.stats import GenerationStats
+from parley.engine.types import (
     AgentEvaluation,
     DimensionScore,
     DimensionSpec,

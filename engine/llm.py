@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from engine.backoff import Backoff
-from engine.chat_client import ChatClient, ChatError
-from engine.errors import LLMTransportError, LocalModelError, UnknownModelError
-from engine.limiter import AdaptiveLimit
-from engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
-from engine.models import (
+from parley.core.backoff import Backoff
+from parley.engine.chat_client import ChatClient, ChatError
+from parley.engine.errors import LLMTransportError, LocalModelError, UnknownModelError
+from parley.engine.limiter import AdaptiveLimit
+from parley.engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
+from parley.engine.models import (
     LOCAL_MODEL,
     OPENAI_LISTED,
     ConfiguredModel,
@@ -28,9 +28,9 @@ from engine.models import (
     local_model_info,
     openai_model_info,
 )
-from engine.parsing import well_formed
-from engine.stats import GenerationStats
-from engine.usage import Prices, add, counted
+from parley.engine.parsing import well_formed
+from parley.engine.stats import GenerationStats
+from parley.engine.usage import Prices, add, counted
 
 SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
 Purpose = Literal["turn", "judge"]

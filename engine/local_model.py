@@ -18,8 +18,8 @@ from typing import IO
 
 import aiohttp
 
-from engine.errors import LocalModelError
-from engine.processes import stop_process
+from parley.core.processes import stop_process
+from parley.engine.errors import LocalModelError
 
 # The GGUF carries no usable chat template (llama.cpp falls back to ChatML and
 # `<|im_end|>` leaks into replies), so the server gets Gemma's turn format.
@@ -124,7 +124,7 @@ class LocalModelServer:
         args = [
             sys.executable,
             "-m",
-            "engine.local_server",
+            "parley.engine.local_server",
             "--model",
             str(model),
             "--template",

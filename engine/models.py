@@ -19,10 +19,10 @@ from pydantic import (
     model_validator,
 )
 
-from engine.errors import UnknownModelError
-from engine.local_model import SLOTS
-from engine.usage import Prices
-from engine.wording import plain
+from parley.core.wording import plain
+from parley.engine.errors import UnknownModelError
+from parley.engine.local_model import SLOTS
+from parley.engine.usage import Prices
 
 LOCAL_MODEL = "local/gemma-3-270m"
 DEFAULT_MODEL = LOCAL_MODEL

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from engine.types import ACTION_TYPES, ActionType, AgentAction, DimensionScore, DimensionSpec
+from parley.engine.types import ACTION_TYPES, ActionType, AgentAction, DimensionScore, DimensionSpec
 
 
 class InvalidOutput(ValueError):
@@ -67,9 +67,10 @@ def _normalise_type(value: Any, allowed: list[ActionType]) -> ActionType:
     for action_type in ACTION_TYPES:
         if text == action_type.replace("-", " "):
             if action_type not in allowed:
-                raise InvalidOutput(f"action_type {action_type!r} is not available now")
+                raise InvalidOutput(f'action_type "{action_type}" is not available now')
             return action_type
-    raise InvalidOutput(f"action_type must be one of {allowed}, not {value!r}")
+    kinds = ", ".join(f'"{t}"' for t in allowed)
+    raise InvalidOutput(f"action_type must be one of {kinds}, not {value!r}")
 
 
 def parse_action(
@@ -91,7 +92,7 @@ def parse_action(
         argument = json.dumps(argument) if argument is not None else ""
     argument = argument.strip()
     if action_type not in (ActionType.NONE, ActionType.LEAVE) and not argument:
-        raise InvalidOutput(f'"argument" must not be empty for {action_type!r}')
+        raise InvalidOutput(f'"argument" must not be empty for "{action_type}"')
     raw_to = data.get("to") or []
     if isinstance(raw_to, str):
         raw_to = [raw_to]

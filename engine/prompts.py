@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from engine.render import (
+from parley.engine.render import (
     ENVIRONMENT,
     action_line,
     action_text,
@@ -24,7 +24,7 @@ from engine.render import (
     profile_text,
     render_tagged,
 )
-from engine.types import ActionType, AgentAction, DimensionSpec, EpisodeSetup, Transcript
+from parley.engine.types import ActionType, AgentAction, DimensionSpec, EpisodeSetup, Transcript
 
 ACTION_SCHEMA_NAME = "agent_action"
 DIMENSION_SCHEMA_NAME = "dimension_score"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from engine.types import ActionType, AgentAction, AgentSpec, RelationshipType
+from parley.engine.types import ActionType, AgentAction, AgentSpec, RelationshipType
 
 _GENDER_ADJECTIVE = {"man": "male", "woman": "female", "nonbinary": "nonbinary"}
 HINT_TAGS = ("extra_info", "clarification_hint", "strategy_hint")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from engine.usage import Usage, merged
+from parley.engine.usage import Usage, merged
 
 
 class GenerationStats(BaseModel):

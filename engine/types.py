@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from engine.stats import GenerationStats
-from engine.usage import Usage
+from parley.engine.stats import GenerationStats
+from parley.engine.usage import Usage
 
 
 class ActionType(StrEnum):

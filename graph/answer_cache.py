@@ -29,7 +29,7 @@ from graphql import (
 )
 from graphql.execution.collect_fields import FieldDetails
 
-from graph.encoding import Encoded
+from parley.graph.encoding import Encoded
 
 Key = tuple[str, bytes]
 Printed = WeakKeyDictionary[FieldNode, tuple[tuple[int, ...], str | None]]

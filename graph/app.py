@@ -36,23 +36,28 @@ from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, Op
 from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
-from graph.context import Context
-from graph.encoding import encode
-from graph.errors import (
+from parley.graph.context import Context
+from parley.graph.encoding import encode
+from parley.graph.errors import (
     RETRY_AFTER_SECONDS,
     UNAVAILABLE,
     client_errors,
     unavailable,
     unavailable_message,
 )
-from graph.exchange import exchange_routes
-from graph.fanout import Disconnected, Fanout, Subscribe
-from graph.http_timeouts import BodyDeadline
-from graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
-from graph.request_ids import RequestIds
-from graph.schema import Limits, build_schema, validation_rules
-from graph.seat_access import NAME_THE_OPERATION, names_its_operation, refusal, seat_connection
-from graph.security import (
+from parley.graph.exchange import exchange_routes
+from parley.graph.fanout import Disconnected, Fanout, Subscribe
+from parley.graph.http_timeouts import BodyDeadline
+from parley.graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
+from parley.graph.request_ids import RequestIds
+from parley.graph.schema import Limits, build_schema, validation_rules
+from parley.graph.seat_access import (
+    NAME_THE_OPERATION,
+    names_its_operation,
+    refusal,
+    seat_connection,
+)
+from parley.graph.security import (
     BearerAuth,
     BodySizeLimit,
     CrossSiteWrites,
@@ -62,13 +67,13 @@ from graph.security import (
     trusted_hosts,
     well_formed,
 )
-from graph.settings import Settings, split
-from graph.subscription import event_content, shared_event
-from graph.webapp import APP_PATH, webapp_routes
-from lifecycle.seats import SeatHolder
-from lifecycle.services import Services, open_services
-from lifecycle.worker import Worker, WorkerConfig, running_worker
-from resolvers import client_json
+from parley.graph.settings import Settings, split
+from parley.graph.subscription import event_content, shared_event
+from parley.graph.webapp import APP_PATH, webapp_routes
+from parley.lifecycle.seats import SeatHolder
+from parley.lifecycle.services import Services, open_services
+from parley.lifecycle.worker import Worker, WorkerConfig, running_worker
+from parley.resolvers import client_json
 
 log = logging.getLogger(__name__)
 SUBSCRIPTIONS_OVER_WEBSOCKETS = (

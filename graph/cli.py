@@ -9,19 +9,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lifecycle import logs
-from lifecycle.settings import RunSettings
+from parley.lifecycle import logs
+from parley.lifecycle.settings import RunSettings
 
 if TYPE_CHECKING:
-    from graph.settings import Settings
+    from parley.graph.settings import Settings
 
 
 def preflight(settings: RunSettings) -> None:
     """Exit with one clear line when the models file is unusable, or the configured Redis is
     unreachable or lacks a module."""
     if settings.models_file is not None:
-        from engine.errors import UnknownModelError
-        from engine.models import load_models_file
+        from parley.engine.errors import UnknownModelError
+        from parley.engine.models import load_models_file
 
         try:
             load_models_file(settings.models_file)
@@ -31,7 +31,7 @@ def preflight(settings: RunSettings) -> None:
         return  # the embedded server is started with both modules
     from redis.exceptions import RedisError
 
-    from storage.connection import RedisCapabilityError, check_capabilities, open_client
+    from parley.storage.connection import RedisCapabilityError, check_capabilities, open_client
 
     async def check(url: str) -> None:
         client = open_client(url)
@@ -51,8 +51,8 @@ def preflight(settings: RunSettings) -> None:
 def serve(settings: "Settings") -> None:
     import uvicorn
 
-    from graph.app import create_app
-    from graph.http_timeouts import header_limited
+    from parley.graph.app import create_app
+    from parley.graph.http_timeouts import header_limited
 
     uvicorn.run(
         create_app(settings),
@@ -66,7 +66,7 @@ def serve(settings: "Settings") -> None:
 
 
 def export_schema(output: Path | None) -> None:
-    from graph.schema import schema
+    from parley.graph.schema import schema
 
     text = schema.as_str() + "\n"
     if output is None:
@@ -76,8 +76,8 @@ def export_schema(output: Path | None) -> None:
 
 
 async def seed(settings: RunSettings) -> dict[str, int]:
-    from storage.runtime import redis_storage
-    from storage.sample import seed as load_sample
+    from parley.storage.runtime import redis_storage
+    from parley.storage.sample import seed as load_sample
 
     async with redis_storage(
         settings.redis_url, settings.data_dir, fsync=settings.redis_fsync
@@ -87,7 +87,7 @@ async def seed(settings: RunSettings) -> dict[str, int]:
 
 async def worker(settings: RunSettings) -> None:
     """Run until SIGINT or SIGTERM; unfinished jobs are then handed back for redelivery."""
-    from lifecycle.worker import serve_worker
+    from parley.lifecycle.worker import serve_worker
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -104,9 +104,9 @@ def redis_url(settings: RunSettings) -> str:
         return settings.redis_url
     from redis.exceptions import RedisError
 
-    from storage.connection import open_client
-    from storage.dump import opened_dumps
-    from storage.embedded import running_url
+    from parley.storage.connection import open_client
+    from parley.storage.dump import opened_dumps
+    from parley.storage.embedded import running_url
 
     async def answers(url: str) -> bool:
         client = open_client(url)
@@ -202,19 +202,20 @@ def parser() -> argparse.ArgumentParser:
         "to Sotopia's own code as REDIS_OM_URL.",
     )
     where.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
-    from graph import exchange_cli, experiment_cli
+    from parley.client import experiment
+    from parley.graph import exchange_cli
 
     exchange_cli.add_commands(commands)
-    experiment_cli.add_commands(commands)
+    experiment.add_commands(commands)
     return root
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if args.command == "experiment":
-        from graph import experiment_cli
+        from parley.client import experiment
 
-        sys.exit(experiment_cli.main(args))
+        sys.exit(experiment.main(args))
     overrides: dict[str, Any] = {
         key: value
         for key, value in {
@@ -230,12 +231,12 @@ def main(argv: list[str] | None = None) -> None:
     if getattr(args, "no_worker", False):
         overrides["worker"] = False
     logs.configure(RunSettings(**overrides).log_format)
-    from graph import exchange_cli
+    from parley.graph import exchange_cli
 
     if args.command == "export-schema":
         export_schema(args.output)
     elif args.command == "serve":
-        from graph.settings import Settings
+        from parley.graph.settings import Settings
 
         api_settings = Settings(**overrides)
         if args.open_dump is not None:

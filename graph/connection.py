@@ -5,7 +5,7 @@ from typing import Any
 
 import strawberry
 
-from resolvers.pagination import Page
+from parley.resolvers.pagination import Page
 
 
 @strawberry.type(description="Where a page sits in the whole list.")

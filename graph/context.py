@@ -6,11 +6,11 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info as StrawberryInfo
 
-from lifecycle.seats import SeatHolder
-from lifecycle.services import Services
-from resolvers.agents import get_agents
-from resolvers.scenarios import get_scenarios
-from storage.models import AgentProfile, EnvironmentProfile
+from parley.lifecycle.seats import SeatHolder
+from parley.lifecycle.services import Services
+from parley.resolvers.agents import get_agents
+from parley.resolvers.scenarios import get_scenarios
+from parley.storage.models import AgentProfile, EnvironmentProfile
 
 
 @dataclass

@@ -6,22 +6,22 @@ from typing import Any
 
 import strawberry
 
-from engine.drafting import WorldDraft
-from engine.models import LOCAL_MODEL
-from graph.context import Info
-from graph.enums import RelationshipType
-from graph.episode_types import when
-from graph.fields import creates, reads
-from graph.inputs import CreateAgentInput, CreateScenarioInput, fields_of
-from graph.payloads import user_errors
-from graph.types import UserError
-from lifecycle import drafts as jobs
-from resolvers import drafts
-from resolvers.agents import AGENT
-from resolvers.errors import UserError as Problem
-from resolvers.relationships import RELATIONSHIP
-from resolvers.scenarios import SCENARIO
-from storage import models
+from parley.core.errors import UserError as Problem
+from parley.engine.drafting import WorldDraft
+from parley.engine.models import LOCAL_MODEL
+from parley.graph.context import Info
+from parley.graph.enums import RelationshipType
+from parley.graph.episode_types import when
+from parley.graph.fields import creates, reads
+from parley.graph.inputs import CreateAgentInput, CreateScenarioInput, fields_of
+from parley.graph.payloads import user_errors
+from parley.graph.types import UserError
+from parley.lifecycle import drafts as jobs
+from parley.resolvers import drafts
+from parley.resolvers.agents import AGENT
+from parley.resolvers.relationships import RELATIONSHIP
+from parley.resolvers.scenarios import SCENARIO
+from parley.storage import models
 
 
 @strawberry.type(description="A drafted agent (not stored): Sotopia AgentProfile's fields.")

@@ -2,11 +2,11 @@
 
 import strawberry
 
-from engine.types import ActionType, RelationshipType, TurnOrder
-from lifecycle.transitions import EventKind
-from resolvers.errors import ErrorCode
-from resolvers.keyset import SortOrder
-from storage.models import EpisodeStatus, EvaluationStatus, Redelivery, SeatTimeout
+from parley.core.errors import ErrorCode
+from parley.engine.types import ActionType, RelationshipType, TurnOrder
+from parley.lifecycle.transitions import EventKind
+from parley.resolvers.keyset import SortOrder
+from parley.storage.models import EpisodeStatus, EvaluationStatus, Redelivery, SeatTimeout
 
 strawberry.enum(
     RelationshipType,

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 import strawberry
 from strawberry.scalars import JSON
 
-from engine.models import ModelInfo
-from graph.context import Info
-from graph.enums import (
+from parley.engine.models import ModelInfo
+from parley.graph.context import Info
+from parley.graph.enums import (
     ActionType,
     EpisodeStatus,
     EvaluationStatus,
@@ -16,11 +16,11 @@ from graph.enums import (
     SeatTimeout,
     TurnOrder,
 )
-from graph.errors import UserInputError
-from graph.game_types import EpisodeGame, episode_game_type
-from graph.listed import Listed
-from graph.projection import Reads
-from graph.seat_types import (
+from parley.graph.errors import UserInputError
+from parley.graph.game_types import EpisodeGame, episode_game_type
+from parley.graph.listed import Listed
+from parley.graph.projection import Reads
+from parley.graph.seat_types import (
     DimensionScore,
     EnvironmentMessage,
     HumanSeat,
@@ -29,12 +29,12 @@ from graph.seat_types import (
     YourTurn,
     dimension_scores,
 )
-from graph.types import Agent, Relationship, Scenario, load_agent
-from graph.usage_types import ModelUsage
-from lifecycle.transitions import EpisodeEvent as StoredEvent
-from resolvers import episodes, games, perspective, relationships, transcript
-from resolvers.names import agent_name
-from storage import models
+from parley.graph.types import Agent, Relationship, Scenario, load_agent
+from parley.graph.usage_types import ModelUsage
+from parley.lifecycle.transitions import EpisodeEvent as StoredEvent
+from parley.resolvers import episodes, games, perspective, relationships, transcript
+from parley.resolvers.names import agent_name
+from parley.storage import models
 
 
 def when(seconds: float | None) -> datetime | None:

@@ -15,8 +15,8 @@ from strawberry.extensions import MaskErrors
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.utils.logging import StrawberryLogger
 
-from resolvers.errors import BadArgument
-from storage.outages import is_outage
+from parley.core.errors import BadArgument
+from parley.storage.outages import is_outage
 
 BAD_USER_INPUT = {"code": "BAD_USER_INPUT"}
 RETRY_AFTER_SECONDS = 1

@@ -14,12 +14,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from graph.errors import BAD_USER_INPUT, RETRY_AFTER_SECONDS, UNAVAILABLE, unavailable_message
-from lifecycle.services import Services
-from resolvers import exporter
-from resolvers.errors import BadArgument
-from resolvers.importer import import_lines
-from storage.outages import is_outage
+from parley.core.errors import BadArgument
+from parley.graph.errors import (
+    BAD_USER_INPUT,
+    RETRY_AFTER_SECONDS,
+    UNAVAILABLE,
+    unavailable_message,
+)
+from parley.lifecycle.services import Services
+from parley.resolvers import exporter
+from parley.resolvers.importer import import_lines
+from parley.storage.outages import is_outage
 
 MEDIA_TYPES = {exporter.Format.JSONL: "application/x-ndjson", exporter.Format.CSV: "text/csv"}
 IMPORT_MEDIA_TYPES = (

@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from graph.server_url import server_root
-from lifecycle.settings import RunSettings
+from parley.client.server_url import refusal, server_root
+from parley.lifecycle.settings import RunSettings
 
 if TYPE_CHECKING:
-    from graph.settings import Settings
-    from resolvers.importer import ImportReport
+    from parley.graph.settings import Settings
+    from parley.resolvers.importer import ImportReport
 
 CHUNK_BYTES = 256 * 1024
 """Bytes of JSONL per request of a remote import (halved while the server answers 413)."""
@@ -153,9 +153,9 @@ def output(path: Path | None) -> Iterator[IO[bytes]]:
 
 
 async def local_export(settings: RunSettings, params: dict[str, str], sink: IO[bytes]) -> None:
-    from resolvers.errors import BadArgument
-    from resolvers.exporter import export_text, request
-    from storage.runtime import redis_storage
+    from parley.core.errors import BadArgument
+    from parley.resolvers.exporter import export_text, request
+    from parley.storage.runtime import redis_storage
 
     try:
         kinds, episodes, form = request(params)
@@ -179,14 +179,14 @@ async def remote_export(
         http.get(url.rstrip("/") + "/export", params=params) as response,
     ):
         if response.status != 200:
-            sys.exit(f"parley export: {url} answered {response.status}: {await response.text()}")
+            sys.exit(f"parley export: {refusal(url, response.status, await response.text())}")
         async for chunk in response.content.iter_chunked(1 << 16):
             sink.write(chunk)
 
 
 async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportReport":
-    from resolvers.importer import import_lines
-    from storage.runtime import redis_storage
+    from parley.resolvers.importer import import_lines
+    from parley.storage.runtime import redis_storage
 
     async with redis_storage(
         settings.redis_url, settings.data_dir, fsync=settings.redis_fsync
@@ -195,10 +195,11 @@ async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportRepor
 
 
 async def remote_import(url: str, token: str | None, source: IO[bytes]) -> "ImportReport":
-    """POST the file to /import in parts under the server's body limit, each whole lines."""
+    """POST the file to /import in parts under the server's body limit, each whole lines; an
+    empty file too, so that a wrong address or token is said whatever the file holds."""
     import aiohttp
 
-    from resolvers.importer import ImportReport
+    from parley.resolvers.importer import ImportReport
 
     report = ImportReport()
     limit = CHUNK_BYTES
@@ -213,7 +214,7 @@ async def remote_import(url: str, token: str | None, source: IO[bytes]) -> "Impo
                 pending, size = [], 0
             pending.append(line)
             size += len(line)
-        if pending:
+        if pending or not first:
             await _post(http, url, pending, first, limit, report)
     return report
 
@@ -228,7 +229,7 @@ async def _post(
 ) -> tuple[int, int]:
     """Send `lines` (after `first` lines of the file), splitting them while the server says
     413; returns the lines sent so far and the part size that worked."""
-    from resolvers.importer import ImportReport
+    from parley.resolvers.importer import ImportReport
 
     async with http.post(
         url.rstrip("/") + "/import",
@@ -244,7 +245,7 @@ async def _post(
         first, limit = await _post(http, url, lines[:half], first, limit // 2, report)
         return await _post(http, url, lines[half:], first, limit, report)
     if status != 200:
-        sys.exit(f"parley import: {url} answered {status}: {body.decode(errors='replace')}")
+        sys.exit(f"parley import: {refusal(url, status, body.decode(errors='replace'))}")
     report.add(ImportReport.from_json(json.loads(body)), line_offset=first)
     return first + len(lines), limit
 
@@ -268,8 +269,8 @@ def print_report(report: "ImportReport") -> None:
 
 def serve_dump(settings: "Settings", dump: Path, serve: Callable[["Settings"], None]) -> None:
     """Start the embedded Redis on a copy of `dump`, index what it holds, then `serve` it."""
-    from storage.dump import DumpError, working_copy
-    from storage.embedded import EmbeddedRedis
+    from parley.storage.dump import DumpError, working_copy
+    from parley.storage.embedded import EmbeddedRedis
 
     if settings.redis_url is not None:
         sys.exit("parley serve: --open-dump starts its own Redis; unset REDIS_URL")
@@ -296,8 +297,8 @@ async def open_dump(server: Any) -> str:
     """Start `server` (an EmbeddedRedis on a dump's copy) and adopt the episodes it holds."""
     import logging
 
-    from storage.connection import open_client
-    from storage.dump import LOAD_TIMEOUT, adopt_episodes
+    from parley.storage.connection import open_client
+    from parley.storage.dump import LOAD_TIMEOUT, adopt_episodes
 
     url: str = await server.start(timeout=LOAD_TIMEOUT)
     client = open_client(url)

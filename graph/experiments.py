@@ -10,21 +10,21 @@ from typing import Annotated, Any
 
 import strawberry
 
-from graph.connection import AFTER, FIRST, NEWEST_FIRST, Connection, to_connection
-from graph.context import Info
-from graph.enums import EpisodeStatus, SortOrder, TurnOrder
-from graph.episode_types import Episode, when
-from graph.errors import UserInputError
-from graph.payloads import user_errors
-from graph.types import UserError
-from lifecycle import experiments as service
-from lifecycle.experiment_follow import UnknownExperiment, follow_experiment
-from lifecycle.experiments import Progress
-from lifecycle.start import get_many
-from resolvers.experiment_design import Sampling
-from resolvers.pagination import numbered
-from storage import models
-from storage.experiments import ExperimentStore
+from parley.graph.connection import AFTER, FIRST, NEWEST_FIRST, Connection, to_connection
+from parley.graph.context import Info
+from parley.graph.enums import EpisodeStatus, SortOrder, TurnOrder
+from parley.graph.episode_types import Episode, when
+from parley.graph.errors import UserInputError
+from parley.graph.payloads import user_errors
+from parley.graph.types import UserError
+from parley.lifecycle import experiments as service
+from parley.lifecycle.experiment_follow import UnknownExperiment, follow_experiment
+from parley.lifecycle.experiments import Progress
+from parley.lifecycle.start import get_many
+from parley.resolvers.experiment_design import Sampling
+from parley.resolvers.pagination import numbered
+from parley.storage import models
+from parley.storage.experiments import ExperimentStore
 
 IN_PLAN = "Along the slot number: ASCENDING (design order, the default) or DESCENDING."
 

@@ -12,7 +12,7 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from resolvers.fields import Exposed
+from parley.resolvers.fields import Exposed
 
 Decorator = Callable[[type[Any]], type[Any]]
 _AS_GRAPHQL: dict[Any, Any] = {dict[str, Any] | None: JSON | None}

@@ -2,7 +2,7 @@
 
 import strawberry
 
-from engine.games import GameRules, GameState, result_text
+from parley.engine.games import GameRules, GameState, result_text
 
 
 @strawberry.type(description="A team of a social game and the seats that play in it.")

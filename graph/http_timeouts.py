@@ -17,7 +17,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from graph.security import send_json
+from parley.graph.security import send_json
 
 
 def request_timeout(seconds: float) -> bytes:

@@ -5,11 +5,11 @@ from typing import Any
 
 import strawberry
 
-from graph.enums import EpisodeStatus, Redelivery, RelationshipType, SeatTimeout, TurnOrder
-from graph.fields import creates, updates
-from resolvers.agents import AGENT
-from resolvers.relationships import RELATIONSHIP
-from resolvers.scenarios import SCENARIO
+from parley.graph.enums import EpisodeStatus, Redelivery, RelationshipType, SeatTimeout, TurnOrder
+from parley.graph.fields import creates, updates
+from parley.resolvers.agents import AGENT
+from parley.resolvers.relationships import RELATIONSHIP
+from parley.resolvers.scenarios import SCENARIO
 
 
 def provided(data: object, rename: dict[str, str] | None = None) -> dict[str, Any]:

@@ -5,8 +5,8 @@ record is parsed only when a field reads it, and whose `version` (a digest of th
 fetched) lets its completed answer be reused while they are unchanged (graph/answer_cache.py).
 """
 
-from resolvers.search import Hit
-from storage.models import Record
+from parley.resolvers.search import Hit
+from parley.storage.models import Record
 
 
 class Listed[R: Record]:

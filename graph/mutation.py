@@ -4,13 +4,13 @@ from collections.abc import Sequence
 
 import strawberry
 
-from graph import inputs
-from graph.context import Info
-from graph.drafts import DraftMutation
-from graph.episode_types import Episode
-from graph.experiments import ExperimentMutation
-from graph.inputs import fields_of, simulation_fields
-from graph.payloads import (
+from parley.graph import inputs
+from parley.graph.context import Info
+from parley.graph.drafts import DraftMutation
+from parley.graph.episode_types import Episode
+from parley.graph.experiments import ExperimentMutation
+from parley.graph.inputs import fields_of, simulation_fields
+from parley.graph.payloads import (
     AgentPayload,
     DeleteAgentPayload,
     DeletePayload,
@@ -21,13 +21,13 @@ from graph.payloads import (
     SimulationsPayload,
     user_errors,
 )
-from graph.rejudge import RejudgeMutation
-from graph.seat_types import SeatToken
-from graph.seats import SeatMutation
-from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
-from lifecycle import start as simulations
-from resolvers import agents, dimensions, relationships, scenarios
-from storage.models import EpisodeLog
+from parley.graph.rejudge import RejudgeMutation
+from parley.graph.seat_types import SeatToken
+from parley.graph.seats import SeatMutation
+from parley.graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
+from parley.lifecycle import start as simulations
+from parley.resolvers import agents, dimensions, relationships, scenarios
+from parley.storage.models import EpisodeLog
 
 
 def changes(data: object) -> dict[str, object]:

@@ -2,10 +2,10 @@
 
 import strawberry
 
-from graph.episode_types import Episode
-from graph.seat_types import SeatToken
-from graph.types import Agent, EvaluationDimensionList, Relationship, Scenario, UserError
-from resolvers import errors
+from parley.core import errors
+from parley.graph.episode_types import Episode
+from parley.graph.seat_types import SeatToken
+from parley.graph.types import Agent, EvaluationDimensionList, Relationship, Scenario, UserError
 
 
 def user_errors(items: list[errors.UserError]) -> list[UserError]:

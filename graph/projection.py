@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField, Selection
 from strawberry.utils.str_converters import to_camel_case
 
-from graph.context import Info
-from resolvers.fields import Exposed
+from parley.graph.context import Info
+from parley.resolvers.fields import Exposed
 
 TYPENAME = "__typename"
 

@@ -4,19 +4,19 @@ from typing import Annotated
 
 import strawberry
 
-from graph.connection import AFTER, BY_ID, FIRST, NEWEST_FIRST, Connection, to_connection
-from graph.context import Info
-from graph.drafts import DraftQuery
-from graph.enums import SortOrder
-from graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
-from graph.errors import UserInputError
-from graph.experiments import ExperimentQuery
-from graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
-from graph.projection import fields_for
-from graph.rejudge import RejudgeQuery
-from graph.results import ResultsQuery
-from graph.seats import SeatQuery
-from graph.types import (
+from parley.graph.connection import AFTER, BY_ID, FIRST, NEWEST_FIRST, Connection, to_connection
+from parley.graph.context import Info
+from parley.graph.drafts import DraftQuery
+from parley.graph.enums import SortOrder
+from parley.graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
+from parley.graph.errors import UserInputError
+from parley.graph.experiments import ExperimentQuery
+from parley.graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
+from parley.graph.projection import fields_for
+from parley.graph.rejudge import RejudgeQuery
+from parley.graph.results import ResultsQuery
+from parley.graph.seats import SeatQuery
+from parley.graph.types import (
     AGENT_READS,
     RELATIONSHIP_READS,
     SCENARIO_READS,
@@ -28,8 +28,8 @@ from graph.types import (
     Relationship,
     Scenario,
 )
-from graph.usage_types import UsageFilter, UsageTotals
-from resolvers import agents, dimensions, episodes, relationships, scenarios, usage
+from parley.graph.usage_types import UsageFilter, UsageTotals
+from parley.resolvers import agents, dimensions, episodes, relationships, scenarios, usage
 
 
 @strawberry.type(description="Read the stored world.")

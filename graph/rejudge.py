@@ -4,12 +4,12 @@ from datetime import datetime
 
 import strawberry
 
-from graph.context import Info
-from graph.episode_types import when
-from graph.payloads import user_errors
-from graph.types import UserError
-from lifecycle import rejudge
-from storage.models import EvaluationStatus
+from parley.graph.context import Info
+from parley.graph.episode_types import when
+from parley.graph.payloads import user_errors
+from parley.graph.types import UserError
+from parley.lifecycle import rejudge
+from parley.storage.models import EvaluationStatus
 
 
 @strawberry.input(

@@ -9,7 +9,7 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lifecycle import logs
+from parley.lifecycle import logs
 
 HEADER = b"x-request-id"
 ACCEPTED = re.compile(rb"^[A-Za-z0-9_.\-]{1,100}$")

@@ -5,10 +5,10 @@ from typing import Annotated, Any
 
 import strawberry
 
-from graph.context import Info
-from resolvers import rejudging
-from resolvers.results import Group, GroupBy, Results, ResultsFilter
-from resolvers.statistics import Interval, Paired, Summary
+from parley.graph.context import Info
+from parley.resolvers import rejudging
+from parley.resolvers.results import Group, GroupBy, Results, ResultsFilter
+from parley.resolvers.statistics import Interval, Paired, Summary
 
 strawberry.enum(
     GroupBy,

@@ -29,14 +29,14 @@ from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRul
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.types import ExecutionContext
 
-from graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion, kept_answers
-from graph.episode_types import EPISODE_OWN_TYPES
-from graph.errors import ErrorPolicy, log_error
-from graph.mutation import Mutation
-from graph.query import Query
-from graph.seat_access import SeatScopedExecutor
-from graph.subscription import Subscription
-from graph.types import OWN_TYPES
+from parley.graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion, kept_answers
+from parley.graph.episode_types import EPISODE_OWN_TYPES
+from parley.graph.errors import ErrorPolicy, log_error
+from parley.graph.mutation import Mutation
+from parley.graph.query import Query
+from parley.graph.seat_access import SeatScopedExecutor
+from parley.graph.subscription import Subscription
+from parley.graph.types import OWN_TYPES
 
 CACHED_DOCUMENTS = 256
 """Parsed and validated documents kept (clients send the same few documents over and over)."""

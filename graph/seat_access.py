@@ -29,8 +29,8 @@ from graphql.execution.executor import Executor
 from graphql.execution.values import get_argument_values
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from graph.context import Context
-from lifecycle.seats import SeatHolder
+from parley.graph.context import Context
+from parley.lifecycle.seats import SeatHolder
 
 SEAT_SCHEME = "seat"
 

@@ -5,9 +5,9 @@ from datetime import UTC, datetime
 
 import strawberry
 
-from graph.enums import ActionType, RelationshipType
-from resolvers import perspective
-from storage import models
+from parley.graph.enums import ActionType, RelationshipType
+from parley.resolvers import perspective
+from parley.storage import models
 
 
 def _at(seconds: float) -> datetime:
@@ -25,10 +25,20 @@ def dimension_scores(detail: dict[str, float]) -> list[DimensionScore]:
     return [DimensionScore(dimension=k, score=v) for k, v in detail.items() if k != "overall_score"]
 
 
+@strawberry.type(description="The scores an evaluation dimension allows.")
+class DimensionRange:
+    dimension: str = strawberry.field(description="Dimension name.")
+    low: int = strawberry.field(description="Lowest allowed score.")
+    high: int = strawberry.field(description="Highest allowed score.")
+
+
 @strawberry.type(description="The judge's scores of one agent.")
 class SeatScore:
     overall: float = strawberry.field(description="The overall score.")
     dimensions: list[DimensionScore] = strawberry.field(description="Each dimension's score.")
+    ranges: list[DimensionRange] = strawberry.field(
+        description="Each dimension's range: the episode's dimension list's, or Sotopia's seven's."
+    )
 
 
 @strawberry.type(description="A human seat's secret, shown once: send it as `seatToken`.")
@@ -176,7 +186,10 @@ class Perspective:
         if reward is None:
             return None
         overall, detail = reward
-        return SeatScore(overall=overall, dimensions=dimension_scores(detail))
+        ranges = [
+            DimensionRange(dimension=k, low=lo, high=hi) for k, (lo, hi) in self.view.ranges.items()
+        ]
+        return SeatScore(overall=overall, dimensions=dimension_scores(detail), ranges=ranges)
 
     @strawberry.field(description="Set while the episode waits for this seat.")
     def your_turn(self) -> YourTurn | None:

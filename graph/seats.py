@@ -5,17 +5,17 @@ from collections.abc import Awaitable, Callable
 
 import strawberry
 
-from graph.context import Info
-from graph.enums import ActionType
-from graph.episode_types import Episode
-from graph.payloads import SimulationPayload, user_errors
-from graph.seat_types import EnvironmentMessage, Perspective, SeatToken
-from graph.types import UserError
-from lifecycle.seats import holds_seat
-from resolvers import perspective
-from resolvers.errors import UserError as Refusal
-from resolvers.records import get_or_none
-from storage.models import EpisodeLog
+from parley.core.errors import UserError as Refusal
+from parley.graph.context import Info
+from parley.graph.enums import ActionType
+from parley.graph.episode_types import Episode
+from parley.graph.payloads import SimulationPayload, user_errors
+from parley.graph.seat_types import EnvironmentMessage, Perspective, SeatToken
+from parley.graph.types import UserError
+from parley.lifecycle.seats import holds_seat
+from parley.resolvers import perspective
+from parley.storage.models import EpisodeLog
+from parley.storage.records import get_or_none
 
 
 @strawberry.input(description="A person's turn for the seat they hold.")

@@ -17,11 +17,11 @@ from strawberry.http.websocket_origin import (
     normalize_origin,
 )
 
-from graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, unavailable_message
-from graph.seat_access import SEAT_SCHEME
-from graph.settings import split
-from lifecycle.seats import SeatHolder
-from resolvers.limits import has_utf8_form
+from parley.core.limits import has_utf8_form
+from parley.graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, unavailable_message
+from parley.graph.seat_access import SEAT_SCHEME
+from parley.graph.settings import split
+from parley.lifecycle.seats import SeatHolder
 
 SeatLookup = Callable[[str], Awaitable[SeatHolder | None]]
 """The seat a seat token is the token of (lifecycle/seats.py `Seats.holder`), or None."""

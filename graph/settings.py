@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from lifecycle.settings import RunSettings
+from parley.lifecycle.settings import RunSettings
 
 
 class Settings(RunSettings):

@@ -11,18 +11,18 @@ from typing import Annotated
 import redis.asyncio as redis
 import strawberry
 
-from graph.context import Info
-from graph.episode_types import EpisodeEvent
-from graph.errors import UserInputError
-from graph.experiments import ExperimentSubscription
-from lifecycle.follow import UnknownEpisode, everything, follow, follow_tag, statuses_only
-from lifecycle.seats import holds_seat
-from lifecycle.transitions import EpisodeEvent as Event
-from lifecycle.transitions import log_position
-from resolvers.agents import agent_names
-from resolvers.perspective import sees_injection, sees_turn
-from resolvers.records import get_or_none, storable
-from storage.models import EpisodeLog
+from parley.graph.context import Info
+from parley.graph.episode_types import EpisodeEvent
+from parley.graph.errors import UserInputError
+from parley.graph.experiments import ExperimentSubscription
+from parley.lifecycle.follow import UnknownEpisode, everything, follow, follow_tag, statuses_only
+from parley.lifecycle.seats import holds_seat
+from parley.lifecycle.transitions import EpisodeEvent as Event
+from parley.lifecycle.transitions import log_position
+from parley.resolvers.agents import agent_names
+from parley.resolvers.perspective import sees_injection, sees_turn
+from parley.storage.models import EpisodeLog
+from parley.storage.records import get_or_none, storable
 
 SEQUENCE = re.compile("[0-9]{1,18}")
 """An event's sequence number, as a cursor: digits 0-9 only (`int` takes others too)."""

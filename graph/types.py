@@ -2,19 +2,19 @@
 
 import strawberry
 
-from graph.context import Info
-from graph.enums import ErrorCode, RelationshipType
-from graph.fields import reads
-from graph.game_types import ScenarioGame, scenario_game_type
-from graph.listed import Listed
-from graph.projection import Reads
-from resolvers import games, relationships
-from resolvers.agents import AGENT
-from resolvers.dimensions import dimensions_of
-from resolvers.names import agent_name
-from resolvers.relationships import RELATIONSHIP
-from resolvers.scenarios import SCENARIO
-from storage import models
+from parley.graph.context import Info
+from parley.graph.enums import ErrorCode, RelationshipType
+from parley.graph.fields import reads
+from parley.graph.game_types import ScenarioGame, scenario_game_type
+from parley.graph.listed import Listed
+from parley.graph.projection import Reads
+from parley.resolvers import games, relationships
+from parley.resolvers.agents import AGENT
+from parley.resolvers.dimensions import dimensions_of
+from parley.resolvers.names import agent_name
+from parley.resolvers.relationships import RELATIONSHIP
+from parley.resolvers.scenarios import SCENARIO
+from parley.storage import models
 
 
 @strawberry.type(description="An expected failure: which input field, what is wrong, a code.")

@@ -2,9 +2,9 @@
 
 import strawberry
 
-from graph.enums import EpisodeStatus
-from resolvers import usage
-from storage import models
+from parley.graph.enums import EpisodeStatus
+from parley.resolvers import usage
+from parley.storage import models
 
 BIG = "A Float: sums over many episodes can pass GraphQL's 32-bit Int."
 

@@ -9,7 +9,7 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from graph.ide import ASSETS as GRAPHIQL_ASSETS
+from parley.graph.ide import ASSETS as GRAPHIQL_ASSETS
 
 APP = Path(__file__).resolve().parent / "static" / "app"
 APP_PATH = "/app"

@@ -20,16 +20,16 @@ import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError
 from redis.commands.core import AsyncScript
 
-from engine.episode import TurnControl
-from engine.types import Injection
-from lifecycle import logs
-from lifecycle.transitions import EpisodeStore, Fenced, TransitionResult
-from resolvers.agents import agent_names
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from resolvers.limits import RecordId, RequiredText
-from resolvers.records import get_or_none, storable
-from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus, StoredInjection
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import RecordId, RequiredText
+from parley.engine.episode import TurnControl
+from parley.engine.types import Injection
+from parley.lifecycle import logs
+from parley.lifecycle.transitions import EpisodeStore, Fenced, TransitionResult
+from parley.resolvers.agents import agent_names
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, EpisodeStatus, StoredInjection
+from parley.storage.records import get_or_none, storable
 
 log = logging.getLogger(__name__)
 Status = EpisodeStatus

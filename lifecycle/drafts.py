@@ -18,18 +18,18 @@ import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from ulid import ULID
 
-from engine.drafting import DraftSpec, WorldDraft, draft_world
-from engine.errors import LLMError
-from engine.llm import LLMRouter, ModelCatalog
-from engine.models import LOCAL_MODEL
-from lifecycle.jobs import JobQueue
-from resolvers.drafts import SAVE_SCENARIOS, Prompt, checked_cast, draft_check
-from resolvers.errors import ErrorCode, UserError, camel, from_validation
-from resolvers.limits import LIST_MAX, RecordId, ShortText
-from resolvers.plausible import name_problems
-from resolvers.records import storable
-from storage import keys
-from storage.models import RelationshipType
+from parley.core.errors import ErrorCode, UserError, camel, from_validation
+from parley.core.limits import LIST_MAX, RecordId, ShortText
+from parley.engine.drafting import DraftSpec, WorldDraft, draft_world
+from parley.engine.errors import LLMError
+from parley.engine.llm import LLMRouter, ModelCatalog
+from parley.engine.models import LOCAL_MODEL
+from parley.lifecycle.jobs import JobQueue
+from parley.resolvers.drafts import SAVE_SCENARIOS, Prompt, checked_cast, draft_check
+from parley.resolvers.plausible import name_problems
+from parley.storage import keys
+from parley.storage.models import RelationshipType
+from parley.storage.records import storable
 
 log = logging.getLogger(__name__)
 PART = 5

@@ -12,12 +12,12 @@ import time
 from collections.abc import AsyncGenerator
 from functools import partial
 
-from lifecycle.experiments import Progress, Tally, get_experiment, tally
-from lifecycle.follow import patiently
-from lifecycle.services import Services
-from lifecycle.transitions import NOT_JUDGED, EpisodeEvent, EventKind
-from storage import keys
-from storage.models import EpisodeStatus, Experiment
+from parley.lifecycle.experiments import Progress, Tally, get_experiment, tally
+from parley.lifecycle.follow import patiently
+from parley.lifecycle.services import Services
+from parley.lifecycle.transitions import NOT_JUDGED, EpisodeEvent, EventKind
+from parley.storage import keys
+from parley.storage.models import EpisodeStatus, Experiment
 
 BURST = 0.05
 """Seconds to let further events arrive before sending the progress again."""

@@ -15,19 +15,19 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from ulid import ULID
 
-from lifecycle import failpoints
-from lifecycle import start as simulations
-from lifecycle.services import Services
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
-from resolvers.experiment_design import plan
-from resolvers.keyset import SortOrder, newest_first
-from resolvers.limits import Name, ShortText
-from resolvers.pagination import Page, fetch_page
-from resolvers.records import storable
-from storage import keys
-from storage.experiments import ExperimentStore
-from storage.models import UNFINISHED, EpisodeStatus, Experiment, ExperimentSlot
-from storage.tracking import TrackedDocuments
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from parley.core.limits import Name, ShortText
+from parley.lifecycle import failpoints
+from parley.lifecycle import start as simulations
+from parley.lifecycle.services import Services
+from parley.resolvers.experiment_design import plan
+from parley.resolvers.keyset import SortOrder, newest_first
+from parley.resolvers.pagination import Page, fetch_page
+from parley.storage import keys
+from parley.storage.experiments import ExperimentStore
+from parley.storage.models import UNFINISHED, EpisodeStatus, Experiment, ExperimentSlot
+from parley.storage.records import storable
+from parley.storage.tracking import TrackedDocuments
 
 RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
 """Statuses whose slot a new start fills again."""

@@ -23,8 +23,8 @@ from functools import partial
 
 import redis.asyncio as redis
 
-from engine.backoff import Backoff
-from lifecycle.transitions import (
+from parley.core.backoff import Backoff
+from parley.lifecycle.transitions import (
     EpisodeEvent,
     EventKind,
     EventsLog,
@@ -34,11 +34,11 @@ from lifecycle.transitions import (
     snapshot_event,
     stored_events,
 )
-from resolvers.episodes import list_episodes
-from resolvers.records import get_or_none
-from storage import keys
-from storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
-from storage.outages import is_outage
+from parley.resolvers.episodes import list_episodes
+from parley.storage import keys
+from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
+from parley.storage.outages import is_outage
+from parley.storage.records import get_or_none
 
 log = logging.getLogger(__name__)
 RECONNECT = Backoff(base=0.1, cap=5.0)

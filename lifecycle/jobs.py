@@ -13,7 +13,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from storage import keys
+from parley.storage import keys
 
 log = logging.getLogger(__name__)
 

@@ -20,27 +20,38 @@ import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from ulid import ULID
 
-from engine.errors import EpisodeFailed, UnknownModelError
-from engine.judge import evaluate
-from engine.llm import LLMRouter, ModelCatalog
-from engine.stats import GenerationStats
-from engine.types import Transcript
-from lifecycle.jobs import JobQueue, crash_reason
-from resolvers.dimensions import dimensions_of, get_dimension_list, index_dimensions, names_problem
-from resolvers.episode_setup import SetupError, load_setup
-from resolvers.errors import BadArgument, ErrorCode, UserError, from_validation, searchable_tag
-from resolvers.limits import RecordId, ShortText
-from resolvers.records import get_or_none, storable
-from resolvers.rejudging import evaluation_record, rejudging_fields
-from resolvers.results import WHOLE, aggregate_rows, tag_query
-from resolvers.transcript import episode_turns
-from storage import keys
-from storage.models import (
+from parley.core.errors import (
+    BadArgument,
+    ErrorCode,
+    UserError,
+    from_validation,
+    searchable_tag,
+)
+from parley.core.limits import RecordId, ShortText
+from parley.engine.errors import EpisodeFailed, UnknownModelError
+from parley.engine.judge import evaluate
+from parley.engine.llm import LLMRouter, ModelCatalog
+from parley.engine.stats import GenerationStats
+from parley.engine.types import Transcript
+from parley.lifecycle.jobs import JobQueue, crash_reason
+from parley.resolvers.dimensions import (
+    dimensions_of,
+    get_dimension_list,
+    index_dimensions,
+    names_problem,
+)
+from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.resolvers.rejudging import evaluation_record, rejudging_fields
+from parley.resolvers.results import WHOLE, aggregate_rows, tag_query
+from parley.resolvers.transcript import episode_turns
+from parley.storage import keys
+from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,
     Evaluation,
     EvaluationStatus,
 )
+from parley.storage.records import get_or_none, storable
 
 log = logging.getLogger(__name__)
 MAX_EPISODES = 10_000

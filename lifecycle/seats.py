@@ -22,17 +22,17 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError
 
-from engine.render import action_text
-from engine.types import ActionType, AgentAction
-from lifecycle import logs
-from lifecycle.transitions import STATUS_CHANGE_LUA, EpisodeStore
-from resolvers.agents import agent_names
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from resolvers.games import game_move
-from resolvers.limits import LongText, RecordId, has_utf8_form
-from resolvers.records import get_or_none, storable
-from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus, HumanSeat, SeatTimeout
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import LongText, RecordId, has_utf8_form
+from parley.engine.render import action_text
+from parley.engine.types import ActionType, AgentAction
+from parley.lifecycle import logs
+from parley.lifecycle.transitions import STATUS_CHANGE_LUA, EpisodeStore
+from parley.resolvers.agents import agent_names
+from parley.resolvers.games import game_move
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, EpisodeStatus, HumanSeat, SeatTimeout
+from parley.storage.records import get_or_none, storable
 
 log = logging.getLogger(__name__)
 ENV = "Environment"

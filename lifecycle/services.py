@@ -14,16 +14,16 @@ from functools import cached_property
 
 import redis.asyncio as redis
 
-from engine.llm import ModelRegistry
-from lifecycle.control import RunControl
-from lifecycle.follow import EventHub
-from lifecycle.jobs import JobQueue
-from lifecycle.seats import Seats
-from lifecycle.settings import RunSettings
-from lifecycle.transitions import DEFAULT_RETENTION, EpisodeStore, EventsLog
-from storage.models import LISTED
-from storage.runtime import redis_storage
-from storage.tracking import TrackedDocuments
+from parley.engine.llm import ModelRegistry
+from parley.lifecycle.control import RunControl
+from parley.lifecycle.follow import EventHub
+from parley.lifecycle.jobs import JobQueue
+from parley.lifecycle.seats import Seats
+from parley.lifecycle.settings import RunSettings
+from parley.lifecycle.transitions import DEFAULT_RETENTION, EpisodeStore, EventsLog
+from parley.storage.models import LISTED
+from parley.storage.runtime import redis_storage
+from parley.storage.tracking import TrackedDocuments
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from lifecycle.logs import LogFormat
-from storage.durability import Fsync
+from parley.lifecycle.logs import LogFormat
+from parley.storage.durability import Fsync
 
 
 def default_data_dir() -> Path:

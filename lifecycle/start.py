@@ -13,22 +13,21 @@ import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from ulid import ULID
 
-from engine.errors import UnknownModelError
-from engine.llm import ModelCatalog
-from engine.models import DEFAULT_MODEL
-from engine.types import TurnOrder
-from lifecycle import failpoints, logs
-from lifecycle.seats import new_token, seat_keys, token_hash
-from lifecycle.services import Services
-from lifecycle.transitions import initial_history
-from resolvers.agents import agent_names
-from resolvers.dimensions import list_problem
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from resolvers.limits import RecordId, ShortText
-from resolvers.names import same_names
-from resolvers.records import exist, get_or_none, storable
-from storage import keys
-from storage.models import (
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import RecordId, ShortText
+from parley.engine.errors import UnknownModelError
+from parley.engine.llm import ModelCatalog
+from parley.engine.models import DEFAULT_MODEL
+from parley.engine.types import TurnOrder
+from parley.lifecycle import failpoints, logs
+from parley.lifecycle.seats import new_token, seat_keys, token_hash
+from parley.lifecycle.services import Services
+from parley.lifecycle.transitions import initial_history
+from parley.resolvers.agents import agent_names
+from parley.resolvers.dimensions import list_problem
+from parley.resolvers.names import same_names
+from parley.storage import keys
+from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimensionList,
     EnvironmentProfile,
@@ -39,6 +38,7 @@ from storage.models import (
     Redelivery,
     SeatTimeout,
 )
+from parley.storage.records import exist, get_or_none, storable
 
 log = logging.getLogger(__name__)
 MAX_AGENTS = 10

@@ -22,8 +22,8 @@ from typing import Any, Literal
 import redis.asyncio as redis
 from pydantic import BaseModel, ConfigDict
 
-from storage import keys
-from storage.models import (
+from parley.storage import keys
+from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,
     StatusChange,

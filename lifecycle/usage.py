@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.usage import Prices, TokenCount, Usage
-from storage.models import EpisodeLog
+from parley.engine.usage import Prices, TokenCount, Usage
+from parley.storage.models import EpisodeLog
 
 PriceOf = Callable[[str], Prices | None]
 

@@ -24,37 +24,37 @@ from typing import Any, Literal
 
 import redis.asyncio as redis
 
-from engine.backoff import Backoff
-from engine.episode import HistoryMismatch, Played, play
-from engine.errors import EpisodeFailed, EpisodeSuspended
-from engine.limiter import INITIAL
-from engine.stats import GenerationStats
-from engine.types import (
+from parley.core.backoff import Backoff
+from parley.engine.episode import HistoryMismatch, Played, play
+from parley.engine.errors import EpisodeFailed, EpisodeSuspended
+from parley.engine.limiter import INITIAL
+from parley.engine.stats import GenerationStats
+from parley.engine.types import (
     EpisodeSetup,
     Suspended,
     Transcript,
     TurnEvent,
 )
-from engine.usage import Usage, merged
-from lifecycle import logs
-from lifecycle.control import StoredControl
-from lifecycle.drafts import Drafter
-from lifecycle.jobs import Job, crash_reason
-from lifecycle.rejudge import Rejudger
-from lifecycle.services import Services, open_services
-from lifecycle.settings import RunSettings
-from lifecycle.transitions import NOT_JUDGED, Fenced, TransitionResult
-from lifecycle.usage import stored_usage, usage_fields
-from resolvers.episode_setup import SetupError, load_setup
-from resolvers.records import get_or_none
-from storage.models import (
+from parley.engine.usage import Usage, merged
+from parley.lifecycle import logs
+from parley.lifecycle.control import StoredControl
+from parley.lifecycle.drafts import Drafter
+from parley.lifecycle.jobs import Job, crash_reason
+from parley.lifecycle.rejudge import Rejudger
+from parley.lifecycle.services import Services, open_services
+from parley.lifecycle.settings import RunSettings
+from parley.lifecycle.transitions import NOT_JUDGED, Fenced, TransitionResult
+from parley.lifecycle.usage import stored_usage, usage_fields
+from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,
     Redelivery,
     StoredTurn,
     Waiting,
 )
-from storage.outages import is_outage
+from parley.storage.outages import is_outage
+from parley.storage.records import get_or_none
 
 log = logging.getLogger(__name__)
 Status = EpisodeStatus

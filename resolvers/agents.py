@@ -6,18 +6,18 @@ from typing import Any
 import redis.asyncio as redis
 from pydantic import ValidationError
 
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
-from resolvers.fields import Exposed, WithId, WriteModel
-from resolvers.keyset import SortOrder, by_id
-from resolvers.limits import Age, LongText, Name, ShortText, Tags
-from resolvers.names import agent_name
-from resolvers.pagination import Page, fetch_hits
-from resolvers.records import get_or_none, insert, storable, update_fields
-from resolvers.relationships import queue_deletions, relationships_of
-from resolvers.search import Hit
-from storage import keys
-from storage.models import AgentProfile
-from storage.tracking import TrackedDocuments
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from parley.core.limits import Age, LongText, Name, ShortText, Tags
+from parley.resolvers.fields import Exposed, WithId, WriteModel
+from parley.resolvers.keyset import SortOrder, by_id
+from parley.resolvers.names import agent_name
+from parley.resolvers.pagination import Page, fetch_hits
+from parley.resolvers.relationships import queue_deletions, relationships_of
+from parley.resolvers.search import Hit
+from parley.storage import keys
+from parley.storage.models import AgentProfile
+from parley.storage.records import get_or_none, insert, storable, update_fields
+from parley.storage.tracking import TrackedDocuments
 
 AGENT = Exposed(
     AgentProfile,

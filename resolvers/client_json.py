@@ -5,7 +5,7 @@ import json
 import re
 from typing import Any
 
-from resolvers.limits import has_utf8_form
+from parley.core.limits import has_utf8_form
 
 MAX_DEPTH = 64
 """Levels of arrays and objects one JSON document may nest (README, "Limits")."""

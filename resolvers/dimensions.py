@@ -6,12 +6,12 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
-from engine.types import OVERALL_SCORE
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from resolvers.limits import LIST_MAX, LongText, Name, RecordId, has_utf8_form
-from resolvers.records import exist, get_or_none, insert
-from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
-from storage.results_index import OVERALL, ResultsIndex
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import LIST_MAX, LongText, Name, RecordId, has_utf8_form
+from parley.engine.types import OVERALL_SCORE
+from parley.storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
+from parley.storage.records import exist, get_or_none, insert
+from parley.storage.results_index import OVERALL, ResultsIndex
 
 ScoreBound = Annotated[int, Field(ge=-1000, le=1000)]
 RESERVED = (OVERALL, OVERALL_SCORE)

@@ -14,27 +14,27 @@ import redis.asyncio as redis
 from aredis_om.model.encoders import jsonable_encoder
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from engine.drafting import DraftSpec, WorldDraft, draft_world
-from engine.errors import LLMError, UnknownModelError
-from engine.llm import LLMRouter, ModelCatalog
-from engine.models import LOCAL_MODEL
-from engine.stats import GenerationStats
-from resolvers.agents import NewAgent, get_agents
-from resolvers.errors import ErrorCode, UserError, camel, plain_problems
-from resolvers.fields import WriteModel
-from resolvers.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
-from resolvers.names import agent_name
-from resolvers.plausible import (
+from parley.core.errors import ErrorCode, UserError, camel, plain_problems
+from parley.core.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
+from parley.engine.drafting import DraftSpec, WorldDraft, draft_world
+from parley.engine.errors import LLMError, UnknownModelError
+from parley.engine.llm import LLMRouter, ModelCatalog
+from parley.engine.models import LOCAL_MODEL
+from parley.engine.stats import GenerationStats
+from parley.resolvers.agents import NewAgent, get_agents
+from parley.resolvers.fields import WriteModel
+from parley.resolvers.names import agent_name
+from parley.resolvers.plausible import (
     Problem,
     agent_problems,
     relationship_problems,
     scenario_problems,
 )
-from resolvers.relationships import RELATIONSHIP
-from resolvers.scenarios import NewScenario
-from storage import keys
-from storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
-from storage.models import RelationshipType as Level
+from parley.resolvers.relationships import RELATIONSHIP
+from parley.resolvers.scenarios import NewScenario
+from parley.storage import keys
+from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
+from parley.storage.models import RelationshipType as Level
 
 Prompt = Annotated[str, Field(min_length=1, max_length=TEXT_MAX)]
 WORLD_AGENTS = 6

@@ -3,7 +3,8 @@
 from aredis_om import NotFoundError
 from pydantic import ValidationError
 
-from engine.types import (
+from parley.core.wording import summary
+from parley.engine.types import (
     SOTOPIA_DIMENSIONS,
     AgentSpec,
     DimensionSpec,
@@ -11,9 +12,8 @@ from engine.types import (
     RelationshipSpec,
     ScenarioSpec,
 )
-from engine.wording import summary
-from resolvers.dimensions import names_problem
-from storage.models import (
+from parley.resolvers.dimensions import names_problem
+from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,

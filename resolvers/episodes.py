@@ -3,13 +3,13 @@
 from collections.abc import Collection
 from typing import Any
 
-from resolvers.errors import searchable_tag
-from resolvers.keyset import SortOrder, newest_first
-from resolvers.pagination import Page, fetch_hits, fetch_page
-from resolvers.records import get_or_none
-from resolvers.search import Hit
-from storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
-from storage.tracking import TrackedDocuments
+from parley.core.errors import searchable_tag
+from parley.resolvers.keyset import SortOrder, newest_first
+from parley.resolvers.pagination import Page, fetch_hits, fetch_page
+from parley.resolvers.search import Hit
+from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
+from parley.storage.records import get_or_none
+from parley.storage.tracking import TrackedDocuments
 
 EPISODES = newest_first("episodes")
 

@@ -19,15 +19,14 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from engine.errors import UnknownModelError
-from engine.llm import ModelCatalog
-from engine.models import DEFAULT_MODEL
-from engine.types import TurnOrder
-from resolvers.errors import ErrorCode, UserError, from_validation, searchable_tag
-from resolvers.limits import RecordId, ShortText
-from resolvers.names import agent_name, same_names
-from resolvers.records import exist
-from storage.models import (
+from parley.core.errors import ErrorCode, UserError, from_validation, searchable_tag
+from parley.core.limits import RecordId, ShortText
+from parley.engine.errors import UnknownModelError
+from parley.engine.llm import ModelCatalog
+from parley.engine.models import DEFAULT_MODEL
+from parley.engine.types import TurnOrder
+from parley.resolvers.names import agent_name, same_names
+from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimensionList,
     EnvironmentProfile,
@@ -36,6 +35,7 @@ from storage.models import (
     RelationshipProfile,
     RelationshipType,
 )
+from parley.storage.records import exist
 
 MAX_SLOTS = 10_000
 """Most episodes one experiment expands into."""

@@ -17,14 +17,13 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from resolvers import sotopia_format as fmt
-from resolvers.episodes import episode_query
-from resolvers.errors import BadArgument, searchable_tag
-from resolvers.pagination import searchable
-from resolvers.records import storable
-from storage.experiments import ExperimentStore
-from storage.keys import index_name
-from storage.models import (
+from parley.core.errors import BadArgument, searchable_tag
+from parley.resolvers import sotopia_format as fmt
+from parley.resolvers.episodes import episode_query
+from parley.resolvers.pagination import searchable
+from parley.storage.experiments import ExperimentStore
+from parley.storage.keys import index_name
+from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,
@@ -35,6 +34,7 @@ from storage.models import (
     Record,
     RelationshipProfile,
 )
+from parley.storage.records import storable
 
 BATCH = 500
 CACHED_PROFILES = 4096

@@ -13,14 +13,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
-from resolvers.limits import RecordId
+from parley.core.limits import RecordId
 
 
 @dataclass(frozen=True)
 class Exposed:
     record: type[BaseModel]
     limits: Mapping[str, Any]
-    """Field name -> the annotated type its writes are validated with (resolvers/limits.py)."""
+    """Field name -> the annotated type its writes are validated with (core/limits.py)."""
     must_give: frozenset[str] = frozenset()
     """Fields a new record needs although the stored record has a default for them."""
 

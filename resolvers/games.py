@@ -6,13 +6,13 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from engine.games import GameError, GameRules, GameState, game_problems, game_rules, replay
-from engine.types import ActionType, AgentAction, EpisodeSetup
-from resolvers.errors import ErrorCode, UserError, camel
-from resolvers.limits import TEXT_MAX
-from resolvers.records import get_or_none
-from resolvers.transcript import episode_turns
-from storage.models import EnvironmentProfile, EpisodeLog
+from parley.core.errors import ErrorCode, UserError, camel
+from parley.core.limits import TEXT_MAX
+from parley.engine.games import GameError, GameRules, GameState, game_problems, game_rules, replay
+from parley.engine.types import ActionType, AgentAction, EpisodeSetup
+from parley.resolvers.transcript import episode_turns
+from parley.storage.models import EnvironmentProfile, EpisodeLog
+from parley.storage.records import get_or_none
 
 _NAMED_KEYS = frozenset({"teams", "roles"})
 """Rule keys whose own keys are names (of teams, roles), kept as they are in error paths."""

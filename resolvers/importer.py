@@ -16,22 +16,21 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from engine.wording import summary
-from resolvers import client_json
-from resolvers import sotopia_format as fmt
-from resolvers.agents import AGENT, NewAgent
-from resolvers.dimensions import NewDimensionList, create_dimension_list
-from resolvers.experiment_design import MAX_SLOTS, Design
-from resolvers.games import game_errors
-from resolvers.limits import PATTERNS, Name, RecordId, ShortText
-from resolvers.records import exist
-from resolvers.rejudging import evaluation_record, rejudging_fields
-from resolvers.relationships import RELATIONSHIP, NewRelationship, write_relationship
-from resolvers.scenarios import SCENARIO, NewScenario
-from storage import keys
-from storage.dump import ulid_time
-from storage.experiments import ExperimentStore
-from storage.models import (
+from parley.core.limits import PATTERNS, Name, RecordId, ShortText
+from parley.core.wording import summary
+from parley.resolvers import client_json
+from parley.resolvers import sotopia_format as fmt
+from parley.resolvers.agents import AGENT, NewAgent
+from parley.resolvers.dimensions import NewDimensionList, create_dimension_list
+from parley.resolvers.experiment_design import MAX_SLOTS, Design
+from parley.resolvers.games import game_errors
+from parley.resolvers.rejudging import evaluation_record, rejudging_fields
+from parley.resolvers.relationships import RELATIONSHIP, NewRelationship, write_relationship
+from parley.resolvers.scenarios import SCENARIO, NewScenario
+from parley.storage import keys
+from parley.storage.dump import ulid_time
+from parley.storage.experiments import ExperimentStore
+from parley.storage.models import (
     TERMINAL,
     AgentProfile,
     CustomEvaluationDimensionList,
@@ -43,7 +42,8 @@ from storage.models import (
     Record,
     RelationshipProfile,
 )
-from storage.results_index import ResultsIndex
+from parley.storage.records import exist
+from parley.storage.results_index import ResultsIndex
 
 MAX_LISTED = 1000
 """Invalid lines listed with their reasons in one report; the rest are only counted."""

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from resolvers.errors import BadArgument
-from resolvers.limits import has_utf8_form
+from parley.core.errors import BadArgument
+from parley.core.limits import has_utf8_form
 
 type Value = str | int | float | None
 type Position = tuple[Value, ...]

@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from storage.models import AgentProfile
+from parley.storage.models import AgentProfile
 
 
 def agent_name(agent: AgentProfile) -> str:

@@ -4,11 +4,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from resolvers.errors import BadArgument
-from resolvers.keyset import Keyset, Position, SortKey, SortOrder
-from resolvers.limits import has_utf8_form
-from resolvers.search import Hit, search
-from storage.tracking import TrackedDocuments
+from parley.core.errors import BadArgument
+from parley.core.limits import has_utf8_form
+from parley.resolvers.keyset import Keyset, Position, SortKey, SortOrder
+from parley.resolvers.search import Hit, search
+from parley.storage.tracking import TrackedDocuments
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.prompts import agent_background
-from engine.render import action_text, agent_viewer, own_bio, partner_profile, render_tagged
-from engine.types import ACTION_TYPES, ActionType, EpisodeSetup, RelationshipType, Turn
-from resolvers.episode_setup import SetupError, load_setup
-from resolvers.errors import ErrorCode, UserError
-from resolvers.games import action_types
-from resolvers.transcript import episode_turns
-from storage.models import EpisodeLog, EpisodeStatus, StoredInjection, StoredTurn, Waiting
+from parley.core.errors import ErrorCode, UserError
+from parley.engine.prompts import agent_background
+from parley.engine.render import action_text, agent_viewer, own_bio, partner_profile, render_tagged
+from parley.engine.types import ACTION_TYPES, ActionType, EpisodeSetup, RelationshipType, Turn
+from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.resolvers.games import action_types
+from parley.resolvers.transcript import episode_turns
+from parley.storage.models import EpisodeLog, EpisodeStatus, StoredInjection, StoredTurn, Waiting
 
 
 def sees_turn(turn: Turn, seat: int, name: str) -> bool:
@@ -74,6 +74,8 @@ class View:
     your_turn: YourTurn | None
     reward: tuple[float, dict[str, float]] | None = None
     """The agent's own scores, once the episode is COMPLETED."""
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Each dimension the episode is judged on, by name: its lowest and highest score."""
 
 
 def your_turn(
@@ -133,6 +135,7 @@ def view(episode: EpisodeLog, setup: EpisodeSetup, seat: int) -> View:
         seen=sorted([*turns, *told], key=lambda s: s.sequence),
         your_turn=your_turn(episode.waiting, seat, action_types(episode, setup, seat)),
         reward=own_reward(episode, seat),
+        ranges={d.name: (d.range_low, d.range_high) for d in setup.dimensions},
     )
 
 

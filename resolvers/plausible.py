@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from engine.types import MBTI_TYPES
-from resolvers.names import same_names
+from parley.engine.types import MBTI_TYPES
+from parley.resolvers.names import same_names
 
 Problem = tuple[list[str], str]
 """Where in a draft (snake_case path) and what is wrong."""
@@ -19,11 +19,19 @@ GOAL_WORDS = 2
 
 
 def is_prose(text: str, words: int) -> bool:
-    """Whether `text` says something in words: at least `words` of them, and more letters than
-    digits (a date, a time or a list of numbers is not prose)."""
+    """Whether `text` says something in words: at least `words` of them apart, and more letters
+    than digits (a date, a time, a list of numbers or an identifier such as "agent_role_goals"
+    is not prose)."""
     letters = sum(ch.isalpha() for ch in text)
     digits = sum(ch.isdigit() for ch in text)
-    return len(WORD.findall(text)) >= words and letters > digits
+    apart = sum(WORD.search(token) is not None for token in text.split())
+    return apart >= words and letters > digits
+
+
+def is_name(text: str) -> bool:
+    """Whether `text` reads as a person's name: letters, and no digit or "_" (a placeholder
+    such as "agent1" is not a name)."""
+    return any(ch.isalpha() for ch in text) and not any(ch.isdigit() or ch == "_" for ch in text)
 
 
 def _text(value: Any) -> str | None:
@@ -32,8 +40,8 @@ def _text(value: Any) -> str | None:
 
 
 def agent_problems(agents: Sequence[dict[str, Any]]) -> list[Problem]:
-    """Each agent's MBTI one of the sixteen types, names with letters, and no two agents of
-    one name."""
+    """Each agent's MBTI one of the sixteen types, names `is_name`, and no two agents of one
+    name."""
     problems: list[Problem] = []
     for i, agent in enumerate(agents):
         at = ["agents", str(i)]
@@ -44,7 +52,7 @@ def agent_problems(agents: Sequence[dict[str, Any]]) -> list[Problem]:
             )
         parts = [_text(agent.get(key)) for key in ("first_name", "last_name")]
         for key, part in zip(("first_name", "last_name"), parts, strict=True):
-            if part is not None and not any(ch.isalpha() for ch in part):
+            if part is not None and not is_name(part):
                 problems.append(([*at, key], "a name is written in letters"))
     return problems + name_problems(agents)
 

@@ -5,10 +5,10 @@ from typing import Any
 import redis.asyncio as redis
 from redis.typing import EncodableT, FieldT
 
-from resolvers.errors import BadArgument
-from resolvers.records import storable
-from storage import keys
-from storage.models import Evaluation
+from parley.core.errors import BadArgument
+from parley.storage import keys
+from parley.storage.models import Evaluation
+from parley.storage.records import storable
 
 
 async def check_exists(client: redis.Redis, rejudging_id: str | None) -> None:

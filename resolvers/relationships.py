@@ -7,7 +7,7 @@ from typing import Any, Literal
 import redis.asyncio as redis
 from pydantic import ValidationError, model_validator
 
-from resolvers.errors import (
+from parley.core.errors import (
     BadArgument,
     ErrorCode,
     UserError,
@@ -15,16 +15,16 @@ from resolvers.errors import (
     not_found,
     searchable_tag,
 )
-from resolvers.fields import Exposed, WithId, WriteModel
-from resolvers.keyset import SortOrder, by_id
-from resolvers.limits import LongText, RecordId, ShortText
-from resolvers.names import agent_name
-from resolvers.pagination import Page, fetch_hits
-from resolvers.records import get_or_none, update_fields
-from resolvers.search import Hit, search_all
-from storage import keys
-from storage.models import AgentProfile, RelationshipProfile, RelationshipType
-from storage.tracking import TrackedDocuments
+from parley.core.limits import LongText, RecordId, ShortText
+from parley.resolvers.fields import Exposed, WithId, WriteModel
+from parley.resolvers.keyset import SortOrder, by_id
+from parley.resolvers.names import agent_name
+from parley.resolvers.pagination import Page, fetch_hits
+from parley.resolvers.search import Hit, search_all
+from parley.storage import keys
+from parley.storage.models import AgentProfile, RelationshipProfile, RelationshipType
+from parley.storage.records import get_or_none, update_fields
+from parley.storage.tracking import TrackedDocuments
 
 RELATIONSHIP = Exposed(
     RelationshipProfile,

@@ -20,13 +20,13 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from resolvers.dimensions import dimensions_of, get_dimension_list
-from resolvers.errors import BadArgument, searchable_tag
-from resolvers.statistics import Moments, Paired, Summary, paired, summarize
-from storage import keys
-from storage.connection import TAG_SPECIALS
-from storage.models import EpisodeStatus
-from storage.results_index import OVERALL, SEATS, STANDARD, score_field
+from parley.core.errors import BadArgument, searchable_tag
+from parley.resolvers.dimensions import dimensions_of, get_dimension_list
+from parley.resolvers.statistics import Moments, Paired, Summary, paired, summarize
+from parley.storage import keys
+from parley.storage.connection import TAG_SPECIALS
+from parley.storage.models import EpisodeStatus
+from parley.storage.results_index import OVERALL, SEATS, STANDARD, score_field
 
 MAX_ROWS = 1_000_000
 WHOLE: list[Any] = ["TIMEOUT", 0, "DIALECT", 2]

@@ -6,16 +6,16 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import Field, ValidationError
 
-from resolvers.errors import UserError, from_validation, not_found, searchable_tag
-from resolvers.fields import Exposed, WithId, WriteModel
-from resolvers.games import GameMetadata, game_errors
-from resolvers.keyset import SortOrder, by_id
-from resolvers.limits import LIST_MAX, LongText, RequiredText, ShortText
-from resolvers.pagination import Page, fetch_hits
-from resolvers.records import get_or_none, insert, update_fields
-from resolvers.search import Hit
-from storage.models import EnvironmentProfile, RelationshipType
-from storage.tracking import TrackedDocuments
+from parley.core.errors import UserError, from_validation, not_found, searchable_tag
+from parley.core.limits import LIST_MAX, LongText, RequiredText, ShortText
+from parley.resolvers.fields import Exposed, WithId, WriteModel
+from parley.resolvers.games import GameMetadata, game_errors
+from parley.resolvers.keyset import SortOrder, by_id
+from parley.resolvers.pagination import Page, fetch_hits
+from parley.resolvers.search import Hit
+from parley.storage.models import EnvironmentProfile, RelationshipType
+from parley.storage.records import get_or_none, insert, update_fields
+from parley.storage.tracking import TrackedDocuments
 
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
 

@@ -21,10 +21,10 @@ import redis.asyncio as redis
 from pydantic import BaseModel, create_model
 from redis.asyncio.client import Pipeline
 
-from resolvers.keyset import Keyset, Position, SortKey, SortOrder
-from storage.connection import indexes_ready, missing_index, restore_indexes
-from storage.models import Record
-from storage.tracking import Held, TrackedDocuments
+from parley.resolvers.keyset import Keyset, Position, SortKey, SortOrder
+from parley.storage.connection import indexes_ready, missing_index, restore_indexes
+from parley.storage.models import Record
+from parley.storage.tracking import Held, TrackedDocuments
 
 DIALECT = "3"
 """Every JSON path loaded comes back as a JSON array of its matches, so a string, a number and

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from storage.models import RelationshipType
+from parley.storage.models import RelationshipType
 
 EXTRA = "parley"
 

@@ -11,8 +11,8 @@ import ast
 import re
 from collections.abc import Sequence
 
-from engine.types import ActionType
-from storage.models import EpisodeLog, StoredTurn
+from parley.engine.types import ActionType
+from parley.storage.models import EpisodeLog, StoredTurn
 
 ENVIRONMENT = "Environment"
 _PRIVATE = re.compile(r"^\[private to (\[.*?\])\]\s*")

@@ -4,9 +4,9 @@ index's sortable usage totals (no episode is loaded)."""
 from dataclasses import dataclass
 from typing import Any
 
-from resolvers.errors import searchable_tag
-from resolvers.results import aggregate_rows
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.core.errors import searchable_tag
+from parley.resolvers.results import aggregate_rows
+from parley.storage.models import EpisodeLog, EpisodeStatus
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from aredis_om.model import model as model_module
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from storage import keys
-from storage.models import MODELS
-from storage.results_index import ResultsIndex
+from parley.storage import keys
+from parley.storage.models import MODELS
+from parley.storage.results_index import ResultsIndex
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import redis.asyncio as redis
 from ulid import ULID
 
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.storage.models import EpisodeLog, EpisodeStatus
 
 RDB_MAGIC = b"REDIS"
 DUMPS = "dumps"

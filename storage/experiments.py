@@ -7,8 +7,8 @@ from typing import Any, NamedTuple
 import redis.asyncio as redis
 from pydantic import TypeAdapter
 
-from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus, Experiment, ExperimentSlot
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, EpisodeStatus, Experiment, ExperimentSlot
 
 PLAN = TypeAdapter(list[ExperimentSlot])
 

@@ -12,8 +12,8 @@ from typing import Any
 from aredis_om import Field, JsonModel
 from pydantic import BaseModel, ConfigDict
 
-from engine.types import Injection, RelationshipType, Turn, TurnOrder
-from storage import keys
+from parley.engine.types import Injection, RelationshipType, Turn, TurnOrder
+from parley.storage import keys
 
 __all__ = ["RelationshipType", "TurnOrder"]
 

@@ -4,7 +4,7 @@ import re
 
 import redis.exceptions
 
-from storage.connection import IndexesRebuilding, missing_index
+from parley.storage.connection import IndexesRebuilding, missing_index
 
 OUTAGES = (
     redis.exceptions.ConnectionError,

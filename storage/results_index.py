@@ -21,8 +21,8 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from engine.types import SOTOPIA_DIMENSIONS
-from storage import keys
+from parley.engine.types import SOTOPIA_DIMENSIONS
+from parley.storage import keys
 
 log = logging.getLogger(__name__)
 

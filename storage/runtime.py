@@ -7,10 +7,10 @@ from pathlib import Path
 
 import redis.asyncio as redis
 
-from storage import sample
-from storage.connection import describe, open_client, prepare
-from storage.durability import Fsync
-from storage.embedded import EmbeddedRedis
+from parley.storage import sample
+from parley.storage.connection import describe, open_client, prepare
+from parley.storage.durability import Fsync
+from parley.storage.embedded import EmbeddedRedis
 
 log = logging.getLogger(__name__)
 

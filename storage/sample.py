@@ -6,12 +6,12 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from storage import keys
-from storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
+from parley.storage import keys
+from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
 
 
 def sample_data() -> dict[str, list[dict[str, Any]]]:
-    text = files("storage").joinpath("sample_data.json").read_text(encoding="utf-8")
+    text = files("parley.storage").joinpath("sample_data.json").read_text(encoding="utf-8")
     data: dict[str, list[dict[str, Any]]] = json.loads(text)
     return data
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from engine.backoff import Backoff
+from parley.core.backoff import Backoff
 
 log = logging.getLogger(__name__)
 

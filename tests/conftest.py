@@ -9,10 +9,10 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from lifecycle.transitions import EpisodeStore
-from storage.connection import open_client, prepare
-from storage.embedded import EmbeddedRedis
-from storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
+from parley.lifecycle.transitions import EpisodeStore
+from parley.storage.connection import open_client, prepare
+from parley.storage.embedded import EmbeddedRedis
+from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from tests.support.database import snapshot
 from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient, serve

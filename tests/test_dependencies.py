@@ -65,16 +65,18 @@ def imported_modules(package: Path) -> set[str]:
 def undeclared_imports(root: Path) -> dict[str, set[str]]:
     """Imported top-level module -> its providing distributions, for those a plain install lacks."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    shipped: list[str] = project["tool"]["setuptools"]["packages"]
-    first_party = {name.split(".")[0] for name in shipped}
+    folders: dict[str, str] = project["tool"]["setuptools"]["package-dir"]
+    first_party = {name.split(".")[0] for name in folders}
+    assert first_party == {"parley"}, first_party
     closure = runtime_closure(project["project"]["dependencies"])
     providers = {
         module: {normalised(d) for d in dists}
         for module, dists in metadata.packages_distributions().items()
     }
     missing: dict[str, set[str]] = {}
-    for name in sorted(first_party):
-        for module in imported_modules(root / name):
+    for folder in sorted(folders.values()):
+        assert (root / folder).is_dir(), folder
+        for module in imported_modules(root / folder):
             if module in first_party or module in sys.stdlib_module_names or module == "__future__":
                 continue
             dists = providers.get(module, set())
@@ -98,7 +100,7 @@ def test_an_extra_only_import_is_caught(tmp_path: Path) -> None:
         (root / "pyproject.toml").read_text(encoding="utf-8"), encoding="utf-8"
     )
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    for name in project["tool"]["setuptools"]["packages"]:
-        (tmp_path / name.replace(".", "/")).mkdir(parents=True, exist_ok=True)
+    for folder in project["tool"]["setuptools"]["package-dir"].values():
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
     (tmp_path / "engine" / "client.py").write_text("def f():\n    import httpx\n")
     assert "httpx" in undeclared_imports(tmp_path)

@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from resolvers.client_json import MAX_DEPTH
+from parley.resolvers.client_json import MAX_DEPTH
 from tests.support.server import LEGACY_WS, close_code, init, receive, send, socket
 
 MODELS = "{ models { name } }"

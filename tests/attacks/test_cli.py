@@ -14,7 +14,7 @@ from pathlib import Path
 
 import redis.asyncio as redis
 
-from storage.embedded import EmbeddedRedis
+from parley.storage.embedded import EmbeddedRedis
 from tests.support.processes import ApiProcess, embedded_env
 
 
@@ -42,7 +42,7 @@ async def test_redis_url_finds_the_redis_of_an_opened_dump(tmp_path: Path) -> No
     try:
         found = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "graph.cli", "redis-url", "--data-dir", str(data)],
+            [sys.executable, "-m", "parley.graph.cli", "redis-url", "--data-dir", str(data)],
             env=env,
             capture_output=True,
             text=True,

@@ -18,12 +18,19 @@ import pytest
 import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
-from storage import keys
-from storage.connection import IndexesRebuilding, open_client
-from storage.embedded import EmbeddedRedis
-from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, Record
-from storage.outages import is_outage
-from storage.results_index import FIELD_LIMIT, MAX_DIMENSIONS, SEATS, STANDARD, TAGS, ResultsIndex
+from parley.storage import keys
+from parley.storage.connection import IndexesRebuilding, open_client
+from parley.storage.embedded import EmbeddedRedis
+from parley.storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, Record
+from parley.storage.outages import is_outage
+from parley.storage.results_index import (
+    FIELD_LIMIT,
+    MAX_DIMENSIONS,
+    SEATS,
+    STANDARD,
+    TAGS,
+    ResultsIndex,
+)
 from tests.support.fake_llm import FakeLLM
 from tests.support.processes import Process, api_process, parley_env, worker_process
 from tests.support.server import GraphQLClient

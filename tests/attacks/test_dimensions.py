@@ -21,7 +21,11 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, EpisodeLog
+from parley.storage.models import (
+    CustomEvaluationDimension,
+    CustomEvaluationDimensionList,
+    EpisodeLog,
+)
 from tests.support.fake_llm import FakeLLM
 from tests.support.read_world import parley_episode
 from tests.support.server import GraphQLClient

@@ -17,8 +17,8 @@ import httpx
 from redis import Redis as SyncRedis
 from redis.exceptions import ConnectionError as RedisDown
 
-from storage.connection import open_client
-from storage.embedded import EmbeddedRedis, free_port
+from parley.storage.connection import open_client
+from parley.storage.embedded import EmbeddedRedis, free_port
 from tests.support.fake_llm import FakeLLM
 from tests.support.processes import ApiProcess, embedded_env, worker_process
 from tests.support.server import GraphQLClient
@@ -199,7 +199,7 @@ async def test_a_worker_beside_serve_uses_its_embedded_redis(
                     pass
         found_url = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "graph.cli", "redis-url", "--data-dir", str(data)],
+            [sys.executable, "-m", "parley.graph.cli", "redis-url", "--data-dir", str(data)],
             env=env,
             capture_output=True,
             text=True,

@@ -23,8 +23,8 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from resolvers import agents
-from storage.embedded import free_port
+from parley.resolvers import agents
+from parley.storage.embedded import free_port
 from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis

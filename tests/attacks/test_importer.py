@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from resolvers.client_json import MAX_DEPTH
+from parley.resolvers.client_json import MAX_DEPTH
 from tests.support import sotopia_records as sotopia
 
 JSON_LINES = {"content-type": "application/x-ndjson"}

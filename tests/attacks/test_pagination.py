@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from storage.models import (
+from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,

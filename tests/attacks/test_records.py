@@ -1,4 +1,4 @@
-"""resolvers/records.py: an update through Parley must not undo what another writer wrote
+"""storage/records.py: an update through Parley must not undo what another writer wrote
 meanwhile to a field the update does not name.
 
 updateAgent, updateScenario and updateRelationship read the record (JSON.GET), apply the
@@ -17,7 +17,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
+from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
 from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 

@@ -17,10 +17,14 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from resolvers.limits import LIST_MAX
-from storage import keys
-from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList, EpisodeLog
-from storage.results_index import FIELD_LIMIT, MAX_DIMENSIONS, score_field
+from parley.core.limits import LIST_MAX
+from parley.storage import keys
+from parley.storage.models import (
+    CustomEvaluationDimension,
+    CustomEvaluationDimensionList,
+    EpisodeLog,
+)
+from parley.storage.results_index import FIELD_LIMIT, MAX_DIMENSIONS, score_field
 from tests.support import sotopia_records as sotopia
 from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient

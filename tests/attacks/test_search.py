@@ -13,7 +13,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from storage.models import (
+from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,

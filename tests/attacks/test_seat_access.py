@@ -18,10 +18,10 @@ from graphql import GraphQLInputObjectType, GraphQLNonNull, OperationType, parse
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from graph.app import SUBSCRIPTIONS_OVER_WEBSOCKETS
-from graph.schema import build_schema
-from graph.seat_access import NAME_THE_OPERATION, REFUSED, SEAT_FIELDS
-from storage.models import AgentProfile
+from parley.graph.app import SUBSCRIPTIONS_OVER_WEBSOCKETS
+from parley.graph.schema import build_schema
+from parley.graph.seat_access import NAME_THE_OPERATION, REFUSED, SEAT_FIELDS
+from parley.storage.models import AgentProfile
 from tests.support.fake_llm import FakeLLM
 from tests.support.operations import Path, RootField, document, root_fields
 from tests.support.people import START_WITH_SEATS

@@ -15,12 +15,12 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from lifecycle.seats import Seats
-from lifecycle.transitions import EpisodeStore
-from resolvers.importer import import_lines
-from resolvers.sotopia_format import episode_line
-from storage import keys
-from storage.models import EpisodeLog
+from parley.lifecycle.seats import Seats
+from parley.lifecycle.transitions import EpisodeStore
+from parley.resolvers.importer import import_lines
+from parley.resolvers.sotopia_format import episode_line
+from parley.storage import keys
+from parley.storage.models import EpisodeLog
 from tests.support.fake_llm import FakeLLM
 from tests.support.people import START_WITH_SEATS
 from tests.support.server import (

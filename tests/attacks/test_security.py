@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from graph.security import (
+from parley.graph.security import (
     INCOMPLETE_HANDSHAKE,
     LOOPBACK_HOSTS,
     RefusedHandshakeLog,

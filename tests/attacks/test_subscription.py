@@ -12,7 +12,7 @@ import uuid
 import pytest
 import redis.asyncio as redis
 
-from storage import keys
+from parley.storage import keys
 from tests.support.server import init, queued_episode, receive, send, socket
 
 UPDATES = "subscription($after: String) { episodeUpdates(after: $after) { kind cursor } }"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from storage.models import EpisodeLog
-from storage.tracking import TrackedDocuments
+from parley.storage.models import EpisodeLog
+from parley.storage.tracking import TrackedDocuments
 
 PATHS = [["$"], ["$.reasoning"], ["$.pk", "$.reasoning", "$.tag"]]
 """Whole documents, one path, several paths: each way a list reads what it holds."""

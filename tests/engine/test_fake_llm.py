@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from storage.embedded import free_port
+from parley.storage.embedded import free_port
 from tests.support.fake_llm import FakeLLM, RateLimit, fake_llm_process
 
 CLIENT = """

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from engine.games import GameError, GameState, game_rules
-from engine.types import ActionType, AgentAction
+from parley.engine.games import GameError, GameState, game_rules
+from parley.engine.types import ActionType, AgentAction
 
 NAMES = ["Ann A", "Ben B", "Cy C", "Dee D"]
 

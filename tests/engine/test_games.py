@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from engine.episode import simulate
-from engine.errors import EpisodeFailed
-from engine.llm import ModelRegistry
-from engine.types import EpisodeSetup, Transcript
-from resolvers.perspective import view
-from storage.models import EpisodeLog, StoredTurn
+from parley.engine.episode import simulate
+from parley.engine.errors import EpisodeFailed
+from parley.engine.llm import ModelRegistry
+from parley.engine.types import EpisodeSetup, Transcript
+from parley.resolvers.perspective import view
+from parley.storage.models import EpisodeLog, StoredTurn
 from tests.support.fake_llm import FakeLLM, RecordedRequest
 from tests.support.games import (
     LOCATION,

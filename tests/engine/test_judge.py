@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from engine.episode import play, simulate
-from engine.episode_log import episode_log_parts
-from engine.errors import EpisodeFailed, JudgeFailed
-from engine.judge import evaluate
-from engine.llm import ModelRegistry
-from engine.prompts import evaluation_schema
-from engine.types import SOTOPIA_DIMENSIONS, DimensionSpec
+from parley.engine.episode import play, simulate
+from parley.engine.episode_log import episode_log_parts
+from parley.engine.errors import EpisodeFailed, JudgeFailed
+from parley.engine.judge import evaluate
+from parley.engine.llm import ModelRegistry
+from parley.engine.prompts import evaluation_schema
+from parley.engine.types import SOTOPIA_DIMENSIONS, DimensionSpec
 from tests.support.factories import ALICE, make_setup
 from tests.support.fake_llm import FakeLLM, Rule
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.limiter import INITIAL, AdaptiveLimit
-from engine.llm import ChatRequest, ModelRegistry, RetryPolicy
-from engine.stats import GenerationStats
+from parley.engine.limiter import INITIAL, AdaptiveLimit
+from parley.engine.llm import ChatRequest, ModelRegistry, RetryPolicy
+from parley.engine.stats import GenerationStats
 from tests.support.fake_llm import FakeLLM, RateLimit, Rule
 
 HELLO = ChatRequest(messages=[{"role": "user", "content": "hi"}])

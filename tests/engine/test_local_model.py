@@ -10,13 +10,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from engine.episode import play, simulate
-from engine.episode_log import episode_log_parts
-from engine.judge import evaluate
-from engine.llm import ModelRegistry, RetryPolicy
-from engine.local_model import SLOTS
-from engine.models import LOCAL_MODEL
-from engine.types import SOTOPIA_DIMENSIONS
+from parley.engine.episode import play, simulate
+from parley.engine.episode_log import episode_log_parts
+from parley.engine.judge import evaluate
+from parley.engine.llm import ModelRegistry, RetryPolicy
+from parley.engine.local_model import SLOTS
+from parley.engine.models import LOCAL_MODEL
+from parley.engine.types import SOTOPIA_DIMENSIONS
 from tests.support.factories import make_setup
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.episode import simulate
-from engine.errors import EpisodeFailed, UnknownModelError
-from engine.llm import ModelRegistry
-from engine.models import local_model_info
+from parley.engine.episode import simulate
+from parley.engine.errors import EpisodeFailed, UnknownModelError
+from parley.engine.llm import ModelRegistry
+from parley.engine.models import local_model_info
 from tests.support.factories import make_setup
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.parsing import (
+from parley.engine.parsing import (
     InvalidOutput,
     extract_json,
     parse_action,
@@ -12,7 +12,7 @@ from engine.parsing import (
     parse_text_action,
     well_formed,
 )
-from engine.types import ACTION_TYPES, DimensionSpec
+from parley.engine.types import ACTION_TYPES, DimensionSpec
 
 TYPES = list(ACTION_TYPES)
 DIM = DimensionSpec(name="secret", description="d", range_low=-10, range_high=0)
@@ -77,3 +77,21 @@ def test_parse_dimension_score() -> None:
         parse_dimension_score('{"reasoning": "ok", "score": 4}', DIM)
     with pytest.raises(InvalidOutput, match="integer"):
         parse_dimension_score('{"score": -2.5}', DIM)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"action_type": "dance", "argument": "x", "to": []}',
+        '{"action_type": "speak", "argument": "", "to": []}',
+    ],
+)
+def test_an_invalid_action_is_explained_in_the_words_the_model_writes(answer: str) -> None:
+    """The reason goes to the model on the re-ask and, if that fails too, into the episode's
+    error on its page: it names action types as an answer spells them ("speak",
+    "non-verbal communication"), never as Python shows its enum members."""
+    with pytest.raises(InvalidOutput) as raised:
+        parse_action(answer, TYPES, "Alice Smith", ["Bob Jones"])
+    message = str(raised.value)
+    assert "ActionType" not in message and "<" not in message, message
+    assert "speak" in message, message

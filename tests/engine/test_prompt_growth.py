@@ -12,9 +12,9 @@ import json
 import re
 from typing import Any
 
-from engine.episode import play
-from engine.llm import ModelRegistry
-from engine.types import TurnOrder
+from parley.engine.episode import play
+from parley.engine.llm import ModelRegistry
+from parley.engine.types import TurnOrder
 from tests.support.factories import ALICE, BOB, CAROL, make_setup
 from tests.support.fake_llm import FakeLLM, RecordedRequest, Rule
 

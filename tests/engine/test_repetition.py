@@ -6,9 +6,9 @@ import itertools
 import json
 from pathlib import Path
 
-from engine.episode import simulate
-from engine.errors import EpisodeFailed
-from engine.llm import ModelRegistry
+from parley.engine.episode import simulate
+from parley.engine.errors import EpisodeFailed
+from parley.engine.llm import ModelRegistry
 from tests.engine.conftest import FAST_RETRY
 from tests.support.factories import ALICE, BOB, make_setup
 from tests.support.fake_llm import FakeLLM, Rule
@@ -134,3 +134,20 @@ async def test_small_model_prompt_is_append_only(
         assert later.startswith(shared)
     assert prompts[-1].count(f'{BOB.name}: "') == 2
     assert all(body["dry_multiplier"] == 0.8 for body in alice)
+
+
+async def test_a_repeat_whose_reask_fails_at_the_endpoint_keeps_the_repeated_line(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    """The re-ask after a repeat yields nothing usable when every try of it fails at the
+    endpoint (HTTP 500 here, a timeout alike): the repeated line was usable and is kept, so the
+    episode goes on rather than failing for the repeat."""
+    fake_llm.add_rule(
+        Rule(kind="action", contains=["you said exactly that before"], status=500, times=None),
+        Rule.action(ALICE.name, "speak", "Lend me the money.", times=2),
+    )
+    setup = make_setup(fake_llm.model_name(), max_turns=4)
+    transcript = await simulate(setup, registry)
+    alice = [r.argument for r in transcript.actions if r.agent_name == ALICE.name]
+    assert alice == ["Lend me the money.", "Lend me the money."]
+    assert transcript.turns == 4

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.episode import HistoryMismatch, simulate
-from engine.llm import ModelRegistry
-from engine.types import TurnEvent, TurnOrder
+from parley.engine.episode import HistoryMismatch, simulate
+from parley.engine.llm import ModelRegistry
+from parley.engine.types import TurnEvent, TurnOrder
 from tests.support.factories import ALICE, BOB, CAROL, make_setup
 from tests.support.fake_llm import FakeLLM
 

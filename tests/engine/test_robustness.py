@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from engine.episode import simulate
-from engine.errors import EpisodeFailed
-from engine.llm import ModelRegistry
+from parley.engine.episode import simulate
+from parley.engine.errors import EpisodeFailed
+from parley.engine.llm import ModelRegistry
 from tests.support.factories import make_setup
 from tests.support.fake_llm import FakeLLM, Rule
 

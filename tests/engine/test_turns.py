@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from engine.episode import simulate
-from engine.llm import ModelRegistry
-from engine.types import TurnEvent
+from parley.engine.episode import simulate
+from parley.engine.llm import ModelRegistry
+from parley.engine.types import TurnEvent
 from tests.support.factories import ALICE, BOB, CAROL, make_setup
 from tests.support.fake_llm import FakeLLM, Rule
 

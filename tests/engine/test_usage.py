@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.episode import play
-from engine.errors import UnknownModelError
-from engine.llm import ModelRegistry
-from engine.usage import Prices, TokenCount, counted, estimate_prompt, estimate_text
+from parley.engine.episode import play
+from parley.engine.errors import UnknownModelError
+from parley.engine.llm import ModelRegistry
+from parley.engine.usage import Prices, TokenCount, counted, estimate_prompt, estimate_text
 from tests.support.factories import make_setup
 from tests.support.fake_llm import FakeLLM, RecordedRequest, Rule
 

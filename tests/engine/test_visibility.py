@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.episode import simulate
-from engine.llm import ModelRegistry
-from engine.prompts import agent_background, agent_context
-from engine.render import agent_viewer, render_tagged
-from engine.types import ACTION_TYPES, RelationshipSpec
+from parley.engine.episode import simulate
+from parley.engine.llm import ModelRegistry
+from parley.engine.prompts import agent_background, agent_context
+from parley.engine.render import agent_viewer, render_tagged
+from parley.engine.types import ACTION_TYPES, RelationshipSpec
 from tests.support.factories import ALICE, BOB, make_setup
 from tests.support.fake_llm import FakeLLM
 

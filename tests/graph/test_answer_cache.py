@@ -10,16 +10,16 @@ import pytest
 import redis.asyncio as redis
 import strawberry
 
-from engine.llm import ModelRegistry
-from graph.answer_cache import AnswerCache
-from graph.context import Context
-from graph.encoding import Encoded
-from graph.schema import build_schema
-from lifecycle.follow import EventHub
-from lifecycle.jobs import JobQueue
-from lifecycle.services import Services
-from lifecycle.transitions import EpisodeStore, EventsLog
-from storage.models import EpisodeLog
+from parley.engine.llm import ModelRegistry
+from parley.graph.answer_cache import AnswerCache
+from parley.graph.context import Context
+from parley.graph.encoding import Encoded
+from parley.graph.schema import build_schema
+from parley.lifecycle.follow import EventHub
+from parley.lifecycle.jobs import JobQueue
+from parley.lifecycle.services import Services
+from parley.lifecycle.transitions import EpisodeStore, EventsLog
+from parley.storage.models import EpisodeLog
 from tests.support.read_world import write_world
 
 WORLD = "cache"

@@ -174,7 +174,7 @@ async def test_an_open_api_says_so_at_start_up(
     redis_url: str, tmp_path_factory: pytest.TempPathFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     warning = "no PARLEY_TOKENS set"
-    with caplog.at_level(logging.WARNING, logger="graph.app"):
+    with caplog.at_level(logging.WARNING, logger="parley.graph.app"):
         async with serve(redis_url, tmp_path_factory.mktemp("open"), tokens=""):
             pass
         assert any(warning in r.getMessage() for r in caplog.records)

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from storage.models import AgentProfile, EnvironmentProfile, Experiment, Record, RelationshipProfile
+from parley.storage.models import (
+    AgentProfile,
+    EnvironmentProfile,
+    Experiment,
+    Record,
+    RelationshipProfile,
+)
 from tests.support.experiments import Worlds, sampled_design
 from tests.support.fake_llm import FakeLLM
 from tests.support.read_world import parley_episode

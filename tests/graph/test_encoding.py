@@ -9,8 +9,8 @@ import redis.asyncio as redis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graph.encoding import Encoded, encode
-from storage.models import EpisodeLog
+from parley.graph.encoding import Encoded, encode
+from parley.storage.models import EpisodeLog
 from tests.support.read_world import write_world
 
 WORLD = "encode"

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from resolvers import sotopia_format as fmt
+from parley.resolvers import sotopia_format as fmt
 from tests.support import sotopia_records as sotopia
 from tests.support.server import GraphQLClient, serve
 

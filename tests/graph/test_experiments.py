@@ -13,9 +13,9 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from engine.models import LOCAL_MODEL
-from storage import keys
-from storage.models import (
+from parley.engine.models import LOCAL_MODEL
+from parley.storage import keys
+from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,
@@ -404,7 +404,7 @@ async def test_subscription_to_an_unknown_experiment_is_an_error(api_url: str) -
 
 @pytest.mark.parametrize("name", ["design.toml", "design-hosted.toml"])
 async def test_the_example_design_files_are_valid_inputs(gql: GraphQLClient, name: str) -> None:
-    from graph.experiment_cli import read_design
+    from parley.client.experiment import read_design
     from tests.support import repo_root
 
     request = read_design(repo_root() / "examples" / "experiments" / name)
@@ -419,7 +419,7 @@ async def test_the_example_design_files_are_valid_inputs(gql: GraphQLClient, nam
 
 def test_the_example_design_runs_offline_on_the_embedded_model() -> None:
     """The shipped example needs no key: every model it names is the embedded one."""
-    from graph.experiment_cli import read_design
+    from parley.client.experiment import read_design
     from tests.support import repo_root
 
     design = read_design(repo_root() / "examples" / "experiments" / "design.toml")["design"]

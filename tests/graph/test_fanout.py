@@ -15,14 +15,14 @@ import websockets
 from starlette.applications import Starlette
 from websockets.asyncio.client import ClientConnection
 
-from graph.context import Context
-from graph.errors import client_errors
-from graph.fanout import Fanout, Subscribe, next_prefix
-from graph.schema import Limits, build_schema, validation_rules
-from graph.subscription import event_content, shared_event
-from lifecycle.services import Services
-from lifecycle.transitions import EpisodeStore
-from storage.models import EpisodeStatus
+from parley.graph.context import Context
+from parley.graph.errors import client_errors
+from parley.graph.fanout import Fanout, Subscribe, next_prefix
+from parley.graph.schema import Limits, build_schema, validation_rules
+from parley.graph.subscription import event_content, shared_event
+from parley.lifecycle.services import Services
+from parley.lifecycle.transitions import EpisodeStore
+from parley.storage.models import EpisodeStatus
 from tests.support.episodes import queued
 from tests.support.processes import api_process, parley_env
 from tests.support.server import TRANSPORT_WS, init, send, serve_app, socket, ws_url
@@ -207,7 +207,7 @@ async def test_a_slow_subscriber_overflows_resyncs_from_storage_and_misses_nothi
     """Its hub queue overflows while its socket blocks (here: a `send` that waits), as before:
     it re-reads the stored events and gets every one, once, in order, while the subscriber
     beside it in the same group is served at once."""
-    from engine.llm import ModelRegistry
+    from parley.engine.llm import ModelRegistry
 
     services = Services.over(redis_client, ModelRegistry(None, tmp_path))
     services.hub.queue_size = 4
@@ -341,7 +341,7 @@ def test_what_the_content_key_leaves_out_is_shown_by_no_field() -> None:
     """graph/subscription.py's `event_content` ignores an event's `tag` and `log_id` (they
     differ between a live event and its re-read copy); a field showing either would make
     streams share a payload they must not."""
-    from graph.episode_types import EpisodeEvent
+    from parley.graph.episode_types import EpisodeEvent
 
     definition = EpisodeEvent.__strawberry_definition__  # type: ignore[attr-defined]
     shown = {field.python_name for field in definition.fields}

@@ -7,8 +7,8 @@ import pytest
 import strawberry
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from graph.fields import creates, reads, updates
-from resolvers.fields import Exposed, WithId, WriteModel
+from parley.graph.fields import creates, reads, updates
+from parley.resolvers.fields import Exposed, WithId, WriteModel
 
 Short = Annotated[str, StringConstraints(max_length=5)]
 

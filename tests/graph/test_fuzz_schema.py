@@ -40,10 +40,10 @@ from graphql import (
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from graph.schema import schema
-from resolvers.client_json import MAX_DEPTH
-from resolvers.limits import LIST_MAX
-from storage.keys import relationship_pair
+from parley.core.limits import LIST_MAX
+from parley.graph.schema import schema
+from parley.resolvers.client_json import MAX_DEPTH
+from parley.storage.keys import relationship_pair
 from tests.support.fake_llm import FakeLLM
 from tests.support.fuzzing import (
     AGENTS,

@@ -8,13 +8,13 @@ import pytest
 import redis.asyncio as redis
 from graphql import GraphQLObjectType, build_schema
 
-from graph.episode_types import EPISODE_READS
-from graph.projection import Reads
-from graph.schema import schema
-from graph.types import AGENT_READS, RELATIONSHIP_READS, SCENARIO_READS
-from resolvers.episodes import EPISODES
-from resolvers.keyset import SortOrder
-from storage.models import AgentProfile, EpisodeLog
+from parley.graph.episode_types import EPISODE_READS
+from parley.graph.projection import Reads
+from parley.graph.schema import schema
+from parley.graph.types import AGENT_READS, RELATIONSHIP_READS, SCENARIO_READS
+from parley.resolvers.episodes import EPISODES
+from parley.resolvers.keyset import SortOrder
+from parley.storage.models import AgentProfile, EpisodeLog
 from tests.support.lists import in_order
 from tests.support.read_world import write_world
 from tests.support.server import GraphQLClient

@@ -1,6 +1,6 @@
 """schema.graphql is generated from the code; this fails when the two drift apart."""
 
-from graph.schema import schema
+from parley.graph.schema import schema
 from tests.support import repo_root
 
 

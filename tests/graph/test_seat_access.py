@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from graph.seat_access import REFUSED
+from parley.graph.seat_access import REFUSED
 from tests.support.fake_llm import FakeLLM
 from tests.support.server import graphql, init, receive, send, serve, socket
 from tests.support.simulation import make_world

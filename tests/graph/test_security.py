@@ -15,7 +15,7 @@ import httpx
 import pytest
 import websockets
 
-from resolvers import agents
+from parley.resolvers import agents
 from tests.support.server import init, receive, send, serve, socket
 
 LISTED_ORIGIN = "https://parley.example"
@@ -272,7 +272,7 @@ async def test_a_crash_in_a_subscription_is_masked(
     api_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The resolver's generator raises before its first event."""
-    monkeypatch.setattr("lifecycle.follow.get_or_none", crash)
+    monkeypatch.setattr("parley.lifecycle.follow.get_or_none", crash)
     async with socket(api_url) as ws:
         await init(ws)
         query = 'subscription { episodeStatus(id: "e1") { kind } }'

@@ -15,10 +15,10 @@ import httpx
 import pytest
 from playwright.async_api import Browser, expect
 
-from graph.webapp import CONTENT_SECURITY_POLICY
-from resolvers.importer import import_lines
-from storage import sample
-from storage.models import EpisodeLog
+from parley.graph.webapp import CONTENT_SECURITY_POLICY
+from parley.resolvers.importer import import_lines
+from parley.storage import sample
+from parley.storage.models import EpisodeLog
 from tests.support.browser import PHONE, WAIT_MS, AppPage, browser_for_tests
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.games import EXAMPLES, Script, game_lines
@@ -779,4 +779,20 @@ async def test_an_episode_outside_a_game_has_no_game_panel(
             await completed(tab)
         await expect(tab.page.locator("section.game")).to_be_hidden()
         await expect(tab.page.locator(".phase-tag")).to_have_count(0)
+        assert await tab.clean() == []
+
+
+async def test_a_relationship_form_sent_with_no_agent_picked_says_to_pick_one(
+    browser: Browser, service: Service
+) -> None:
+    """Both agents left at "choose…": each was answered with the rule for typed ids ("an id is
+    1 to 100 letters, digits, '_', '-' or '.'"), about something the person never typed."""
+    async with AppPage.open(browser, service.url, "#/relationships/new") as tab:
+        page = tab.page
+        await expect(page.get_by_label("First agent")).to_be_visible()
+        await page.get_by_role("button", name="Create").click()
+        errors = page.locator(".field-error")
+        await expect(errors).to_have_count(2)
+        for said in await errors.all_inner_texts():
+            assert "an id is" not in said and "letters, digits" not in said, said
         assert await tab.clean() == []

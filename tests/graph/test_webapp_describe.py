@@ -10,8 +10,8 @@ import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from engine.models import LOCAL_MODEL
-from storage.models import AgentProfile, EnvironmentProfile, EpisodeLog
+from parley.engine.models import LOCAL_MODEL
+from parley.storage.models import AgentProfile, EnvironmentProfile, EpisodeLog
 from tests.graph import test_webapp as webapp
 from tests.graph.test_webapp import MODEL, Service, cancel, completed, snap
 from tests.support.browser import AppPage

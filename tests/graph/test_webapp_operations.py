@@ -18,8 +18,8 @@ from graphql import (
 )
 from graphql.language import Visitor, visit
 
-from graph.schema import Limits, validation_rules
-from graph.webapp import APP
+from parley.graph.schema import Limits, validation_rules
+from parley.graph.webapp import APP
 from tests.support import repo_root
 
 OPERATIONS = APP / "operations.graphql"
@@ -112,7 +112,7 @@ def test_every_file_of_the_app_is_package_data() -> None:
     import tomllib
 
     project = tomllib.loads((repo_root() / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = project["tool"]["setuptools"]["package-data"]["graph.static"]
+    patterns = project["tool"]["setuptools"]["package-data"]["parley.graph.static"]
     static = APP.parent
     files = [p.relative_to(static) for p in APP.rglob("*") if p.is_file()]
     assert files and all(any(Path(f).match(p) for p in patterns) for f in files), files

@@ -20,8 +20,8 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 from ulid import ULID
 
-from resolvers.importer import import_lines
-from storage.models import EpisodeLog, EpisodeStatus, StatusChange
+from parley.resolvers.importer import import_lines
+from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange
 from tests.graph import test_webapp
 from tests.graph.test_webapp import CREATE_EXPERIMENT, MODEL, OTHER_MODEL, Service, unique
 from tests.support.browser import DESKTOP, PHONE, WAIT_MS, AppPage
@@ -486,3 +486,169 @@ async def test_a_seat_link_to_a_missing_episode_says_so(
         await expect(page.get_by_label("Seat token")).to_be_visible()
         assert [status for status, _ in tab.failed] == [401]  # the seat view, refused once
         assert await tab.clean() == []
+
+
+CUSTOM_DIMENSIONS = {
+    "courtesy": (0, 100),
+    "persuasiveness_of_the_arguments_made_during_the_negotiation": (-100, 100),
+}
+"""A custom list's dimensions: ranges other than Sotopia's, one name longer than a phone."""
+CREATE_LIST = """
+mutation($input: CreateEvaluationDimensionListInput!) {
+  createEvaluationDimensionList(input: $input) {
+    evaluationDimensionList { id } userErrors { message }
+  }
+}"""
+UNREACHABLE = "custom/fake@http://127.0.0.1:1/v1"
+"""An endpoint nothing listens on: every turn of its agents fails at once."""
+COMPACT = json.dumps(
+    {"action_type": "whisper_to_everyone_in_the_room", "argument": "psst", "to": []},
+    separators=(",", ":"),
+)
+"""An answer as models often write JSON, without spaces, of an action type that does not exist."""
+
+
+@dataclass
+class OddWorld:
+    custom: str
+    """An experiment of two models judged on CUSTOM_DIMENSIONS."""
+    all_failed: str
+    """An experiment whose one episode failed."""
+    compact: str
+    """An episode failed for an answer written as COMPACT, quoted in its reason."""
+
+
+async def finished(url: str, experiment: str) -> dict[str, Any]:
+    for _ in range(600):
+        progress: dict[str, Any] = (await post(url, PROGRESS, {"id": experiment}))["experiment"][
+            "progress"
+        ]
+        if progress["finished"]:
+            return progress
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"experiment {experiment} never finished: {progress}")
+
+
+@pytest.fixture(scope="module")
+async def odd_world(service: Service, fake_llm_server: FakeLLM, redis_client: Any) -> OddWorld:
+    """What research runs produce beside the sample's: custom dimensions, a model nobody
+    answers for, a model writing compact JSON."""
+    fake_llm_server.reset()
+    tag = unique("odd")
+    dimensions = [
+        {"name": name, "description": f"How much {name}", "rangeLow": low, "rangeHigh": high}
+        for name, (low, high) in CUSTOM_DIMENSIONS.items()
+    ]
+    listed = await post(
+        service.url, CREATE_LIST, {"input": {"name": tag, "dimensions": dimensions}}
+    )
+    dimension_list = listed["createEvaluationDimensionList"]["evaluationDimensionList"]["id"]
+    found = await post(service.url, WORLD, {})
+    agents = [found["agents"]["nodes"][0]["id"], found["others"]["nodes"][0]["id"]]
+    scenario = found["scenarios"]["nodes"][0]["id"]
+    base = {
+        "scenarios": {"codename": "used_van_sale"},
+        "agents": {"pairs": [agents]},
+        "maxTurns": 2,
+        "judgeModel": MODEL,
+    }
+    designs = {
+        "custom": {
+            **base,
+            "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
+            "evaluationDimensionListId": dimension_list,
+        },
+        "all_failed": {**base, "models": {"seats": [[UNREACHABLE, UNREACHABLE]]}},
+    }
+    experiments = {}
+    with service.worker("odd-worker"):
+        for name, design in designs.items():
+            created = await post(
+                service.url,
+                CREATE_EXPERIMENT,
+                {"input": {"name": f"{tag}-{name}", "tag": f"{tag}-{name}", "design": design}},
+            )
+            experiments[name] = created["createExperiment"]["experiment"]["id"]
+            await post(service.url, START_EXPERIMENT, {"id": experiments[name]})
+            await finished(service.url, experiments[name])
+        fake_llm_server.add_rule(Rule(kind="action", content=COMPACT, times=None))
+        compact = await start(
+            service.url, start_input(scenario, agents, MODEL, maxTurns=2, tag=tag)
+        )
+        await wait_for(service.url, compact, lambda e: e["status"] == "FAILED")
+    fake_llm_server.reset()
+    return OddWorld(experiments["custom"], experiments["all_failed"], compact)
+
+
+async def test_a_chart_of_custom_dimensions_draws_each_on_the_range_of_its_list(
+    browser: Browser, service: Service, odd_world: OddWorld
+) -> None:
+    """The experiment chart knew only Sotopia's ranges: a custom dimension of 0..100 whose
+    mean is 50 was drawn on 0..50, its dot at the right end, and one of -100..100 whose mean
+    is 0 on 0..1, its dot at the left end. The episode page reads the list's ranges; the chart
+    must too ("each dimension on its own range")."""
+    route = f"#/experiments/{odd_world.custom}"
+    for viewport in WIDTHS.values():
+        async with AppPage.open(browser, service.url, route, viewport) as tab:
+            await expect(tab.page.locator("figure.interval-chart g.dimension-row")).to_have_count(
+                1 + len(CUSTOM_DIMENSIONS)
+            )
+            rows = {row["dimension"]: row for row in await tab.page.evaluate(ROWS)}
+        for name, (low, high) in CUSTOM_DIMENSIONS.items():
+            row = rows[name]
+            assert (row["low"]["text"], row["high"]["text"]) == (str(low), str(high)), row
+            span = row["axis"]["x2"] - row["axis"]["x1"]
+            for dot in row["dots"]:
+                share = (dot["mean"] - low) / (high - low)
+                assert dot["x"] == pytest.approx(row["axis"]["x1"] + share * span, abs=0.5), row
+
+
+async def test_a_long_dimension_name_stays_on_its_row_at_both_widths(
+    browser: Browser, service: Service, odd_world: OddWorld
+) -> None:
+    """A dimension's name is one line of SVG text: a long one ran past its row's band, cut off
+    at the chart's edge at 1280 px and past the right edge of the page at 390 px."""
+    route = f"#/experiments/{odd_world.custom}"
+    for width, viewport in WIDTHS.items():
+        async with AppPage.open(browser, service.url, route, viewport) as tab:
+            await expect(tab.page.locator("figure.interval-chart g.dimension-row")).to_have_count(
+                1 + len(CUSTOM_DIMENSIONS)
+            )
+            rows = await tab.page.evaluate(ROWS)
+            found = await tab.page.evaluate(PAGE_FAULTS)
+        for row in rows:
+            label, band = row["label"], row["band"]
+            assert band["x"] <= label["x"] and label["right"] <= band["right"], (width, row)
+        assert found["overflow"] <= 0 and found["past"] == [], (width, found)
+
+
+async def test_an_experiment_with_nothing_scored_draws_no_empty_chart(
+    browser: Browser, service: Service, odd_world: OddWorld
+) -> None:
+    """Every episode failed: the page drew the chart's caption ("Each model's mean per
+    dimension ...") and legend above an empty picture (an SVG 0 high), where a person looks
+    for the scores and finds a blank."""
+    route = f"#/experiments/{odd_world.all_failed}"
+    for viewport in WIDTHS.values():
+        async with AppPage.open(browser, service.url, route, viewport) as tab:
+            page = tab.page
+            await expect(page.locator("main")).to_contain_text("1 episode: 1 failed")
+            await page.wait_for_load_state("networkidle")
+            charts = await page.locator("figure.interval-chart").count()
+            rows = await page.locator("figure.interval-chart g.dimension-row").count()
+        assert charts == 0 or rows > 0, "a chart with nothing in it"
+
+
+async def test_a_failure_that_quotes_a_compact_answer_stays_within_the_page(
+    browser: Browser, service: Service, odd_world: OddWorld
+) -> None:
+    """The reason an episode failed quotes the model's answer, which models often write as
+    JSON without spaces: the status timeline drew it as one unbroken line, past the right
+    edge at 390 px and at 1280 px alike."""
+    route = f"#/episodes/{odd_world.compact}"
+    for width, viewport in WIDTHS.items():
+        async with AppPage.open(browser, service.url, route, viewport) as tab:
+            await expect(tab.page.locator('h1[data-status="FAILED"]')).to_be_visible()
+            await tab.page.wait_for_load_state("networkidle")
+            found = await tab.page.evaluate(PAGE_FAULTS)
+        assert found["overflow"] <= 0 and found["past"] == [], (width, found)

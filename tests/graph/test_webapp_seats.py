@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from playwright.async_api import Page, WebSocketRoute, expect
 
-from engine.models import LOCAL_MODEL
-from storage.models import EpisodeLog
+from parley.engine.models import LOCAL_MODEL
+from parley.storage.models import EpisodeLog
 from tests.graph import test_webapp
 from tests.graph.test_webapp import MODEL, TURNS, Service, completed, snap, unique
 from tests.support.browser import PHONE, WAIT_MS, AppPage
@@ -30,6 +30,12 @@ mutation($id: ID!) { resumeSimulation(input: {id: $id}) { userErrors { message }
 SEAT_SETUP = """
 query($id: ID!) {
   episode(id: $id) { humanSeats { seat claimed } seatDeadlineSeconds onSeatTimeout standInModel }
+}"""
+CREATE_LIST = """
+mutation($input: CreateEvaluationDimensionListInput!) {
+  createEvaluationDimensionList(input: $input) {
+    evaluationDimensionList { id } userErrors { message }
+  }
 }"""
 ENVIRONMENT = """
 query($id: ID!) {
@@ -503,3 +509,44 @@ async def test_a_person_plays_against_the_embedded_model_to_the_scores(
     assert [t["speaker"] for t in record["turns"]] == ["Tobias Hale", "Marisol Quintero"]
     assert record["turns"][0]["argument"] == "Hello, is the van still for sale?"
     assert len(record["rewards"]) == 2
+
+
+async def test_a_participant_sees_their_own_scores_on_the_ranges_of_the_episodes_list(
+    browser: Any, redis_url: str, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """A tab with a seat token alone drew its agent's scores with Sotopia's ranges whatever
+    the episode's dimension list: a courtesy of 50 on 0..100 was shown full, as "50 (0..50)"
+    (the episode page and a tab with an API token read the list's ranges)."""
+    tag = unique("seat-custom")
+    scenario, agents = await make_world(tag)
+    model = fake_llm.model_name()
+    dimensions = [
+        {"name": "courtesy", "description": "How courteous", "rangeLow": 0, "rangeHigh": 100}
+    ]
+    async with serve(redis_url, tmp_path, tokens="alpha", worker=True) as url:
+        listed = await graphql(
+            url, CREATE_LIST, {"input": {"name": tag, "dimensions": dimensions}}, "alpha"
+        )
+        dimension_list = listed["createEvaluationDimensionList"]["evaluationDimensionList"]["id"]
+        variables = {
+            "input": start_input(
+                scenario,
+                agents,
+                model,
+                tag=tag,
+                humanSeats=[1],
+                maxTurns=2,
+                evaluationDimensionListId=dimension_list,
+            )
+        }
+        started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
+        assert started["userErrors"] == [], started
+        episode_id, token = started["episode"]["id"], started["seatTokens"][0]["token"]
+        async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token={token}") as tab:
+            page = tab.page
+            await play(page, "Hello from the only seat I hold.")
+            await status_is(page, "COMPLETED", 60_000)
+            chart = page.locator("figure.scores.yours")
+            await expect(chart).to_have_count(1)
+            score = chart.locator('g.dimension[data-dimension="courtesy"] .score')
+            await expect(score).to_have_text("50 (0..100)")

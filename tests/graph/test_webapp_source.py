@@ -10,7 +10,7 @@ import tree_sitter_javascript
 from graphql import GraphQLEnumType, GraphQLSchema, OperationDefinitionNode, build_schema, parse
 from tree_sitter import Language, Node, Parser
 
-from graph.webapp import APP
+from parley.graph.webapp import APP
 from tests.support import repo_root
 
 MAX_LINES = 150

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import redis.asyncio as redis
 
-from engine.llm import ModelRegistry
-from lifecycle.follow import EventHub
-from lifecycle.jobs import JobQueue
-from lifecycle.services import Services
-from lifecycle.transitions import EpisodeStore, EventsLog
+from parley.engine.llm import ModelRegistry
+from parley.lifecycle.follow import EventHub
+from parley.lifecycle.jobs import JobQueue
+from parley.lifecycle.services import Services
+from parley.lifecycle.transitions import EpisodeStore, EventsLog
 from tests.engine.conftest import FAST_RETRY
 from tests.support.fake_llm import FakeLLM, Rule
 

@@ -4,11 +4,11 @@ import asyncio
 import uuid
 from typing import Any
 
-from lifecycle.control import RunControl
-from lifecycle.services import Services
-from lifecycle.worker import Worker, WorkerConfig, running_worker
-from resolvers.agents import agent_names
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.lifecycle.control import RunControl
+from parley.lifecycle.services import Services
+from parley.lifecycle.worker import Worker, WorkerConfig, running_worker
+from parley.resolvers.agents import agent_names
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import FakeLLM
 from tests.support.simulation import make_world, queue_episode
 

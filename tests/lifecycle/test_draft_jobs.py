@@ -7,11 +7,11 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from lifecycle import drafts
-from lifecycle.drafts import DraftJobStatus
-from lifecycle.services import Services
-from lifecycle.worker import Worker, WorkerConfig
-from storage import keys
+from parley.lifecycle import drafts
+from parley.lifecycle.drafts import DraftJobStatus
+from parley.lifecycle.services import Services
+from parley.lifecycle.worker import Worker, WorkerConfig
+from parley.storage import keys
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.simulation import make_world
 

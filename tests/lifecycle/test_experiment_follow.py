@@ -1,9 +1,9 @@
 """How an experiment's progress stream takes one status event."""
 
-from lifecycle.experiment_follow import apply
-from lifecycle.experiments import Tally
-from lifecycle.transitions import NOT_JUDGED, EpisodeEvent, EventKind
-from storage.models import EpisodeStatus
+from parley.lifecycle.experiment_follow import apply
+from parley.lifecycle.experiments import Tally
+from parley.lifecycle.transitions import NOT_JUDGED, EpisodeEvent, EventKind
+from parley.storage.models import EpisodeStatus
 
 
 def status(episode_id: str, experiment_id: str | None, tag: str = "") -> EpisodeEvent:

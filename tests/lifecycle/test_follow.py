@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from lifecycle.follow import EventHub, everything, follow, follow_tag
-from lifecycle.transitions import EpisodeEvent, EpisodeStore, EventKind, EventsLog
-from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.lifecycle.follow import EventHub, everything, follow, follow_tag
+from parley.lifecycle.transitions import EpisodeEvent, EpisodeStore, EventKind, EventsLog
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.episodes import queued
 
 Status = EpisodeStatus

@@ -4,14 +4,14 @@ stored turns' phases, each seat's perspective, the game's state, and a resumed g
 import asyncio
 from typing import Any
 
-from lifecycle import start
-from lifecycle.seats import Seats
-from lifecycle.services import Services
-from resolvers.episode_setup import load_setup
-from resolvers.errors import ErrorCode
-from resolvers.importer import import_lines
-from resolvers.perspective import perspective
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.core.errors import ErrorCode
+from parley.lifecycle import start
+from parley.lifecycle.seats import Seats
+from parley.lifecycle.services import Services
+from parley.resolvers.episode_setup import load_setup
+from parley.resolvers.importer import import_lines
+from parley.resolvers.perspective import perspective
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.engine.test_games import spy_caught, villagers_win
 from tests.lifecycle.test_worker import burst, die_holding
 from tests.support.fake_llm import FakeLLM

@@ -11,13 +11,13 @@ import json
 import uuid
 from dataclasses import asdict
 
-from engine.types import RelationshipType
-from lifecycle import start
-from lifecycle.control import RunControl
-from lifecycle.services import Services
-from lifecycle.worker import Worker, WorkerConfig
-from resolvers.perspective import View, perspective
-from storage.models import AgentProfile, EnvironmentProfile, EpisodeLog, RelationshipProfile
+from parley.engine.types import RelationshipType
+from parley.lifecycle import start
+from parley.lifecycle.control import RunControl
+from parley.lifecycle.services import Services
+from parley.lifecycle.worker import Worker, WorkerConfig
+from parley.resolvers.perspective import View, perspective
+from parley.storage.models import AgentProfile, EnvironmentProfile, EpisodeLog, RelationshipProfile
 from tests.support.fake_llm import FakeLLM, Rule
 
 SEATS = 7

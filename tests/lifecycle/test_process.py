@@ -7,12 +7,12 @@ from tests.support import repo_root
 
 PROBE = """
 import sys
-from graph import cli
-from lifecycle import worker
-from storage import sample
+from parley.graph import cli
+from parley.lifecycle import worker
+from parley.storage import sample
 web = {"strawberry", "graphql", "starlette", "uvicorn"}
 print(sorted({name.split(".")[0] for name in sys.modules} & web))
-print(sorted(name for name in sys.modules if name.startswith("graph.")))
+print(sorted(name for name in sys.modules if name.startswith("parley.graph.")))
 """
 
 
@@ -22,4 +22,4 @@ def test_the_worker_command_imports_no_graphql() -> None:
     )
     web, graph_modules = done.stdout.splitlines()
     assert web == "[]", web
-    assert graph_modules == "['graph.cli']", graph_modules
+    assert graph_modules == "['parley.graph.cli']", graph_modules

@@ -7,14 +7,14 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from lifecycle import rejudge, start
-from lifecycle.services import Services
-from lifecycle.worker import Worker, WorkerConfig
-from resolvers.dimensions import create_dimension_list
-from resolvers.errors import ErrorCode
-from resolvers.results import GroupBy, Results, ResultsFilter
-from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
+from parley.core.errors import ErrorCode
+from parley.lifecycle import rejudge, start
+from parley.lifecycle.services import Services
+from parley.lifecycle.worker import Worker, WorkerConfig
+from parley.resolvers.dimensions import create_dimension_list
+from parley.resolvers.results import GroupBy, Results, ResultsFilter
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
 from tests.lifecycle.conftest import SLOW_JUDGE
 from tests.support import sotopia_records
 from tests.support.fake_llm import FakeLLM, Rule

@@ -9,15 +9,15 @@ import time
 import uuid
 from typing import Any
 
-from engine.types import ActionType
-from lifecycle import start
-from lifecycle.control import RunControl
-from lifecycle.seats import Seats
-from lifecycle.services import Services
-from lifecycle.worker import Worker, WorkerConfig
-from resolvers.perspective import perspective
-from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.engine.types import ActionType
+from parley.lifecycle import start
+from parley.lifecycle.control import RunControl
+from parley.lifecycle.seats import Seats
+from parley.lifecycle.services import Services
+from parley.lifecycle.worker import Worker, WorkerConfig
+from parley.resolvers.perspective import perspective
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import FakeLLM
 from tests.support.simulation import make_world
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from storage.keys import JOBS as STREAM
-from storage.models import AgentProfile
+from parley.storage.keys import JOBS as STREAM
+from parley.storage.models import AgentProfile
 from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient
 from tests.support.simulation import EPISODE, START, make_world, start_input

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from lifecycle.transitions import (
+from parley.lifecycle.transitions import (
     EpisodeEvent,
     EpisodeStore,
     EventKind,
@@ -16,8 +16,8 @@ from lifecycle.transitions import (
     initial_history,
     parse_event,
 )
-from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.episodes import queued
 
 Status = EpisodeStatus

@@ -3,9 +3,9 @@
 import json
 from typing import Any
 
-from engine.usage import Prices, TokenCount, Usage
-from lifecycle.usage import usage_fields
-from storage.models import EpisodeLog, ModelUsage
+from parley.engine.usage import Prices, TokenCount, Usage
+from parley.lifecycle.usage import usage_fields
+from parley.storage.models import EpisodeLog, ModelUsage
 
 PRICES = {"a": Prices(prompt=2.0, completion=8.0), "j": Prices(prompt=0.0, completion=1.0)}
 

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from engine.errors import LLMTransportError
-from engine.limiter import INITIAL
-from engine.llm import ModelRegistry
-from lifecycle import start
-from lifecycle import worker as worker_module
-from lifecycle.services import Services
-from lifecycle.transitions import EpisodeStore
-from lifecycle.worker import EPISODE_HEADROOM, Begin, Worker, WorkerConfig, running_worker
-from storage.models import (
+from parley.engine.errors import LLMTransportError
+from parley.engine.limiter import INITIAL
+from parley.engine.llm import ModelRegistry
+from parley.lifecycle import start
+from parley.lifecycle import worker as worker_module
+from parley.lifecycle.services import Services
+from parley.lifecycle.transitions import EpisodeStore
+from parley.lifecycle.worker import EPISODE_HEADROOM, Begin, Worker, WorkerConfig, running_worker
+from parley.storage.models import (
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,
     EpisodeLog,

@@ -1,5 +1,6 @@
 """Evaluation dimension lists."""
 
+import uuid
 from typing import Any
 
 import pytest
@@ -93,3 +94,24 @@ async def test_duplicate_name_and_unknown_id(gql: GraphQLClient, unchanged: Any)
         missing = await gql.data(DELETE, {"id": "nope"})
     assert again["createEvaluationDimensionList"]["userErrors"][0]["code"] == "CONFLICT"
     assert missing["deleteEvaluationDimensionList"]["userErrors"][0]["code"] == "NOT_FOUND"
+
+
+async def test_a_dimension_named_overall_is_refused_and_writes_nothing(
+    gql: GraphQLClient,
+) -> None:
+    """`overall` is the name results give the mean of a seat's dimensions, listed first. A list
+    with a dimension of that name was stored and judged: its scores (2 of 10, beside a "tone"
+    of 8) then vanished from `episodeResults`, whose one "overall" was the mean, 5."""
+    dimensions = [
+        {"name": "overall", "description": "How it went overall", "rangeLow": 0, "rangeHigh": 10},
+        {"name": "tone", "description": "Tone", "rangeLow": 0, "rangeHigh": 10},
+    ]
+    name = f"overall-{uuid.uuid4().hex[:8]}"
+    payload = (await gql.data(CREATE, {"input": {"name": name, "dimensions": dimensions}}))[
+        "createEvaluationDimensionList"
+    ]
+    stored = [d["name"] for d in (await gql.data(LISTS))["evaluationDimensionLists"]]
+    assert [(e["field"], e["code"]) for e in payload["userErrors"]] == [
+        (["input", "dimensions", "0", "name"], "INVALID")
+    ], payload
+    assert payload["evaluationDimensionList"] is None and name not in stored

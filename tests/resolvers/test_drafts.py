@@ -8,7 +8,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from storage.models import AgentProfile, EnvironmentProfile, RelationshipProfile
+from parley.storage.models import AgentProfile, EnvironmentProfile, RelationshipProfile
 from tests.support.fake_llm import FakeLLM, Rule, draft_person, draft_world_answer
 from tests.support.server import GraphQLClient
 
@@ -313,3 +313,28 @@ async def test_an_implausible_draft_twice_comes_back_with_each_failure_and_saves
     assert saved["agentIds"] == [] and saved["scenarioIds"] == []
     refused = [(e["field"], e["message"]) for e in saved["userErrors"]]
     assert sorted(refused) == sorted((["input", *path], m) for path, m in IMPLAUSIBLE)
+
+
+def placeholder_world() -> dict[str, Any]:
+    """What the embedded model drafted for a sentence about roommates and the rent: placeholder
+    names with digits in them and a goal that is an identifier, not words."""
+    answer = draft_world_answer(2, 1, 2, True)
+    answer["agents"][0].update(first_name="agent1", last_name="agent2")
+    answer["agents"][1].update(first_name="agent2", last_name="agent3")
+    answer["scenarios"][0]["agent_goals"][1] = "agent_role_goals"
+    return answer
+
+
+async def test_a_draft_of_placeholder_names_and_an_identifier_for_a_goal_is_not_plausible(
+    gql: GraphQLClient, fake_llm: FakeLLM
+) -> None:
+    """Such a draft (the embedded model's, twice) came back with no user error, so the page
+    offered it for saving as it was: agents called "agent1 agent2" and "agent2 agent3", one
+    wanting "agent_role_goals". A name has no digits and a goal is said in words."""
+    fake_llm.add_rule(Rule(contains=[PROMPT], content=json.dumps(placeholder_world()), times=2))
+    result = await draft(gql, fake_llm)
+    flagged = {tuple(e["field"]) for e in result["userErrors"]}
+    for agent in ("0", "1"):
+        names = {("draft", "agents", agent, "firstName"), ("draft", "agents", agent, "lastName")}
+        assert flagged & names, result["userErrors"]
+    assert ("draft", "scenarios", "0", "agentGoals", "1") in flagged, result["userErrors"]

@@ -7,8 +7,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resolvers.experiment_design import Design, World, expand
-from storage.models import EnvironmentProfile, RelationshipProfile
+from parley.resolvers.experiment_design import Design, World, expand
+from parley.storage.models import EnvironmentProfile, RelationshipProfile
 
 
 def scenario(pk: str, relationship: int = 0) -> EnvironmentProfile:

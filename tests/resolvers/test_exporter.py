@@ -9,14 +9,14 @@ import pytest
 import redis.asyncio as redis
 from ulid import ULID
 
-from resolvers import exporter
-from resolvers import sotopia_format as fmt
-from resolvers.experiment_design import Design
-from resolvers.importer import import_lines
-from resolvers.sotopia_format import episode_line
-from storage import keys
-from storage.experiments import ExperimentStore
-from storage.models import AgentProfile, ExperimentSlot
+from parley.resolvers import exporter
+from parley.resolvers import sotopia_format as fmt
+from parley.resolvers.experiment_design import Design
+from parley.resolvers.importer import import_lines
+from parley.resolvers.sotopia_format import episode_line
+from parley.storage import keys
+from parley.storage.experiments import ExperimentStore
+from parley.storage.models import AgentProfile, ExperimentSlot
 
 
 async def test_a_batch_keeps_the_profiles_it_needs_when_the_cache_is_full(

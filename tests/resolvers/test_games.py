@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from resolvers.importer import import_lines
-from storage.models import EnvironmentProfile
+from parley.resolvers.importer import import_lines
+from parley.storage.models import EnvironmentProfile
 from tests.support.games import game_lines
 from tests.support.server import GraphQLClient
 

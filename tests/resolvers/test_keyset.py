@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from resolvers.errors import BadArgument
-from resolvers.keyset import ID, Keyset, Position, SortKey, SortOrder, by_id, newest_first
+from parley.core.errors import BadArgument
+from parley.resolvers.keyset import ID, Keyset, Position, SortKey, SortOrder, by_id, newest_first
 from tests.support.lists import compare
 
 PREFIX = "test:keyset:"

@@ -11,14 +11,14 @@ import redis.asyncio as redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lifecycle.experiments import EXPERIMENTS, list_experiments
-from resolvers.agents import AGENTS, list_agents
-from resolvers.episodes import EPISODES, find_episodes
-from resolvers.keyset import Keyset, Position, SortOrder
-from resolvers.pagination import Page, numbered
-from resolvers.relationships import RELATIONSHIPS, list_relationships
-from resolvers.scenarios import SCENARIOS, list_scenarios
-from storage.models import (
+from parley.lifecycle.experiments import EXPERIMENTS, list_experiments
+from parley.resolvers.agents import AGENTS, list_agents
+from parley.resolvers.episodes import EPISODES, find_episodes
+from parley.resolvers.keyset import Keyset, Position, SortOrder
+from parley.resolvers.pagination import Page, numbered
+from parley.resolvers.relationships import RELATIONSHIPS, list_relationships
+from parley.resolvers.scenarios import SCENARIOS, list_scenarios
+from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,

@@ -12,12 +12,12 @@ import redis.asyncio as redis
 from scipy import stats
 from ulid import ULID
 
-from resolvers.results import GroupBy, Results, ResultsFilter
-from resolvers.statistics import Summary
-from storage import keys
-from storage.connection import wait_indexed
-from storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
-from storage.results_index import STANDARD, ResultsIndex
+from parley.resolvers.results import GroupBy, Results, ResultsFilter
+from parley.resolvers.statistics import Summary
+from parley.storage import keys
+from parley.storage.connection import wait_indexed
+from parley.storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
+from parley.storage.results_index import STANDARD, ResultsIndex
 from tests.support.server import GraphQLClient
 
 PREFIX = f":{keys.SOTOPIA_LOGS}.EpisodeLog:"

@@ -11,15 +11,15 @@ import redis.asyncio as redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lifecycle.experiments import list_experiments
-from resolvers.agents import AGENTS, list_agents, update_agent
-from resolvers.episodes import EPISODES, find_episodes
-from resolvers.keyset import Keyset, Position, SortOrder
-from resolvers.pagination import Page
-from resolvers.relationships import RELATIONSHIPS, list_relationships, update_relationship
-from resolvers.scenarios import SCENARIOS, list_scenarios, update_scenario
-from resolvers.search import Found, search
-from storage.models import (
+from parley.lifecycle.experiments import list_experiments
+from parley.resolvers.agents import AGENTS, list_agents, update_agent
+from parley.resolvers.episodes import EPISODES, find_episodes
+from parley.resolvers.keyset import Keyset, Position, SortOrder
+from parley.resolvers.pagination import Page
+from parley.resolvers.relationships import RELATIONSHIPS, list_relationships, update_relationship
+from parley.resolvers.scenarios import SCENARIOS, list_scenarios, update_scenario
+from parley.resolvers.search import Found, search
+from parley.storage.models import (
     LISTED,
     AgentProfile,
     EnvironmentProfile,
@@ -29,7 +29,7 @@ from storage.models import (
     Record,
     RelationshipProfile,
 )
-from storage.tracking import TrackedDocuments
+from parley.storage.tracking import TrackedDocuments
 from tests.support.lists import in_order
 from tests.support.read_world import write_world
 

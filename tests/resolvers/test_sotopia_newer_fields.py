@@ -9,8 +9,8 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from resolvers import exporter, importer
-from resolvers.sotopia_format import Kind
+from parley.resolvers import exporter, importer
+from parley.resolvers.sotopia_format import Kind
 from tests.support import sotopia_records as sotopia
 from tests.support.server import GraphQLClient
 

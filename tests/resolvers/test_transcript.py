@@ -3,8 +3,8 @@
 import json
 from typing import Any
 
-from engine.types import ActionType
-from resolvers.transcript import parse_action, turns_from_messages
+from parley.engine.types import ActionType
+from parley.resolvers.transcript import parse_action, turns_from_messages
 from tests.support import sotopia_records as sotopia
 from tests.support.server import GraphQLClient
 

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from storage.models import EpisodeLog, EpisodeStatus, ModelUsage
+from parley.storage.models import EpisodeLog, EpisodeStatus, ModelUsage
 from tests.support.server import GraphQLClient
 
 TOTALS = """

@@ -11,17 +11,16 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-import lifecycle
-import resolvers
-from engine.errors import UnknownModelError
-from engine.games import game_problems
-from engine.models import load_models_file
-from resolvers.drafts import check_parts
-from resolvers.episode_setup import SetupError, load_setup
-from resolvers.errors import from_validation
-from resolvers.importer import parse_line
-from resolvers.sotopia_format import LineError
-from storage.models import AgentProfile, EpisodeLog, EpisodeStatus
+from parley import lifecycle, resolvers
+from parley.core.errors import from_validation
+from parley.engine.errors import UnknownModelError
+from parley.engine.games import game_problems
+from parley.engine.models import load_models_file
+from parley.resolvers.drafts import check_parts
+from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.resolvers.importer import parse_line
+from parley.resolvers.sotopia_format import LineError
+from parley.storage.models import AgentProfile, EpisodeLog, EpisodeStatus
 from tests.support.server import GraphQLClient
 from tests.support.simulation import make_world
 
@@ -59,7 +58,10 @@ def validation_models() -> list[type[BaseModel]]:
             for value in vars(module).values():
                 if not (isinstance(value, type) and issubclass(value, BaseModel)):
                     continue
-                if value.__module__.split(".")[0] in ("resolvers", "lifecycle"):
+                if value.__module__.split(".")[:2] in (
+                    ["parley", "resolvers"],
+                    ["parley", "lifecycle"],
+                ):
                     found[f"{value.__module__}.{value.__qualname__}"] = value
     return [found[name] for name in sorted(found)]
 

@@ -12,8 +12,8 @@ import psutil
 import pytest
 import redis.asyncio as redis
 
-from storage.dump import DumpError, working_copy
-from storage.embedded import EmbeddedRedis
+from parley.storage.dump import DumpError, working_copy
+from parley.storage.embedded import EmbeddedRedis
 from tests.support import sotopia_records as sotopia
 from tests.support.processes import ApiProcess, embedded_env
 
@@ -120,7 +120,7 @@ def test_a_file_that_is_not_a_dump_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DumpError, match="is not a file"):
         working_copy(tmp_path / "missing.rdb", tmp_path)
     result = subprocess.run(
-        [sys.executable, "-m", "graph.cli", "serve", "--open-dump", str(text)],
+        [sys.executable, "-m", "parley.graph.cli", "serve", "--open-dump", str(text)],
         env=embedded_env(tmp_path),
         capture_output=True,
         text=True,

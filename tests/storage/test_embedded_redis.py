@@ -19,10 +19,10 @@ import redis.asyncio as redis
 from redis import Redis as SyncRedis
 from redis.exceptions import AuthenticationError
 
-from storage.connection import RedisCapabilityError, check_capabilities, open_client
-from storage.durability import Fsync
-from storage.embedded import URL_FILE, EmbeddedRedis, free_port, running_url, serving
-from storage.runtime import warn_unless_synced
+from parley.storage.connection import RedisCapabilityError, check_capabilities, open_client
+from parley.storage.durability import Fsync
+from parley.storage.embedded import URL_FILE, EmbeddedRedis, free_port, running_url, serving
+from parley.storage.runtime import warn_unless_synced
 from tests.support.processes import ApiProcess, api_process, embedded_env
 
 
@@ -92,7 +92,7 @@ def test_serve_against_a_plain_redis_fails_with_one_line(tmp_path: Path) -> None
         env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{port}"}
         for _ in range(3):  # the server may need a moment to accept connections
             done = subprocess.run(
-                [sys.executable, "-m", "graph.cli", "serve", "--port", str(free_port())],
+                [sys.executable, "-m", "parley.graph.cli", "serve", "--port", str(free_port())],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -120,7 +120,7 @@ async def test_the_append_only_file_is_synced_as_configured(tmp_path: Path, fsyn
 
 def parley(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "graph.cli", *args],
+        [sys.executable, "-m", "parley.graph.cli", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -3,9 +3,9 @@
 import json
 import uuid
 
-from storage.connection import open_client
-from storage.experiments import ExperimentStore
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.storage.connection import open_client
+from parley.storage.experiments import ExperimentStore
+from parley.storage.models import EpisodeLog, EpisodeStatus
 
 
 async def test_statuses_are_read_on_a_client_that_has_run_no_json_command(redis_url: str) -> None:

@@ -8,8 +8,8 @@ import pytest
 import redis.asyncio as redis
 from redis.exceptions import MasterDownError
 
-from storage.embedded import free_port
-from storage.outages import is_outage
+from parley.storage.embedded import free_port
+from parley.storage.outages import is_outage
 from tests.support.spare_redis import spare_redis
 
 SPIN = "local t = redis.call('TIME') repeat until redis.call('TIME')[1] - t[1] >= 2 return 1"

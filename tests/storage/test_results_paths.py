@@ -7,7 +7,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from storage.results_index import score_field, score_path
+from parley.storage.results_index import score_field, score_path
 
 SCORE = 5.0
 NAMES = [

@@ -6,8 +6,8 @@ import uuid
 
 import redis.asyncio as redis
 
-from resolvers.relationships import relationships_of, write_relationship
-from storage.models import AgentProfile, RelationshipProfile, RelationshipType
+from parley.resolvers.relationships import relationships_of, write_relationship
+from parley.storage.models import AgentProfile, RelationshipProfile, RelationshipType
 
 ROUNDS = 200
 

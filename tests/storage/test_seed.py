@@ -5,8 +5,8 @@ import subprocess
 import sys
 from typing import Any
 
-from storage import keys, sample
-from storage.models import AgentProfile, RelationshipProfile
+from parley.storage import keys, sample
+from parley.storage.models import AgentProfile, RelationshipProfile
 from tests.support.server import GraphQLClient
 
 
@@ -42,7 +42,7 @@ async def test_seed_is_idempotent(redis_client: Any, gql: GraphQLClient) -> None
 def test_seed_command(redis_url: str) -> None:
     env = {**os.environ, "REDIS_URL": redis_url}
     done = subprocess.run(
-        [sys.executable, "-m", "graph.cli", "seed"],
+        [sys.executable, "-m", "parley.graph.cli", "seed"],
         env=env,
         capture_output=True,
         text=True,

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from resolvers.episodes import EPISODES
-from resolvers.search import search
-from storage.connection import open_client
-from storage.models import EpisodeLog
-from storage.tracking import Held, TrackedDocuments
+from parley.resolvers.episodes import EPISODES
+from parley.resolvers.search import search
+from parley.storage.connection import open_client
+from parley.storage.models import EpisodeLog
+from parley.storage.tracking import Held, TrackedDocuments
 from tests.support.read_world import write_world
 
 WORLD = "trck"

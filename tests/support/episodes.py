@@ -4,9 +4,9 @@ import time
 
 import redis.asyncio as redis
 
-from lifecycle.transitions import EpisodeStore, initial_history
-from storage import keys
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.lifecycle.transitions import EpisodeStore, initial_history
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, EpisodeStatus
 
 
 async def queued(client: redis.Redis, store: EpisodeStore, tag: str | None = "store") -> str:

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from storage.models import AgentProfile, EnvironmentProfile
+from parley.storage.models import AgentProfile, EnvironmentProfile
 
 
 async def experiment_world(tag: str, agents: int = 3) -> tuple[list[str], list[str]]:

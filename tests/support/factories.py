@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.types import AgentSpec, EpisodeSetup, ScenarioSpec
+from parley.engine.types import AgentSpec, EpisodeSetup, ScenarioSpec
 
 ALICE = AgentSpec(
     pk="a1",

@@ -51,8 +51,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine.llm import SCHEMA_INSTRUCTION
-from engine.processes import stop_process
+from parley.core.processes import stop_process
+from parley.engine.llm import SCHEMA_INSTRUCTION
 
 Kind = Literal["action", "text_action", "judge", "other"]
 
@@ -187,11 +187,11 @@ LAST_NAMES = ["Okafor", "Lindqvist", "Raman", "Novak", "Vogel", "Haddad", "Sousa
 
 
 def draft_person(i: int) -> dict[str, Any]:
-    """A full Sotopia agent profile, different for each `i`."""
-    first, last = FIRST_NAMES[i % len(FIRST_NAMES)], LAST_NAMES[i % len(LAST_NAMES)]
-    suffix = "" if i < len(FIRST_NAMES) else str(i)
+    """A full Sotopia agent profile, different for each `i` (below 64: names have no digits)."""
+    n = len(FIRST_NAMES)
+    first, last = FIRST_NAMES[i % n], LAST_NAMES[(i + i // n) % n]
     return {
-        "first_name": first + suffix,
+        "first_name": first,
         "last_name": last,
         "age": 25 + i,
         "occupation": "Teacher" if i % 2 else "Nurse",

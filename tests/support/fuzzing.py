@@ -11,9 +11,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from engine.models import DEFAULT_MODEL
-from lifecycle.transitions import initial_history
-from storage.models import (
+from parley.engine.models import DEFAULT_MODEL
+from parley.lifecycle.transitions import initial_history
+from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,

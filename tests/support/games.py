@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.prompts import action_json
-from engine.render import action_line
-from engine.types import AgentAction, AgentSpec, EpisodeSetup, ScenarioSpec, Turn
+from parley.engine.prompts import action_json
+from parley.engine.render import action_line
+from parley.engine.types import AgentAction, AgentSpec, EpisodeSetup, ScenarioSpec, Turn
 from tests.support.fake_llm import FakeLLM, Rule
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "games"

@@ -10,8 +10,8 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from resolvers.keyset import Keyset, Position, SortOrder
-from storage.models import Record
+from parley.resolvers.keyset import Keyset, Position, SortOrder
+from parley.storage.models import Record
 
 
 def compare(order: SortOrder, a: Position, b: Position) -> int:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from engine.processes import stop_process
-from storage.embedded import free_port
+from parley.core.processes import stop_process
+from parley.storage.embedded import free_port
 
 
 def parley_env(redis_url: str, data_dir: Path, **settings: str) -> dict[str, str]:
@@ -34,7 +34,7 @@ class Process:
         self.log = log
         self._log_file = log.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "graph.cli", *args],
+            [sys.executable, "-m", "parley.graph.cli", *args],
             env=env,
             stdout=self._log_file,
             stderr=subprocess.STDOUT,

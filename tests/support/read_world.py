@@ -10,7 +10,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from storage.models import (
+from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,

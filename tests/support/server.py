@@ -14,9 +14,9 @@ import websockets
 from starlette.applications import Starlette
 from websockets.asyncio.client import ClientConnection
 
-from graph.app import create_app
-from graph.settings import Settings
-from storage.embedded import free_port
+from parley.graph.app import create_app
+from parley.graph.settings import Settings
+from parley.storage.embedded import free_port
 from tests.support.simulation import START, make_world, start_input
 
 TRANSPORT_WS = websockets.Subprotocol("graphql-transport-ws")

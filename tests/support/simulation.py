@@ -10,9 +10,9 @@ import httpx
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
-from lifecycle.services import Services
-from lifecycle.start import start as start_episode
-from storage.models import AgentProfile, EnvironmentProfile
+from parley.lifecycle.services import Services
+from parley.lifecycle.start import start as start_episode
+from parley.storage.models import AgentProfile, EnvironmentProfile
 
 if TYPE_CHECKING:
     from tests.support.server import GraphQLClient

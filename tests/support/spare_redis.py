@@ -11,8 +11,8 @@ from pathlib import Path
 
 import redis.asyncio as redis
 
-from storage.connection import open_client
-from storage.embedded import EmbeddedRedis
+from parley.storage.connection import open_client
+from parley.storage.embedded import EmbeddedRedis
 
 
 @asynccontextmanager

@@ -14,10 +14,10 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from resolvers.experiment_design import Design
-from storage.embedded import EmbeddedRedis
-from storage.experiments import ExperimentStore
-from storage.models import (
+from parley.resolvers.experiment_design import Design
+from parley.storage.embedded import EmbeddedRedis
+from parley.storage.experiments import ExperimentStore
+from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
     EpisodeLog,
@@ -39,7 +39,7 @@ from tests.support.server import GraphQLClient, serve
 
 def parley(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "graph.cli", *args],
+        [sys.executable, "-m", "parley.graph.cli", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -420,7 +420,7 @@ async def test_help_is_written_for_users(command: list[str], tmp_path: Path) -> 
 
 
 def test_every_command_and_option_has_help() -> None:
-    from graph.cli import parser
+    from parley.graph.cli import parser
 
     def walk(command: argparse.ArgumentParser, name: str) -> list[str]:
         missing = []
@@ -436,3 +436,69 @@ def test_every_command_and_option_has_help() -> None:
         return missing
 
     assert walk(parser(), "parley") == []
+
+
+async def test_a_refusal_by_the_server_is_said_in_the_same_words_as_without_url(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """Without `--url` a bad `--kind` or `--status` is one plain line; with `--url` the command
+    printed the server's JSON body (`{"errors":[{"message": ..., "extensions": ...}]}`)."""
+    local = parley_env(redis_url, tmp_path / "a")
+    cases = [["--kind", "bogus"], ["--status", "bogus"], ["--format", "csv", "--kind", "agents"]]
+    async with serve(redis_url, tmp_path / "api") as url:
+        for args in cases:
+            here = await run("export", *args, env=local)
+            there = await run("export", "--url", url, *args, env=local)
+            assert here.returncode == there.returncode == 1, (here.stderr, there.stderr)
+            said = here.stderr.strip().removeprefix("parley export: ")
+            assert said in there.stderr, (here.stderr, there.stderr)
+            assert '{"errors"' not in there.stderr and "extensions" not in there.stderr, (
+                there.stderr
+            )
+
+
+async def test_an_address_without_http_is_taken_or_refused_in_plain_words(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """Users type `localhost:8000` as they would to curl. Every command answered with the
+    address twice and nothing else ("parley export: 127.0.0.1:8000: 127.0.0.1:8000/export");
+    each must either reach the server or say that the address needs http:// or https://."""
+    await parley_world(redis_client, "exp-scheme")
+    local = parley_env(redis_url, tmp_path / "a")
+    file = tmp_path / "some.jsonl"
+    file.write_text(
+        (await run("export", "--experiment", "exp-scheme", "--kind", "episodes", env=local)).stdout
+    )
+    async with serve(redis_url, tmp_path / "api") as url:
+        bare = url.removeprefix("http://")
+        commands = [
+            ["export", "--url", bare, "--kind", "agents"],
+            ["import", "--url", bare, str(file)],
+            ["experiment", "results", "exp-scheme", "--url", f"{bare}/graphql"],
+        ]
+        for command in commands:
+            done = await run(*command, env=local)
+            if done.returncode == 0:
+                continue
+            assert "http://" in done.stderr, (command, done.stderr)
+            assert "Traceback" not in done.stderr
+
+
+async def test_a_missing_token_is_said_with_what_to_do(redis_url: str, tmp_path: Path) -> None:
+    """Against a server with tokens, every command without one printed the server's JSON body
+    (`answered 401: {"errors": [{"message": "a valid bearer token is required ..."}]}`), and
+    none said how a command is given a token."""
+    local = {k: v for k, v in parley_env(redis_url, tmp_path / "a").items() if k != "PARLEY_TOKEN"}
+    file = tmp_path / "empty.jsonl"
+    file.write_text("")
+    async with serve(redis_url, tmp_path / "api", tokens="cli-token") as url:
+        commands = [
+            ["export", "--url", url],
+            ["import", "--url", url, str(file)],
+            ["experiment", "results", "some-experiment", "--url", url],
+        ]
+        for command in commands:
+            done = await run(*command, env=local)
+            assert done.returncode != 0, (command, done.stdout)
+            assert "--token" in done.stderr or "PARLEY_TOKEN" in done.stderr, (command, done.stderr)
+            assert '{"errors"' not in done.stderr, (command, done.stderr)

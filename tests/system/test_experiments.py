@@ -15,11 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
-from storage import keys
-from storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
+from parley.storage import keys
+from parley.storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
 from tests.support.experiments import Worlds, sampled_design
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.processes import ApiProcess, api_process, parley_env, worker_process
+from tests.support.server import serve
 from tests.support.simulation import post
 from tests.system.test_exchange_cli import run
 
@@ -95,7 +96,7 @@ class Cli:
         self.log = log
         self._file = log.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "graph.cli", "experiment", *args],
+            [sys.executable, "-m", "parley.graph.cli", "experiment", *args],
             stdout=self._file,
             stderr=subprocess.STDOUT,
         )
@@ -240,7 +241,7 @@ async def test_cli_errors_exit_with_status_2(
         unparsable = Cli(["run", str(broken), *url], tmp_path / "broken.log")
         unknown = Cli(["watch", "no-such-experiment", *url], tmp_path / "unknown.log")
         assert refused.wait() == 2, refused.output()
-        assert "input.design.repeats: must be at least 1" in refused.output()
+        assert "bad.toml: design.repeats: must be at least 1, not 0" in refused.output()
         assert unparsable.wait() == 2 and "not valid TOML" in unparsable.output()
         assert unknown.wait() == 2
         assert "no experiment with id 'no-such-experiment'" in unknown.output()
@@ -405,3 +406,65 @@ async def test_an_experiment_whose_judge_times_out_keeps_every_conversation(
         watch = Cli(["watch", pk, *url], tmp_path / "watch.log")
         assert watch.wait() == 0, watch.output()
         assert "completed 8/8, failed 0" in watch.output()
+
+
+async def test_results_of_an_experiment_that_does_not_exist_say_so(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A mistyped id printed an empty table and exited 1, as if the experiment existed and had
+    no scores yet; `watch` says there is no such experiment and exits 2, and so must `results`
+    (its help: "2 on an error")."""
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        for extra in ([], ["--json"]):
+            results = Cli(["results", "no-such-experiment", *extra, "--url", api.url],
+                          tmp_path / "results.log")  # fmt: skip
+            code = results.wait()
+            assert code == 2, results.output()
+            assert "no experiment with id 'no-such-experiment'" in results.output()
+            assert "seat scores" not in results.output() and "[]" not in results.output()
+
+
+DESIGN_TYPOS = {
+    "max_turn = 2": "max_turn",
+    'turn_order = "roundrobin"': "roundrobin",
+    'max_turns = "two"': "two",
+}
+"""A line of a design file with a mistake a person makes, and what the answer must name."""
+
+
+@pytest.mark.parametrize("line", list(DESIGN_TYPOS))
+async def test_a_mistake_in_a_design_file_is_named_in_the_files_own_words(
+    line: str, redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    """An unknown top-level key is named plainly, but a misspelt key, value or type inside
+    [design] came back as GraphQL's validation text: "Variable '$input' has invalid value at
+    .design: Expected value of type 'ExperimentDesignInput' not to include unknown field
+    'maxTurn'. Did you mean 'maxTurns'? Found: {...}", in names the file does not use."""
+    path = tmp_path / "design.toml"
+    path.write_text(
+        f"""
+name = "typo"
+tag = "typo"
+
+[design]
+{line}
+
+[design.scenarios]
+codename = "used_van_sale"
+
+[design.agents]
+sample = "uniform"
+
+[design.models]
+seats = [["custom/fake@http://127.0.0.1:1/v1", "custom/fake@http://127.0.0.1:1/v1"]]
+""",
+        encoding="utf-8",
+    )
+    env = parley_env(redis_url, tmp_path / "cli")
+    async with serve(redis_url, tmp_path / "api") as url:
+        done = await run("experiment", "run", str(path), "--url", url, env=env)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said
+    assert DESIGN_TYPOS[line] in said.lower(), said
+    for internal in ("Variable '$input'", "ExperimentDesignInput", "enum", "Found: {"):
+        assert internal not in said, said

@@ -18,12 +18,12 @@ import pytest
 import redis.asyncio as redis
 import websockets
 
-from engine.llm import RetryPolicy
-from lifecycle.jobs import JobQueue
-from lifecycle.transitions import EpisodeStore
-from storage.connection import open_client, prepare
-from storage.embedded import EmbeddedRedis, free_port
-from storage.models import EpisodeLog, EpisodeStatus
+from parley.engine.llm import RetryPolicy
+from parley.lifecycle.jobs import JobQueue
+from parley.lifecycle.transitions import EpisodeStore
+from parley.storage.connection import open_client, prepare
+from parley.storage.embedded import EmbeddedRedis, free_port
+from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.processes import api_process, parley_env, worker_process
 from tests.support.simulation import (

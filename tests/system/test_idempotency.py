@@ -9,8 +9,8 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from storage import keys
-from storage.models import EpisodeLog
+from parley.storage import keys
+from parley.storage.models import EpisodeLog
 from tests.support.fake_llm import FakeLLM
 from tests.support.processes import ApiProcess, api_process, parley_env
 from tests.support.simulation import make_world, start_input

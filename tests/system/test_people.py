@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from storage.models import EpisodeLog
+from parley.storage.models import EpisodeLog
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.people import (
     CANCEL,

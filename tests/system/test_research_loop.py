@@ -16,7 +16,7 @@ import pytest
 import redis.asyncio as redis
 from scipy import stats
 
-from storage.embedded import EmbeddedRedis
+from parley.storage.embedded import EmbeddedRedis
 from tests.support.fake_llm import FakeLLM
 from tests.support.processes import api_process, parley_env, worker_process
 from tests.support.simulation import post

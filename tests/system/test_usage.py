@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from engine.usage import estimate_prompt, estimate_text
-from storage.models import EpisodeLog
+from parley.engine.usage import estimate_prompt, estimate_text
+from parley.storage.models import EpisodeLog
 from tests.support.fake_llm import FakeLLM, RecordedRequest
 from tests.support.processes import api_process, parley_env, worker_process
 from tests.support.simulation import make_world, post, start, start_input, wait_for
@@ -250,7 +250,7 @@ async def test_bad_prices_stop_start_up_with_one_clear_line(
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "graph.cli",
+            "parley.graph.cli",
             *args[command],
             env=env,
             stdout=asyncio.subprocess.PIPE,

@@ -163,7 +163,7 @@ async def test_subscribing_after_completion_gets_the_snapshot(
 async def test_disconnected_subscriber_leaves_nothing_behind(
     env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM, redis_client: Any
 ) -> None:
-    from storage.keys import episode_channel
+    from parley.storage.keys import episode_channel
 
     scenario, agents = await make_world("gone")
     with api_process(env, tmp_path / "api.log", "--no-worker") as api:

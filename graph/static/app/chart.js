@@ -13,6 +13,13 @@ export const SOTOPIA_RANGES = {
   goal: [0, 10],
 };
 
+/** The ranges of the dimension list `listId` names among `lists`: Sotopia's without one. */
+export function rangesOf(listId, lists) {
+  const list = listId ? lists.find((l) => l.id === listId) : null;
+  if (!list) return SOTOPIA_RANGES;
+  return Object.fromEntries(list.dimensions.map((d) => [d.name, [d.rangeLow, d.rangeHigh]]));
+}
+
 const BAR_WIDTH = 300;
 const WIDTH = BAR_WIDTH + 90;
 const ROW = 38;
@@ -80,37 +87,65 @@ const GROUP_LINE = 12;
  * (-10..10 for Sotopia's seven): the same units as any one dimension, where the exact bounds
  * of a mean of mixed ranges (-4.29..5.71) would read as a mistake.
  */
-function rangeOf(dimension, dimensions) {
-  if (dimension !== "overall") return SOTOPIA_RANGES[dimension] || null;
+function rangeOf(dimension, dimensions, ranges) {
+  if (dimension !== "overall") return ranges[dimension] || null;
   const parts = dimensions.filter((d) => d !== "overall");
-  if (!parts.length || !parts.every((d) => d in SOTOPIA_RANGES)) return null;
-  return [Math.min(...parts.map((d) => SOTOPIA_RANGES[d][0])), Math.max(...parts.map((d) => SOTOPIA_RANGES[d][1]))];
+  if (!parts.length || !parts.every((d) => d in ranges)) return null;
+  return [Math.min(...parts.map((d) => ranges[d][0])), Math.max(...parts.map((d) => ranges[d][1]))];
+}
+
+/** Characters of a dimension's name on one line of the chart (its widest letters included). */
+const LABEL_CHARACTERS = 38;
+const LABEL_LINE = 15;
+
+/** A dimension's name in lines that fit its band, broken between words (a longer word, by force). */
+function labelLines(name) {
+  const lines = [];
+  for (const word of label(name).split(" ")) {
+    for (let start = 0; start < word.length; start += LABEL_CHARACTERS) {
+      const piece = word.slice(start, start + LABEL_CHARACTERS);
+      const last = lines.length - 1;
+      if (start === 0 && last >= 0 && lines[last].length + 1 + piece.length <= LABEL_CHARACTERS) lines[last] += ` ${piece}`;
+      else lines.push(piece);
+    }
+  }
+  return lines.length ? lines : [""];
 }
 
 /**
  * Each group's mean per dimension as a dot with its 95% interval as an error bar. Each
- * dimension is a band of its own: its name, one line per group, and an axis on that
- * dimension's range (or the data's own span where the range is not known) with its ends
- * labelled, all inside the band.
+ * dimension is a band of its own: its name (in lines that fit), one line per group, and an
+ * axis on that dimension's range in `ranges` (or the data's own span where the range is not
+ * known) with its ends labelled, all inside the band. Null when no group has a score.
  */
-export function intervalChart(groups) {
-  const dimensions = groups[0].dimensions.map((d) => d.dimension);
-  const rowHeight = 50 + (groups.length - 1) * GROUP_LINE;
-  const height = dimensions.length * rowHeight;
+export function intervalChart(groups, ranges = SOTOPIA_RANGES) {
+  const scored = groups.filter((g) => g.dimensions.length);
+  if (!scored.length) return null;
+  const dimensions = scored[0].dimensions.map((d) => d.dimension);
+  const groupsHeight = 50 + (groups.length - 1) * GROUP_LINE;
+  const names = dimensions.map(labelLines);
+  const heights = names.map((lines) => groupsHeight + (lines.length - 1) * LABEL_LINE);
+  const height = heights.reduce((sum, h) => sum + h, 0);
   const parts = [svg("title", {}, "Mean score per dimension with 95% intervals")];
+  let top = 0;
   dimensions.forEach((dimension, i) => {
     const results = groups.map((g) => g.dimensions.find((d) => d.dimension === dimension) || null);
     const values = results.filter(Boolean).flatMap((r) => (r.confidenceInterval ? [r.confidenceInterval.low, r.confidenceInterval.high] : [r.mean]));
-    const [low, high] = rangeOf(dimension, dimensions) || [Math.floor(Math.min(0, ...values)), Math.ceil(Math.max(1, ...values))];
+    const [low, high] = rangeOf(dimension, dimensions, ranges) || [Math.floor(Math.min(0, ...values)), Math.ceil(Math.max(1, ...values))];
     const x = (value) => AXIS_START + ((Math.min(high, Math.max(low, value)) - low) / (high - low || 1)) * (AXIS_END - AXIS_START);
-    const top = i * rowHeight;
-    const dotY = (j) => top + 26 + j * GROUP_LINE;
+    const rowTop = top;
+    const labelled = (names[i].length - 1) * LABEL_LINE;
+    const dotY = (j) => rowTop + labelled + 26 + j * GROUP_LINE;
     const axisY = dotY(groups.length - 1) + 8;
     const row = svg(
       "g",
       { class: "dimension-row", "data-dimension": dimension, "data-low": low, "data-high": high },
-      svg("rect", { x: 0, y: top, width: CHART_WIDTH, height: rowHeight, class: `band band-${i % 2}` }),
-      svg("text", { x: AXIS_START, y: top + 15, class: "dimension-label" }, label(dimension)),
+      svg("rect", { x: 0, y: rowTop, width: CHART_WIDTH, height: heights[i], class: `band band-${i % 2}` }),
+      svg(
+        "text",
+        { x: AXIS_START, y: rowTop + 15, class: "dimension-label" },
+        names[i].map((line, k) => svg("tspan", { x: AXIS_START, dy: k ? LABEL_LINE : 0 }, line)),
+      ),
       low < 0 && high > 0 ? svg("line", { x1: x(0), x2: x(0), y1: dotY(0) - 6, y2: axisY, class: "zero-line" }) : null,
       svg("line", { x1: x(low), x2: x(high), y1: axisY, y2: axisY, class: "axis" }),
       svg("text", { x: x(low), y: axisY + 12, class: "tick low", "text-anchor": "start" }, String(low)),
@@ -134,6 +169,7 @@ export function intervalChart(groups) {
       );
     });
     parts.push(row);
+    top += heights[i];
   });
   const legend = h(
     "ul",

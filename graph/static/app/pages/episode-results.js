@@ -1,19 +1,11 @@
 // How an episode ended: why it failed, the judge's scores and reasoning, or, when the judge gave
 // none, a way to judge it again.
 
-import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
+import { rangesOf, scoreChart } from "../chart.js";
 import { append, clear, h } from "../dom.js";
 
 function errorLine(message) {
   return h("p", { class: "error", role: "alert" }, message);
-}
-
-/** The score ranges of an episode's dimensions, from the dimension lists at hand. */
-export function rangesOf(episode, lists) {
-  if (!episode.evaluationDimensionListId) return SOTOPIA_RANGES;
-  const list = lists.find((l) => l.id === episode.evaluationDimensionListId);
-  if (!list) return SOTOPIA_RANGES;
-  return Object.fromEntries(list.dimensions.map((d) => [d.name, [d.rangeLow, d.rangeHigh]]));
 }
 
 /** Why an episode failed, under its own heading. */
@@ -80,7 +72,7 @@ function unjudged(episode, judge) {
 }
 
 function scores(episode, lists) {
-  const ranges = rangesOf(episode, lists);
+  const ranges = rangesOf(episode.evaluationDimensionListId, lists);
   return [
     h("h2", { id: "results-title" }, "Scores"),
     h("div", { class: "charts" }, episode.rewards.map((reward) => scoreChart(reward, ranges))),

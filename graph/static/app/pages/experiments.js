@@ -1,6 +1,6 @@
 // Experiments: the list, and one experiment's live progress, results with intervals, and slots.
 
-import { intervalChart } from "../chart.js";
+import { intervalChart, rangesOf } from "../chart.js";
 import { append, clear, h, routeLink, when, words } from "../dom.js";
 import { statusBadge } from "../status.js";
 import { backStack, pageSize, pager } from "./common.js";
@@ -236,8 +236,9 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
   const progress = progressView(experiment.progress);
   const usageBox = h("div", { class: "usage-box" }, usageLine(data.usageTotals));
   const resultsBox = h("div", { class: "results-box" });
+  const ranges = rangesOf(JSON.parse(experiment.design).evaluation_dimension_list_id, data.evaluationDimensionLists);
   const showResults = (groups) => {
-    append(clear(resultsBox), [resultsTable(id, groups), groups.length ? intervalChart(groups) : null]);
+    append(clear(resultsBox), [resultsTable(id, groups), intervalChart(groups, ranges)]);
   };
   showResults(results.episodeResults.groups);
 

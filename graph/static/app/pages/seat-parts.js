@@ -1,12 +1,12 @@
 // What a person in a seat sees besides the conversation: whose turn it is, who they are, and the
 // scores at the end.
 
-import { SOTOPIA_RANGES, scoreChart } from "../chart.js";
+import { rangesOf, scoreChart } from "../chart.js";
 import { append, clear, h, words } from "../dom.js";
 import { goalView } from "../goal.js";
 import { seatPhrase } from "../status.js";
 import { countdown } from "./common.js";
-import { failureNotes, rangesOf } from "./episode-results.js";
+import { failureNotes } from "./episode-results.js";
 
 /** Whose turn it is, with a countdown; `nameOf` names each seat. */
 export function drawBanner(banner, { view, status, waiting }, nameOf) {
@@ -56,11 +56,11 @@ function yours(chart) {
 /** A seat token alone reads no episode: its own scores come with its view. */
 function ownScores(results, view, seat) {
   const own = { agentIndex: seat, agent: { name: view.agentName }, ...view.score };
-  results.replaceChildren(h("h2", { id: "results-title" }, "Scores"), h("div", { class: "charts" }, yours(scoreChart(own, SOTOPIA_RANGES))));
+  results.replaceChildren(h("h2", { id: "results-title" }, "Scores"), h("div", { class: "charts" }, yours(scoreChart(own, Object.fromEntries(view.score.ranges.map((r) => [r.dimension, [r.low, r.high]]))))));
 }
 
 function allScores(results, ended, lists, seat) {
-  const ranges = rangesOf(ended, lists);
+  const ranges = rangesOf(ended.evaluationDimensionListId, lists);
   const ordered = [...ended.rewards].sort((a, b) => (a.agentIndex === seat ? -1 : b.agentIndex === seat ? 1 : 0));
   const chart = (reward) => (reward.agentIndex === seat ? yours(scoreChart(reward, ranges)) : scoreChart(reward, ranges));
   append(results, [

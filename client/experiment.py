@@ -13,12 +13,13 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graph.server_url import server_root
+from parley.client.server_url import TOKEN_HINT, refusal, server_root
 
 if TYPE_CHECKING:
     import aiohttp
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 COMPLETED, UNFINISHED, ERROR, DETACHED = 0, 1, 2, 130
 DEFAULT_URL = "http://127.0.0.1:8000"
 RECONNECTS = 5
+FORBIDDEN = 4403
+"""The close code of a graphql-transport-ws connection refused for its token."""
 
 CREATE = """
 mutation($input: CreateExperimentInput!) {
@@ -48,7 +51,8 @@ subscription($id: ID!) {
 
 
 RESULTS = """
-query($filter: EpisodeResultsFilter, $groupBy: [ResultsGroupBy!], $evaluation: ID) {
+query($id: ID!, $filter: EpisodeResultsFilter, $groupBy: [ResultsGroupBy!], $evaluation: ID) {
+  experiment(id: $id) { id }
   episodeResults(filter: $filter, groupBy: $groupBy, evaluation: $evaluation) {
     groups {
       model partnerModel seat scenarioId agentId tag experimentId judgeModel
@@ -71,6 +75,11 @@ GROUP_KEYS = {
 
 def enum_name(value: str) -> str:
     return value.upper().replace("-", "_")
+
+
+def stored_spelling(value: str) -> str:
+    """An enum value as Parley stores it, from either spelling ("ROUND_ROBIN", "round-robin")."""
+    return value.lower().replace("_", "-")
 
 
 ENUMS = {"sample": enum_name, "turn_order": enum_name}
@@ -111,11 +120,49 @@ def read_design(path: Path) -> dict[str, Any]:
         raise CommandError(f"{path}: unknown top-level keys {sorted(unknown)}")
     if not isinstance(data.get("name"), str) or not isinstance(data.get("design"), dict):
         raise CommandError(f"{path} needs a name and a [design] table")
+    problems = design_problems(data["design"])
+    if problems:
+        raise CommandError("\n".join(f"{path}: {problem}" for problem in problems))
     return {
         "name": data["name"],
         "tag": data.get("tag", ""),
         "design": graphql_design(data["design"]),
     }
+
+
+def design_problems(design: dict[str, Any]) -> list[str]:
+    """What the server would refuse in a [design] table's shape (unknown keys, wrong types or
+    values), checked with its own model and said in the file's words: `design.max_turns: must
+    be a whole number, not 'two'`. What needs the stored world is the server's to check."""
+    from pydantic import ValidationError
+
+    from parley.core.wording import plain, where
+    from parley.resolvers.experiment_design import Design
+
+    try:
+        Design.model_validate(stored_spellings(design))
+    except ValidationError as err:
+        found = []
+        for error in err.errors():
+            given = error.get("input")
+            typed = error["type"] not in ("extra_forbidden", "missing") and isinstance(
+                given, str | int | float
+            )
+            said = f"{where(('design', *error['loc']))}: {plain(error)}"
+            found.append(said + (f", not {given!r}" if typed else ""))
+        return found
+    return []
+
+
+def stored_spellings(value: Any, key: str = "") -> Any:
+    """A design as the file holds it, with its enum values spelt as Parley stores them."""
+    if isinstance(value, dict):
+        return {k: stored_spellings(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [stored_spellings(v) for v in value]
+    if key in ENUMS and isinstance(value, str):
+        return stored_spelling(value)
+    return value
 
 
 class Remote:
@@ -137,7 +184,7 @@ class Remote:
             async with self.session.post(self.url, json=body, headers=self.headers()) as response:
                 text = await response.text()
                 if response.status != 200:
-                    raise CommandError(f"{self.url} answered {response.status}: {text[:300]}")
+                    raise CommandError(refusal(self.url, response.status, text))
         except aiohttp.ClientError as err:
             raise CommandError(f"cannot reach {self.url}: {err}") from None
         answer: dict[str, Any] = json.loads(text)
@@ -175,6 +222,11 @@ class Remote:
                     raise CommandError("; ".join(e["message"] for e in item["payload"]))
                 elif kind == "complete":
                     return
+            if ws.close_code == FORBIDDEN:
+                raise CommandError(
+                    f"{self.url} closed the websocket ({FORBIDDEN}): it needs a valid access "
+                    f"token; {TOKEN_HINT}"
+                )
             raise ConnectionError(f"the websocket closed ({ws.close_code})")
 
 
@@ -324,11 +376,15 @@ async def show_results(remote: Remote, args: argparse.Namespace) -> int:
     if unknown or not by:
         raise CommandError(f"--by takes a comma-separated list of {', '.join(GROUP_KEYS)}")
     variables = {
+        "id": args.id,
         "filter": {"experimentId": args.id},
         "groupBy": [key.upper() for key in by],
         "evaluation": args.evaluation,
     }
-    groups = (await remote.execute(RESULTS, variables))["episodeResults"]["groups"]
+    answer = await remote.execute(RESULTS, variables)
+    groups = answer["episodeResults"]["groups"]
+    if answer["experiment"] is None and not groups:  # episodes may outlive their experiment
+        raise CommandError(f"no experiment with id {args.id!r}")
     if args.json:
         print(json.dumps(groups, indent=2), flush=True)
     else:
@@ -358,7 +414,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(run(args))
     except CommandError as err:
-        print(f"parley: {err}", flush=True)
+        print(f"parley: {err}", file=sys.stderr, flush=True)
         return ERROR
     except KeyboardInterrupt:
         target = getattr(args, "id", None) or "ID"

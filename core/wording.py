@@ -35,6 +35,8 @@ ELEMENTS = {"pairs": "agents", "seats": "models, one per seat"}
 """What one element of these lists holds (a pair of agents, a model per seat)."""
 CHOSEN = frozenset({"agents", "episodes", "scenarios"})
 """Lists of stored records, which a person picks rather than gives."""
+CHOSEN_ONE = {"agent_id": "an agent", "other_agent_id": "an agent", "scenario_id": "a scenario"}
+"""Fields naming one stored record, which a person picks: left empty, "pick an agent"."""
 KINDS = {
     "int_type": "must be a whole number",
     "int_parsing": "must be a whole number",
@@ -132,7 +134,10 @@ def plain(error: ErrorDetails, patterns: Mapping[str, str] | None = None) -> str
             return _sized(error, ctx)
         case "string_too_short":
             least = int(ctx.get("min_length", 1))
-            return "cannot be empty" if least <= 1 else f"needs at least {least} characters"
+            if least > 1:
+                return f"needs at least {least} characters"
+            picked = CHOSEN_ONE.get(str(error["loc"][-1])) if error["loc"] else None
+            return f"pick {picked}" if picked else "cannot be empty"
         case "string_too_long":
             return f"is too long: at most {ctx.get('max_length')} characters"
         case "bytes_too_short" | "bytes_too_long":

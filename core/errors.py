@@ -5,8 +5,8 @@ from enum import Enum
 
 from pydantic import ValidationError
 
-from engine.wording import Location, problems
-from resolvers.limits import PATTERNS, has_utf8_form
+from parley.core.limits import PATTERNS, has_utf8_form
+from parley.core.wording import Location, problems
 
 
 class ErrorCode(Enum):

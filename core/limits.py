@@ -17,9 +17,10 @@ RequiredText = Annotated[
 Tags = Annotated[list[ShortText], Field(max_length=LIST_MAX)]
 Age = Annotated[int, Field(ge=0, le=150)]
 RECORD_ID = r"^[A-Za-z0-9_\-.]{1,100}$"
-RecordId = Annotated[str, StringConstraints(pattern=RECORD_ID)]
+RecordId = Annotated[str, StringConstraints(min_length=1, pattern=RECORD_ID)]
+"""An id: an empty one is said to be missing (a form's "choose…"), not to break the pattern."""
 PATTERNS = {RECORD_ID: "an id is 1 to 100 letters, digits, '_', '-' or '.'"}
-"""What each pattern a limit uses accepts, in words (engine/wording.py)."""
+"""What each pattern a limit uses accepts, in words (core/wording.py)."""
 
 
 def has_utf8_form(text: str) -> bool:

@@ -7,9 +7,9 @@ import redis.asyncio as redis
 from aredis_om import NotFoundError
 from pydantic import BaseModel, ValidationError
 
-from resolvers.errors import ErrorCode, UserError, from_validation, not_found
-from resolvers.limits import has_utf8_form
-from storage.models import Record
+from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.limits import has_utf8_form
+from parley.storage.models import Record
 
 
 def storable(pk: str) -> bool:
