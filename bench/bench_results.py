@@ -26,7 +26,7 @@ from parley.engine.types import SOTOPIA_DIMENSIONS
 from parley.storage import keys
 from tests.support.processes import api_process, parley_env
 
-PREFIX = f":{keys.SOTOPIA_LOGS}.EpisodeLog:"
+PREFIX = f":{keys.SOTOPIA_LOGS_MODULE}.EpisodeLog:"
 MODELS = [f"model-{i}" for i in range(8)]
 PARTNER = "partner-model"
 SCENARIOS = [f"scenario-{i:02d}" for i in range(90)]

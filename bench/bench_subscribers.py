@@ -33,9 +33,10 @@ import redis.asyncio as redis
 
 from bench.common import bench_redis, percentile, rss_mib
 from parley.graph.cli import event_loop_factory
-from parley.lifecycle.transitions import Begin, EpisodeStore
 from parley.storage import keys
+from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeStatus
+from parley.storage.vocabulary import AttemptMode
 from tests.support.episodes import queued_episode
 from tests.support.processes import api_process, parley_env
 from tests.support.subscriber import Subscriber
@@ -85,8 +86,10 @@ async def publish(store: EpisodeStore, ids: list[str], rate: float) -> None:
             wait = began + due / rate - time.perf_counter()
             if wait > 0:
                 await asyncio.sleep(wait)
-            begin: Begin = "restart" if status == EpisodeStatus.RUNNING else "none"
-            tasks.append(asyncio.create_task(store.transition(episode_id, status, begin=begin)))
+            mode: AttemptMode = "restart" if status == EpisodeStatus.RUNNING else "none"
+            tasks.append(
+                asyncio.create_task(store.transition(episode_id, status, attempt_mode=mode))
+            )
             due += 1
         results = await asyncio.gather(*tasks)
         assert all(r.ok for r in results), [r for r in results if not r.ok][:1]

@@ -49,8 +49,8 @@ import redis.asyncio as redis
 
 from bench.common import bench_redis, percentile, rss_mib
 from parley.graph.cli import event_loop_factory
-from parley.lifecycle.transitions import EpisodeStore
 from parley.storage.embedded import free_port
+from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeLog
 from tests.support.fake_llm import fake_llm_process
 from tests.support.processes import Process, api_process, parley_env, worker_process

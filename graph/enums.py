@@ -4,8 +4,8 @@ import strawberry
 
 from parley.core.errors import ErrorCode
 from parley.engine.types import ActionType, RelationshipType, TurnOrder
-from parley.lifecycle.transitions import EventKind
 from parley.resolvers.keyset import SortOrder
+from parley.storage.events import EventKind
 from parley.storage.models import EpisodeStatus, EvaluationStatus, Redelivery, SeatTimeout
 
 strawberry.enum(

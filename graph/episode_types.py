@@ -4,7 +4,6 @@ import asyncio
 from datetime import UTC, datetime
 
 import strawberry
-from strawberry.scalars import JSON
 
 from parley.engine.models import ModelInfo
 from parley.graph.context import Info
@@ -13,13 +12,12 @@ from parley.graph.enums import (
     EpisodeStatus,
     EvaluationStatus,
     EventKind,
-    SeatTimeout,
-    TurnOrder,
 )
 from parley.graph.errors import UserInputError
+from parley.graph.fields import shows, stored
 from parley.graph.game_types import EpisodeGame, episode_game_type
 from parley.graph.listed import Listed
-from parley.graph.projection import Reads
+from parley.graph.projection import Reads, reading
 from parley.graph.seat_types import (
     DimensionScore,
     EnvironmentMessage,
@@ -31,10 +29,10 @@ from parley.graph.seat_types import (
 )
 from parley.graph.types import Agent, Relationship, Scenario, load_agent
 from parley.graph.usage_types import ModelUsage
-from parley.lifecycle.transitions import EpisodeEvent as StoredEvent
 from parley.resolvers import episodes, games, perspective, relationships, transcript
 from parley.resolvers.names import agent_name
 from parley.storage import models
+from parley.storage.events import EpisodeEvent as StoredEvent
 
 
 def when(seconds: float | None) -> datetime | None:
@@ -178,18 +176,24 @@ class Progress:
 
 
 @strawberry.type(description="One simulation run (Sotopia EpisodeLog) and its live state.")
+@shows(models.EpisodeLog)
 class Episode:
+    """Each field is declared once, here: `stored(...)` reads the record's field of its name
+    (graph/fields.py `shows`); any other says what it reads (`reading`), which makes
+    `EPISODE_READS`, and whether it reads beyond the record (it awaits) decides which answers
+    are kept (graph/projection.py `own_types`)."""
+
     record: strawberry.Private[models.EpisodeLog]
 
-    @strawberry.field(description="The stored primary key.")
+    @strawberry.field(description="The stored primary key.", metadata=reading("pk"))
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Current status.")
-    def status(self) -> EpisodeStatus:
-        return self.record.status
+    status = stored("Current status.")
 
-    @strawberry.field(description="Every status change, oldest first.")
+    @strawberry.field(
+        description="Every status change, oldest first.", metadata=reading("status_history")
+    )
     def status_history(self) -> list[StatusChange]:
         return [
             StatusChange(
@@ -203,28 +207,30 @@ class Episode:
             for c in self.record.status_history
         ]
 
-    @strawberry.field(description="Which run this is: 0 while queued, then 1, 2 after a restart.")
-    def attempt(self) -> int:
-        return self.record.attempt
+    attempt = stored("Which run this is: 0 while queued, then 1, 2 after a restart.")
+    sequence = stored("The last event sequence number of this episode.")
 
-    @strawberry.field(description="The last event sequence number of this episode.")
-    def sequence(self) -> int:
-        return self.record.sequence
-
-    @strawberry.field(description="Turns done out of the limit.")
+    @strawberry.field(
+        description="Turns done out of the limit.", metadata=reading("progress", "max_turns")
+    )
     def progress(self) -> Progress:
         return Progress(turn=self.record.progress, max_turns=self.record.max_turns)
 
-    @strawberry.field(description="Id of the scenario.")
+    @strawberry.field(description="Id of the scenario.", metadata=reading("environment"))
     def scenario_id(self) -> strawberry.ID:
         return strawberry.ID(self.record.environment)
 
-    @strawberry.field(description="The scenario; null if it was deleted.")
+    @strawberry.field(
+        description="The scenario; null if it was deleted.", metadata=reading("environment")
+    )
     async def scenario(self, info: Info) -> Scenario | None:
         record = await info.context.scenarios.load(self.record.environment)
         return Scenario(record=record) if record else None
 
-    @strawberry.field(description="Its social game's state (omniscient); null outside a game.")
+    @strawberry.field(
+        description="Its social game's state (omniscient); null outside a game.",
+        metadata=reading("environment", "agents", "turns", "messages"),
+    )
     async def game(self, info: Info) -> EpisodeGame | None:
         scenario = await info.context.scenarios.load(self.record.environment)
         found = await info.context.agents.load_many(self.record.agents)
@@ -232,16 +238,22 @@ class Episode:
         state = games.episode_game(self.record, scenario, names)
         return episode_game_type(state) if state else None
 
-    @strawberry.field(description="Ids of the agents, in seat order.")
+    @strawberry.field(description="Ids of the agents, in seat order.", metadata=reading("agents"))
     def agent_ids(self) -> list[strawberry.ID]:
         return [strawberry.ID(a) for a in self.record.agents]
 
-    @strawberry.field(description="The agents in seat order; null where one was deleted.")
+    @strawberry.field(
+        description="The agents in seat order; null where one was deleted.",
+        metadata=reading("agents"),
+    )
     async def agents(self, info: Info) -> list[Agent | None]:
         found = await info.context.agents.load_many(self.record.agents)
         return [Agent(record=r) if r is not None else None for r in found]
 
-    @strawberry.field(description="Stored relationships among this episode's agents.")
+    @strawberry.field(
+        description="Stored relationships among this episode's agents.",
+        metadata=reading("agents"),
+    )
     async def relationships(self) -> list[Relationship]:
         ids = set(self.record.agents)
         found = {}
@@ -251,131 +263,139 @@ class Episode:
                     found[r.pk] = r
         return [Relationship(record=r) for r in found.values()]
 
-    @strawberry.field(description="Model of each agent, in seat order.")
+    @strawberry.field(description="Model of each agent, in seat order.", metadata=reading("models"))
     def agent_models(self) -> list[str]:
         return list((self.record.models or [])[1:])
 
     @strawberry.field(
-        description="Sotopia's agent class of each seat, in seat order (empty when not recorded)."
+        description="Sotopia's agent class of each seat, in seat order (empty when not recorded).",
+        metadata=reading("agent_classes"),
     )
     def agent_classes(self) -> list[str]:
         return list(self.record.agent_classes or [])
 
-    @strawberry.field(description="Model of the judge.")
+    @strawberry.field(description="Model of the judge.", metadata=reading("models"))
     def judge_model(self) -> str | None:
         models = self.record.models or []
         return models[0] if models else None
 
-    @strawberry.field(description="How turns are ordered.")
-    def turn_order(self) -> TurnOrder:
-        return self.record.turn_order
+    turn_order = stored("How turns are ordered.")
 
-    @strawberry.field(description="Evaluation dimension list; null means Sotopia's seven.")
+    @strawberry.field(
+        description="Evaluation dimension list; null means Sotopia's seven.",
+        metadata=reading("evaluation_dimension_list_id"),
+    )
     def evaluation_dimension_list_id(self) -> strawberry.ID | None:
         list_id = self.record.evaluation_dimension_list_id
         return strawberry.ID(list_id) if list_id else None
 
-    @strawberry.field(description="Free-form label for batches.")
-    def tag(self) -> str | None:
-        return self.record.tag
+    tag = stored("Free-form label for batches.")
 
-    @strawberry.field(description="Each agent's actions, in order.")
+    @strawberry.field(
+        description="Each agent's actions, in order.", metadata=reading("turns", "messages")
+    )
     def turns(self) -> list[Turn]:
         # An episode Sotopia wrote stores no turns of its own: they are read from `messages`.
         return [Turn(record=t) for t in transcript.episode_turns(self.record)]
 
     @strawberry.field(
-        description="Sotopia's transcript: per turn, (sender, receiver, text) triples."
+        description="Sotopia's transcript: per turn, (sender, receiver, text) triples.",
+        metadata=reading("messages"),
     )
     def messages(self) -> list[list[list[str]]]:
         return [[list(m) for m in turn] for turn in self.record.messages]
 
-    @strawberry.field(description="The judge's scores per agent, once COMPLETED.")
+    @strawberry.field(
+        description="The judge's scores per agent, once COMPLETED.",
+        metadata=reading("rewards", "agents"),
+    )
     def rewards(self) -> list[Reward]:
         return rewards_of(self.record.rewards, self.record.agents)
 
     @strawberry.field(
         description="Later judgements (re-judgings), oldest first; `rewards` stays the "
         "original, unless the episode had none and one of these, by its own judge on its own "
-        "dimensions, gave them."
+        "dimensions, gave them.",
+        metadata=reading("evaluations", "agents"),
     )
     def evaluations(self) -> list["Evaluation"]:
         return [Evaluation(record=e, agents=self.record.agents) for e in self.record.evaluations]
 
-    @strawberry.field(description="The judge's reasoning.")
-    def reasoning(self) -> str:
-        return self.record.reasoning
-
-    @strawberry.field(description="Why the episode failed, if it did.")
-    def error(self) -> str | None:
-        return self.record.error
-
-    @strawberry.field(
-        description="Why the judge gave no scores, for an episode that COMPLETED without "
+    reasoning = stored("The judge's reasoning.")
+    error = stored("Why the episode failed, if it did.")
+    judge_error = stored(
+        "Why the judge gave no scores, for an episode that COMPLETED without "
         "them: its conversation is kept, and re-judging it with its own judge and dimensions "
         "(rejudgeEpisodes) makes that judgement its scores."
     )
-    def judge_error(self) -> str | None:
-        return self.record.judge_error
-
-    @strawberry.field(description="Why the conversation ended.")
-    def termination_reason(self) -> str | None:
-        return self.record.termination_reason
-
-    @strawberry.field(description="Model requests, retries, repairs and fallbacks it took.")
-    def generation_stats(self) -> JSON:
-        return JSON(self.record.generation_stats)
+    termination_reason = stored("Why the conversation ended.")
+    generation_stats = stored("Model requests, retries, repairs and fallbacks it took.")
 
     @strawberry.field(
         description="Tokens per model, the agents' and the judge's, over every attempt "
-        "(a resumed attempt adds to what the earlier one stored with its turns)."
+        "(a resumed attempt adds to what the earlier one stored with its turns).",
+        metadata=reading("usage"),
     )
     def usage(self) -> list[ModelUsage]:
         return [ModelUsage(record=row) for row in self.record.usage]
 
-    @strawberry.field(
-        description="US dollars, the models' costs summed; null unless the models file gives "
+    cost = stored(
+        "US dollars, the models' costs summed; null unless the models file gives "
         "prices for every model it used."
     )
-    def cost(self) -> float | None:
-        return self.record.cost
 
-    @strawberry.field(description="The seats people play, and whether each has been claimed.")
+    @strawberry.field(
+        description="The seats people play, and whether each has been claimed.",
+        metadata=reading("human_seats"),
+    )
     def human_seats(self) -> list[HumanSeat]:
         return [HumanSeat(seat=s.seat, claimed=bool(s.token_hash)) for s in self.record.human_seats]
 
-    @strawberry.field(description="Seconds a human seat has for its turn.")
-    def seat_deadline_seconds(self) -> float:
-        return self.record.seat_deadline_seconds
-
-    @strawberry.field(description="What happens to a human seat that does not act in time.")
-    def on_seat_timeout(self) -> SeatTimeout:
-        return self.record.on_seat_timeout
-
-    @strawberry.field(description="The model that acts for a timed-out seat under STAND_IN.")
-    def stand_in_model(self) -> str | None:
-        return self.record.stand_in_model
-
-    @strawberry.field(description="While WAITING: the turn and seats awaited, and the deadline.")
-    def waiting(self) -> Waiting | None:
-        waiting = self.record.waiting  # stored only while WAITING (lifecycle/transitions.py)
-        return Waiting.of(waiting) if waiting else None
+    seat_deadline_seconds = stored("Seconds a human seat has for its turn.")
+    on_seat_timeout = stored("What happens to a human seat that does not act in time.")
+    stand_in_model = stored("The model that acts for a timed-out seat under STAND_IN.")
 
     @strawberry.field(
-        description="Set while a pause or step is asked of a running episode: it pauses before "
+        description="While WAITING: the turn and seats awaited, and the deadline.",
+        metadata=reading("waiting"),
+    )
+    def waiting(self) -> Waiting | None:
+        waiting = self.record.waiting  # stored only while WAITING (storage/episode_store.py)
+        return Waiting.of(waiting) if waiting else None
+
+    pause_at = stored(
+        "Set while a pause or step is asked of a running episode: it pauses before "
         "this turn (0: its next one)."
     )
-    def pause_at(self) -> int | None:
-        return self.record.pause_at
 
-    @strawberry.field(description="Environment messages added with injectEvent, in order.")
+    @strawberry.field(
+        description="Environment messages added with injectEvent, in order.",
+        metadata=reading("injections"),
+    )
     def environment_messages(self) -> list[EnvironmentMessage]:
         return [EnvironmentMessage.of(i) for i in self.record.injections]
 
     @strawberry.field(
         description="The episode as the agent in `seat` saw it (its own goal and secret, its "
         "partners as their relationship shows them, the turns it could see); null when the seat "
-        "does not exist or its records are gone."
+        "does not exist or its records are gone.",
+        metadata=reading(
+            "agents",
+            "environment",
+            "models",
+            "max_turns",
+            "turn_order",
+            "evaluation_dimension_list_id",
+            "human_seats",
+            "stand_in_model",
+            "stand_ins",
+            "turns",
+            "messages",
+            "injections",
+            "status",
+            "waiting",
+            "rewards",
+        ),
     )
     async def perspective(self, seat: int) -> Perspective | None:
         found, errors = await perspective.perspective(self.record, seat)
@@ -383,99 +403,17 @@ class Episode:
             raise UserInputError(errors[0].message)
         return Perspective(view=found) if found else None
 
-    @strawberry.field(description="When it was queued.")
-    def created_at(self) -> datetime | None:
-        return when(self.record.created_at)
-
-    @strawberry.field(description="When its current run started.")
-    def started_at(self) -> datetime | None:
-        return when(self.record.started_at)
-
-    @strawberry.field(description="When it reached its end.")
-    def finished_at(self) -> datetime | None:
-        return when(self.record.finished_at)
+    created_at = stored("When it was queued.", when)
+    started_at = stored("When its current run started.", when)
+    finished_at = stored("When it reached its end.", when)
 
 
 class ListedEpisode(Listed[models.EpisodeLog], Episode):  # type: ignore[override]
     pass
 
 
-EPISODE_OWN_TYPES = {
-    "Episode": frozenset(
-        {
-            "StatusChange",
-            "Progress",
-            "Turn",
-            "Reward",
-            "DimensionScore",
-            "Evaluation",
-            "ModelUsage",
-            "HumanSeat",
-            "Waiting",
-            "EnvironmentMessage",
-        }
-    )
-}
-"""The types of the values an episode's answer is made of that read nothing but its record."""
-
-EPISODE_READS = Reads.of(
-    id=("pk",),
-    status=("status",),
-    status_history=("status_history",),
-    attempt=("attempt",),
-    sequence=("sequence",),
-    progress=("progress", "max_turns"),
-    scenario_id=("environment",),
-    scenario=("environment",),
-    game=("environment", "agents", "turns", "messages"),
-    agent_ids=("agents",),
-    agents=("agents",),
-    relationships=("agents",),
-    agent_models=("models",),
-    agent_classes=("agent_classes",),
-    judge_model=("models",),
-    turn_order=("turn_order",),
-    evaluation_dimension_list_id=("evaluation_dimension_list_id",),
-    tag=("tag",),
-    turns=("turns", "messages"),
-    messages=("messages",),
-    rewards=("rewards", "agents"),
-    evaluations=("evaluations", "agents"),
-    reasoning=("reasoning",),
-    error=("error",),
-    judge_error=("judge_error",),
-    termination_reason=("termination_reason",),
-    generation_stats=("generation_stats",),
-    usage=("usage",),
-    cost=("cost",),
-    human_seats=("human_seats",),
-    seat_deadline_seconds=("seat_deadline_seconds",),
-    on_seat_timeout=("on_seat_timeout",),
-    stand_in_model=("stand_in_model",),
-    waiting=("waiting",),
-    pause_at=("pause_at",),
-    environment_messages=("injections",),
-    perspective=(
-        "agents",
-        "environment",
-        "models",
-        "max_turns",
-        "turn_order",
-        "evaluation_dimension_list_id",
-        "human_seats",
-        "stand_in_model",
-        "stand_ins",
-        "turns",
-        "messages",
-        "injections",
-        "status",
-        "waiting",
-        "rewards",
-    ),
-    created_at=("created_at",),
-    started_at=("started_at",),
-    finished_at=("finished_at",),
-)
+EPISODE_READS = Reads.of_type(Episode)
+"""The record fields each field of an episode reads (graph/projection.py)."""
 
 
 @strawberry.type(description="Something that happened to an episode, in sequence order.")

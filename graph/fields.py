@@ -1,27 +1,78 @@
-"""GraphQL fields derived from a record's exposed fields (resolvers/fields.py).
+"""GraphQL fields derived from a record's fields.
 
-`reads` gives an object type one field per exposed field, reading `self.record`; `creates` and
-`updates` give an input type one argument per exposed field: with the record's default (or
-required) for a new record, and optional and unset for a change. Types and descriptions come from
-the record's declaration; apply these under `@strawberry.type` / `@strawberry.input`.
+`reads` gives an object type one field per exposed field (resolvers/fields.py), reading
+`self.record`; `creates` and `updates` give an input type one argument per exposed field: with the
+record's default (or required) for a new record, and optional and unset for a change. Types and
+descriptions come from the record's declaration; apply these under `@strawberry.type` /
+`@strawberry.input`.
+
+`shows` does it for a record clients only read (an episode): each `stored(description)` in the
+class body becomes a field reading the record's field of that name, typed as the record declares
+it, in its place in the class. Every derived field says what it reads (graph/projection.py).
 """
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, get_type_hints
 
 import strawberry
+from pydantic import BaseModel
 from strawberry.scalars import JSON
 
+from parley.graph.projection import reading
 from parley.resolvers.fields import Exposed
 
 Decorator = Callable[[type[Any]], type[Any]]
-_AS_GRAPHQL: dict[Any, Any] = {dict[str, Any] | None: JSON | None}
+_AS_GRAPHQL: dict[Any, Any] = {dict[str, Any] | None: JSON | None, dict[str, float]: JSON}
 """Stored types GraphQL spells otherwise: a free-form object is JSON."""
 
 
 def _graphql(exposed: Exposed, name: str) -> Any:
     annotation = exposed.annotation(name)
     return _AS_GRAPHQL.get(annotation, annotation)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A field of a `shows` type that reads the record's field of its name."""
+
+    description: str
+    convert: Callable[[Any], Any] | None = None
+    """Turns the stored value into the GraphQL one, whose type is its return annotation."""
+
+
+def stored(description: str, convert: Callable[[Any], Any] | None = None) -> Any:
+    """Declares, in a `shows` class body, the field reading the record's field of this name."""
+    return Stored(description, convert)
+
+
+def shows(record: type[BaseModel]) -> Decorator:
+    def decorate(cls: type[Any]) -> type[Any]:
+        for name, value in list(vars(cls).items()):
+            if isinstance(value, Stored):
+                setattr(cls, name, _stored(record, name, value))  # keeps its place in the class
+        return cls
+
+    return decorate
+
+
+def _stored(record: type[BaseModel], name: str, declared: Stored) -> Any:
+    field = record.model_fields.get(name)
+    if field is None:
+        raise ValueError(f"{record.__name__} has no field {name}")
+    convert = declared.convert
+    if convert is None:
+        returns = _AS_GRAPHQL.get(field.annotation, field.annotation)
+    else:
+        returns = get_type_hints(convert)["return"]
+
+    def read(self: Any) -> Any:
+        value = getattr(self.record, name)
+        return value if convert is None else convert(value)
+
+    read.__name__ = name
+    read.__annotations__ = {"return": returns}
+    return strawberry.field(resolver=read, description=declared.description, metadata=reading(name))
 
 
 def reads(exposed: Exposed) -> Decorator:
@@ -73,7 +124,9 @@ def _reader(exposed: Exposed, name: str) -> Any:
 
     read.__name__ = name
     read.__annotations__ = {"return": _graphql(exposed, name)}
-    return strawberry.field(resolver=read, description=exposed.description(name))
+    return strawberry.field(
+        resolver=read, description=exposed.description(name), metadata=reading(name)
+    )
 
 
 def _with_fields(cls: type[Any], annotations: dict[str, Any], fields: dict[str, Any]) -> type[Any]:

@@ -3,46 +3,45 @@
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import strawberry
 from graphql import (
     ASTValidationRule,
     DocumentNode,
     GraphQLError,
-    GraphQLList,
-    GraphQLObjectType,
-    GraphQLOutputType,
-    GraphQLResolveInfo,
     GraphQLSchema,
     ValidationContext,
-    get_nullable_type,
     parse,
     validate,
 )
-from graphql.execution.collect_fields import FieldDetailsList
-from graphql.execution.executor import Executor
-from graphql.pyutils import Path
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension, max_aliases, query_depth_limiter
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.types import ExecutionContext
+from strawberry.types.base import get_object_definition
 
-from parley.graph.answer_cache import AnswerCache, Printed, Shapes, cached_completion, kept_answers
-from parley.graph.episode_types import EPISODE_OWN_TYPES
+from parley.graph.answer_cache import AnswerCache, Printed
+from parley.graph.episode_types import Episode
 from parley.graph.errors import ErrorPolicy, log_error
+from parley.graph.execution import AnswerCachingExecutor
 from parley.graph.mutation import Mutation
+from parley.graph.projection import own_types
 from parley.graph.query import Query
-from parley.graph.seat_access import SeatScopedExecutor
 from parley.graph.subscription import Subscription
-from parley.graph.types import OWN_TYPES
+from parley.graph.types import Agent, Relationship, Scenario
 
 CACHED_DOCUMENTS = 256
 """Parsed and validated documents kept (clients send the same few documents over and over)."""
 CACHED_ANSWERS = 2_000
 """Completed list items kept (graph/answer_cache.py): 1,000 episodes with every field (half of
 them of 20 turns) took 21 MiB, so about 40 MiB at most for records like those."""
+KEPT_TYPES = {
+    get_object_definition(t, strict=True).name: own_types(t)
+    for t in (Agent, Scenario, Relationship, Episode)
+}
+"""The record types list queries return (with a version: graph/listed.py), whose completed
+answers are kept, each with the types those answers may be made of."""
 
 
 @dataclass(frozen=True)
@@ -135,81 +134,6 @@ def extensions(limits: Limits) -> list[Callable[[], SchemaExtension]]:
     return [lambda: Documents(rules, limits.max_tokens), ErrorPolicy]
 
 
-class EventScopedExecutor(SeatScopedExecutor):
-    """Gives each subscription event its own sub-field cache.
-
-    graphql-core 3.3 copies the executor shallowly for every event, so all events of a
-    subscription share one cache keyed by lists made fresh per event: it gained an entry per
-    delivered event and was never emptied (about 1.6 KiB per event, measured by bench/soak.py).
-    """
-
-    def build_per_event_executor(self, payload: Any) -> Executor[Any]:
-        executor = super().build_per_event_executor(payload)
-        executor._relevant_sub_fields = {}
-        return executor
-
-
-class UnsuggestingExecutor(EventScopedExecutor):
-    """Coerces variables with no suggestion in an error (a misspelled enum value or input
-    field is named as it was sent, never with the schema's own names)."""
-
-    @classmethod
-    def build(cls, *args: Any, **kwargs: Any) -> list[GraphQLError] | Executor[Any]:
-        return super().build(*args, **{**kwargs, "hide_suggestions": True})
-
-
-class AnswerCachingExecutor(UnsuggestingExecutor):
-    """Reuses the completed answers of list items whose stored fields are unchanged."""
-
-    answers: AnswerCache
-    printed: Printed
-    _shapes: Shapes | None = None
-
-    @property
-    def shapes(self) -> Shapes:
-        if self._shapes is None:
-            own = {**OWN_TYPES, **EPISODE_OWN_TYPES}
-            self._shapes = Shapes(own, self.fragments, self.printed)
-        return self._shapes
-
-    def complete_list_value(
-        self,
-        return_type: GraphQLList[GraphQLOutputType],
-        field_details_list: FieldDetailsList,
-        info: GraphQLResolveInfo[Any],
-        path: Path,
-        result: Any,
-        position_context: Any,
-    ) -> Any:
-        item_type = get_nullable_type(return_type.of_type)
-        if isinstance(item_type, GraphQLObjectType) and isinstance(result, list) and result:
-            kept = kept_answers(self.answers, self.shapes, item_type, field_details_list, result)
-            if kept is not None:
-                return kept
-        return super().complete_list_value(
-            return_type, field_details_list, info, path, result, position_context
-        )
-
-    def complete_object_value(
-        self,
-        return_type: GraphQLObjectType,
-        field_details_list: FieldDetailsList,
-        info: GraphQLResolveInfo[Any],
-        path: Path,
-        result: Any,
-        position_context: Any,
-    ) -> Any:
-        def complete() -> Any:
-            return super(AnswerCachingExecutor, self).complete_object_value(
-                return_type, field_details_list, info, path, result, position_context
-            )
-
-        errors = self.collected_errors.errors
-        return cached_completion(
-            self.answers, self.shapes, errors, return_type, field_details_list, result, complete
-        )
-
-
 class Schema(strawberry.Schema):
     """Logs each error by what it is (graph/errors.py `log_error`), not all as crashes."""
 
@@ -221,7 +145,7 @@ class Schema(strawberry.Schema):
 
 
 def build_schema(limits: Limits | None = None, answers: int = CACHED_ANSWERS) -> strawberry.Schema:
-    caches = {"answers": AnswerCache(answers), "printed": Printed()}
+    caches = {"answers": AnswerCache(answers), "printed": Printed(), "own_types": KEPT_TYPES}
     executor = type("Executor", (AnswerCachingExecutor,), caches)
     return Schema(
         query=Query,

@@ -17,10 +17,10 @@ from parley.graph.errors import UserInputError
 from parley.graph.experiments import ExperimentSubscription
 from parley.lifecycle.follow import UnknownEpisode, everything, follow, follow_tag, statuses_only
 from parley.lifecycle.seats import holds_seat
-from parley.lifecycle.transitions import EpisodeEvent as Event
-from parley.lifecycle.transitions import log_position
 from parley.resolvers.agents import agent_names
 from parley.resolvers.perspective import sees_injection, sees_turn
+from parley.storage.events import EpisodeEvent as Event
+from parley.storage.events_log import log_position
 from parley.storage.models import EpisodeLog
 from parley.storage.records import get_or_none, storable
 

@@ -7,7 +7,7 @@ from parley.graph.enums import ErrorCode, RelationshipType
 from parley.graph.fields import reads
 from parley.graph.game_types import ScenarioGame, scenario_game_type
 from parley.graph.listed import Listed
-from parley.graph.projection import Reads
+from parley.graph.projection import Reads, reading
 from parley.resolvers import games, relationships
 from parley.resolvers.agents import AGENT
 from parley.resolvers.dimensions import dimensions_of
@@ -29,21 +29,27 @@ class UserError:
 class Agent:
     record: strawberry.Private[models.AgentProfile]
 
-    @strawberry.field(description="The stored primary key.")
+    @strawberry.field(description="The stored primary key.", metadata=reading("pk"))
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Display name, as used in transcripts: first and last name.")
+    @strawberry.field(
+        description="Display name, as used in transcripts: first and last name.",
+        metadata=reading("first_name", "last_name"),
+    )
     def name(self) -> str:
         return agent_name(self.record)
 
-    @strawberry.field(description="This agent's relationships, each with the other agent.")
+    @strawberry.field(
+        description="This agent's relationships, each with the other agent.",
+        metadata=reading("pk"),
+    )
     async def relationships(self, info: Info) -> list["AgentRelationship"]:
         records = await relationships.relationships_of(str(self.record.pk))
         return [AgentRelationship(agent_id=str(self.record.pk), record=r) for r in records]
 
 
-AGENT_READS = Reads.of(AGENT, id=("pk",), name=("first_name", "last_name"), relationships=("pk",))
+AGENT_READS = Reads.of_type(Agent)
 
 
 @strawberry.type(
@@ -53,28 +59,27 @@ AGENT_READS = Reads.of(AGENT, id=("pk",), name=("first_name", "last_name"), rela
 class Scenario:
     record: strawberry.Private[models.EnvironmentProfile]
 
-    @strawberry.field(description="The stored primary key.")
+    @strawberry.field(description="The stored primary key.", metadata=reading("pk"))
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
     @strawberry.field(
-        description="Sotopia's instruction on how to act, given with every turn; null when none."
+        description="Sotopia's instruction on how to act, given with every turn; null when none.",
+        metadata=reading("action_instruction"),
     )
     def action_instruction(self) -> str | None:
         return self.record.action_instruction
 
-    @strawberry.field(description="The social game its gameMetadata holds; null when none.")
+    @strawberry.field(
+        description="The social game its gameMetadata holds; null when none.",
+        metadata=reading("game_metadata"),
+    )
     def game(self) -> ScenarioGame | None:
         rules = games.scenario_game(self.record)
         return scenario_game_type(rules) if rules else None
 
 
-SCENARIO_READS = Reads.of(
-    SCENARIO,
-    id=("pk",),
-    game=("game_metadata",),
-    action_instruction=("action_instruction",),
-)
+SCENARIO_READS = Reads.of_type(Scenario)
 
 
 @strawberry.type(description="How two agents relate (Sotopia RelationshipProfile); one per pair.")
@@ -82,35 +87,36 @@ SCENARIO_READS = Reads.of(
 class Relationship:
     record: strawberry.Private[models.RelationshipProfile]
 
-    @strawberry.field(description="The stored primary key.")
+    @strawberry.field(description="The stored primary key.", metadata=reading("pk"))
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Id of the first agent (Sotopia's agent_1_id).")
+    @strawberry.field(
+        description="Id of the first agent (Sotopia's agent_1_id).", metadata=reading("agent_1_id")
+    )
     def agent_id(self) -> strawberry.ID:
         return strawberry.ID(self.record.agent_1_id)
 
-    @strawberry.field(description="Id of the second agent (Sotopia's agent_2_id).")
+    @strawberry.field(
+        description="Id of the second agent (Sotopia's agent_2_id).", metadata=reading("agent_2_id")
+    )
     def other_agent_id(self) -> strawberry.ID:
         return strawberry.ID(self.record.agent_2_id)
 
-    @strawberry.field(description="The first agent; null if it no longer exists.")
+    @strawberry.field(
+        description="The first agent; null if it no longer exists.", metadata=reading("agent_1_id")
+    )
     async def agent(self, info: Info) -> Agent | None:
         return await load_agent(info, self.record.agent_1_id)
 
-    @strawberry.field(description="The second agent; null if it no longer exists.")
+    @strawberry.field(
+        description="The second agent; null if it no longer exists.", metadata=reading("agent_2_id")
+    )
     async def other_agent(self, info: Info) -> Agent | None:
         return await load_agent(info, self.record.agent_2_id)
 
 
-RELATIONSHIP_READS = Reads.of(
-    RELATIONSHIP,
-    id=("pk",),
-    agent_id=("agent_1_id",),
-    other_agent_id=("agent_2_id",),
-    agent=("agent_1_id",),
-    other_agent=("agent_2_id",),
-)
+RELATIONSHIP_READS = Reads.of_type(Relationship)
 
 
 @strawberry.type(description="One of an agent's relationships, seen from that agent.")
@@ -196,12 +202,3 @@ class ListedScenario(Listed[models.EnvironmentProfile], Scenario):  # type: igno
 
 class ListedRelationship(Listed[models.RelationshipProfile], Relationship):  # type: ignore[override]
     pass
-
-
-OWN_TYPES: dict[str, frozenset[str]] = {
-    "Agent": frozenset(),
-    "Scenario": frozenset({"ScenarioGame", "GameTeam", "GamePhase"}),
-    "Relationship": frozenset(),
-}
-"""Types whose answers read nothing but their record (their fields that reach other records,
-such as an agent's relationships, are of other types, so answers selecting them are not kept)."""

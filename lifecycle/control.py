@@ -18,87 +18,29 @@ from typing import Annotated, Any
 
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError
-from redis.commands.core import AsyncScript
 
 from parley.core.errors import ErrorCode, UserError, from_validation, not_found
 from parley.core.limits import RecordId, RequiredText
 from parley.engine.episode import TurnControl
 from parley.engine.types import Injection
 from parley.lifecycle import logs
-from parley.lifecycle.transitions import EpisodeStore, Fenced, TransitionResult
 from parley.resolvers.agents import agent_names
-from parley.storage import keys
+from parley.storage import control as control_writes
+from parley.storage.episode_store import EpisodeStore, Fenced, TransitionResult
 from parley.storage.models import EpisodeLog, EpisodeStatus, StoredInjection
 from parley.storage.records import get_or_none, storable
+from parley.storage.scripts import script_time
+from parley.storage.vocabulary import PauseMode
 
 log = logging.getLogger(__name__)
 Status = EpisodeStatus
-
-_REQUEST_PAUSE = """
-local raw = redis.call('JSON.GET', KEYS[1], '$.status', '$.progress')
-if not raw then return '' end
-local doc = cjson.decode(raw)
-local status = doc['$.status'][1]
-if status == 'RUNNING' then
-  local at = 0
-  if ARGV[1] == 'step' then at = (doc['$.progress'][1] or 0) + 1 end
-  redis.call('JSON.SET', KEYS[1], '$.pause_at', at)
-end
-return status
-"""
-"""Ask a running episode's worker to pause it (before its next turn, or after one more)."""
-
-_INJECT = """
-local raw = redis.call('JSON.GET', KEYS[1], '$.status', '$.pk', '$.attempt')
-if not raw then return {0, ''} end
-local doc = cjson.decode(raw)
-local status = doc['$.status'][1]
-if not string.find(' QUEUED RUNNING WAITING PAUSED ', ' ' .. status .. ' ', 1, true) then
-  return {0, status}
-end
-local seq = cjson.decode(redis.call('JSON.NUMINCRBY', KEYS[1], '$.sequence', 1))[1]
-local injection = '{"sequence":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[1], 2)
-redis.call('JSON.ARRAPPEND', KEYS[1], '$.injections', injection)
-redis.call('PUBLISH', KEYS[2], '{"type":"injection","episode_id":'
-  .. cjson.encode(doc['$.pk'][1]) .. ',"sequence":' .. string.format('%d', seq)
-  .. ',"at":' .. ARGV[2] .. ',"attempt":' .. (doc['$.attempt'][1] or 0)
-  .. ',"injection":' .. injection .. '}')
-return {1, seq}
-"""
-"""Store an environment message (not yet given a turn) and publish it."""
-
-_DELIVER = """
-local raw = redis.call('JSON.GET', KEYS[1], '$.status', '$.attempt', '$.pause_at',
-                       '$.injections')
-if not raw then return {0} end
-local doc = cjson.decode(raw)
-if doc['$.status'][1] ~= 'RUNNING' or doc['$.attempt'][1] ~= tonumber(ARGV[1]) then
-  return {0}
-end
-local turn = tonumber(ARGV[2])
-local delivered = {}
-for i, injection in ipairs(doc['$.injections'][1] or {}) do
-  if injection.turn == nil or injection.turn == cjson.null then
-    redis.call('JSON.SET', KEYS[1], '$.injections[' .. (i - 1) .. '].turn', turn)
-    injection.turn = turn
-  end
-  if injection.turn == turn then  -- as stored (cjson would turn an empty list into {})
-    delivered[#delivered + 1] = redis.call('JSON.GET', KEYS[1], '$.injections[' .. (i - 1) .. ']')
-  end
-end
-local pause_at = doc['$.pause_at'][1]
-if pause_at == nil or pause_at == cjson.null then pause_at = -1 end
-return {1, pause_at, unpack(delivered)}
-"""
-"""Before a new turn: number the injections not delivered yet with it, and return 1, the pause
-turn (-1: none) and the turn's injections; {0} when the attempt is no longer running."""
 
 
 class StoredControl:
     """The engine's `Control` over an episode's stored injections and pause request."""
 
-    def __init__(self, deliver: AsyncScript, episode: EpisodeLog, attempt: int) -> None:
-        self._deliver = deliver
+    def __init__(self, client: redis.Redis, episode: EpisodeLog, attempt: int) -> None:
+        self.client = client
         self.episode_id = str(episode.pk)
         self.attempt = attempt
         self.stored = episode.injections
@@ -112,14 +54,12 @@ class StoredControl:
             return TurnControl(injections=kept)
         if not self.due:
             return TurnControl()
-        reply: list[Any] = await self._deliver(
-            keys=[EpisodeLog.make_primary_key(self.episode_id)], args=[self.attempt, turn]
-        )
-        if not int(reply[0]):
+        delivered = await control_writes.deliver(self.client, self.episode_id, self.attempt, turn)
+        if delivered is None:
             raise Fenced
-        pause_at = int(reply[1])
+        pause_at, stored = delivered
         self.due = pause_at >= 0  # a step's pause still ahead is asked for again each turn
-        injections = [Injection.model_validate(json.loads(raw)[0]) for raw in reply[2:]]
+        injections = [Injection.model_validate(i) for i in stored]
         return TurnControl(injections=injections, pause=0 <= pause_at <= turn)
 
 
@@ -146,13 +86,10 @@ class RunControl:
     def __init__(self, client: redis.Redis, store: EpisodeStore) -> None:
         self.client = client
         self.store = store
-        self._request_pause = client.register_script(_REQUEST_PAUSE)
-        self._inject = client.register_script(_INJECT)
-        self._deliver = client.register_script(_DELIVER)
 
     def of_attempt(self, episode: EpisodeLog, attempt: int) -> StoredControl:
         """What the engine is told before each turn of this attempt of `episode`."""
-        return StoredControl(self._deliver, episode, attempt)
+        return StoredControl(self.client, episode, attempt)
 
     async def requested(self, episode_ids: list[str]) -> list[bool]:
         """Whether each episode has a pause asked for or an injection not yet delivered, in one
@@ -203,10 +140,10 @@ class RunControl:
         return await self._answer(pk, result, STEP_FROM)
 
     async def _ask_running(
-        self, pk: str, mode: str, what: str
+        self, pk: str, mode: PauseMode, what: str
     ) -> tuple[EpisodeLog | None, list[UserError]]:
-        """Ask the worker of a running episode to pause it (`_REQUEST_PAUSE`)."""
-        status = await self._request_pause(keys=[EpisodeLog.make_primary_key(pk)], args=[mode])
+        """Ask the worker of a running episode to pause it (storage/control.py)."""
+        status = await control_writes.request_pause(self.client, pk, mode)
         episode = await get_or_none(EpisodeLog, pk)
         if not status or episode is None:
             return None, [not_found("episode", pk)]
@@ -263,23 +200,16 @@ class RunControl:
         ]
         if errors:
             return None, errors
-        now = time.time()
-        body = json.dumps({"text": request.text, "to": request.to, "at": now, "turn": None})
-        done, value = await self._inject(
-            keys=[
-                EpisodeLog.make_primary_key(request.episode_id),
-                keys.episode_channel(request.episode_id),
-            ],
-            args=[body, repr(now)],
+        stored = StoredInjection(
+            text=request.text, to=request.to, at=script_time(time.time()), sequence=0, turn=None
         )
-        if not done:
-            if not value:
+        sequence, status = await control_writes.inject(self.client, request.episode_id, stored)
+        if sequence is None:
+            if not status:
                 return None, [not_found("episode", request.episode_id)]
             what = "its conversation is over"
-            return None, [_conflict(Status(value), what)]
-        stored = StoredInjection(
-            text=request.text, to=request.to, at=now, sequence=int(value), turn=None
-        )
+            return None, [_conflict(Status(status), what)]
+        stored = stored.model_copy(update={"sequence": sequence})
         with logs.about(episode=request.episode_id):
             log.info("environment message injected")
         return stored, []

@@ -1,7 +1,7 @@
 """Draft jobs: a large draft (say 50 scenarios) asked of a model in parts, as queued jobs.
 
 A job is split into parts of a few agents or scenarios each; every part is an entry of the
-episode job queue (lifecycle/jobs.py) with the same leases and takeover, so parts run on any
+episode job queue (storage/jobs.py) with the same leases and takeover, so parts run on any
 worker, at once. Each part's outcome is stored beside the job (storage/keys.py); the job's
 status and progress are read from them, so no two workers ever write the same value.
 """
@@ -24,10 +24,10 @@ from parley.engine.drafting import DraftSpec, WorldDraft, draft_world
 from parley.engine.errors import LLMError
 from parley.engine.llm import LLMRouter, ModelCatalog
 from parley.engine.models import LOCAL_MODEL
-from parley.lifecycle.jobs import JobQueue
 from parley.resolvers.drafts import SAVE_SCENARIOS, Prompt, checked_cast, draft_check
 from parley.resolvers.plausible import name_problems
 from parley.storage import keys
+from parley.storage.jobs import JobKind, JobQueue
 from parley.storage.models import RelationshipType
 from parley.storage.records import storable
 
@@ -185,7 +185,7 @@ async def queue(
     async with client.pipeline(transaction=True) as pipe:
         pipe.set(keys.draft_job(job.id), json.dumps(_settings(job)), ex=RETENTION_SECONDS)
         for i in range(len(job.parts)):
-            jobs.add_draft(pipe, job.id, i)
+            jobs.add(pipe, JobKind.DRAFT, job.id, str(i))
         await pipe.execute()
     log.info("draft job queued", extra={"draft_job": job.id, "parts": len(job.parts)})
     return job, []
@@ -259,7 +259,7 @@ class Drafter:
             # Handed back at shutdown: queue the part again, its start not counted as a loss.
             async with self.client.pipeline(transaction=True) as pipe:
                 pipe.hincrby(keys.draft_job_parts(job_id), f"starts:{part}", -1)
-                self.jobs.add_draft(pipe, job_id, part)
+                self.jobs.add(pipe, JobKind.DRAFT, job_id, str(part))
                 await pipe.execute()
             raise
         problems = [[path, message] for path, message in outcome.problems]

@@ -15,8 +15,8 @@ from functools import partial
 from parley.lifecycle.experiments import Progress, Tally, get_experiment, tally
 from parley.lifecycle.follow import patiently
 from parley.lifecycle.services import Services
-from parley.lifecycle.transitions import NOT_JUDGED, EpisodeEvent, EventKind
 from parley.storage import keys
+from parley.storage.events import NOT_JUDGED, EpisodeEvent, EventKind
 from parley.storage.models import EpisodeStatus, Experiment
 
 BURST = 0.05

@@ -24,18 +24,17 @@ from functools import partial
 import redis.asyncio as redis
 
 from parley.core.backoff import Backoff
-from parley.lifecycle.transitions import (
+from parley.resolvers.episodes import list_episodes
+from parley.storage import keys
+from parley.storage.events import (
     EpisodeEvent,
     EventKind,
-    EventsLog,
     MalformedEvent,
-    log_position,
     parse_event,
     snapshot_event,
     stored_events,
 )
-from parley.resolvers.episodes import list_episodes
-from parley.storage import keys
+from parley.storage.events_log import EventsLog, log_position
 from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from parley.storage.outages import is_outage
 from parley.storage.records import get_or_none

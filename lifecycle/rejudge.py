@@ -4,7 +4,7 @@ A re-judging has an id shared by the evaluations it makes: each is an entry of i
 `evaluations` (id = the re-judging's id; the original `rewards` are never touched) and, beside
 it, an evaluation record (storage/keys.py) holding the fields results group by, so
 `episodeResults(evaluation: id)` aggregates it like the episodes themselves. Jobs go through the
-episode job queue (lifecycle/jobs.py) as entries of their own kind, with the same leases and
+episode job queue (storage/jobs.py) as entries of their own kind, with the same leases and
 takeover; a judge that fails marks that one evaluation FAILED with the reason. An episode that
 COMPLETED without scores (its judge failed) gets them from the first evaluation by its own judge
 on its own dimensions that succeeds (`completes`).
@@ -33,7 +33,7 @@ from parley.engine.judge import evaluate
 from parley.engine.llm import LLMRouter, ModelCatalog
 from parley.engine.stats import GenerationStats
 from parley.engine.types import Transcript
-from parley.lifecycle.jobs import JobQueue, crash_reason
+from parley.lifecycle.jobs import crash_reason
 from parley.resolvers.dimensions import (
     dimensions_of,
     get_dimension_list,
@@ -45,6 +45,8 @@ from parley.resolvers.rejudging import evaluation_record, rejudging_fields
 from parley.resolvers.results import WHOLE, aggregate_rows, tag_query
 from parley.resolvers.transcript import episode_turns
 from parley.storage import keys
+from parley.storage.evaluations import store_evaluation
+from parley.storage.jobs import JobKind, JobQueue
 from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,
@@ -54,13 +56,16 @@ from parley.storage.models import (
 from parley.storage.records import get_or_none, storable
 
 log = logging.getLogger(__name__)
-MAX_EPISODES = 10_000
+MAX_EPISODES_PER_REJUDGING = 10_000
+"""Most episodes one re-judging takes, named or found by experiment or tag."""
 BATCH = 500
 EPISODE_FIELDS = ("status", "environment", "agents", "tag", "experiment_id", "models")
 
 
 class RejudgeFields(BaseModel, extra="forbid"):
-    episode_ids: Annotated[list[RecordId], Field(max_length=MAX_EPISODES)] | None = None
+    episode_ids: Annotated[list[RecordId], Field(max_length=MAX_EPISODES_PER_REJUDGING)] | None = (
+        None
+    )
     experiment_id: RecordId | None = None
     tag: ShortText | None = None
     judge_model: ShortText
@@ -97,7 +102,7 @@ async def _selected(client: redis.Redis, valid: RejudgeFields) -> list[str]:
     assert value is not None
     reply: Any = await client.execute_command(  # type: ignore[no-untyped-call]
         "FT.SEARCH", keys.RESULTS_INDEX, tag_query(field, value), "NOCONTENT",
-        "LIMIT", 0, MAX_EPISODES + 1, *WHOLE,
+        "LIMIT", 0, MAX_EPISODES_PER_REJUDGING + 1, *WHOLE,
     )  # fmt: skip
     found = reply.get("results", []) if isinstance(reply, dict) else reply[1:]
     prefix = EpisodeLog.make_primary_key("")
@@ -166,8 +171,10 @@ async def queue(
         message = f"evaluation dimension list {valid.evaluation_dimension_list_id!r}: {problem}"
         errors.append(_error("evaluationDimensionListId", message))
     ids = await _selected(client, valid)
-    if len(ids) > MAX_EPISODES:
-        errors.append(_error("episodeIds", f"at most {MAX_EPISODES} episodes per re-judging"))
+    if len(ids) > MAX_EPISODES_PER_REJUDGING:
+        errors.append(
+            _error("episodeIds", f"at most {MAX_EPISODES_PER_REJUDGING} episodes per re-judging")
+        )
     named = [pk for pk in ids if storable(pk)]
     episodes = dict(zip(named, await _episode_fields(client, named), strict=True))
     if valid.episode_ids is None:
@@ -241,7 +248,7 @@ async def _write(
                     "$",
                     evaluation_record(pk, fields, queued),
                 )
-                jobs.add_evaluation(pipe, pk, rejudging.id)
+                jobs.add(pipe, JobKind.EVALUATION, pk, rejudging.id)
             await pipe.execute()
 
 
@@ -277,34 +284,6 @@ async def progress(client: redis.Redis, rejudging_id: str) -> dict[EvaluationSta
     return counts
 
 
-SET_EVALUATION = """
--- KEYS[1] the episode, KEYS[2] its evaluation record; ARGV[1] the evaluation id,
--- ARGV[2] the entry (JSON), ARGV[3] its status, ARGV[4] its rewards (JSON),
--- ARGV[5] 1 to count a start, ARGV[6] 1 to make them the episode's own scores if it still
--- has none (its judge_error set), with ARGV[7] the reasoning and ARGV[8] the judge's prompt.
--- Returns the starts so far, or -1 if the episode is gone.
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local path = '$.evaluations[?(@.id=="' .. ARGV[1] .. '")]'
-redis.call('JSON.SET', KEYS[1], path, ARGV[2])
-if ARGV[6] == '1' then
-  local unjudged = cjson.decode(redis.call('JSON.GET', KEYS[1], '$.judge_error'))[1]
-  if unjudged ~= nil and unjudged ~= cjson.null then
-    redis.call('JSON.SET', KEYS[1], '$.rewards', ARGV[4])
-    redis.call('JSON.SET', KEYS[1], '$.reasoning', cjson.encode(ARGV[7]))
-    redis.call('JSON.SET', KEYS[1], '$.rewards_prompt', cjson.encode(ARGV[8]))
-    redis.call('JSON.SET', KEYS[1], '$.judge_error', 'null')
-  end
-end
-if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-redis.call('JSON.SET', KEYS[2], '$.status', cjson.encode(ARGV[3]))
-redis.call('JSON.SET', KEYS[2], '$.rewards', ARGV[4])
-if ARGV[5] == '1' then
-  return tonumber(redis.call('JSON.NUMINCRBY', KEYS[2], '$.starts', 1):match('%d+'))
-end
-return 0
-"""
-
-
 class Rejudger:
     """Runs evaluation jobs: one episode judged again by a re-judging's judge and dimensions."""
 
@@ -312,7 +291,6 @@ class Rejudger:
         self.client = client
         self.llm = llm
         self.max_attempts = max_attempts
-        self._set = client.register_script(SET_EVALUATION)
 
     async def _store(
         self,
@@ -321,25 +299,8 @@ class Rejudger:
         count_start: bool = False,
         fills: str | None = None,
     ) -> int:
-        """Write the evaluation; with `fills` (the judge's prompt), its scores become the
-        episode's own too, if the episode still has none."""
-        result = await self._set(
-            keys=[
-                EpisodeLog.make_primary_key(episode_id),
-                keys.evaluation_record(entry.id, episode_id),
-            ],
-            args=[
-                entry.id,
-                entry.model_dump_json(),
-                entry.status.value,
-                json.dumps(entry.rewards),
-                "1" if count_start else "0",
-                "0" if fills is None else "1",
-                entry.reasoning,
-                fills or "",
-            ],
-        )
-        return int(result)
+        """Write the evaluation (storage/evaluations.py)."""
+        return await store_evaluation(self.client, episode_id, entry, count_start, fills)
 
     async def run(self, episode_id: str, rejudging_id: str) -> None:
         """Judge once more; the evaluation ends COMPLETED with its scores or FAILED with why."""

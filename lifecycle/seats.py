@@ -27,12 +27,15 @@ from parley.core.limits import LongText, RecordId, has_utf8_form
 from parley.engine.render import action_text
 from parley.engine.types import ActionType, AgentAction
 from parley.lifecycle import logs
-from parley.lifecycle.transitions import STATUS_CHANGE_LUA, EpisodeStore
 from parley.resolvers.agents import agent_names
 from parley.resolvers.games import game_move
 from parley.storage import keys
+from parley.storage import seats as seat_writes
+from parley.storage.episode_store import EpisodeStore, numbered
 from parley.storage.models import EpisodeLog, EpisodeStatus, HumanSeat, SeatTimeout
 from parley.storage.records import get_or_none, storable
+from parley.storage.scripts import script_time
+from parley.storage.vocabulary import ActRefusal
 
 log = logging.getLogger(__name__)
 ENV = "Environment"
@@ -80,117 +83,6 @@ def seat_keys(episode: EpisodeLog) -> list[str]:
     return [keys.seat_token(s.token_hash) for s in episode.human_seats if s.token_hash]
 
 
-_TURN = """
-local function add_turn(K, doc, turn_no, seat, body, triple, now)
-  -- store a human seat's action of `turn_no` and publish it; drop the seat from those awaited
-  local key = K[1]
-  local seq = cjson.decode(redis.call('JSON.NUMINCRBY', key, '$.sequence', 1))[1]
-  local turn = '{"sequence":' .. string.format('%d', seq) .. ',"turn":' .. turn_no
-    .. ',"at":' .. now .. ',' .. string.sub(body, 2)
-  redis.call('JSON.ARRAPPEND', key, '$.turns', turn)
-  redis.call('JSON.SET', key, '$.progress', turn_no + 1)
-  local stored = redis.call('JSON.ARRLEN', key, '$.messages')[1]
-  if stored and turn_no < stored then
-    redis.call('JSON.ARRAPPEND', key, '$.messages[' .. turn_no .. ']', triple)
-  end
-  redis.call('PUBLISH', K[2], '{"type":"turn","episode_id":' .. cjson.encode(doc.pk)
-    .. ',"sequence":' .. string.format('%d', seq) .. ',"at":' .. now
-    .. ',"attempt":' .. doc.attempt .. ',"turn":' .. turn .. '}')
-  return seq
-end
-
-local function drop_seat(key, seat)
-  local at = redis.call('JSON.ARRINDEX', key, '$.waiting.seats', seat)[1]
-  if at and at >= 0 then redis.call('JSON.ARRPOP', key, '$.waiting.seats', at) end
-  return redis.call('JSON.ARRLEN', key, '$.waiting.seats')[1]
-end
-"""
-
-_ACT = (
-    STATUS_CHANGE_LUA
-    + _TURN
-    + """
-local key = KEYS[1]
-local seat, hash, now, minid = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
-local body, triple = ARGV[5], ARGV[6]
-local doc = episode_doc(key, '$.waiting', '$.human_seats')
-if not doc then return {0, 'gone'} end
-local holder = nil
-for _, s in ipairs(doc.human_seats or {}) do
-  if s.seat == seat then holder = s end
-end
-if not holder then return {0, 'not_human'} end
-if holder.token_hash == '' or holder.token_hash ~= hash then return {0, 'token'} end
-if doc.status ~= 'WAITING' then return {0, 'status:' .. doc.status} end
-local waiting = doc.waiting
-local awaited = false
-for _, s in ipairs(waiting.seats) do
-  if s == seat then awaited = true end
-end
-if not awaited then return {0, 'not_awaited'} end
-local seq = add_turn(KEYS, doc, waiting.turn, seat, body, triple, now)
-if drop_seat(key, seat) == 0 then
-  change_status(KEYS, doc, 'QUEUED', doc.attempt, now, '', nil, '', true, minid)
-end
-return {1, seq}
-"""
-)
-"""A person's action for their seat: refused unless the token is the seat's and the episode
-waits for that seat; the last seat of a turn queues the episode again."""
-
-_EXPIRE = (
-    STATUS_CHANGE_LUA
-    + _TURN
-    + """
-local key = KEYS[1]
-local turn_no, now, minid, reason = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
-local doc = episode_doc(key, '$.waiting', '$.on_seat_timeout')
-if not doc or doc.status ~= 'WAITING' then
-  redis.call('ZREM', KEYS[5], ARGV[5])
-  return 0
-end
-local waiting = doc.waiting
-if waiting.turn ~= turn_no or waiting.deadline > tonumber(now) then return 0 end
-if doc.on_seat_timeout == 'FAIL' then
-  redis.call('JSON.SET', key, '$.error', cjson.encode(reason))
-  redis.call('JSON.SET', key, '$.finished_at', now)
-  change_status(KEYS, doc, 'FAILED', doc.attempt, now, reason, nil, '', false, minid)
-  return 1
-end
-for i = 6, #ARGV, 3 do
-  local seat = tonumber(ARGV[i])
-  if doc.on_seat_timeout == 'STAND_IN' then
-    redis.call('JSON.ARRAPPEND', key, '$.stand_ins', '[' .. seat .. ',' .. turn_no .. ']')
-  else
-    add_turn(KEYS, doc, turn_no, seat, ARGV[i + 1], ARGV[i + 2], now)
-  end
-  drop_seat(key, seat)
-end
-change_status(KEYS, doc, 'QUEUED', doc.attempt, now, reason, nil, '', true, minid)
-return 1
-"""
-)
-"""A waiting turn past its deadline: the episode fails, or each seat left leaves (a `leave`
-turn) or is played by the stand-in model, and the episode is queued again."""
-
-_CLAIM = """
-local raw = redis.call('JSON.GET', KEYS[1], '$.human_seats')
-if not raw then return -1 end
-local seats = cjson.decode(raw)[1] or {}
-for i, s in ipairs(seats) do
-  if s.seat == tonumber(ARGV[1]) then
-    if s.token_hash ~= '' then return 0 end
-    redis.call('JSON.SET', KEYS[1], '$.human_seats[' .. (i - 1) .. '].token_hash',
-               cjson.encode(ARGV[2]))
-    redis.call('SET', KEYS[2], ARGV[3])
-    return 1
-  end
-end
-return -2
-"""
-"""Give an open seat its token (and the key its credential is found by): the first claim wins."""
-
-
 MAX_TOKEN_LENGTH = 200
 """A seat token is 32 characters (`new_token`); a longer one is refused unread."""
 
@@ -204,9 +96,13 @@ class ActionRequest(BaseModel, extra="forbid"):
     seat_token: Annotated[str, Field(max_length=MAX_TOKEN_LENGTH)] = ""
 
 
-def _body(seat: int, name: str, action: AgentAction, phase: str | None = None) -> str:
-    """A turn's JSON without its sequence, number and time (the script adds them)."""
+def _body(
+    turn: int, now: float, seat: int, name: str, action: AgentAction, phase: str | None = None
+) -> str:
+    """A person's turn's JSON, numbered 0 (the script gives it its sequence)."""
     data: dict[str, Any] = {
+        "turn": turn,
+        "at": script_time(now),
         "action_type": str(action.action_type),
         "argument": action.argument,
         "to": action.to,
@@ -215,7 +111,7 @@ def _body(seat: int, name: str, action: AgentAction, phase: str | None = None) -
     }
     if phase is not None:
         data["phase"] = phase
-    return json.dumps(data)
+    return numbered(data)
 
 
 def _triple(name: str, action: AgentAction) -> str:
@@ -246,9 +142,13 @@ def action_errors(
 
 
 _REFUSALS = {
-    "token": ("seatToken", "wrong or missing seat token for this seat", ErrorCode.FORBIDDEN),
-    "not_human": ("seat", "this seat is not a human seat", ErrorCode.INVALID),
-    "not_awaited": ("seat", "it is not this seat's turn", ErrorCode.CONFLICT),
+    ActRefusal.TOKEN: (
+        "seatToken",
+        "wrong or missing seat token for this seat",
+        ErrorCode.FORBIDDEN,
+    ),
+    ActRefusal.NOT_HUMAN: ("seat", "this seat is not a human seat", ErrorCode.INVALID),
+    ActRefusal.NOT_AWAITED: ("seat", "it is not this seat's turn", ErrorCode.CONFLICT),
 }
 
 
@@ -259,19 +159,6 @@ class Seats:
     def __init__(self, client: redis.Redis, store: EpisodeStore) -> None:
         self.client = client
         self.store = store
-        self._act = client.register_script(_ACT)
-        self._expire = client.register_script(_EXPIRE)
-        self._claim = client.register_script(_CLAIM)
-
-    def _keys(self, episode_id: str) -> list[str]:
-        return [
-            EpisodeLog.make_primary_key(episode_id),
-            keys.episode_channel(episode_id),
-            keys.EPISODES_CHANNEL,
-            keys.EVENTS_LOG,
-            keys.DEADLINES,
-            self.store.jobs,
-        ]
 
     async def act(self, fields: dict[str, Any]) -> tuple[int | None, list[UserError]]:
         """Play a person's turn; the turn event's sequence, or why it was refused (then
@@ -283,7 +170,7 @@ class Seats:
             return None, from_validation(err)
         episode = await get_or_none(EpisodeLog, request.episode_id)
         if episode is None or not holds_seat(episode, request.seat, request.seat_token):
-            return None, [_refusal("token", request.episode_id)]
+            return None, [_refusal(ActRefusal.TOKEN, request.episode_id)]
         names = await agent_names(self.client, episode.agents)
         errors = action_errors(request, names, {s.seat for s in episode.human_seats})
         if errors:
@@ -295,22 +182,24 @@ class Seats:
         if refused:
             return None, refused
         name = names[request.seat]
-        code, detail = await self._act(
-            keys=self._keys(request.episode_id),
-            args=[
-                request.seat,
-                token_hash(request.seat_token),
-                repr(time.time()),
-                self.store.log_floor(),
-                _body(request.seat, name, action, phase),
-                _triple(name, action),
-            ],
+        turn = episode.waiting.turn if episode.waiting else -1
+        now = time.time()
+        sequence, refusal, status = await seat_writes.act(
+            self.store,
+            request.episode_id,
+            request.seat,
+            turn,
+            token_hash(request.seat_token),
+            now,
+            _body(turn, now, request.seat, name, action, phase),
+            _triple(name, action),
         )
-        if code == 1:
+        if sequence is not None:
             with logs.about(episode=request.episode_id):
                 log.info("seat %d acted", request.seat)
-            return int(detail), []
-        return None, [_refusal(str(detail), request.episode_id)]
+            return sequence, []
+        assert refusal is not None
+        return None, [_refusal(refusal, request.episode_id, status)]
 
     async def claim(self, episode_id: str, seat: int) -> tuple[str | None, list[UserError]]:
         """A token for an open seat; the seat is then closed to other claims."""
@@ -318,11 +207,10 @@ class Seats:
             return None, [not_found("episode", episode_id)]
         token = new_token()
         digest = token_hash(token)
-        done = await self._claim(
-            keys=[EpisodeLog.make_primary_key(episode_id), keys.seat_token(digest)],
-            args=[seat, digest, seat_entry(episode_id, seat)],
+        done = await seat_writes.claim(
+            self.client, episode_id, seat, digest, seat_entry(episode_id, seat)
         )
-        match int(done):
+        match done:
             case 1:
                 return token, []
             case 0:
@@ -415,23 +303,22 @@ class Seats:
             f"{', '.join(late)} did not act before the deadline of turn {waiting.turn}: {outcome}"
         )
         leave = AgentAction(action_type=ActionType.LEAVE)
-        args: list[str | int | float] = [waiting.turn, repr(now), self.store.log_floor(), reason]
-        args.append(episode_id)
-        for seat in waiting.seats:
-            args += [seat, _body(seat, names[seat], leave), _triple(names[seat], leave)]
-        done = await self._expire(keys=self._keys(episode_id), args=args)
+        left = [
+            (s, _body(waiting.turn, now, s, names[s], leave), _triple(names[s], leave))
+            for s in waiting.seats
+        ]
+        done = await seat_writes.expire(self.store, episode_id, waiting.turn, now, reason, left)
         if done:
             with logs.about(episode=episode_id):
                 log.info("seat deadline passed: %s", reason)
         return int(done)
 
 
-def _refusal(detail: str, episode_id: str) -> UserError:
-    if detail == "gone":
+def _refusal(refusal: ActRefusal, episode_id: str, status: str = "") -> UserError:
+    if refusal == ActRefusal.GONE:
         return not_found("episode", episode_id)
-    if detail.startswith("status:"):
-        status = detail.partition(":")[2]
+    if refusal == ActRefusal.STATUS:
         message = f"the episode is {status}, not waiting for this seat"
         return UserError(["input", "seat"], message, ErrorCode.CONFLICT)
-    field, message, code = _REFUSALS[detail]
+    field, message, code = _REFUSALS[refusal]
     return UserError(["input", field], message, code)

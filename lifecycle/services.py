@@ -17,10 +17,11 @@ import redis.asyncio as redis
 from parley.engine.llm import ModelRegistry
 from parley.lifecycle.control import RunControl
 from parley.lifecycle.follow import EventHub
-from parley.lifecycle.jobs import JobQueue
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.settings import RunSettings
-from parley.lifecycle.transitions import DEFAULT_RETENTION, EpisodeStore, EventsLog
+from parley.storage.episode_store import DEFAULT_RETENTION, EpisodeStore
+from parley.storage.events_log import EventsLog
+from parley.storage.jobs import JobQueue
 from parley.storage.models import LISTED
 from parley.storage.runtime import redis_storage
 from parley.storage.tracking import TrackedDocuments

@@ -22,11 +22,11 @@ from parley.engine.types import TurnOrder
 from parley.lifecycle import failpoints, logs
 from parley.lifecycle.seats import new_token, seat_keys, token_hash
 from parley.lifecycle.services import Services
-from parley.lifecycle.transitions import initial_history
 from parley.resolvers.agents import agent_names
 from parley.resolvers.dimensions import list_problem
 from parley.resolvers.names import same_names
 from parley.storage import keys
+from parley.storage.episode_store import initial_history
 from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimensionList,

@@ -39,13 +39,15 @@ from parley.engine.usage import Usage, merged
 from parley.lifecycle import logs
 from parley.lifecycle.control import StoredControl
 from parley.lifecycle.drafts import Drafter
-from parley.lifecycle.jobs import Job, crash_reason
+from parley.lifecycle.jobs import crash_reason
 from parley.lifecycle.rejudge import Rejudger
 from parley.lifecycle.services import Services, open_services
 from parley.lifecycle.settings import RunSettings
-from parley.lifecycle.transitions import NOT_JUDGED, Fenced, TransitionResult
 from parley.lifecycle.usage import stored_usage, usage_fields
 from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.storage.episode_store import Fenced, TransitionResult
+from parley.storage.events import NOT_JUDGED
+from parley.storage.jobs import Job, JobKind
 from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,
@@ -61,7 +63,7 @@ Status = EpisodeStatus
 ACTIVE = (Status.RUNNING, Status.EVALUATING)
 
 
-MAX_EPISODES = 512
+MAX_EPISODES_AT_ONCE = 512
 """Default cap on a worker's episodes at once: about 60 MiB of episode state (bench/RESULTS.md);
 Redis connections do not grow with it (the client's pool is bounded and waits)."""
 EPISODE_HEADROOM = 8
@@ -71,7 +73,7 @@ ROOM_POLL = 0.1
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    concurrency: int = MAX_EPISODES
+    concurrency: int = MAX_EPISODES_AT_ONCE
     """Most episodes at once; below it the models' adaptive limits decide (`episode_limit`)."""
     lease_seconds: float = 30.0
     """A job whose lease is not renewed for this long is taken over by another worker."""
@@ -100,7 +102,7 @@ class LeaseLost(Exception):
 
 
 @dataclass(frozen=True)
-class Begin:
+class AttemptStart:
     """How this delivery starts its attempt, and why."""
 
     mode: Literal["restart", "resume"]
@@ -109,7 +111,7 @@ class Begin:
     """Workers lost in a row without storing a turn that this start keeps (the cap's count)."""
 
     @classmethod
-    def of(cls, episode: EpisodeLog, consumer: str) -> Begin:
+    def of(cls, episode: EpisodeLog, consumer: str) -> AttemptStart:
         """A first start, or the next one after the previous worker handed it back or was lost.
         A loss counts toward the cap only when the lost attempt stored no turn that this one
         keeps: an episode that crashes its workers still stops, one that moves on between
@@ -139,6 +141,26 @@ def stored_turns_since_start(episode: EpisodeLog) -> bool:
     return began is not None and any(turn.sequence > began for turn in episode.turns)
 
 
+@dataclass(frozen=True)
+class Handler:
+    """How the worker runs one kind of job (as arq's worker keeps its functions by name)."""
+
+    run: Callable[[Job], Awaitable[bool]]
+    """Run one delivery; True when the job needs no further delivery."""
+    ended: Callable[[Job], Awaitable[bool]]
+    """After its run was cancelled or fenced: True when the job needs no further delivery."""
+    fail: Callable[[Job, str], Awaitable[bool]]
+    """After its run crashed: store why; False when it could not (left for redelivery)."""
+    subject: str
+    """The log field that names what the job is about."""
+
+
+async def _done(job: Job, reason: str = "") -> bool:
+    """A job that ends with its run, whatever happened: its own run stores how it went (an
+    evaluation's, a draft part's outcome), or queues it again (a draft part handed back)."""
+    return True
+
+
 @dataclass
 class Running:
     job: Job
@@ -160,6 +182,12 @@ class Worker:
         self.drafter = Drafter(
             services.client, services.models, services.jobs, self.config.max_attempts
         )
+        self.handlers: dict[JobKind, Handler] = {
+            JobKind.EPISODE: Handler(self._run, self._ended, self._fail_job, "episode"),
+            JobKind.EVALUATION: Handler(self._evaluate, _done, _done, "episode"),
+            JobKind.DRAFT: Handler(self._draft, _done, _done, "draft_job"),
+        }
+        """What runs each kind of job."""
         self.running: dict[str, Running] = {}
         self.controls: dict[str, StoredControl] = {}
         """What each running attempt's engine is told before a turn, by episode."""
@@ -286,7 +314,7 @@ class Worker:
         started = [
             i for i in self.running.values() if i.attempt and not i.settled and not i.task.done()
         ]
-        states = await self.store.states([i.job.episode_id for i in started])
+        states = await self.store.states([i.job.subject for i in started])
         controls = list(self.controls.items())
         asked = await self.control.requested([episode_id for episode_id, _ in controls])
         for (_, control), due in zip(controls, asked, strict=True):
@@ -299,7 +327,7 @@ class Worker:
                 log.info(
                     "stopping: the episode ended or moved on without this worker",
                     extra={
-                        "episode": item.job.episode_id,
+                        "episode": item.job.subject,
                         "attempt": item.attempt,
                         "worker": self.config.consumer,
                     },
@@ -327,34 +355,35 @@ class Worker:
             for item in items:
                 if item.attempt and not item.settled:
                     await self.store.mark(
-                        item.job.episode_id, item.attempt, {"handed_back": self.config.consumer}
+                        item.job.subject, item.attempt, {"handed_back": self.config.consumer}
                     )
             await self.jobs.release(self.config.consumer, [i.job.entry_id for i in items], idle_ms)
 
     async def _run_job(self, job: Job) -> None:
-        with logs.about(episode=job.episode_id, worker=self.config.consumer):
-            await self._deliver(job)
+        handler = self.handlers[job.kind]
+        with logs.about(**{handler.subject: job.subject}, worker=self.config.consumer):
+            await self._deliver(job, handler)
 
-    async def _deliver(self, job: Job) -> None:
+    async def _deliver(self, job: Job, handler: Handler) -> None:
         done = False
         try:
-            done = await self._run(job)
+            done = await handler.run(job)
         except asyncio.CancelledError:
-            done = await self._cancelled_elsewhere(job)
+            done = await handler.ended(job)
             if not done:
                 raise
         except Fenced:
-            done = await self._cancelled_elsewhere(job)
+            done = await handler.ended(job)
         except (LeaseLost, redis.RedisError) as err:
             if isinstance(err, LeaseLost) or is_outage(err):
                 # Not acked: the job is redelivered once its lease lapses and the episode resumes.
                 log.warning("left the episode for redelivery: %s", err)
             else:  # Redis refused what was sent: another attempt would send the same
                 log.error("Redis refused a write of the episode: %s", err)
-                done = await self._fail_job(job, f"Redis refused to store the episode: {err}")
+                done = await handler.fail(job, f"Redis refused to store the episode: {err}")
         except Exception as err:
             log.exception("episode crashed")
-            done = await self._fail_job(job, crash_reason(err))
+            done = await handler.fail(job, crash_reason(err))
         finally:
             if done:
                 if job.entry_id in self.running:
@@ -369,7 +398,7 @@ class Worker:
         attempt = self.running[job.entry_id].attempt if job.entry_id in self.running else None
         try:
             await self.store.transition(
-                job.episode_id,
+                job.subject,
                 Status.FAILED,
                 fence=attempt,
                 reason=reason,
@@ -380,26 +409,28 @@ class Worker:
             return False
         return True
 
-    async def _cancelled_elsewhere(self, job: Job) -> bool:
+    async def _ended(self, job: Job) -> bool:
         """True when the episode ended without us (cancelled, deleted): the job is done."""
-        state = await self.store.state(job.episode_id)
+        state = await self.store.state(job.subject)
         return state is None or state[0].terminal
 
+    async def _evaluate(self, job: Job) -> bool:
+        await self.rejudger.run(job.subject, job.detail)
+        return True
+
+    async def _draft(self, job: Job) -> bool:
+        await self.drafter.run(job.subject, int(job.detail))
+        return True
+
     async def _run(self, job: Job) -> bool:
-        """Run one delivery of a job; True when the job needs no further delivery."""
-        if job.evaluation is not None:
-            await self.rejudger.run(job.episode_id, job.evaluation)
-            return True
-        if job.draft is not None:
-            await self.drafter.run(job.episode_id, int(job.draft))
-            return True
-        episode_id = job.episode_id
+        """Run one delivery of an episode's job; True when it needs no further delivery."""
+        episode_id = job.subject
         episode = await self._durably(lambda: get_or_none(EpisodeLog, episode_id))
         if episode is None or episode.status.terminal or episode.status.parked:
             return True  # a parked episode gets a new job when it goes on
         if episode.job is not None and episode.job != job.entry_id:
             return True  # an older job of an episode queued again since
-        start = Begin.of(episode, self.config.consumer)
+        start = AttemptStart.of(episode, self.config.consumer)
         if start.losses >= self.config.max_attempts:
             await self._durably(lambda: self._give_up(episode, start.losses))
             return True
@@ -411,7 +442,7 @@ class Worker:
         with logs.about(attempt=mine):
             return await self._attempt(job, episode, start, mine)
 
-    async def _attempt(self, job: Job, episode: EpisodeLog, start: Begin, mine: int) -> bool:
+    async def _attempt(self, job: Job, episode: EpisodeLog, start: AttemptStart, mine: int) -> bool:
         episode_id = str(episode.pk)
         kept = len(episode.turns) if start.mode == "resume" else 0
         log.info(
@@ -427,7 +458,9 @@ class Worker:
         try:
             played = await self._play(episode, mine, setup, history, spent)
         except HistoryMismatch as err:
-            restart = Begin("restart", f"kept turns do not fit the episode ({err}); restarted")
+            restart = AttemptStart(
+                "restart", f"kept turns do not fit the episode ({err}); restarted"
+            )
             restarted = await self._durably(lambda: self._begin(episode_id, mine, restart))
             if not restarted.ok:
                 raise Fenced from err
@@ -493,12 +526,12 @@ class Worker:
             fields={**fields, "error": lost},
         )
 
-    async def _begin(self, episode_id: str, attempt: int, start: Begin) -> TransitionResult:
+    async def _begin(self, episode_id: str, attempt: int, start: AttemptStart) -> TransitionResult:
         return await self.store.transition(
             episode_id,
             Status.RUNNING,
             fence=attempt,
-            begin=start.mode,
+            attempt_mode=start.mode,
             owner=self.config.consumer,
             reason=start.reason,
             fields={

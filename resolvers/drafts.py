@@ -6,7 +6,6 @@ per field: `draft.agents.0.firstName` for what a model drafted, `input.agents.0.
 what a client asks to save.
 """
 
-import json
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -33,6 +32,7 @@ from parley.resolvers.plausible import (
 from parley.resolvers.relationships import RELATIONSHIP
 from parley.resolvers.scenarios import NewScenario
 from parley.storage import keys
+from parley.storage.drafts import save_all
 from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
 from parley.storage.models import RelationshipType as Level
 
@@ -296,30 +296,13 @@ class SaveFields(BaseModel, extra="forbid"):
     relationships: Annotated[list[dict[str, Any]], Field(max_length=SAVE_SCENARIOS)] = []
 
 
-SAVE_ALL = """
--- KEYS: the keys to write; ARGV[i]: 'J' .. a JSON document, or 'S' .. a string, for KEYS[i].
--- Writes nothing and returns i when KEYS[i] exists already; else writes all and returns 0.
-for i, key in ipairs(KEYS) do
-  if redis.call('EXISTS', key) == 1 then return i end
-end
-for i, key in ipairs(KEYS) do
-  local value = ARGV[i]
-  if string.sub(value, 1, 1) == 'J' then
-    redis.call('JSON.SET', key, '$', string.sub(value, 2))
-  else
-    redis.call('SET', key, string.sub(value, 2))
-  end
-end
-return 0
-"""
-
-
 def _key(record: Record) -> str:
     return str(type(record).make_primary_key(record.pk))
 
 
-def _document(record: Record) -> str:
-    return "J" + json.dumps(jsonable_encoder(record.model_dump()))
+def _document(record: Record) -> dict[str, Any]:
+    document: dict[str, Any] = jsonable_encoder(record.model_dump())
+    return document
 
 
 async def save_draft(
@@ -352,16 +335,15 @@ async def save_draft(
         relationships.append(
             RelationshipProfile(agent_1_id=str(first.pk), agent_2_id=str(second.pk), **values)
         )
-    writes: list[tuple[str, str, list[str]]] = []
+    writes: list[tuple[str, str | dict[str, Any], list[str]]] = []
     for kind, records in (("agents", agents), ("scenarios", scenarios)):
         for i, record in enumerate(records):
             writes.append((_key(record), _document(record), ["input", kind, str(i), "id"]))
     for i, rel in enumerate(relationships):
         where = ["input", "relationships", str(i), "otherAgentIndex"]
         writes.append((_key(rel), _document(rel), where))
-        writes.append((keys.relationship_pair(rel.agent_1_id, rel.agent_2_id), f"S{rel.pk}", where))
-    script = client.register_script(SAVE_ALL)
-    taken = int(await script(keys=[w[0] for w in writes], args=[w[1] for w in writes]))
+        writes.append((keys.relationship_pair(rel.agent_1_id, rel.agent_2_id), str(rel.pk), where))
+    taken = await save_all(client, [(key, value) for key, value, _ in writes])
     if taken:
         _, _, where = writes[taken - 1]
         message = "this id is taken" if where[-1] == "id" else "these agents have a relationship"

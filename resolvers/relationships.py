@@ -2,7 +2,7 @@
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import redis.asyncio as redis
 from pydantic import ValidationError, model_validator
@@ -24,7 +24,9 @@ from parley.resolvers.search import Hit, search_all
 from parley.storage import keys
 from parley.storage.models import AgentProfile, RelationshipProfile, RelationshipType
 from parley.storage.records import get_or_none, update_fields
+from parley.storage.relationships import write_new
 from parley.storage.tracking import TrackedDocuments
+from parley.storage.vocabulary import RelationshipRefusal
 
 RELATIONSHIP = Exposed(
     RelationshipProfile,
@@ -108,56 +110,23 @@ async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
     return await search_all(query, RELATIONSHIPS)
 
 
-WRITE = """
--- KEYS: the two agents' records, the pair's reservation (keys.relationship_pair), the
--- relationship's record, the two agents' counters (keys.relationships_made).
--- ARGV[1] the relationship's id, ARGV[2] its JSON.
--- Writes the relationship only while both agents are stored and the pair and the id are free,
--- in this one step, so that no agent is deleted between the check and the write; bumps both
--- agents' counters, which a deletion of either watches.
--- Returns {'agent', n} (agent n is not stored), {'pair', its holder}, {'id', ''} or {'ok', ''}.
-for n = 1, 2 do
-  if redis.call('EXISTS', KEYS[n]) == 0 then return {'agent', n} end
-end
-local holder = redis.call('GET', KEYS[3])
-if holder then return {'pair', holder} end
-if redis.call('EXISTS', KEYS[4]) == 1 then return {'id', ''} end
-redis.call('SET', KEYS[3], ARGV[1])
-redis.call('JSON.SET', KEYS[4], '$', ARGV[2])
-redis.call('INCR', KEYS[5])
-redis.call('INCR', KEYS[6])
-return {'ok', ''}
-"""
-
-
 @dataclass(frozen=True)
 class Refused:
     """Why a new relationship was not written."""
 
-    reason: Literal["agent", "pair", "id"]
+    reason: RelationshipRefusal
+    """AGENT, PAIR or ID."""
     detail: str = ""
     """The id of the agent that is not stored, or of the relationship that holds the pair."""
 
 
 async def write_relationship(client: redis.Redis, record: RelationshipProfile) -> Refused | None:
     """Store a new relationship while both its agents are, and its pair and id are free, at
-    once (WRITE); None when it is stored."""
-    ends = (record.agent_1_id, record.agent_2_id)
-    script = client.register_script(WRITE)
-    reason, detail = await script(
-        keys=[
-            *(AgentProfile.make_primary_key(pk) for pk in ends),
-            keys.relationship_pair(*ends),
-            RelationshipProfile.make_primary_key(str(record.pk)),
-            *(keys.relationships_made(pk) for pk in ends),
-        ],
-        args=[str(record.pk), record.model_dump_json()],
-    )
-    if reason == "ok":
+    once (storage/relationships.py); None when it is stored."""
+    refusal, detail = await write_new(client, record)
+    if refusal == RelationshipRefusal.OK:
         return None
-    if reason == "agent":
-        return Refused("agent", ends[int(detail) - 1])
-    return Refused(reason, str(detail))
+    return Refused(refusal, detail)
 
 
 async def create_relationship(

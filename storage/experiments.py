@@ -9,6 +9,7 @@ from pydantic import TypeAdapter
 
 from parley.storage import keys
 from parley.storage.models import EpisodeLog, EpisodeStatus, Experiment, ExperimentSlot
+from parley.storage.scripts import NoArgs, Script
 
 PLAN = TypeAdapter(list[ExperimentSlot])
 
@@ -21,72 +22,55 @@ class EpisodeState(NamedTuple):
     """COMPLETED without scores: its judge failed (`judge_error`)."""
 
 
-_CREATE = """
-local earlier = redis.call('HGET', KEYS[1], ARGV[1])
-if earlier and redis.call('EXISTS', ARGV[4] .. earlier) == 1 then return {0, earlier} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('JSON.SET', KEYS[2], '$', ARGV[3])
-redis.call('JSON.SET', KEYS[3], '$', ARGV[5])
-return {1, ARGV[2]}
-"""
-"""Store a new experiment and its slots unless its name and tag name one already (that one's id
-is returned)."""
-
-_FILL = """
-local filled = {}
-for i = 1, #ARGV, 3 do
-  local current = redis.call('HGET', KEYS[1], ARGV[i]) or ''
-  if current == ARGV[i + 1] then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
-    filled[#filled + 1] = 1
-  else
-    filled[#filled + 1] = 0
-  end
-end
-return filled
-"""
-"""Point each slot at its new episode, only where it still holds the episode it was read with
-(a start that read an older state changes nothing)."""
+class NamesKeys(NamedTuple):
+    names: str
+    experiment: str
+    plan: str
 
 
-_IMPORT_SLOTS = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local count = tonumber(ARGV[1])
-local length = -1
-if redis.call('EXISTS', KEYS[2]) == 1 then length = redis.call('JSON.ARRLEN', KEYS[2], '$')[1] end
-if length ~= count then redis.call('JSON.SET', KEYS[2], '$', ARGV[3]) end
-local first = tonumber(ARGV[2])
-for i = 4, #ARGV, 2 do
-  local at = first + (i - 4) / 2
-  redis.call('JSON.SET', KEYS[2], '$[' .. at .. ']', ARGV[i])
-  if ARGV[i + 1] ~= '' then redis.call('HSET', KEYS[3], at, ARGV[i + 1]) end
-end
-return 1
-"""
-"""Put imported slots (and the episodes filling them) in place, unless the experiment is stored
-already; the plan is made `count` slots long, all null, first. ARGV: count, first slot, the
-nulls, then (slot JSON, episode id or "") per slot."""
+class CreateArgs(NamedTuple):
+    name: str
+    id: str
+    document: str
+    prefix: str
+    plan: str
 
-_IMPORT_RECORD = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'skipped' end
-local holder = redis.call('HGET', KEYS[3], ARGV[3])
-if holder and holder ~= ARGV[4] and redis.call('EXISTS', ARGV[5] .. holder) == 1 then
-  redis.call('DEL', KEYS[2], KEYS[4])
-  return 'named'
-end
-local count = tonumber(ARGV[2])
-if count > 0 then
-  if redis.call('EXISTS', KEYS[2]) == 0 then return 'incomplete' end
-  if redis.call('JSON.ARRLEN', KEYS[2], '$')[1] ~= count then return 'incomplete' end
-  if redis.call('JSON.ARRINDEX', KEYS[2], '$', 'null')[1] ~= -1 then return 'incomplete' end
-end
-redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-redis.call('JSON.SET', KEYS[1], '$', ARGV[1])
-return 'created'
-"""
-"""Store an imported experiment once all its slots are in place: 'created'; 'skipped' when it
-is stored already; 'named' when another experiment has its name and tag (its slots are dropped);
-'incomplete' when some slot is missing."""
+
+class SlotsKeys(NamedTuple):
+    slots: str
+
+
+class PlanKeys(NamedTuple):
+    experiment: str
+    plan: str
+    slots: str
+
+
+class ImportSlotsArgs(NamedTuple):
+    slot_count: int
+    first: int
+    nulls: str
+
+
+class ImportKeys(NamedTuple):
+    experiment: str
+    plan: str
+    names: str
+    slots: str
+
+
+class ImportArgs(NamedTuple):
+    document: str
+    slot_count: int
+    name: str
+    id: str
+    prefix: str
+
+
+CREATE = Script("create_experiment", NamesKeys, CreateArgs)
+FILL = Script("fill_slots", SlotsKeys, NoArgs)
+IMPORT_SLOTS = Script("import_slots", PlanKeys, ImportSlotsArgs, ("json",))
+IMPORT_RECORD = Script("import_experiment", ImportKeys, ImportArgs)
 
 
 def name_field(name: str, tag: str) -> str:
@@ -96,10 +80,6 @@ def name_field(name: str, tag: str) -> str:
 class ExperimentStore:
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
-        self._create = client.register_script(_CREATE)
-        self._fill = client.register_script(_FILL)
-        self._import_slots = client.register_script(_IMPORT_SLOTS)
-        self._import_record = client.register_script(_IMPORT_RECORD)
 
     async def create(
         self, experiment: Experiment, slots: Sequence[ExperimentSlot]
@@ -107,15 +87,18 @@ class ExperimentStore:
         """(created, id): the id of the stored experiment with this name and tag."""
         pk = str(experiment.pk)
         plan = PLAN.dump_json(list(slots)).decode()
-        done, found = await self._create(
-            keys=[keys.EXPERIMENT_NAMES, Experiment.make_primary_key(pk), keys.experiment_plan(pk)],
-            args=[
-                name_field(experiment.name, experiment.tag),
-                pk,
-                experiment.model_dump_json(),
-                Experiment.make_primary_key(""),
-                plan,
-            ],
+        done, found = await CREATE(
+            self.client,
+            NamesKeys(
+                keys.EXPERIMENT_NAMES, Experiment.make_primary_key(pk), keys.experiment_plan(pk)
+            ),
+            CreateArgs(
+                name=name_field(experiment.name, experiment.tag),
+                id=pk,
+                document=experiment.model_dump_json(),
+                prefix=Experiment.make_primary_key(""),
+                plan=plan,
+            ),
         )
         return bool(done), str(found)
 
@@ -146,7 +129,9 @@ class ExperimentStore:
         if not moves:
             return []
         args = [str(part) for move in moves for part in move]
-        applied = await self._fill(keys=[keys.experiment_slots(pk)], args=args)
+        applied = await FILL(
+            self.client, SlotsKeys(keys.experiment_slots(pk)), NoArgs(), more_args=args
+        )
         return [bool(int(a)) for a in applied]
 
     async def statuses(self, episode_ids: Sequence[str]) -> list[EpisodeState | None]:
@@ -177,16 +162,16 @@ class ExperimentStore:
     ) -> bool:
         """Place imported (slot, filling episode or "") pairs from slot `first` of an
         experiment of `count` slots; False, and nothing written, when it is stored already."""
-        args: list[str | int] = [count, first, json.dumps([None] * count)]
+        more: list[str] = []
         for slot, episode in slots:
-            args += [slot.model_dump_json(), episode]
-        done = await self._import_slots(
-            keys=[
-                Experiment.make_primary_key(pk),
-                keys.experiment_plan(pk),
-                keys.experiment_slots(pk),
-            ],
-            args=args,
+            more += [slot.model_dump_json(), episode]
+        done = await IMPORT_SLOTS(
+            self.client,
+            PlanKeys(
+                Experiment.make_primary_key(pk), keys.experiment_plan(pk), keys.experiment_slots(pk)
+            ),
+            ImportSlotsArgs(count, first, json.dumps([None] * count)),
+            more_args=more,
         )
         return bool(done)
 
@@ -194,19 +179,20 @@ class ExperimentStore:
         """Store an imported experiment whose slots are in place: 'created', 'skipped' (stored
         already), 'named' (its name and tag are another's) or 'incomplete' (a slot is missing)."""
         pk = str(experiment.pk)
-        outcome = await self._import_record(
-            keys=[
+        outcome = await IMPORT_RECORD(
+            self.client,
+            ImportKeys(
                 Experiment.make_primary_key(pk),
                 keys.experiment_plan(pk),
                 keys.EXPERIMENT_NAMES,
                 keys.experiment_slots(pk),
-            ],
-            args=[
-                experiment.model_dump_json(),
-                experiment.slot_count,
-                name_field(experiment.name, experiment.tag),
-                pk,
-                Experiment.make_primary_key(""),
-            ],
+            ),
+            ImportArgs(
+                document=experiment.model_dump_json(),
+                slot_count=experiment.slot_count,
+                name=name_field(experiment.name, experiment.tag),
+                id=pk,
+                prefix=Experiment.make_primary_key(""),
+            ),
         )
         return str(outcome)

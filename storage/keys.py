@@ -4,9 +4,9 @@ Records themselves live at Sotopia's keys (`:<sotopia module>.<Class>:<pk>`, mad
 each model's `model_key_prefix`); everything Parley adds starts with `parley:`.
 """
 
-SOTOPIA_PROFILES = "sotopia.database.persistent_profile"
-SOTOPIA_LOGS = "sotopia.database.logs"
-SOTOPIA_DIMENSIONS = "sotopia.database.evaluation_dimensions"
+SOTOPIA_PROFILES_MODULE = "sotopia.database.persistent_profile"
+SOTOPIA_LOGS_MODULE = "sotopia.database.logs"
+SOTOPIA_DIMENSIONS_MODULE = "sotopia.database.evaluation_dimensions"
 """Sotopia's module paths, the middle of its record keys (`:<module>.<Class>:<pk>`)."""
 
 

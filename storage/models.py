@@ -71,7 +71,7 @@ class AgentProfile(ListedRecord, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{keys.SOTOPIA_PROFILES}.AgentProfile"
+        model_key_prefix = f"{keys.SOTOPIA_PROFILES_MODULE}.AgentProfile"
         index_name = keys.index_name("AgentProfile")
 
 
@@ -101,7 +101,7 @@ class EnvironmentProfile(ListedRecord, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{keys.SOTOPIA_PROFILES}.EnvironmentProfile"
+        model_key_prefix = f"{keys.SOTOPIA_PROFILES_MODULE}.EnvironmentProfile"
         index_name = keys.index_name("EnvironmentProfile")
 
 
@@ -116,7 +116,7 @@ class RelationshipProfile(ListedRecord, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{keys.SOTOPIA_PROFILES}.RelationshipProfile"
+        model_key_prefix = f"{keys.SOTOPIA_PROFILES_MODULE}.RelationshipProfile"
         index_name = keys.index_name("RelationshipProfile")
 
 
@@ -128,7 +128,7 @@ class CustomEvaluationDimension(Record, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{keys.SOTOPIA_DIMENSIONS}.CustomEvaluationDimension"
+        model_key_prefix = f"{keys.SOTOPIA_DIMENSIONS_MODULE}.CustomEvaluationDimension"
         index_name = keys.index_name("CustomEvaluationDimension")
 
 
@@ -138,7 +138,7 @@ class CustomEvaluationDimensionList(Record, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{keys.SOTOPIA_DIMENSIONS}.CustomEvaluationDimensionList"
+        model_key_prefix = f"{keys.SOTOPIA_DIMENSIONS_MODULE}.CustomEvaluationDimensionList"
         index_name = keys.index_name("CustomEvaluationDimensionList")
 
 
@@ -343,7 +343,7 @@ class EpisodeLog(ListedRecord, index=True):
 
     class Meta:
         global_key_prefix = ""
-        model_key_prefix = f"{keys.SOTOPIA_LOGS}.EpisodeLog"
+        model_key_prefix = f"{keys.SOTOPIA_LOGS_MODULE}.EpisodeLog"
         index_name = keys.index_name("EpisodeLog")
 
 

@@ -17,12 +17,13 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 
 from parley.engine.types import SOTOPIA_DIMENSIONS
 from parley.storage import keys
+from parley.storage.scripts import Script
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def _schema(dimensions: Iterable[str]) -> list[str]:
 
 
 INDEXES = {
-    keys.RESULTS_INDEX: f":{keys.SOTOPIA_LOGS}.EpisodeLog:",
+    keys.RESULTS_INDEX: f":{keys.SOTOPIA_LOGS_MODULE}.EpisodeLog:",
     keys.EVALUATIONS_INDEX: keys.EVALUATION_PREFIX,
 }
 """Index name -> the key prefix it covers."""
@@ -98,22 +99,17 @@ Each takes a field per seat, on top of the tag fields and those of the overall s
 Sotopia's seven: 11 + 2 * (1 + 7 + 400) = 827 of the 1,024, leaving room for fields to come."""
 assert len(TAGS) + len(SEATS) * (1 + len(STANDARD) + MAX_DIMENSIONS) <= FIELD_LIMIT - 150
 
-CLAIM = """
--- KEYS[1] the set of indexed dimension names; ARGV[1] the cap, ARGV[2..] distinct names.
--- Adds every name, or none when the new ones would take the set past the cap.
--- Returns {1 added or 0 refused, names in the set before, new names among ARGV}.
-local names = {unpack(ARGV, 2)}
-local known = redis.call('SMISMEMBER', KEYS[1], unpack(names))
-local new = {}
-for i, name in ipairs(names) do
-  if known[i] == 0 then new[#new + 1] = name end
-end
-local size = redis.call('SCARD', KEYS[1])
-if #new == 0 then return {1, size, 0} end
-if size + #new > tonumber(ARGV[1]) then return {0, size, #new} end
-redis.call('SADD', KEYS[1], unpack(new))
-return {1, size, #new}
-"""
+
+class ClaimKeys(NamedTuple):
+    names: str
+    """The set of indexed dimension names."""
+
+
+class ClaimArgs(NamedTuple):
+    cap: int
+
+
+CLAIM = Script("claim_dimensions", ClaimKeys, ClaimArgs)
 
 
 @dataclass(frozen=True)
@@ -196,9 +192,11 @@ class ResultsIndex:
         if len(names) > MAX_DIMENSIONS:  # refused whatever is indexed (and too many for Lua)
             indexed = await self.client.scard(keys.INDEXED_DIMENSIONS)
             return CapReached(indexed=int(indexed), new=len(names))
-        claim = self.client.register_script(CLAIM)
-        added, indexed, new = await claim(
-            keys=[keys.INDEXED_DIMENSIONS], args=[MAX_DIMENSIONS, *names]
+        added, indexed, new = await CLAIM(
+            self.client,
+            ClaimKeys(keys.INDEXED_DIMENSIONS),
+            ClaimArgs(MAX_DIMENSIONS),
+            more_args=names,
         )
         return None if added else CapReached(indexed=int(indexed), new=int(new))
 

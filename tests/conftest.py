@@ -9,9 +9,9 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from parley.lifecycle.transitions import EpisodeStore
 from parley.storage.connection import open_client, prepare
 from parley.storage.embedded import EmbeddedRedis
+from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from tests.support.database import snapshot
 from tests.support.fake_llm import FakeLLM

@@ -16,10 +16,10 @@ import pytest
 import redis.asyncio as redis
 
 from parley.lifecycle.seats import Seats
-from parley.lifecycle.transitions import EpisodeStore
 from parley.resolvers.importer import import_lines
 from parley.resolvers.sotopia_format import episode_line
 from parley.storage import keys
+from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeLog
 from tests.support.fake_llm import FakeLLM
 from tests.support.people import START_WITH_SEATS

@@ -16,9 +16,10 @@ from parley.graph.context import Context
 from parley.graph.encoding import Encoded
 from parley.graph.schema import build_schema
 from parley.lifecycle.follow import EventHub
-from parley.lifecycle.jobs import JobQueue
 from parley.lifecycle.services import Services
-from parley.lifecycle.transitions import EpisodeStore, EventsLog
+from parley.storage.episode_store import EpisodeStore
+from parley.storage.events_log import EventsLog
+from parley.storage.jobs import JobQueue
 from parley.storage.models import EpisodeLog
 from tests.support.read_world import write_world
 

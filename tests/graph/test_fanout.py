@@ -21,7 +21,7 @@ from parley.graph.fanout import Fanout, Subscribe, next_prefix
 from parley.graph.schema import Limits, build_schema, validation_rules
 from parley.graph.subscription import event_content, shared_event
 from parley.lifecycle.services import Services
-from parley.lifecycle.transitions import EpisodeStore
+from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeStatus
 from tests.support.episodes import queued
 from tests.support.processes import api_process, parley_env
@@ -56,7 +56,7 @@ async def metrics(url: str) -> dict[str, Any]:
 
 async def run_to_the_end(store: EpisodeStore, pk: str, turns: int) -> int:
     """RUNNING, `turns` turns, EVALUATING and COMPLETED; how many events that published."""
-    await store.transition(pk, EpisodeStatus.RUNNING, fence=0, begin="restart")
+    await store.transition(pk, EpisodeStatus.RUNNING, fence=0, attempt_mode="restart")
     for turn in range(turns):
         await store.append_turn(
             pk, 1, {**TURN, "turn": turn, "argument": f"line {turn}"}, turn + 1, []
@@ -181,7 +181,7 @@ async def test_a_subscriber_leaving_mid_stream_does_not_disturb_the_others(
         leaving = await subscribed(stack, url, "leaving", EVENTS, {"id": pk})
         staying = [await subscribed(stack, url, f"stay-{i}", EVENTS, {"id": pk}) for i in range(3)]
         counted = hub.subscriber_count
-        await store.transition(pk, EpisodeStatus.RUNNING, fence=0, begin="restart")
+        await store.transition(pk, EpisodeStatus.RUNNING, fence=0, attempt_mode="restart")
         assert (
             json.loads(await frame(leaving))["payload"]["data"]["episodeEvents"]["status"]
             == "RUNNING"

@@ -7,7 +7,8 @@ import pytest
 import strawberry
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from parley.graph.fields import creates, reads, updates
+from parley.graph.fields import creates, reads, shows, stored, updates
+from parley.graph.projection import Reads, reading
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 
 Short = Annotated[str, StringConstraints(max_length=5)]
@@ -33,6 +34,35 @@ class PetType:
         return self.record.name.upper()
 
 
+class Visit(BaseModel):
+    """A record clients only read."""
+
+    pet: str
+    minutes: float | None = None
+    seconds: float = 0.0
+    stats: dict[str, float] = {}
+    hidden: str = ""
+
+
+def whole(seconds: float) -> int:
+    return round(seconds)
+
+
+@strawberry.type(description="A visit.")
+@shows(Visit)
+class VisitType:
+    record: strawberry.Private[Visit]
+
+    minutes = stored("How long.")
+
+    @strawberry.field(description="Whose.", metadata=reading("pet"))
+    def who(self) -> str:
+        return self.record.pet.title()
+
+    seconds = stored("Seconds, rounded.", whole)
+    stats = stored("Counts.")
+
+
 @strawberry.input(description="A new pet.")
 @creates(PET)
 class NewPetInput:
@@ -52,6 +82,12 @@ class Query:
         values = {k: v for k, v in asdict(changes).items() if v is not strawberry.UNSET}
         values.pop("id")
         return PetType(record=Pet(**{**asdict(new), **values}))
+
+    @strawberry.field
+    def visit(self) -> VisitType:
+        return VisitType(
+            record=Visit(pet="rex", minutes=90, seconds=2.6, stats={"barks": 3}, hidden="x")
+        )
 
 
 SCHEMA = strawberry.Schema(query=Query)
@@ -98,3 +134,32 @@ def test_an_exposed_field_must_exist_and_be_described() -> None:
 
     with pytest.raises(ValueError, match="no description"):
         Exposed(Bare, {"colour": str}).description("colour")
+
+
+def test_a_shown_record_gives_each_stored_field_in_its_place_typed_as_stored() -> None:
+    visit = SCHEMA.as_str().split("type VisitType {")[1].split("}")[0]
+    assert visit.split("\n\n") == [
+        '\n  """How long."""\n  minutes: Float',
+        '  """Whose."""\n  who: String!',
+        '  """Seconds, rounded."""\n  seconds: Int!',
+        '  """Counts."""\n  stats: JSON!\n',
+    ]
+    result = SCHEMA.execute_sync("{ visit { minutes who seconds stats } }")
+    assert result.errors is None
+    assert result.data == {
+        "visit": {"minutes": 90.0, "who": "Rex", "seconds": 3, "stats": {"barks": 3.0}}
+    }
+    assert Reads.of_type(VisitType).fields == {
+        "minutes": ("minutes",),
+        "who": ("pet",),
+        "seconds": ("seconds",),
+        "stats": ("stats",),
+    }
+
+
+def test_a_stored_field_must_be_the_records() -> None:
+    with pytest.raises(ValueError, match="Visit has no field tail"):
+
+        @shows(Visit)
+        class Tail:
+            tail = stored("No such field.")

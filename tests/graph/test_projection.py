@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 import redis.asyncio as redis
+import strawberry
 from graphql import GraphQLObjectType, build_schema
 
 from parley.graph.episode_types import EPISODE_READS
-from parley.graph.projection import Reads
+from parley.graph.projection import Reads, own_types, reading
 from parley.graph.schema import schema
 from parley.graph.types import AGENT_READS, RELATIONSHIP_READS, SCENARIO_READS
 from parley.resolvers.episodes import EPISODES
@@ -35,48 +36,24 @@ LISTS = {
 }
 
 EPISODE = {
-    "id": "id",
-    "status": "status",
+    **{n: n for n in EPISODE_READS.fields},
     "statusHistory": "statusHistory { status at sequence attempt reason resumedFromTurn }",
-    "attempt": "attempt",
-    "sequence": "sequence",
     "progress": "progress { turn maxTurns }",
-    "scenarioId": "scenarioId",
     "scenario": "scenario { id codename }",
     "game": "game { round phase over winner out teams { name members out } }",
-    "agentIds": "agentIds",
     "agents": "agents { id name }",
     "relationships": "relationships { id relationship }",
-    "agentModels": "agentModels",
-    "agentClasses": "agentClasses",
-    "judgeModel": "judgeModel",
-    "turnOrder": "turnOrder",
-    "evaluationDimensionListId": "evaluationDimensionListId",
-    "tag": "tag",
     "turns": "turns { turn agentIndex speaker actionType argument to phase sequence at }",
-    "messages": "messages",
     "rewards": "rewards { agentIndex agent { id } overall dimensions { dimension score } }",
     "evaluations": "evaluations { id judgeModel status rewards { agent { id } overall } error }",
-    "reasoning": "reasoning",
-    "error": "error",
-    "judgeError": "judgeError",
-    "terminationReason": "terminationReason",
-    "generationStats": "generationStats",
     "usage": "usage { model promptTokens completionTokens estimated cost }",
-    "cost": "cost",
     "humanSeats": "humanSeats { seat claimed }",
-    "seatDeadlineSeconds": "seatDeadlineSeconds",
-    "onSeatTimeout": "onSeatTimeout",
-    "standInModel": "standInModel",
     "waiting": "waiting { turn seats deadline }",
-    "pauseAt": "pauseAt",
     "environmentMessages": "environmentMessages { sequence turn text to at }",
     "perspective": "perspective(seat: 1) { seat agentName goal background partners { name "
     "relationship profile } seen { sequence turn speaker text to } yourTurn { turn } }",
-    "createdAt": "createdAt",
-    "startedAt": "startedAt",
-    "finishedAt": "finishedAt",
 }
+"""Every field of an episode: its name, or for one of an object type, what to select of it."""
 AGENT = {
     **{n: n for n in AGENT_READS.fields if n != "relationships"},
     "relationships": "relationships { type otherAgentId relationship { id } }",
@@ -131,9 +108,62 @@ def test_every_field_of_a_listed_type_says_what_it_reads() -> None:
 
 
 def test_an_unknown_field_means_whole_records() -> None:
-    reads = Reads.of(id=("pk",), tag=("tag",))
+    reads = Reads({"id": ("pk",), "tag": ("tag",)})
     assert reads.needed(["id", "__typename"]) == frozenset({"pk"})
     assert reads.needed(["id", "later"]) is None
+
+
+def test_a_field_that_does_not_say_what_it_reads_is_refused() -> None:
+    @strawberry.type
+    class Said:
+        @strawberry.field(metadata=reading("a", "b"))
+        def first(self) -> int:
+            return 1
+
+        @strawberry.field
+        def second(self) -> int:
+            return 2
+
+    with pytest.raises(TypeError, match=r"Said\.second does not say"):
+        Reads.of_type(Said)
+
+
+@strawberry.type
+class Leaf:
+    n: int
+
+
+@strawberry.type
+class Other:
+    @strawberry.field
+    def leaf(self) -> Leaf:
+        return Leaf(n=1)
+
+
+@strawberry.type
+class Inner:
+    leaves: list[Leaf]
+
+    @strawberry.field
+    async def other(self) -> Other:
+        return Other()
+
+
+@strawberry.type
+class Root:
+    @strawberry.field
+    def inner(self) -> Inner | None:
+        return None
+
+    @strawberry.field
+    async def elsewhere(self) -> list[Other]:
+        return []
+
+
+def test_kept_answers_are_made_of_the_types_reached_without_awaiting() -> None:
+    """What an awaiting field returns (another record, say) and all beneath it is left out."""
+    assert own_types(Root) == {"Inner", "Leaf"}
+    assert own_types(Other) == {"Leaf"}
 
 
 @pytest.mark.parametrize("root", KINDS)

@@ -5,8 +5,8 @@ from collections.abc import AsyncGenerator
 
 import strawberry
 
+from parley.graph.execution import EventScopedExecutor
 from parley.graph.fanout import Fanout, Subscribe
-from parley.graph.schema import EventScopedExecutor
 
 
 @strawberry.type

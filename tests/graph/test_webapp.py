@@ -24,7 +24,7 @@ from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.games import EXAMPLES, Script, game_lines
 from tests.support.processes import ApiProcess, parley_env, worker_process
 from tests.support.server import CANCEL, serve
-from tests.support.simulation import episode, make_world, post, start, start_input
+from tests.support.simulation import CREATE_AGENT, episode, make_world, post, start, start_input
 
 MODEL = "fake-llm"
 """The fake LLM under a name of the models file, so the form offers it."""
@@ -556,6 +556,9 @@ async def test_agents_and_relationships_are_created_and_edited_with_field_errors
     browser: Browser, service: Service, shots: Path
 ) -> None:
     last = unique("Field").replace("-", "")
+    partner = {"firstName": "Gideon", "lastName": last, "tag": last}
+    created = await post(service.url, CREATE_AGENT, {"input": partner})
+    assert created["createAgent"]["agent"], created
     async with AppPage.open(browser, service.url, "#/agents/new") as tab:
         page = tab.page
         await page.get_by_label("Last name").fill(last)
@@ -582,18 +585,18 @@ async def test_agents_and_relationships_are_created_and_edited_with_field_errors
         await expect(page.get_by_role("link", name=f"Noor {last}")).to_be_visible()
 
         await tab.go(f"#/relationships/new?agentId={agent_id}")
-        await page.get_by_label("Second agent").select_option(label="Gideon Osei")
+        await page.get_by_label("Second agent").select_option(label=f"Gideon {last}")
         await page.get_by_label("Relationship", exact=True).select_option("FRIEND")
         await page.get_by_label("Background story").fill("Met at a kiln workshop")
         await page.get_by_role("button", name="Create").click()
-        await expect(page.locator("main h1")).to_have_text(f"Noor {last} and Gideon Osei")
+        await expect(page.locator("main h1")).to_have_text(f"Noor {last} and Gideon {last}")
         await snap(tab, shots, "relationship")
         await tab.go(f"#/relationships/new?agentId={agent_id}")
-        await page.get_by_label("Second agent").select_option(label="Gideon Osei")
+        await page.get_by_label("Second agent").select_option(label=f"Gideon {last}")
         await page.get_by_role("button", name="Create").click()
         await expect(page.locator(".form-errors p, .field-error").first).to_be_visible()
         await tab.go(f"#/agents/{agent_id}")
-        await expect(page.locator("ul.relationships")).to_contain_text("Gideon Osei")
+        await expect(page.locator("ul.relationships")).to_contain_text(f"Gideon {last}")
         await expect(page.locator("ul.relationships")).to_contain_text("friend")
         assert await tab.clean() == []
 

@@ -11,9 +11,10 @@ import redis.asyncio as redis
 
 from parley.engine.llm import ModelRegistry
 from parley.lifecycle.follow import EventHub
-from parley.lifecycle.jobs import JobQueue
 from parley.lifecycle.services import Services
-from parley.lifecycle.transitions import EpisodeStore, EventsLog
+from parley.storage.episode_store import EpisodeStore
+from parley.storage.events_log import EventsLog
+from parley.storage.jobs import JobQueue
 from tests.engine.conftest import FAST_RETRY
 from tests.support.fake_llm import FakeLLM, Rule
 

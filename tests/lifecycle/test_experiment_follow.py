@@ -2,7 +2,7 @@
 
 from parley.lifecycle.experiment_follow import apply
 from parley.lifecycle.experiments import Tally
-from parley.lifecycle.transitions import NOT_JUDGED, EpisodeEvent, EventKind
+from parley.storage.events import NOT_JUDGED, EpisodeEvent, EventKind
 from parley.storage.models import EpisodeStatus
 
 

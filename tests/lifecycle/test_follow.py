@@ -10,8 +10,10 @@ import pytest
 import redis.asyncio as redis
 
 from parley.lifecycle.follow import EventHub, everything, follow, follow_tag
-from parley.lifecycle.transitions import EpisodeEvent, EpisodeStore, EventKind, EventsLog
 from parley.storage import keys
+from parley.storage.episode_store import EpisodeStore
+from parley.storage.events import EpisodeEvent, EventKind
+from parley.storage.events_log import EventsLog
 from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.episodes import queued
 
@@ -29,7 +31,7 @@ async def hub(redis_client: redis.Redis) -> AsyncIterator[EventHub]:
 
 
 async def run_to_the_end(store: EpisodeStore, pk: str, turns: int) -> None:
-    await store.transition(pk, Status.RUNNING, fence=0, begin="restart")
+    await store.transition(pk, Status.RUNNING, fence=0, attempt_mode="restart")
     for turn in range(turns):
         await store.append_turn(pk, 1, {**TURN, "turn": turn}, turn + 1, [])
     await store.transition(pk, Status.EVALUATING, fence=1)
@@ -98,7 +100,7 @@ async def test_a_gap_in_sequence_numbers_is_filled_from_storage(
 
     async def skip_one(hub: EventHub, subscriber: Any, store: Any, pk: str) -> None:
         await hub.stop()  # deaf for a while: these events reach storage, not the subscriber
-        await store.transition(pk, Status.RUNNING, fence=0, begin="restart")
+        await store.transition(pk, Status.RUNNING, fence=0, attempt_mode="restart")
         await store.append_turn(pk, 1, TURN, 1, [])
         stored = await EpisodeLog.get(pk)
         late = EpisodeEvent(
@@ -157,7 +159,7 @@ async def test_a_dashboard_that_reconnects_with_its_cursor_misses_nothing(
     stream = follow_tag(hub, log, tag)
     snapshot = await updates_until(stream, 1)
     assert snapshot[0].type == EventKind.SNAPSHOT and snapshot[0].episode_id == first
-    await store.transition(first, Status.RUNNING, fence=0, begin="restart")
+    await store.transition(first, Status.RUNNING, fence=0, attempt_mode="restart")
     (running,) = await updates_until(stream, 1)
     await stream.aclose()  # the dashboard's connection drops here
     second = await queued(redis_client, store, tag)
@@ -197,7 +199,9 @@ async def test_a_cursor_older_than_the_log_gets_cursor_expired_and_a_snapshot(
     pk = await queued(redis_client, brief, tag)
     old_cursor = await log.head()
     await asyncio.sleep(0.01)
-    await brief.transition(pk, Status.RUNNING, fence=0, begin="restart")  # trims what came before
+    await brief.transition(
+        pk, Status.RUNNING, fence=0, attempt_mode="restart"
+    )  # trims what came before
     await asyncio.sleep(0.01)
     await queued(redis_client, brief, "elsewhere")
     assert await log.expired(old_cursor)

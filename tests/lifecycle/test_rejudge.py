@@ -14,6 +14,7 @@ from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.resolvers.dimensions import create_dimension_list
 from parley.resolvers.results import GroupBy, Results, ResultsFilter
 from parley.storage import keys
+from parley.storage.jobs import JobKind
 from parley.storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
 from tests.lifecycle.conftest import SLOW_JUDGE
 from tests.support import sotopia_records
@@ -203,7 +204,9 @@ async def test_an_evaluation_whose_worker_died_is_taken_over(
     )
     assert rejudging is not None
     taken = await services.jobs.read("dead-worker", 10, block_ms=100)
-    assert [(j.episode_id, j.evaluation) for j in taken] == [(pk, rejudging.id)]
+    assert [(j.kind, j.subject, j.detail) for j in taken] == [
+        (JobKind.EVALUATION, pk, rejudging.id)
+    ]
 
     await asyncio.sleep(1.2)  # the dead worker's lease (1 s) lapses
     await burst(services)  # and this worker's sweep takes the job over

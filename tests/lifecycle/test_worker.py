@@ -19,8 +19,14 @@ from parley.engine.llm import ModelRegistry
 from parley.lifecycle import start
 from parley.lifecycle import worker as worker_module
 from parley.lifecycle.services import Services
-from parley.lifecycle.transitions import EpisodeStore
-from parley.lifecycle.worker import EPISODE_HEADROOM, Begin, Worker, WorkerConfig, running_worker
+from parley.lifecycle.worker import (
+    EPISODE_HEADROOM,
+    AttemptStart,
+    Worker,
+    WorkerConfig,
+    running_worker,
+)
+from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import (
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,
@@ -80,11 +86,11 @@ async def die_holding(services: Services, episode_id: str) -> None:
     """What a worker that died mid-episode leaves: its entry read but never acked, the episode
     RUNNING under its attempt."""
     jobs = await services.jobs.read("dead", 1, block_ms=100)
-    assert [job.episode_id for job in jobs] == [episode_id]
+    assert [job.subject for job in jobs] == [episode_id]
     state = await services.store.state(episode_id)
     assert state is not None
     started = await services.store.transition(
-        episode_id, Status.RUNNING, fence=state[1], begin="restart"
+        episode_id, Status.RUNNING, fence=state[1], attempt_mode="restart"
     )
     assert started.ok
 
@@ -154,7 +160,7 @@ async def test_a_worker_that_lost_its_episode_writes_nothing_more(
     worker = Worker(services, config(lease_seconds=30))
     async with running_worker(worker):
         await wait_until(lambda: turns_of(pk, at_least=1))
-        taken = await services.store.transition(pk, Status.RUNNING, fence=1, begin="restart")
+        taken = await services.store.transition(pk, Status.RUNNING, fence=1, attempt_mode="restart")
         assert taken.ok
         await wait_until(lambda: idle(worker))
     episode = await EpisodeLog.get(pk)
@@ -303,19 +309,19 @@ async def test_only_losses_without_stored_turns_count_toward_the_cap(
     await die_holding(services, pk)
     await services.store.mark(pk, 1, {"losses": 2})  # two losses in a row before this one
     lost = await EpisodeLog.get(pk)
-    assert Begin.of(lost, "next").losses == 3  # stored nothing
+    assert AttemptStart.of(lost, "next").losses == 3  # stored nothing
     line = {"turn": 0, "agent_index": 0, "agent_name": "Ava0", "action_type": "speak"}
     assert await services.store.append_turn(pk, 1, {**line, "argument": "hi", "to": []}, 1, [])
     moved_on = await EpisodeLog.get(pk)
-    assert Begin.of(moved_on, "next") == Begin(
+    assert AttemptStart.of(moved_on, "next") == AttemptStart(
         "resume", "a worker stopped renewing its lease", losses=0
     )
     restarted = moved_on.model_copy(update={"redelivery": Redelivery.RESTART})
-    assert Begin.of(restarted, "next").losses == 3  # its turns are not kept: no progress
+    assert AttemptStart.of(restarted, "next").losses == 3  # its turns are not kept: no progress
     # A later attempt that stores nothing counts again, from there.
-    again = await services.store.transition(pk, Status.RUNNING, fence=1, begin="resume")
+    again = await services.store.transition(pk, Status.RUNNING, fence=1, attempt_mode="resume")
     assert again.ok
-    assert Begin.of(await EpisodeLog.get(pk), "next").losses == 3
+    assert AttemptStart.of(await EpisodeLog.get(pk), "next").losses == 3
 
 
 async def test_the_cap_on_an_episode_lost_while_judging_keeps_its_conversation(
@@ -331,7 +337,7 @@ async def test_the_cap_on_an_episode_lost_while_judging_keeps_its_conversation(
         assert await services.store.append_turn(pk, 1, body, turn + 1, []) is not None
     assert (await services.store.transition(pk, Status.EVALUATING, fence=1)).ok
     # taken over by a worker that dies while judging too: stored nothing new
-    assert (await services.store.transition(pk, Status.RUNNING, fence=1, begin="resume")).ok
+    assert (await services.store.transition(pk, Status.RUNNING, fence=1, attempt_mode="resume")).ok
     assert (await services.store.transition(pk, Status.EVALUATING, fence=2)).ok
     await asyncio.sleep(1.1)
     await burst(services, max_attempts=1)

@@ -20,7 +20,7 @@ from parley.storage.models import CustomEvaluationDimension, CustomEvaluationDim
 from parley.storage.results_index import STANDARD, ResultsIndex
 from tests.support.server import GraphQLClient
 
-PREFIX = f":{keys.SOTOPIA_LOGS}.EpisodeLog:"
+PREFIX = f":{keys.SOTOPIA_LOGS_MODULE}.EpisodeLog:"
 JUDGE = "judge-model"
 PARTNER = "partner-model"
 SCENARIOS = ["env-1", "env-2", "env-3"]

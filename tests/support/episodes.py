@@ -4,8 +4,8 @@ import time
 
 import redis.asyncio as redis
 
-from parley.lifecycle.transitions import EpisodeStore, initial_history
 from parley.storage import keys
+from parley.storage.episode_store import EpisodeStore, initial_history
 from parley.storage.models import EpisodeLog, EpisodeStatus
 
 

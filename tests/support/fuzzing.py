@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from parley.engine.models import DEFAULT_MODEL
-from parley.lifecycle.transitions import initial_history
+from parley.storage.episode_store import initial_history
 from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimension,

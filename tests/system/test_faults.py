@@ -19,10 +19,10 @@ import redis.asyncio as redis
 import websockets
 
 from parley.engine.llm import RetryPolicy
-from parley.lifecycle.jobs import JobQueue
-from parley.lifecycle.transitions import EpisodeStore
 from parley.storage.connection import open_client, prepare
 from parley.storage.embedded import EmbeddedRedis, free_port
+from parley.storage.episode_store import EpisodeStore
+from parley.storage.jobs import JobQueue
 from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.processes import api_process, parley_env, worker_process

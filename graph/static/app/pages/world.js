@@ -176,8 +176,16 @@ const scenariosPage = listPage({
   newLabel: "New scenario",
 });
 
+/** The newest agents to choose from, and the one a link asked for when it is older. */
+async function agentChoices(api, wanted) {
+  const agents = (await api.request("AgentChoices")).agents.nodes;
+  if (!wanted || agents.some((a) => a.id === wanted)) return agents;
+  const asked = (await api.request("AgentChoice", { id: wanted })).agent;
+  return asked ? [asked, ...agents] : agents;
+}
+
 const relationshipsPage = async ({ api, query, main }) => {
-  const choices = (await api.request("AgentChoices")).agents.nodes;
+  const choices = await agentChoices(api, query.get("agentId"));
   const filter = {};
   if (query.get("agentId")) filter.agentId = query.get("agentId");
   if (query.get("relationship")) filter.relationship = query.get("relationship");
@@ -293,7 +301,7 @@ function editPage({ what, path, fields, detail, key, create, update, payload, ne
       original = data[key];
       if (!original) return missing(main, what, id, path);
     }
-    const agents = needsAgents ? (await api.request("AgentChoices")).agents.nodes : [];
+    const agents = needsAgents ? await agentChoices(api, query.get("agentId")) : [];
     const form = recordForm({
       api,
       fields,

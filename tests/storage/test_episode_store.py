@@ -8,15 +8,9 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from parley.lifecycle.transitions import (
-    EpisodeEvent,
-    EpisodeStore,
-    EventKind,
-    MalformedEvent,
-    initial_history,
-    parse_event,
-)
 from parley.storage import keys
+from parley.storage.episode_store import EpisodeStore, initial_history
+from parley.storage.events import EpisodeEvent, EventKind, MalformedEvent, parse_event
 from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.support.episodes import queued
 
@@ -36,10 +30,10 @@ async def test_only_legal_transitions_happen(redis_client: Any) -> None:
     pk = await queued(redis_client, store)
     assert not (await store.transition(pk, Status.COMPLETED)).ok  # QUEUED -> COMPLETED
     assert not (await store.transition(pk, Status.EVALUATING)).ok
-    started = await store.transition(pk, Status.RUNNING, fence=0, begin="restart")
+    started = await store.transition(pk, Status.RUNNING, fence=0, attempt_mode="restart")
     assert started.ok and started.status == Status.RUNNING
     assert (await store.transition(pk, Status.CANCELLED)).ok
-    refused = await store.transition(pk, Status.RUNNING, begin="restart")
+    refused = await store.transition(pk, Status.RUNNING, attempt_mode="restart")
     assert not refused.ok and refused.status == Status.CANCELLED
     assert await store.state(pk) == (Status.CANCELLED, 1)
     missing = await store.transition("no-such-episode", Status.CANCELLED)
@@ -49,8 +43,10 @@ async def test_only_legal_transitions_happen(redis_client: Any) -> None:
 async def test_a_stale_attempt_is_fenced_out(redis_client: Any) -> None:
     store = EpisodeStore(redis_client)
     pk = await queued(redis_client, store)
-    await store.transition(pk, Status.RUNNING, fence=0, begin="restart")  # attempt 1
-    await store.transition(pk, Status.RUNNING, fence=1, begin="restart")  # taken over: attempt 2
+    await store.transition(pk, Status.RUNNING, fence=0, attempt_mode="restart")  # attempt 1
+    await store.transition(
+        pk, Status.RUNNING, fence=1, attempt_mode="restart"
+    )  # taken over: attempt 2
     assert await store.append_turn(pk, 1, TURN, 1, []) is None
     stale = await store.transition(pk, Status.EVALUATING, fence=1)
     assert not stale.ok and stale.fenced
@@ -61,7 +57,7 @@ async def test_a_stale_attempt_is_fenced_out(redis_client: Any) -> None:
 async def test_the_same_turn_written_twice_is_stored_once(redis_client: Any) -> None:
     store = EpisodeStore(redis_client)
     pk = await queued(redis_client, store)
-    await store.transition(pk, Status.RUNNING, fence=0, begin="restart")
+    await store.transition(pk, Status.RUNNING, fence=0, attempt_mode="restart")
     first = await store.append_turn(pk, 1, TURN, 1, [])
     again = await store.append_turn(pk, 1, TURN, 1, [])
     other = await store.append_turn(pk, 1, {**TURN, "agent_index": 1}, 1, [])
@@ -105,7 +101,7 @@ async def test_every_payload_the_scripts_emit_is_exactly_an_event(redis_client: 
     channel = keys.episode_channel(pk)
     writes: list[tuple[Callable[[], Awaitable[object]], EventKind, Status | None]] = [
         (
-            lambda: store.transition(pk, Status.RUNNING, fence=0, begin="restart"),
+            lambda: store.transition(pk, Status.RUNNING, fence=0, attempt_mode="restart"),
             EventKind.STATUS,
             Status.RUNNING,
         ),

@@ -1,0 +1,41 @@
+"""Values the Lua scripts and their Python callers share, besides the records' own (statuses,
+fields): how a transition begins an attempt, how a pause is asked for, and what scripts
+answer. storage/scripts.py hands each to the scripts by name."""
+
+from enum import StrEnum
+from typing import Literal
+
+AttemptMode = Literal["none", "restart", "resume"]
+"""How a transition begins a new attempt: not at all, from scratch, or keeping the turns."""
+
+PauseMode = Literal["pause", "step"]
+"""Pause a running episode before its next turn, or after one more."""
+
+
+class ActRefusal(StrEnum):
+    """Why a person's action was not stored."""
+
+    GONE = "gone"
+    TOKEN = "token"
+    NOT_HUMAN = "not_human"
+    NOT_AWAITED = "not_awaited"
+    STATUS = "status"
+    """The episode is not waiting (its status follows)."""
+
+
+class ImportOutcome(StrEnum):
+    """What storing an imported experiment did."""
+
+    CREATED = "created"
+    SKIPPED = "skipped"
+    NAMED = "named"
+    INCOMPLETE = "incomplete"
+
+
+class RelationshipRefusal(StrEnum):
+    """Why a new relationship was not written (OK: it was)."""
+
+    OK = "ok"
+    AGENT = "agent"
+    PAIR = "pair"
+    ID = "id"
