@@ -52,10 +52,6 @@ export function when(iso) {
   return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
 }
 
-export function statusBadge(status) {
-  return h("span", { class: `status status-${status.toLowerCase()}`, "data-status": status }, status);
-}
-
 export function words(enumValue) {
   return enumValue.toLowerCase().replaceAll("_", " ");
 }

@@ -1,18 +1,7 @@
 // Pieces several pages share: episode rows, paging, field errors.
 
-import { h, statusBadge, when } from "../dom.js";
-
-export const STATUSES = ["QUEUED", "RUNNING", "WAITING", "PAUSED", "EVALUATING", "COMPLETED", "FAILED", "CANCELLED"];
-export const ACTION_TYPES = ["SPEAK", "NON_VERBAL_COMMUNICATION", "ACTION", "NONE", "LEAVE"];
-export const TERMINAL = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
-export const RELATIONSHIPS = [
-  "STRANGER",
-  "KNOW_BY_NAME",
-  "ACQUAINTANCE",
-  "FRIEND",
-  "ROMANTIC_RELATIONSHIP",
-  "FAMILY_MEMBER",
-];
+import { h, when } from "../dom.js";
+import { statusBadge } from "../status.js";
 
 // An agent's fields, for its form and its draft: [name, label, kind, options].
 export const AGENT_FIELDS = [

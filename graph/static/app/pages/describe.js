@@ -3,8 +3,9 @@
 // a simulation started from what was saved in one more click.
 
 import { h, words } from "../dom.js";
+import { RELATIONSHIPS } from "../enums.js";
 import { goalPreview } from "../goal.js";
-import { AGENT_FIELDS as ALL_AGENT_FIELDS, RELATIONSHIPS } from "./common.js";
+import { AGENT_FIELDS as ALL_AGENT_FIELDS } from "./common.js";
 
 /** What a draft gives an agent: every field of its form but its default model and tag. */
 const AGENT_FIELDS = ALL_AGENT_FIELDS.filter(([key]) => key !== "modelId" && key !== "tag");

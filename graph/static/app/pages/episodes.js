@@ -1,7 +1,8 @@
 // The episodes list: newest first, filters, status counts, cursor pages, live statuses.
 
-import { clear, h, routeLink, statusBadge, words } from "../dom.js";
-import { STATUSES, backStack, episodeRow, episodeTable, pageSize, pager } from "./common.js";
+import { clear, h, routeLink, words } from "../dom.js";
+import { STATUSES, statusBadge } from "../status.js";
+import { backStack, episodeRow, episodeTable, pageSize, pager } from "./common.js";
 
 function filterOf(query) {
   const filter = {};

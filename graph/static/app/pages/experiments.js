@@ -1,7 +1,8 @@
 // Experiments: the list, and one experiment's live progress, results with intervals, and slots.
 
 import { intervalChart, rangesOf } from "../chart.js";
-import { append, clear, h, routeLink, statusBadge, when, words } from "../dom.js";
+import { append, clear, h, routeLink, when, words } from "../dom.js";
+import { statusBadge } from "../status.js";
 import { backStack, pageSize, pager } from "./common.js";
 
 const SLOTS_PER_PAGE = 50;

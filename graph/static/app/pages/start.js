@@ -2,6 +2,7 @@
 // errors from userErrors beside their fields; on success, the live episode page.
 
 import { h, words } from "../dom.js";
+import { ENUMS } from "../enums.js";
 import { showFieldErrors } from "./common.js";
 import { seatLink } from "./seat.js";
 
@@ -13,6 +14,11 @@ function field(name, label, control, hint) {
     control,
     hint ? h("p", { class: "hint", id: `${control.id}-hint` }, hint) : null,
   );
+}
+
+/** A select of an enum's values, each shown as `labels` says (in words if not). */
+function enumSelect(id, values, labels = {}) {
+  return h("select", { id, name: id }, values.map((v) => h("option", { value: v }, labels[v] ?? words(v))));
 }
 
 function searchable(id, label, items, describe, multiple) {
@@ -101,49 +107,40 @@ function besideTheirFields(errors, { other, standIn }) {
   });
 }
 
-export async function startPage({ api, main }) {
-  const options = await api.request("StartOptions");
-  const models = options.models;
-  const scenarios = options.scenarios.nodes;
-  const agents = options.agents.nodes;
+const REDELIVERY = { RESUME: "resume from the stored turns", RESTART: "start over" };
+const SEAT_TIMEOUT = { LEAVE: "the agent leaves", STAND_IN: "a stand-in model plays the turn", FAIL: "the episode fails" };
 
+/** Who a person plays instead of a model, among the seats in `seats` (agent ids). */
+function personChoices(agents, seats, people, peopleFields) {
+  return seats.map((agentId, i) => {
+    const name = agents.find((a) => a.id === agentId).name;
+    const box = h("input", { type: "checkbox", id: `person-${agentId}`, checked: people.has(agentId) });
+    box.addEventListener("change", () => {
+      if (box.checked) people.add(agentId);
+      else people.delete(agentId);
+      peopleFields.hidden = people.size === 0;
+    });
+    return h("li", {}, box, h("label", { for: box.id }, `${name} (seat ${i + 1})`));
+  });
+}
+
+/**
+ * The agents, picked in seat order, and which of them a person plays; `seats` (agent ids) and
+ * `people` (a set of them) follow the choices.
+ */
+function seatPicker(agents, peopleFields) {
   const seats = [];
   const people = new Set(); // the agents a person plays instead of a model
   const seatList = h("ol", { class: "seats", "aria-live": "polite" });
   const personList = h("ul", { class: "choices people-seats", dataset: { field: "humanSeats" } });
-  const personField = h(
-    "fieldset",
-    { class: "field", hidden: true },
-    h("legend", {}, "Played by a person instead of a model"),
-    personList,
-  );
-  const peopleFields = h("fieldset", { class: "field people", hidden: true }, h("legend", {}, "People in seats"));
+  const personField = h("fieldset", { class: "field", hidden: true }, h("legend", {}, "Played by a person instead of a model"), personList);
   const drawSeats = () => {
-    seatList.replaceChildren(
-      ...seats.map((agentId) => h("li", {}, agents.find((a) => a.id === agentId).name)),
-    );
+    seatList.replaceChildren(...seats.map((agentId) => h("li", {}, agents.find((a) => a.id === agentId).name)));
     if (!seats.length) seatList.append(h("li", { class: "hint" }, "Pick two or more agents; the order you pick them in is the seat order."));
-    personList.replaceChildren(
-      ...seats.map((agentId, i) => {
-        const name = agents.find((a) => a.id === agentId).name;
-        const box = h("input", {
-          type: "checkbox",
-          id: `person-${agentId}`,
-          checked: people.has(agentId),
-        });
-        box.addEventListener("change", () => {
-          if (box.checked) people.add(agentId);
-          else people.delete(agentId);
-          peopleFields.hidden = people.size === 0;
-        });
-        return h("li", {}, box, h("label", { for: box.id }, `${name} (seat ${i + 1})`));
-      }),
-    );
+    personList.replaceChildren(...personChoices(agents, seats, people, peopleFields));
     personField.hidden = seats.length === 0;
     peopleFields.hidden = people.size === 0;
   };
-
-  const scenarioField = searchable("scenarioId", "Scenario", scenarios, (s) => `${s.codename || s.id}: ${s.scenario}`, false);
   const agentField = searchable("agentIds", "Agents", agents, (a) => `${a.name}${a.occupation ? ", " + a.occupation : ""}`, true);
   agentField.append(h("p", { class: "hint" }, "Seats:"), seatList);
   agentField.addEventListener("change", (event) => {
@@ -155,118 +152,156 @@ export async function startPage({ api, main }) {
     drawSeats();
   });
   drawSeats();
+  return { seats, people, agentField, personField };
+}
 
+/** How people play: seconds per turn, what happens when one does not act, the stand-in model. */
+function peopleControls(usable) {
+  const controls = {
+    deadline: h("input", { id: "seatDeadlineSeconds", name: "seatDeadlineSeconds", type: "number", value: "300", min: "1", max: "604800" }),
+    onTimeout: enumSelect("onSeatTimeout", ENUMS.SeatTimeout, SEAT_TIMEOUT),
+    standIn: h("select", { id: "standInModel", name: "standInModel" }, h("option", { value: "" }, "the judge's model"), usable.map((m) => h("option", { value: m.name }, m.name))),
+  };
+  const fields = h(
+    "fieldset",
+    { class: "field people", hidden: true },
+    h("legend", {}, "People in seats"),
+    h("p", { class: "hint" }, "After starting, each person's seat gets a link to play it."),
+    field("seatDeadlineSeconds", "Seconds for each turn", controls.deadline, "1 to 604800."),
+    field("onSeatTimeout", "If a person does not act in time", controls.onTimeout),
+    field("standInModel", "Stand-in model", controls.standIn),
+  );
+  return { controls, fields };
+}
+
+/** The form's controls other than the scenario, agents and people. */
+function settingControls(options, models, usable) {
+  const controls = {
+    agentModel: modelSelect("agentModel", models),
+    judgeModel: modelSelect("judgeModel", models),
+    otherModel: h("input", { id: "otherModel", name: "otherModel", type: "text", placeholder: "custom/<model>@<base_url>" }),
+    maxTurns: h("input", { id: "maxTurns", name: "maxTurns", type: "number", value: "10", min: "1", max: "100", required: true }),
+    turnOrder: enumSelect("turnOrder", ENUMS.TurnOrder),
+    dimensions: h(
+      "select",
+      { id: "evaluationDimensionListId", name: "evaluationDimensionListId" },
+      h("option", { value: "" }, "Sotopia's seven"),
+      options.evaluationDimensionLists.map((l) => h("option", { value: l.id }, `${l.name} (${l.dimensions.map((d) => d.name).join(", ")})`)),
+    ),
+    tag: h("input", { id: "tag", name: "tag", type: "text" }),
+    redelivery: enumSelect("redelivery", ENUMS.Redelivery, REDELIVERY),
+  };
+  if (usable.length) controls.agentModel.value = controls.judgeModel.value = usable[0].name;
+  return controls;
+}
+
+function unavailableModels(unusable) {
+  if (!unusable.length) return null;
+  return h(
+    "details",
+    { class: "unavailable" },
+    h("summary", {}, `${unusable.length} model(s) unavailable`),
+    h("ul", {}, unusable.map((m) => h("li", {}, h("code", {}, m.name), `: ${m.reason || "unavailable"}`))),
+  );
+}
+
+function settingFields(c, unusable) {
+  return [
+    field("agentModels", "Agents' model", c.agentModel),
+    field("judgeModel", "Judge's model", c.judgeModel),
+    field("otherModel", "Or another model for both", c.otherModel, "Any OpenAI-compatible endpoint, as custom/<model>@<base_url>."),
+    unavailableModels(unusable),
+    field("maxTurns", "Turn limit", c.maxTurns, "1 to 100."),
+    field("turnOrder", "Turn order", c.turnOrder),
+    field("evaluationDimensionListId", "Dimensions", c.dimensions),
+    field("tag", "Tag", c.tag),
+    field("redelivery", "If its worker is lost", c.redelivery),
+  ];
+}
+
+/** The startSimulation input the form says, with `other` the model typed for both. */
+function startInput(form, { seats, people }, c, p, other) {
+  const chosen = form.querySelector('input[name="scenarioId"]:checked');
+  const input = {
+    scenarioId: chosen ? chosen.value : "",
+    agentIds: seats,
+    agentModels: [other || c.agentModel.value],
+    judgeModel: other || c.judgeModel.value,
+    maxTurns: Number.parseInt(c.maxTurns.value, 10),
+    turnOrder: c.turnOrder.value,
+    evaluationDimensionListId: c.dimensions.value || null,
+    tag: c.tag.value.trim(),
+    redelivery: c.redelivery.value,
+    humanSeats: seats.flatMap((agentId, i) => (people.has(agentId) ? [i] : [])),
+  };
+  if (input.humanSeats.length) {
+    input.seatDeadlineSeconds = Number(p.deadline.value);
+    input.onSeatTimeout = p.onTimeout.value;
+    input.standInModel = p.standIn.value || null;
+  }
+  return input;
+}
+
+/** What the form can tell before asking the server, as userErrors. */
+function localErrors(input) {
+  const local = [];
+  if (!input.scenarioId) local.push({ field: ["input", "scenarioId"], message: "Pick a scenario." });
+  if (input.agentIds.length < 2) local.push({ field: ["input", "agentIds"], message: "Pick at least two agents." });
+  if (!Number.isInteger(input.maxTurns)) local.push({ field: ["input", "maxTurns"], message: "A whole number of turns, 1 to 100." });
+  if (input.humanSeats.length && !Number.isFinite(input.seatDeadlineSeconds)) {
+    local.push({ field: ["input", "seatDeadlineSeconds"], message: "A number of seconds, 1 to 604800." });
+  }
+  return local;
+}
+
+/** Sends the form: field errors beside their fields, else the episode's page or its seats' links. */
+async function submitStart(api, form, submit, input, { other, standIn }) {
+  const local = localErrors(input);
+  if (local.length) return showFieldErrors(form, local);
+  submit.disabled = true;
+  try {
+    const result = await api.request("StartSimulation", { input });
+    const { episode, userErrors, seatTokens } = result.startSimulation;
+    if (userErrors.length) return showFieldErrors(form, besideTheirFields(userErrors, { other, standIn }));
+    if (!seatTokens.length) {
+      location.hash = `#/episodes/${encodeURIComponent(episode.id)}`;
+      return;
+    }
+    form.replaceWith(seatLinks(episode, seatTokens));
+  } catch (error) {
+    showFieldErrors(form, [{ field: [], message: error.message }]);
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+export async function startPage({ api, main }) {
+  const options = await api.request("StartOptions");
+  const models = options.models;
   const usable = models.filter((m) => m.available);
   const unusable = models.filter((m) => !m.available);
-  const agentModel = modelSelect("agentModel", models);
-  const judgeModel = modelSelect("judgeModel", models);
-  if (usable.length) agentModel.value = judgeModel.value = usable[0].name;
-  const otherModel = h("input", { id: "otherModel", name: "otherModel", type: "text", placeholder: "custom/<model>@<base_url>" });
-
-  const maxTurns = h("input", { id: "maxTurns", name: "maxTurns", type: "number", value: "10", min: "1", max: "100", required: true });
-  const turnOrder = h("select", { id: "turnOrder", name: "turnOrder" }, ["ROUND_ROBIN", "SIMULTANEOUS", "RANDOM"].map((o) => h("option", { value: o }, words(o))));
-  const dimensions = h(
-    "select",
-    { id: "evaluationDimensionListId", name: "evaluationDimensionListId" },
-    h("option", { value: "" }, "Sotopia's seven"),
-    options.evaluationDimensionLists.map((l) => h("option", { value: l.id }, `${l.name} (${l.dimensions.map((d) => d.name).join(", ")})`)),
-  );
-  const tag = h("input", { id: "tag", name: "tag", type: "text" });
-  const redelivery = h(
-    "select",
-    { id: "redelivery", name: "redelivery" },
-    h("option", { value: "RESUME" }, "resume from the stored turns"),
-    h("option", { value: "RESTART" }, "start over"),
-  );
-  const deadline = h("input", { id: "seatDeadlineSeconds", name: "seatDeadlineSeconds", type: "number", value: "300", min: "1", max: "604800" });
-  const onTimeout = h(
-    "select",
-    { id: "onSeatTimeout", name: "onSeatTimeout" },
-    h("option", { value: "LEAVE" }, "the agent leaves"),
-    h("option", { value: "STAND_IN" }, "a stand-in model plays the turn"),
-    h("option", { value: "FAIL" }, "the episode fails"),
-  );
-  const standIn = h("select", { id: "standInModel", name: "standInModel" }, h("option", { value: "" }, "the judge's model"), usable.map((m) => h("option", { value: m.name }, m.name)));
-  peopleFields.append(
-    h("p", { class: "hint" }, "After starting, each person's seat gets a link to play it."),
-    field("seatDeadlineSeconds", "Seconds for each turn", deadline, "1 to 604800."),
-    field("onSeatTimeout", "If a person does not act in time", onTimeout),
-    field("standInModel", "Stand-in model", standIn),
-  );
+  const people = peopleControls(usable);
+  const picker = seatPicker(options.agents.nodes, people.fields);
+  const settings = settingControls(options, models, usable);
+  const scenarios = options.scenarios.nodes;
   const submit = h("button", { type: "submit" }, "Start simulation");
-
   const form = h(
     "form",
     { class: "start-form", novalidate: true, "aria-labelledby": "start-title" },
     h("div", { class: "form-errors", role: "alert" }),
-    scenarioField,
-    agentField,
-    personField,
-    peopleFields,
-    field("agentModels", "Agents' model", agentModel),
-    field("judgeModel", "Judge's model", judgeModel),
-    field("otherModel", "Or another model for both", otherModel, "Any OpenAI-compatible endpoint, as custom/<model>@<base_url>."),
-    unusable.length
-      ? h(
-          "details",
-          { class: "unavailable" },
-          h("summary", {}, `${unusable.length} model(s) unavailable`),
-          h("ul", {}, unusable.map((m) => h("li", {}, h("code", {}, m.name), `: ${m.reason || "unavailable"}`))),
-        )
-      : null,
-    field("maxTurns", "Turn limit", maxTurns, "1 to 100."),
-    field("turnOrder", "Turn order", turnOrder),
-    field("evaluationDimensionListId", "Dimensions", dimensions),
-    field("tag", "Tag", tag),
-    field("redelivery", "If its worker is lost", redelivery),
+    searchable("scenarioId", "Scenario", scenarios, (s) => `${s.codename || s.id}: ${s.scenario}`, false),
+    picker.agentField,
+    picker.personField,
+    people.fields,
+    settingFields(settings, unusable),
     submit,
   );
-  form.addEventListener("submit", async (event) => {
+  form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const chosen = form.querySelector('input[name="scenarioId"]:checked');
-    const other = otherModel.value.trim();
-    const input = {
-      scenarioId: chosen ? chosen.value : "",
-      agentIds: seats,
-      agentModels: [other || agentModel.value],
-      judgeModel: other || judgeModel.value,
-      maxTurns: Number.parseInt(maxTurns.value, 10),
-      turnOrder: turnOrder.value,
-      evaluationDimensionListId: dimensions.value || null,
-      tag: tag.value.trim(),
-      redelivery: redelivery.value,
-      humanSeats: seats.flatMap((agentId, i) => (people.has(agentId) ? [i] : [])),
-    };
-    if (input.humanSeats.length) {
-      input.seatDeadlineSeconds = Number(deadline.value);
-      input.onSeatTimeout = onTimeout.value;
-      input.standInModel = standIn.value || null;
-    }
-    const local = [];
-    if (!chosen) local.push({ field: ["input", "scenarioId"], message: "Pick a scenario." });
-    if (seats.length < 2) local.push({ field: ["input", "agentIds"], message: "Pick at least two agents." });
-    if (!Number.isInteger(input.maxTurns)) local.push({ field: ["input", "maxTurns"], message: "A whole number of turns, 1 to 100." });
-    if (input.humanSeats.length && !Number.isFinite(input.seatDeadlineSeconds)) {
-      local.push({ field: ["input", "seatDeadlineSeconds"], message: "A number of seconds, 1 to 604800." });
-    }
-    if (local.length) return showFieldErrors(form, local);
-    submit.disabled = true;
-    try {
-      const result = await api.request("StartSimulation", { input });
-      const { episode, userErrors, seatTokens } = result.startSimulation;
-      if (userErrors.length) return showFieldErrors(form, besideTheirFields(userErrors, { other, standIn: standIn.value }));
-      if (!seatTokens.length) {
-        location.hash = `#/episodes/${encodeURIComponent(episode.id)}`;
-        return;
-      }
-      form.replaceWith(seatLinks(episode, seatTokens));
-    } catch (error) {
-      showFieldErrors(form, [{ field: [], message: error.message }]);
-    } finally {
-      submit.disabled = false;
-    }
+    const other = settings.otherModel.value.trim();
+    const input = startInput(form, picker, settings, people.controls, other);
+    submitStart(api, form, submit, input, { other, standIn: people.controls.standIn.value });
   });
-
   main.append(h("h1", { id: "start-title" }, "Start a simulation"), form);
   return null;
 }

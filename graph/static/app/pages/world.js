@@ -2,8 +2,9 @@
 // created and edited through one form description per kind.
 
 import { append, h, routeLink, words } from "../dom.js";
+import { RELATIONSHIPS } from "../enums.js";
 import { goalPreview, goalView } from "../goal.js";
-import { AGENT_FIELDS, RELATIONSHIPS, backStack, episodeTable, pageSize, pager, showFieldErrors } from "./common.js";
+import { AGENT_FIELDS, backStack, episodeTable, pageSize, pager, showFieldErrors } from "./common.js";
 
 // kind: text | textarea | int | list (comma-separated) | lines (one per line) | goals (lines,
 // each a goal shown with its hints labelled) | enum
