@@ -28,11 +28,11 @@ from pathlib import Path
 import httpx
 
 from bench.common import bench_redis, cpu_seconds
+from bench.support.fake_llm import RateLimit, fake_llm_process
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import make_world, post, start_input
 from parley.storage.embedded import free_port
 from parley.storage.models import EpisodeLog, EpisodeStatus
-from tests.support.fake_llm import RateLimit, fake_llm_process
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import make_world, post, start_input
 
 BATCH = """
 mutation($inputs: [StartSimulationInput!]!) {

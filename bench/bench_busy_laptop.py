@@ -34,8 +34,8 @@ from typing import Any
 
 import httpx
 
+from bench.support.processes import ApiProcess
 from parley.core.processes import stop_process
-from tests.support.processes import ApiProcess
 
 DESIGN = Path(__file__).resolve().parent.parent / "examples" / "experiments" / "design.toml"
 RUN_TIMEOUT = 1800.0

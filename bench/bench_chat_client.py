@@ -14,9 +14,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bench.support.fake_llm import fake_llm_process
 from parley.engine.chat_client import ChatClient
 from parley.storage.embedded import free_port
-from tests.support.fake_llm import fake_llm_process
 
 BODY: dict[str, Any] = {
     "model": "fake",

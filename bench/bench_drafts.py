@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 from bench.common import bench_redis
+from bench.support.fake_llm import fake_llm_process
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import post
 from parley.storage.embedded import free_port
-from tests.support.fake_llm import fake_llm_process
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import post
 
 START = """
 mutation($input: StartDraftJobInput!) {

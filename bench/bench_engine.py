@@ -10,12 +10,12 @@ import asyncio
 import json
 import time
 
+from bench.support.factories import make_setup
 from parley.engine.episode import simulate
 from parley.engine.judge import evaluate
 from parley.engine.llm import ChatRequest
 from parley.engine.models import ModelInfo, custom_model_info
 from parley.engine.stats import GenerationStats
-from tests.support.factories import make_setup
 
 
 class InstantRouter:

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 
 from bench.common import bench_redis, summary_ms
+from bench.support.processes import api_process, parley_env
 from parley.storage.models import AgentProfile, EnvironmentProfile
-from tests.support.processes import api_process, parley_env
 
 CREATE = """
 mutation($input: CreateExperimentInput!) {

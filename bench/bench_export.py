@@ -26,10 +26,10 @@ from typing import Any
 import redis.asyncio as redis
 
 from bench.common import bench_redis
+from bench.support.processes import parley_env
 from parley.storage.embedded import EmbeddedRedis
 from parley.storage.sample import sample_data
 from parley.storage.sample import seed as seed_sample
-from tests.support.processes import parley_env
 
 TURNS = 10
 

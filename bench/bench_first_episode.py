@@ -27,8 +27,8 @@ from typing import Any
 
 import httpx
 
+from bench.support.processes import ApiProcess
 from parley.storage.sample import sample_data
-from tests.support.processes import ApiProcess
 
 START = """
 mutation($input: StartSimulationInput!) {

@@ -20,9 +20,9 @@ import httpx
 
 from bench.bench_start_latency import CLIENTS, measure
 from bench.common import bench_redis, summary_ms
+from bench.support.processes import api_process, parley_env
+from bench.support.simulation import START, make_world, start_input
 from parley.storage.durability import Fsync
-from tests.support.processes import api_process, parley_env
-from tests.support.simulation import START, make_world, start_input
 
 POLICIES: tuple[Fsync, ...] = ("everysec", "always")
 

@@ -12,12 +12,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.support.factories import make_setup
 from parley.engine.episode import simulate
 from parley.engine.judge import evaluate
 from parley.engine.llm import ChatRequest, ModelRegistry
 from parley.engine.models import LOCAL_MODEL
 from parley.engine.stats import GenerationStats
-from tests.support.factories import make_setup
 
 
 async def run(episodes: int, turns: int, data_dir: Path) -> None:

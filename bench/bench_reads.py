@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 
 from bench.common import bench_redis, cpu_seconds, percentile, rss_mib
+from bench.support.processes import api_process, parley_env
+from bench.support.read_world import write_world
 from parley.resolvers.pagination import MAX_PAGE_SIZE
-from tests.support.processes import api_process, parley_env
-from tests.support.read_world import write_world
 
 PAGE = 50
 

@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 
 from bench.common import bench_redis, percentile
+from bench.support.processes import api_process, parley_env
 from parley.engine.types import SOTOPIA_DIMENSIONS
 from parley.storage import keys
-from tests.support.processes import api_process, parley_env
 
 PREFIX = f":{keys.SOTOPIA_LOGS_MODULE}.EpisodeLog:"
 MODELS = [f"model-{i}" for i in range(8)]

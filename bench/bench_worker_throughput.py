@@ -13,24 +13,17 @@ import json
 import time
 from pathlib import Path
 
-import psutil
-
-from bench.common import bench_redis, rss_mib
+from bench.common import bench_redis, cpu_seconds, rss_mib
+from bench.support.fake_llm import fake_llm_process
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import make_world, post, start_input
 from parley.storage.embedded import free_port
 from parley.storage.models import EpisodeLog, EpisodeStatus
-from tests.support.fake_llm import fake_llm_process
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import make_world, post, start_input
 
 BATCH = """
 mutation($inputs: [StartSimulationInput!]!) {
   startSimulations(inputs: $inputs) { episodes { id } userErrors { message } }
 }"""
-
-
-def cpu_seconds(pid: int) -> float:
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
 
 
 async def run_batch(

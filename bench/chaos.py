@@ -43,12 +43,12 @@ import psutil
 import websockets
 
 from bench.common import rss_mib
+from bench.support.fake_llm import fake_llm_process
+from bench.support.processes import ApiProcess, Process, parley_env
+from bench.support.simulation import make_world, start_input
 from parley.storage.connection import open_client, prepare
 from parley.storage.embedded import EmbeddedRedis, free_port
 from parley.storage.models import EpisodeLog
-from tests.support.fake_llm import fake_llm_process
-from tests.support.processes import ApiProcess, Process, parley_env
-from tests.support.simulation import make_world, start_input
 
 FAULTS = "500=0.08,429=0.03,garbage=0.04,hang=0.01"
 START = """

@@ -1,5 +1,6 @@
 """Shared set-up for the service benchmarks: an embedded Redis and real Parley processes."""
 
+import contextlib
 import statistics
 import tempfile
 from collections.abc import AsyncIterator
@@ -51,10 +52,19 @@ def summary_ms(values: list[float]) -> str:
     )
 
 
-def cpu_seconds(pid: int) -> float:
-    """A process's CPU time so far, user and system."""
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
+def cpu_seconds(pid: int, descendants: bool = False) -> float:
+    """A process's CPU time so far, user and system; with `descendants`, also its waited-for
+    children's (rq's work horses) and its live descendants'."""
+    process = psutil.Process(pid)
+    times = process.cpu_times()
+    total = times.user + times.system
+    if descendants:
+        total += times.children_user + times.children_system
+        for child in process.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                c = child.cpu_times()
+                total += c.user + c.system
+    return float(total)
 
 
 def rss_mib(pid: int) -> float:

@@ -9,7 +9,7 @@ and reused afterwards; bench/sotopia_side.py is what runs there, with the one wo
 Redis mode of 0.1.5 needs (see its docstring). Each system gets its own fresh embedded Redis
 (RedisJSON + RediSearch) per group of rows, holding the same scenario and two agents written in
 Sotopia's record format at Sotopia's keys; both reach the same fake OpenAI-compatible LLM (its own
-process, tests/support/fake_llm.py) under the same model name, `custom/structured@<url>`, and both
+process, bench/support/fake_llm.py) under the same model name, `custom/structured@<url>`, and both
 are driven over HTTP by httpx. Repeats alternate which system goes first; figures are medians.
 
 Rows (the --only names):
@@ -48,19 +48,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import redis.asyncio as redis
 from ulid import ULID
 
 from bench.bench_tokens import episode_token_figures
-from bench.common import percentile
+from bench.common import cpu_seconds, percentile
+from bench.support.fake_llm import fake_llm_process
+from bench.support.processes import Process, parley_env
+from bench.support.simulation import START, start_input
 from parley.lifecycle.settings import RunSettings
 from parley.resolvers.pagination import MAX_PAGE_SIZE
 from parley.storage.embedded import EmbeddedRedis, free_port
 from parley.storage.models import AgentProfile, EnvironmentProfile, EpisodeLog
-from tests.support.fake_llm import fake_llm_process
-from tests.support.processes import Process, parley_env
-from tests.support.simulation import START, start_input
 
 SIDE = Path(__file__).with_name("sotopia_side.py")
 SOTOPIA_REQUIREMENTS = (
@@ -195,18 +194,6 @@ class GroupProcess:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.pid, signal.SIGKILL)
             return
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time of a process, its waited-for children (rq's work horses) and live descendants."""
-    process = psutil.Process(pid)
-    times = process.cpu_times()
-    total = times.user + times.system + times.children_user + times.children_system
-    for child in process.children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            c = child.cpu_times()
-            total += c.user + c.system
-    return float(total)
 
 
 # --- the shared world ------------------------------------------------------------------------
@@ -553,7 +540,7 @@ async def run_episodes(system: System, n: int, tag: str) -> tuple[float, float, 
     """Seconds from the first start request until all n episodes finished, and the worker's
     CPU seconds meanwhile."""
     assert system.worker_pid is not None
-    cpu_before = cpu_seconds(system.worker_pid)
+    cpu_before = cpu_seconds(system.worker_pid, descendants=True)
     gate = asyncio.Semaphore(CLIENTS)
     began = time.perf_counter()
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
@@ -569,7 +556,7 @@ async def run_episodes(system: System, n: int, tag: str) -> tuple[float, float, 
             raise RuntimeError(f"{system.name}: {n} episodes not finished in time")
         await asyncio.sleep(0.05)
     wall = time.perf_counter() - began
-    return wall, cpu_seconds(system.worker_pid) - cpu_before, ids
+    return wall, cpu_seconds(system.worker_pid, descendants=True) - cpu_before, ids
 
 
 async def fake_requests(base: str) -> list[dict[str, Any]]:
@@ -670,11 +657,11 @@ async def start_rows(
             await timed_starts(warm, clients, 2)
         for repeat in range(repeats):
             for system in order(systems, repeat):
-                cpu_before = cpu_seconds(system.api_pid)
+                cpu_before = cpu_seconds(system.api_pid, descendants=True)
                 began = time.perf_counter()
                 latencies = await timed_starts(system, clients, per_client)
                 wall = time.perf_counter() - began
-                cpu = (cpu_seconds(system.api_pid) - cpu_before) / len(latencies)
+                cpu = (cpu_seconds(system.api_pid, descendants=True) - cpu_before) / len(latencies)
                 p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
                 results[system.name].append((p50, p99, len(latencies) / wall, cpu))
                 print(

@@ -44,18 +44,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import redis.asyncio as redis
 
-from bench.common import bench_redis, percentile, rss_mib
+from bench.common import bench_redis, cpu_seconds, percentile, rss_mib
+from bench.support.fake_llm import fake_llm_process
+from bench.support.processes import Process, api_process, parley_env, worker_process
+from bench.support.simulation import START, make_world, start_input
+from bench.support.subscriber import Subscriber
 from parley.graph.cli import event_loop_factory
 from parley.storage.embedded import free_port
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeLog
-from tests.support.fake_llm import fake_llm_process
-from tests.support.processes import Process, api_process, parley_env, worker_process
-from tests.support.simulation import START, make_world, start_input
-from tests.support.subscriber import Subscriber
 
 SUBSCRIBE = """
 subscription($tag: String) {
@@ -171,11 +170,6 @@ class Memory:
             )
             print(f"[{now - began:6.1f} s] {shares} {self.progress()}", file=sys.stderr)
             last, last_cpu = now, cpu
-
-
-def cpu_seconds(pid: int) -> float:
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
 
 
 async def metrics(api_url: str) -> dict[str, Any]:

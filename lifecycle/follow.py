@@ -24,7 +24,7 @@ from functools import partial
 import redis.asyncio as redis
 
 from parley.core.backoff import Backoff
-from parley.resolvers.episodes import list_episodes
+from parley.resolvers.episodes import find_episodes
 from parley.storage import keys
 from parley.storage.events import (
     EpisodeEvent,
@@ -323,8 +323,9 @@ async def tagged(
 
     The index narrows the search (it matches tags ignoring case); the exact match is made here.
     """
-    page = await list_episodes(tag=tag, status=status, first=first)
-    return [e for e in page.items if tag is None or e.tag == tag]
+    page = await find_episodes(tag=tag, status=status, first=first)
+    episodes: list[EpisodeLog] = [hit.record for hit in page.items]
+    return [e for e in episodes if tag is None or e.tag == tag]
 
 
 async def unfinished(tag: str | None, limit: int = 100) -> list[EpisodeLog]:

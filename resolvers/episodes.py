@@ -5,7 +5,7 @@ from typing import Any
 
 from parley.core.errors import searchable_tag
 from parley.resolvers.keyset import SortOrder, newest_first
-from parley.resolvers.pagination import Page, fetch_hits, fetch_page
+from parley.resolvers.pagination import Page, fetch_hits
 from parley.resolvers.search import Hit
 from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from parley.storage.records import get_or_none
@@ -43,21 +43,6 @@ def episode_query(
     if finished:
         terms.append(~(EpisodeLog.status << [s.value for s in UNFINISHED]))  # type: ignore[operator]
     return EpisodeLog.find(*terms)
-
-
-async def list_episodes(
-    *,
-    tag: str | None = None,
-    status: EpisodeStatus | None = None,
-    agent_id: str | None = None,
-    scenario_id: str | None = None,
-    first: int | None = None,
-    after: str | None = None,
-    order: SortOrder | None = None,
-) -> Page[EpisodeLog]:
-    """Newest first unless asked otherwise, whole records."""
-    query = episode_query(tag=tag, status=status, agent_id=agent_id, scenario_id=scenario_id)
-    return await fetch_page(query, EPISODES, first, after, order)
 
 
 async def find_episodes(

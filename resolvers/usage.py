@@ -2,9 +2,8 @@
 index's sortable usage totals (no episode is loaded)."""
 
 from dataclasses import dataclass
-from typing import Any
 
-from parley.core.errors import searchable_tag
+from parley.resolvers.episodes import episode_query
 from parley.resolvers.results import aggregate_rows
 from parley.storage.models import EpisodeLog, EpisodeStatus
 
@@ -29,14 +28,8 @@ _SUMS = ("prompt_tokens", "completion_tokens", "estimated_tokens", "cost", "pric
 def usage_query(
     *, tag: str | None = None, experiment_id: str | None = None, status: EpisodeStatus | None = None
 ) -> str:
-    terms: list[Any] = []
-    if tag:
-        terms.append(EpisodeLog.tag == searchable_tag(tag))
-    if experiment_id:
-        terms.append(EpisodeLog.experiment_id == searchable_tag(experiment_id))
-    if status is not None:
-        terms.append(EpisodeLog.status == status.value)
-    return str(EpisodeLog.find(*terms).query)
+    query = episode_query(tag=tag, experiment_id=experiment_id, status=status)
+    return str(query.query)
 
 
 async def usage_totals(

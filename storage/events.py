@@ -8,6 +8,7 @@ events from storage.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -80,16 +81,30 @@ def parse_event(data: str | bytes) -> EpisodeEvent:
         raise MalformedEvent(f"{err}; payload {data[:300]!r}") from None
 
 
+def episode_event(
+    kind: EventKind, episode: EpisodeLog, sequence: int, at: float, attempt: int, **fields: Any
+) -> EpisodeEvent:
+    """An event of `episode`: what every kind carries, and `fields` of its own."""
+    return EpisodeEvent(
+        type=kind,
+        episode_id=str(episode.pk),
+        sequence=sequence,
+        at=at,
+        attempt=attempt,
+        tag=episode.tag,
+        **fields,
+    )
+
+
 def status_event(
     episode: EpisodeLog, change: StatusChange, previous: Status | None
 ) -> EpisodeEvent:
-    return EpisodeEvent(
-        type=EventKind.STATUS,
-        episode_id=str(episode.pk),
-        sequence=change.sequence,
-        at=change.at,
-        attempt=change.attempt,
-        tag=episode.tag,
+    return episode_event(
+        EventKind.STATUS,
+        episode,
+        change.sequence,
+        change.at,
+        change.attempt,
         experiment_id=episode.experiment_id,
         status=change.status,
         previous_status=previous,
@@ -102,13 +117,13 @@ def status_event(
 def snapshot_event(episode: EpisodeLog) -> EpisodeEvent:
     """The episode as stored now, as the first event of a stream."""
     history = episode.status_history
-    return EpisodeEvent(
-        type=EventKind.SNAPSHOT,
-        episode_id=str(episode.pk),
-        sequence=episode.sequence,
-        at=history[-1].at if history else episode.created_at,
-        attempt=episode.attempt,
-        tag=episode.tag,
+    at = history[-1].at if history else episode.created_at
+    return episode_event(
+        EventKind.SNAPSHOT,
+        episode,
+        episode.sequence,
+        at,
+        episode.attempt,
         experiment_id=episode.experiment_id,
         status=episode.status,
         waiting=episode.waiting,
@@ -125,16 +140,9 @@ def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
         previous = change.status
     for turn in episode.turns:
         if turn.sequence > after:
+            kind = EventKind.TURN
             events.append(
-                EpisodeEvent(
-                    type=EventKind.TURN,
-                    episode_id=str(episode.pk),
-                    sequence=turn.sequence,
-                    at=turn.at,
-                    attempt=episode.attempt,
-                    tag=episode.tag,
-                    turn=turn,
-                )
+                episode_event(kind, episode, turn.sequence, turn.at, episode.attempt, turn=turn)
             )
     for injection in episode.injections:
         if injection.sequence > after:
@@ -143,12 +151,11 @@ def stored_events(episode: EpisodeLog, after: int = 0) -> list[EpisodeEvent]:
 
 
 def injection_event(episode: EpisodeLog, injection: StoredInjection) -> EpisodeEvent:
-    return EpisodeEvent(
-        type=EventKind.INJECTION,
-        episode_id=str(episode.pk),
-        sequence=injection.sequence,
-        at=injection.at,
-        attempt=episode.attempt,
-        tag=episode.tag,
+    return episode_event(
+        EventKind.INJECTION,
+        episode,
+        injection.sequence,
+        injection.at,
+        episode.attempt,
         injection=injection,
     )

@@ -9,12 +9,12 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
 from parley.storage.connection import open_client, prepare
 from parley.storage.embedded import EmbeddedRedis
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from tests.support.database import snapshot
-from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient, serve
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import redis.asyncio as redis
 
+from bench.support.processes import ApiProcess, embedded_env
 from parley.storage.embedded import EmbeddedRedis
-from tests.support.processes import ApiProcess, embedded_env
 
 
 async def a_dump(tmp_path: Path) -> Path:

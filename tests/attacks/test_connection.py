@@ -18,6 +18,8 @@ import pytest
 import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.processes import Process, api_process, parley_env, worker_process
 from parley.storage import keys
 from parley.storage.connection import IndexesRebuilding, open_client
 from parley.storage.embedded import EmbeddedRedis
@@ -31,8 +33,6 @@ from parley.storage.results_index import (
     TAGS,
     ResultsIndex,
 )
-from tests.support.fake_llm import FakeLLM
-from tests.support.processes import Process, api_process, parley_env, worker_process
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
 

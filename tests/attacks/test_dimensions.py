@@ -21,15 +21,15 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.read_world import parley_episode
+from bench.support.simulation import make_world, start_input
 from parley.storage.models import (
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,
     EpisodeLog,
 )
-from tests.support.fake_llm import FakeLLM
-from tests.support.read_world import parley_episode
 from tests.support.server import GraphQLClient
-from tests.support.simulation import make_world, start_input
 
 CREATE = """
 mutation($input: CreateEvaluationDimensionListInput!) {

@@ -17,10 +17,10 @@ import httpx
 from redis import Redis as SyncRedis
 from redis.exceptions import ConnectionError as RedisDown
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.processes import ApiProcess, embedded_env, worker_process
 from parley.storage.connection import open_client
 from parley.storage.embedded import EmbeddedRedis, free_port
-from tests.support.fake_llm import FakeLLM
-from tests.support.processes import ApiProcess, embedded_env, worker_process
 from tests.support.server import GraphQLClient
 
 

@@ -23,9 +23,9 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.processes import api_process, parley_env
 from parley.resolvers import agents
 from parley.storage.embedded import free_port
-from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
 

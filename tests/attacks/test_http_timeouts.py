@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from tests.support.processes import ApiProcess, api_process, parley_env
+from bench.support.processes import ApiProcess, api_process, parley_env
 
 HEADER_TIMEOUT = 2
 BODY_TIMEOUT = 4

@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.read_world import parley_episode
+from bench.support.simulation import make_world, start_input
 from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
@@ -20,10 +23,7 @@ from parley.storage.models import (
     Record,
     RelationshipProfile,
 )
-from tests.support.fake_llm import FakeLLM
-from tests.support.read_world import parley_episode
 from tests.support.server import GraphQLClient
-from tests.support.simulation import make_world, start_input
 
 PAGE = 2
 

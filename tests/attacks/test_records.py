@@ -17,8 +17,8 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.processes import api_process, parley_env
 from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
-from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 
 ROUNDS = 10

@@ -17,6 +17,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.processes import api_process, parley_env
 from parley.core.limits import LIST_MAX
 from parley.storage import keys
 from parley.storage.models import (
@@ -26,7 +27,6 @@ from parley.storage.models import (
 )
 from parley.storage.results_index import FIELD_LIMIT, MAX_DIMENSIONS, score_field
 from tests.support import sotopia_records as sotopia
-from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
 

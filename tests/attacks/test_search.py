@@ -13,6 +13,8 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import start_input
 from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
@@ -21,9 +23,7 @@ from parley.storage.models import (
     Record,
     RelationshipProfile,
 )
-from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient, serve
-from tests.support.simulation import start_input
 
 N = 4
 """Records per list: the page holds them all, each at its own position."""

@@ -18,13 +18,14 @@ from graphql import GraphQLInputObjectType, GraphQLNonNull, OperationType, parse
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.people import START_WITH_SEATS
+from bench.support.simulation import make_world, start_input
 from parley.graph.app import SUBSCRIPTIONS_OVER_WEBSOCKETS
 from parley.graph.schema import build_schema
 from parley.graph.seat_access import NAME_THE_OPERATION, REFUSED, SEAT_FIELDS
 from parley.storage.models import AgentProfile
-from tests.support.fake_llm import FakeLLM
 from tests.support.operations import Path, RootField, document, root_fields
-from tests.support.people import START_WITH_SEATS
 from tests.support.server import (
     CANCEL,
     LEGACY_WS,
@@ -37,7 +38,6 @@ from tests.support.server import (
     serve,
     socket,
 )
-from tests.support.simulation import make_world, start_input
 
 API_TOKEN = "alpha"
 SECRET = "keeps-a-heliotrope-in-the-drawer"

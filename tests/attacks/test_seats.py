@@ -15,14 +15,15 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.people import START_WITH_SEATS
+from bench.support.simulation import make_world, start_input
 from parley.lifecycle.seats import Seats
 from parley.resolvers.importer import import_lines
 from parley.resolvers.sotopia_format import episode_line
 from parley.storage import keys
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeLog
-from tests.support.fake_llm import FakeLLM
-from tests.support.people import START_WITH_SEATS
 from tests.support.server import (
     CANCEL,
     GraphQLClient,
@@ -33,7 +34,6 @@ from tests.support.server import (
     serve,
     socket,
 )
-from tests.support.simulation import make_world, start_input
 
 API_TOKEN = "alpha"
 WHISPER = "Only seat zero hears this: the code word is heliotrope."

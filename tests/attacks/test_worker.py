@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 
-from tests.support.fake_llm import FakeLLM, Rule
-from tests.support.processes import api_process, parley_env
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.fake_llm import FakeLLM
 from parley.engine.llm import ModelRegistry, RetryPolicy
-from tests.support.fake_llm import FakeLLM
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, budget_seconds=10)
 

@@ -10,8 +10,8 @@ import time
 
 import httpx
 
+from bench.support.fake_llm import FakeLLM, RateLimit, fake_llm_process
 from parley.storage.embedded import free_port
-from tests.support.fake_llm import FakeLLM, RateLimit, fake_llm_process
 
 CLIENT = """
 import json, sys, httpx

@@ -7,13 +7,13 @@ import re
 
 import pytest
 
+from bench.support.fake_llm import FakeLLM, RecordedRequest
 from parley.engine.episode import simulate
 from parley.engine.errors import EpisodeFailed
 from parley.engine.llm import ModelRegistry
 from parley.engine.types import EpisodeSetup, Transcript
 from parley.resolvers.perspective import view
 from parley.storage.models import EpisodeLog, StoredTurn
-from tests.support.fake_llm import FakeLLM, RecordedRequest
 from tests.support.games import (
     LOCATION,
     Script,

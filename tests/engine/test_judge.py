@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from bench.support.factories import ALICE, make_setup
+from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.episode import play, simulate
 from parley.engine.episode_log import episode_log_parts
 from parley.engine.errors import EpisodeFailed, JudgeFailed
@@ -14,8 +16,6 @@ from parley.engine.judge import evaluate
 from parley.engine.llm import ModelRegistry
 from parley.engine.prompts import evaluation_schema
 from parley.engine.types import SOTOPIA_DIMENSIONS, DimensionSpec
-from tests.support.factories import ALICE, make_setup
-from tests.support.fake_llm import FakeLLM, Rule
 
 DIMS = [
     DimensionSpec(name="warmth", description="How warm was the agent?", range_low=1, range_high=3),

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.fake_llm import FakeLLM, RateLimit, Rule
 from parley.engine.limiter import INITIAL, AdaptiveLimit
 from parley.engine.llm import ChatRequest, ModelRegistry, RetryPolicy
 from parley.engine.stats import GenerationStats
-from tests.support.fake_llm import FakeLLM, RateLimit, Rule
 
 HELLO = ChatRequest(messages=[{"role": "user", "content": "hi"}])
 

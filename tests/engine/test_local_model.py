@@ -10,6 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bench.support.factories import make_setup
 from parley.engine.episode import play, simulate
 from parley.engine.episode_log import episode_log_parts
 from parley.engine.judge import evaluate
@@ -17,7 +18,6 @@ from parley.engine.llm import ModelRegistry, RetryPolicy
 from parley.engine.local_model import SLOTS
 from parley.engine.models import LOCAL_MODEL
 from parley.engine.types import SOTOPIA_DIMENSIONS
-from tests.support.factories import make_setup
 
 
 @pytest.mark.slow

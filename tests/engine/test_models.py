@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.factories import make_setup
 from parley.engine.episode import simulate
 from parley.engine.errors import EpisodeFailed, UnknownModelError
 from parley.engine.llm import ModelRegistry
 from parley.engine.models import local_model_info
-from tests.support.factories import make_setup
 
 
 def test_unknown_model_refused(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ import json
 import re
 from typing import Any
 
+from bench.support.factories import ALICE, BOB, CAROL, make_setup
+from bench.support.fake_llm import FakeLLM, RecordedRequest, Rule
 from parley.engine.episode import play
 from parley.engine.llm import ModelRegistry
 from parley.engine.types import TurnOrder
-from tests.support.factories import ALICE, BOB, CAROL, make_setup
-from tests.support.fake_llm import FakeLLM, RecordedRequest, Rule
 
 
 def _agent(request: RecordedRequest) -> str:

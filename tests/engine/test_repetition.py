@@ -6,12 +6,12 @@ import itertools
 import json
 from pathlib import Path
 
+from bench.support.factories import ALICE, BOB, make_setup
+from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.episode import simulate
 from parley.engine.errors import EpisodeFailed
 from parley.engine.llm import ModelRegistry
 from tests.engine.conftest import FAST_RETRY
-from tests.support.factories import ALICE, BOB, make_setup
-from tests.support.fake_llm import FakeLLM, Rule
 
 
 def speak(argument: str) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.factories import ALICE, BOB, CAROL, make_setup
+from bench.support.fake_llm import FakeLLM
 from parley.engine.episode import HistoryMismatch, simulate
 from parley.engine.llm import ModelRegistry
 from parley.engine.types import TurnEvent, TurnOrder
-from tests.support.factories import ALICE, BOB, CAROL, make_setup
-from tests.support.fake_llm import FakeLLM
 
 
 @pytest.mark.parametrize("order", [TurnOrder.ROUND_ROBIN, TurnOrder.RANDOM, TurnOrder.SIMULTANEOUS])

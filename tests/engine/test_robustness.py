@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
+from bench.support.factories import make_setup
+from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.episode import simulate
 from parley.engine.errors import EpisodeFailed
 from parley.engine.llm import ModelRegistry
-from tests.support.factories import make_setup
-from tests.support.fake_llm import FakeLLM, Rule
 
 
 async def test_malformed_action_repaired_by_reask(

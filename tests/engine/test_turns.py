@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import re
 
+from bench.support.factories import ALICE, BOB, CAROL, make_setup
+from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.episode import simulate
 from parley.engine.llm import ModelRegistry
 from parley.engine.types import TurnEvent
-from tests.support.factories import ALICE, BOB, CAROL, make_setup
-from tests.support.fake_llm import FakeLLM, Rule
 
 NONE = json.dumps({"action_type": "none", "argument": "", "to": []})
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.factories import make_setup
+from bench.support.fake_llm import FakeLLM, RecordedRequest, Rule
 from parley.engine.episode import play
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelRegistry
 from parley.engine.usage import Prices, TokenCount, counted, estimate_prompt, estimate_text
-from tests.support.factories import make_setup
-from tests.support.fake_llm import FakeLLM, RecordedRequest, Rule
 
 
 def reported(requests: list[RecordedRequest], model_id: str) -> TokenCount:

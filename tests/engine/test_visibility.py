@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.factories import ALICE, BOB, make_setup
+from bench.support.fake_llm import FakeLLM
 from parley.engine.episode import simulate
 from parley.engine.llm import ModelRegistry
 from parley.engine.prompts import agent_background, agent_context
 from parley.engine.render import agent_viewer, render_tagged
 from parley.engine.types import ACTION_TYPES, RelationshipSpec
-from tests.support.factories import ALICE, BOB, make_setup
-from tests.support.fake_llm import FakeLLM
 
 # What Alice's first prompt must show of Bob, per relationship type.
 EXPECTED = {

@@ -10,6 +10,7 @@ import pytest
 import redis.asyncio as redis
 import strawberry
 
+from bench.support.read_world import write_world
 from parley.engine.llm import ModelRegistry
 from parley.graph.answer_cache import AnswerCache
 from parley.graph.context import Context
@@ -21,7 +22,6 @@ from parley.storage.episode_store import EpisodeStore
 from parley.storage.events_log import EventsLog
 from parley.storage.jobs import JobQueue
 from parley.storage.models import EpisodeLog
-from tests.support.read_world import write_world
 
 WORLD = "cache"
 TAG = f"{WORLD}-parley"

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.support.fake_llm import FakeLLM
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import STATUS
 from tests.support.server import (
     LEGACY_WS,
     close_code,
@@ -20,7 +21,6 @@ from tests.support.server import (
     serve,
     socket,
 )
-from tests.support.simulation import STATUS
 
 TOKENS = "alpha,beta"
 CREATE_AGENT = """

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.read_world import parley_episode
 from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
@@ -18,8 +20,6 @@ from parley.storage.models import (
     RelationshipProfile,
 )
 from tests.support.experiments import Worlds, sampled_design
-from tests.support.fake_llm import FakeLLM
-from tests.support.read_world import parley_episode
 from tests.support.server import GraphQLClient
 
 LISTS = {

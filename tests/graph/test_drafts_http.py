@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.fake_llm import FakeLLM
+from bench.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient, serve
 
 START = """

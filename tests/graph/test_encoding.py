@@ -9,9 +9,9 @@ import redis.asyncio as redis
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.support.read_world import write_world
 from parley.graph.encoding import Encoded, encode
 from parley.storage.models import EpisodeLog
-from tests.support.read_world import write_world
 
 WORLD = "encode"
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()

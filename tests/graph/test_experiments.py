@@ -13,6 +13,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
 from parley.engine.models import LOCAL_MODEL
 from parley.storage import keys
 from parley.storage.models import (
@@ -23,7 +24,6 @@ from parley.storage.models import (
     RelationshipProfile,
 )
 from tests.support.experiments import Worlds, sampled_design
-from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient, init, receive, send, serve, socket
 
 pytestmark = pytest.mark.usefixtures("redis_client")  # binds the records the tests save

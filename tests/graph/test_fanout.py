@@ -15,6 +15,8 @@ import websockets
 from starlette.applications import Starlette
 from websockets.asyncio.client import ClientConnection
 
+from bench.support.episodes import queued
+from bench.support.processes import api_process, parley_env
 from parley.graph.context import Context
 from parley.graph.errors import client_errors
 from parley.graph.fanout import Fanout, Subscribe, next_prefix
@@ -23,8 +25,6 @@ from parley.graph.subscription import event_content, shared_event
 from parley.lifecycle.services import Services
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeStatus
-from tests.support.episodes import queued
-from tests.support.processes import api_process, parley_env
 from tests.support.server import TRANSPORT_WS, init, send, serve_app, socket, ws_url
 
 EVENTS = """subscription($id: ID!) {

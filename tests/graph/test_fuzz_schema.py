@@ -40,11 +40,12 @@ from graphql import (
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.processes import api_process, parley_env
 from parley.core.limits import LIST_MAX
 from parley.graph.schema import schema
 from parley.resolvers.client_json import MAX_DEPTH
 from parley.storage.keys import relationship_pair
-from tests.support.fake_llm import FakeLLM
 from tests.support.fuzzing import (
     AGENTS,
     EDGE_TEXT,
@@ -67,7 +68,6 @@ from tests.support.fuzzing import (
     weighted,
     world_records,
 )
-from tests.support.processes import api_process, parley_env
 from tests.support.spare_redis import spare_redis
 
 FUZZ = settings(

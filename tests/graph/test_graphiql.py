@@ -12,10 +12,10 @@ import httpx
 import pytest
 from playwright.async_api import Browser
 
+from bench.support.fake_llm import FakeLLM
 from parley.graph.ide import ASSETS, ASSETS_PATH
 from scripts.update_assets import load, problems
 from tests.support.browser import GraphiQLPage, browser_for_tests
-from tests.support.fake_llm import FakeLLM
 from tests.support.server import WAIT, queued_episode, serve
 
 TOKENS = "alpha,beta"

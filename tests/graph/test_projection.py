@@ -9,6 +9,7 @@ import redis.asyncio as redis
 import strawberry
 from graphql import GraphQLObjectType, build_schema
 
+from bench.support.read_world import write_world
 from parley.graph.episode_types import EPISODE_READS
 from parley.graph.projection import Reads, own_types, reading
 from parley.graph.schema import schema
@@ -17,7 +18,6 @@ from parley.resolvers.episodes import EPISODES
 from parley.resolvers.keyset import SortOrder
 from parley.storage.models import AgentProfile, EpisodeLog
 from tests.support.lists import in_order
-from tests.support.read_world import write_world
 from tests.support.server import GraphQLClient
 
 WORLD = "proj"

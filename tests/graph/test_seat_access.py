@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import make_world
 from parley.graph.seat_access import REFUSED
-from tests.support.fake_llm import FakeLLM
 from tests.support.server import graphql, init, receive, send, serve, socket
-from tests.support.simulation import make_world
 
 START = """
 mutation($input: StartSimulationInput!) {

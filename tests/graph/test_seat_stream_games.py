@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
 from parley.resolvers.importer import import_lines
-from tests.support.fake_llm import FakeLLM
 from tests.support.games import EXAMPLES, game_lines
 from tests.support.server import graphql, init, receive, send, serve, socket
 

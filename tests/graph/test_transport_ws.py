@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support.fake_llm import FakeLLM
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import STATUS
 from tests.support.server import (
     LEGACY_WS,
     close_code,
@@ -17,7 +18,6 @@ from tests.support.server import (
     serve,
     socket,
 )
-from tests.support.simulation import STATUS
 
 INIT_TIMEOUT = 1.0
 

@@ -18,9 +18,9 @@ from parley_client import (
     WatchSeatEpisodeEvents,
 )
 
-from tests.support.fake_llm import FakeLLM
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import make_world
 from tests.support.server import serve, ws_url
-from tests.support.simulation import make_world
 
 TOKEN = "typed-client-token"
 

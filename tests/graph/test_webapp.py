@@ -15,16 +15,16 @@ import httpx
 import pytest
 from playwright.async_api import Browser, expect
 
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.processes import ApiProcess, parley_env, worker_process
+from bench.support.simulation import episode, make_world, post, start, start_input
 from parley.graph.webapp import CONTENT_SECURITY_POLICY
 from parley.resolvers.importer import import_lines
 from parley.storage import sample
 from parley.storage.models import EpisodeLog
 from tests.support.browser import PHONE, WAIT_MS, AppPage, browser_for_tests
-from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.games import EXAMPLES, Script, game_lines
-from tests.support.processes import ApiProcess, parley_env, worker_process
-from tests.support.server import CANCEL, serve
-from tests.support.simulation import CREATE_AGENT, episode, make_world, post, start, start_input
+from tests.support.server import CANCEL, CREATE_AGENT, serve
 
 MODEL = "fake-llm"
 """The fake LLM under a name of the models file, so the form offers it."""

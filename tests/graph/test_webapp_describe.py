@@ -10,12 +10,12 @@ import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from bench.support.fake_llm import FakeLLM, Rule, draft_world_answer
 from parley.engine.models import LOCAL_MODEL
 from parley.storage.models import AgentProfile, EnvironmentProfile, EpisodeLog
 from tests.graph import test_webapp as webapp
 from tests.graph.test_webapp import MODEL, Service, cancel, completed, snap
 from tests.support.browser import AppPage
-from tests.support.fake_llm import FakeLLM, Rule, draft_world_answer
 from tests.support.server import GraphQLClient
 
 SENTENCE = "Two roommates argue about the rent; one of them is secretly moving out."

@@ -20,16 +20,16 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 from ulid import ULID
 
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.people import START_WITH_SEATS
+from bench.support.simulation import post, start, start_input, wait_for
 from parley.resolvers.importer import import_lines
 from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange
 from tests.graph import test_webapp
 from tests.graph.test_webapp import CREATE_EXPERIMENT, MODEL, OTHER_MODEL, Service, unique
 from tests.support.browser import DESKTOP, PHONE, WAIT_MS, AppPage
-from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.games import EXAMPLES, game_lines
-from tests.support.people import START_WITH_SEATS
 from tests.support.server import CANCEL, serve
-from tests.support.simulation import post, start, start_input, wait_for
 
 browser = test_webapp.browser
 service = test_webapp.service

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from playwright.async_api import Page, WebSocketRoute, expect
 
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.people import START_WITH_SEATS
+from bench.support.simulation import episode, make_world, post, start_input
 from parley.engine.models import LOCAL_MODEL
 from parley.storage.models import EpisodeLog
 from tests.graph import test_webapp
 from tests.graph.test_webapp import MODEL, TURNS, Service, completed, snap, unique
 from tests.support.browser import PHONE, WAIT_MS, AppPage
-from tests.support.fake_llm import FakeLLM, Rule
-from tests.support.people import START_WITH_SEATS
 from tests.support.server import CANCEL, graphql, serve
-from tests.support.simulation import episode, make_world, post, start_input
 
 browser = test_webapp.browser
 shots = test_webapp.shots

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.llm import ModelRegistry
 from parley.lifecycle.follow import EventHub
 from parley.lifecycle.services import Services
@@ -16,7 +17,6 @@ from parley.storage.episode_store import EpisodeStore
 from parley.storage.events_log import EventsLog
 from parley.storage.jobs import JobQueue
 from tests.engine.conftest import FAST_RETRY
-from tests.support.fake_llm import FakeLLM, Rule
 
 SLOW_JUDGE = "slow-judge"
 """A model of the fake whose judge requests time out after 0.3 s (see `slow_judge`)."""

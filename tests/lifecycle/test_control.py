@@ -4,13 +4,13 @@ import asyncio
 import uuid
 from typing import Any
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import make_world, queue_episode
 from parley.lifecycle.control import RunControl
 from parley.lifecycle.services import Services
 from parley.lifecycle.worker import Worker, WorkerConfig, running_worker
 from parley.resolvers.agents import agent_names
 from parley.storage.models import EpisodeLog, EpisodeStatus
-from tests.support.fake_llm import FakeLLM
-from tests.support.simulation import make_world, queue_episode
 
 Status = EpisodeStatus
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.simulation import make_world
 from parley.lifecycle import drafts
 from parley.lifecycle.drafts import DraftJobStatus
 from parley.lifecycle.services import Services
 from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.storage import keys
-from tests.support.fake_llm import FakeLLM, Rule
-from tests.support.simulation import make_world
 
 
 async def burst(services: Services) -> None:

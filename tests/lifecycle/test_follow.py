@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.episodes import queued
 from parley.lifecycle.follow import EventHub, everything, follow, follow_tag
 from parley.storage import keys
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.events import EpisodeEvent, EventKind
 from parley.storage.events_log import EventsLog
 from parley.storage.models import EpisodeLog, EpisodeStatus
-from tests.support.episodes import queued
 
 Status = EpisodeStatus
 WAIT = 5.0

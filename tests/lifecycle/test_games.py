@@ -4,6 +4,8 @@ stored turns' phases, each seat's perspective, the game's state, and a resumed g
 import asyncio
 from typing import Any
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import queue_episode
 from parley.core.errors import ErrorCode
 from parley.lifecycle import start
 from parley.lifecycle.seats import Seats
@@ -14,10 +16,8 @@ from parley.resolvers.perspective import perspective
 from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.engine.test_games import spy_caught, villagers_win
 from tests.lifecycle.test_worker import burst, die_holding
-from tests.support.fake_llm import FakeLLM
 from tests.support.games import EXAMPLES, Script, game_lines, may_see, replay_rules
 from tests.support.server import GraphQLClient
-from tests.support.simulation import queue_episode
 
 EPISODE = """
 query($id: ID!) {

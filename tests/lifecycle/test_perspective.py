@@ -11,6 +11,7 @@ import json
 import uuid
 from dataclasses import asdict
 
+from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.types import RelationshipType
 from parley.lifecycle import start
 from parley.lifecycle.control import RunControl
@@ -18,7 +19,6 @@ from parley.lifecycle.services import Services
 from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.resolvers.perspective import View, perspective
 from parley.storage.models import AgentProfile, EnvironmentProfile, EpisodeLog, RelationshipProfile
-from tests.support.fake_llm import FakeLLM, Rule
 
 SEATS = 7
 

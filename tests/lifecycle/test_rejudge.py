@@ -7,6 +7,8 @@ from typing import Any
 
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.simulation import make_world
 from parley.core.errors import ErrorCode
 from parley.lifecycle import rejudge, start
 from parley.lifecycle.services import Services
@@ -18,9 +20,7 @@ from parley.storage.jobs import JobKind
 from parley.storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
 from tests.lifecycle.conftest import SLOW_JUDGE
 from tests.support import sotopia_records
-from tests.support.fake_llm import FakeLLM, Rule
 from tests.support.server import GraphQLClient
-from tests.support.simulation import make_world
 
 
 async def burst(services: Services, **overrides: Any) -> None:

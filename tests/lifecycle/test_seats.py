@@ -9,6 +9,8 @@ import time
 import uuid
 from typing import Any
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import make_world
 from parley.engine.types import ActionType
 from parley.lifecycle import start
 from parley.lifecycle.control import RunControl
@@ -18,8 +20,6 @@ from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.resolvers.perspective import perspective
 from parley.storage import keys
 from parley.storage.models import EpisodeLog, EpisodeStatus
-from tests.support.fake_llm import FakeLLM
-from tests.support.simulation import make_world
 
 Status = EpisodeStatus
 

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import EPISODE, START, make_world, start_input
 from parley.storage.keys import JOBS as STREAM
 from parley.storage.models import AgentProfile
-from tests.support.fake_llm import FakeLLM
 from tests.support.server import GraphQLClient
-from tests.support.simulation import EPISODE, START, make_world, start_input
 
 BATCH = """
 mutation($inputs: [StartSimulationInput!]!) {

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import make_world
 from parley.engine.errors import LLMTransportError
 from parley.engine.limiter import INITIAL
 from parley.engine.llm import ModelRegistry
@@ -37,8 +39,6 @@ from parley.storage.models import (
 )
 from tests.engine.conftest import FAST_RETRY
 from tests.lifecycle.conftest import SLOW_JUDGE
-from tests.support.fake_llm import FakeLLM
-from tests.support.simulation import make_world
 
 Status = EpisodeStatus
 BURST_TIMEOUT = 60

@@ -4,9 +4,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.server import GraphQLClient
-from tests.support.simulation import CREATE_AGENT as CREATE
-from tests.support.simulation import create_agent
+from tests.support.server import CREATE_AGENT as CREATE
+from tests.support.server import GraphQLClient, create_agent
 
 UPDATE = """
 mutation($input: UpdateAgentInput!) {

@@ -8,8 +8,8 @@ from typing import Any
 
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM, Rule, draft_person, draft_world_answer
 from parley.storage.models import AgentProfile, EnvironmentProfile, RelationshipProfile
-from tests.support.fake_llm import FakeLLM, Rule, draft_person, draft_world_answer
 from tests.support.server import GraphQLClient
 
 DRAFT_FIELDS = """

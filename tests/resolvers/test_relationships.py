@@ -4,8 +4,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.server import GraphQLClient
-from tests.support.simulation import create_agent
+from tests.support.server import GraphQLClient, create_agent
 
 CREATE = """
 mutation($input: CreateRelationshipInput!) {

@@ -11,6 +11,7 @@ import redis.asyncio as redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.support.read_world import write_world
 from parley.lifecycle.experiments import list_experiments
 from parley.resolvers.agents import AGENTS, list_agents, update_agent
 from parley.resolvers.episodes import EPISODES, find_episodes
@@ -31,7 +32,6 @@ from parley.storage.models import (
 )
 from parley.storage.tracking import TrackedDocuments
 from tests.support.lists import in_order
-from tests.support.read_world import write_world
 
 WORLD = "srch"
 SOTOPIA, PARLEY = f"{WORLD}-sotopia", f"{WORLD}-parley"

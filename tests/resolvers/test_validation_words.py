@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from bench.support.simulation import make_world
 from parley import lifecycle, resolvers
 from parley.core.errors import from_validation
 from parley.engine.errors import UnknownModelError
@@ -22,7 +23,6 @@ from parley.resolvers.importer import parse_line
 from parley.resolvers.sotopia_format import LineError
 from parley.storage.models import AgentProfile, EpisodeLog, EpisodeStatus
 from tests.support.server import GraphQLClient
-from tests.support.simulation import make_world
 
 PYDANTIC = re.compile(
     r"should (be|have|match)|after validation|Field required|Extra inputs|Value error|"

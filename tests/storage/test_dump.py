@@ -12,10 +12,10 @@ import psutil
 import pytest
 import redis.asyncio as redis
 
+from bench.support.processes import ApiProcess, embedded_env
 from parley.storage.dump import DumpError, working_copy
 from parley.storage.embedded import EmbeddedRedis
 from tests.support import sotopia_records as sotopia
-from tests.support.processes import ApiProcess, embedded_env
 
 SOTOPIA_EPISODE_INDEX = (
     "ON JSON PREFIX 1 :sotopia.database.logs.EpisodeLog: SCHEMA $.pk AS pk TAG SEPARATOR | "

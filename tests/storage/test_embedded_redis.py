@@ -19,11 +19,11 @@ import redis.asyncio as redis
 from redis import Redis as SyncRedis
 from redis.exceptions import AuthenticationError
 
+from bench.support.processes import ApiProcess, api_process, embedded_env
 from parley.storage.connection import RedisCapabilityError, check_capabilities, open_client
 from parley.storage.durability import Fsync
 from parley.storage.embedded import URL_FILE, EmbeddedRedis, free_port, running_url, serving
 from parley.storage.runtime import warn_unless_synced
-from tests.support.processes import ApiProcess, api_process, embedded_env
 
 
 async def test_restart_keeps_data(tmp_path: Path) -> None:

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.episodes import queued
 from parley.storage import keys
 from parley.storage.episode_store import EpisodeStore, initial_history
 from parley.storage.events import EpisodeEvent, EventKind, MalformedEvent, parse_event
 from parley.storage.models import EpisodeLog, EpisodeStatus
-from tests.support.episodes import queued
 
 Status = EpisodeStatus
 TURN = {

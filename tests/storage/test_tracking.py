@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.read_world import write_world
 from parley.resolvers.episodes import EPISODES
 from parley.resolvers.search import search
 from parley.storage.connection import open_client
 from parley.storage.models import EpisodeLog
 from parley.storage.tracking import Held, TrackedDocuments
-from tests.support.read_world import write_world
 
 WORLD = "trck"
 TAG = f"{WORLD}-parley"

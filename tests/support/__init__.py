@@ -1,4 +1,5 @@
-"""What tests and benchmarks share: fakes, servers, processes, setups and browsers."""
+"""What only tests use: the in-process server, the browser driver, Sotopia records, fuzzing and
+list helpers; what benchmarks use too is in bench/support."""
 
 from pathlib import Path
 

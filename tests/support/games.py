@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.prompts import action_json
 from parley.engine.render import action_line
 from parley.engine.types import AgentAction, AgentSpec, EpisodeSetup, ScenarioSpec, Turn
-from tests.support.fake_llm import FakeLLM, Rule
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "games"
 LOCATION = "submarine"

@@ -14,15 +14,24 @@ import websockets
 from starlette.applications import Starlette
 from websockets.asyncio.client import ClientConnection
 
+from bench.support.simulation import START, make_world, start_input
 from parley.graph.app import create_app
 from parley.graph.settings import Settings
 from parley.storage.embedded import free_port
-from tests.support.simulation import START, make_world, start_input
 
 TRANSPORT_WS = websockets.Subprotocol("graphql-transport-ws")
 LEGACY_WS = websockets.Subprotocol("graphql-ws")
 WAIT = 5.0
 """Seconds to wait for an answer the server must give promptly."""
+
+
+CREATE_AGENT = """
+mutation($input: CreateAgentInput!) {
+  createAgent(input: $input) {
+    agent { id firstName lastName name age occupation gender secret moralValues tag }
+    userErrors { field message code }
+  }
+}"""
 
 
 class GraphQLClient:
@@ -182,3 +191,11 @@ async def close_code(ws: ClientConnection, timeout: float = WAIT) -> tuple[int |
         await ws.wait_closed()
     reason = ws.close_reason or ""
     return ws.close_code, reason
+
+
+async def create_agent(gql: GraphQLClient, **fields: Any) -> dict[str, Any]:
+    base = {"firstName": "Ada", "lastName": "Byron", "tag": "agents-test"}
+    payload = (await gql.data(CREATE_AGENT, {"input": {**base, **fields}}))["createAgent"]
+    assert payload["userErrors"] == []
+    agent: dict[str, Any] = payload["agent"]
+    return agent

@@ -2,7 +2,7 @@
 full memory, a read-only replica, results indexes with hundreds of fields.
 
 Its client is a plain one: `storage.connection.prepare` binds redis-om's models process-wide,
-so only a Parley process of its own (tests/support/processes.py) prepares this Redis.
+so only a Parley process of its own (bench/support/processes.py) prepares this Redis.
 """
 
 from collections.abc import AsyncIterator

@@ -14,6 +14,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.processes import api_process, parley_env
 from parley.resolvers.experiment_design import Design
 from parley.storage.embedded import EmbeddedRedis
 from parley.storage.experiments import ExperimentStore
@@ -33,7 +34,6 @@ from parley.storage.models import (
     StoredTurn,
 )
 from tests.support import sotopia_records as sotopia
-from tests.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient, serve
 
 

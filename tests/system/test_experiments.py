@@ -15,13 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.processes import ApiProcess, api_process, parley_env, worker_process
+from bench.support.simulation import post
 from parley.storage import keys
 from parley.storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
 from tests.support.experiments import Worlds, sampled_design
-from tests.support.fake_llm import FakeLLM, Rule
-from tests.support.processes import ApiProcess, api_process, parley_env, worker_process
 from tests.support.server import serve
-from tests.support.simulation import post
 from tests.system.test_exchange_cli import run
 
 CREATE = """

@@ -18,15 +18,9 @@ import pytest
 import redis.asyncio as redis
 import websockets
 
-from parley.engine.llm import RetryPolicy
-from parley.storage.connection import open_client, prepare
-from parley.storage.embedded import EmbeddedRedis, free_port
-from parley.storage.episode_store import EpisodeStore
-from parley.storage.jobs import JobQueue
-from parley.storage.models import EpisodeLog, EpisodeStatus
-from tests.support.fake_llm import FakeLLM, Rule
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import (
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import (
     EVENTS,
     START,
     collect,
@@ -37,6 +31,12 @@ from tests.support.simulation import (
     start_input,
     wait_for,
 )
+from parley.engine.llm import RetryPolicy
+from parley.storage.connection import open_client, prepare
+from parley.storage.embedded import EmbeddedRedis, free_port
+from parley.storage.episode_store import EpisodeStore
+from parley.storage.jobs import JobQueue
+from parley.storage.models import EpisodeLog, EpisodeStatus
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED")
 ATTEMPTS = RetryPolicy().max_attempts

@@ -9,11 +9,11 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.processes import ApiProcess, api_process, parley_env
+from bench.support.simulation import make_world, start_input
 from parley.storage import keys
 from parley.storage.models import EpisodeLog
-from tests.support.fake_llm import FakeLLM
-from tests.support.processes import ApiProcess, api_process, parley_env
-from tests.support.simulation import make_world, start_input
 
 START_MANY = """
 mutation($inputs: [StartSimulationInput!]!) {

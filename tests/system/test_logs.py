@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import redis.asyncio as redis
 
-from tests.support.fake_llm import FakeLLM
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import START, make_world, start_input, wait_for
+from bench.support.fake_llm import FakeLLM
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import START, make_world, start_input, wait_for
 
 
 def lines(log: Path) -> list[dict[str, Any]]:

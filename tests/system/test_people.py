@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from parley.storage.models import EpisodeLog
-from tests.support.fake_llm import FakeLLM, Rule
-from tests.support.people import (
+from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.people import (
     CANCEL,
     EPISODE,
     TERMINAL,
@@ -26,8 +25,9 @@ from tests.support.people import (
     start_with_seats,
     submit,
 )
-from tests.support.processes import ApiProcess, Process, api_process, parley_env, worker_process
-from tests.support.simulation import make_world, post, start_input
+from bench.support.processes import ApiProcess, Process, api_process, parley_env, worker_process
+from bench.support.simulation import make_world, post, start_input
+from parley.storage.models import EpisodeLog
 
 Stored = dict[str, Any]
 

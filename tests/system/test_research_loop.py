@@ -16,10 +16,10 @@ import pytest
 import redis.asyncio as redis
 from scipy import stats
 
+from bench.support.fake_llm import FakeLLM
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import post
 from parley.storage.embedded import EmbeddedRedis
-from tests.support.fake_llm import FakeLLM
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import post
 from tests.system.test_exchange_cli import run
 from tests.system.test_experiments import Cli, progress, until
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.fake_llm import FakeLLM, RecordedRequest
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import make_world, post, start, start_input, wait_for
 from parley.engine.usage import estimate_prompt, estimate_text
 from parley.storage.models import EpisodeLog
-from tests.support.fake_llm import FakeLLM, RecordedRequest
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import make_world, post, start, start_input, wait_for
 
 PRICES = {"agent-m": (0.5, 2.0), "judge-m": (1.25, 10.0)}
 """US dollars per million prompt and completion tokens, by the endpoint's model id."""

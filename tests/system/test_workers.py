@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.fake_llm import FakeLLM
-from tests.support.processes import api_process, parley_env, worker_process
-from tests.support.simulation import (
+from bench.support.fake_llm import FakeLLM
+from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.simulation import (
     EVENTS,
     STATUS,
     collect,

@@ -12,7 +12,7 @@ hangs, out-of-range scores, leaving); every request is recorded.
         model = fake.model_name()                          # custom/fake@http://127.0.0.1:…/v1
 
 Other processes can script it too: POST /_fake/rules (a JSON list of rules),
-POST /_fake/reset, GET /_fake/requests, GET /_fake/stats. `python -m tests.support.fake_llm`
+POST /_fake/reset, GET /_fake/requests, GET /_fake/stats. `python -m bench.support.fake_llm`
 serves one until interrupted.
 
 Answers carry OpenAI's `usage` (4 characters a token), recorded with each request;
@@ -559,7 +559,7 @@ def fake_llm_process(
         [
             sys.executable,
             "-m",
-            "tests.support.fake_llm",
+            "bench.support.fake_llm",
             "--port",
             str(port),
             "--delay",

@@ -11,7 +11,7 @@ from typing import Any
 
 import websockets
 
-from tests.support.simulation import post
+from bench.support.simulation import post
 
 START_WITH_SEATS = """
 mutation($input: StartSimulationInput!) {

@@ -1,10 +1,9 @@
-"""Helpers shared by the simulation tests: a small world, starting episodes, following them."""
-
-from __future__ import annotations
+"""Simulations over the API, for tests and benchmarks: a small world, starting episodes and
+following them."""
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 from gql import Client, GraphQLRequest
@@ -14,16 +13,6 @@ from parley.lifecycle.services import Services
 from parley.lifecycle.start import start as start_episode
 from parley.storage.models import AgentProfile, EnvironmentProfile
 
-if TYPE_CHECKING:
-    from tests.support.server import GraphQLClient
-
-CREATE_AGENT = """
-mutation($input: CreateAgentInput!) {
-  createAgent(input: $input) {
-    agent { id firstName lastName name age occupation gender secret moralValues tag }
-    userErrors { field message code }
-  }
-}"""
 START = """
 mutation($input: StartSimulationInput!) {
   startSimulation(input: $input) {
@@ -156,11 +145,3 @@ async def collect(
             if started is not None:
                 started.set()
     return events
-
-
-async def create_agent(gql: GraphQLClient, **fields: Any) -> dict[str, Any]:
-    base = {"firstName": "Ada", "lastName": "Byron", "tag": "agents-test"}
-    payload = (await gql.data(CREATE_AGENT, {"input": {**base, **fields}}))["createAgent"]
-    assert payload["userErrors"] == []
-    agent: dict[str, Any] = payload["agent"]
-    return agent
