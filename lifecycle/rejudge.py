@@ -220,9 +220,9 @@ async def queue(
     )
     chosen: list[tuple[str, dict[str, Any]]] = []
     for pk in ids:
-        fields = episodes[pk]
-        assert fields is not None  # a missing episode is refused above
-        chosen.append((pk, fields))
+        found = episodes[pk]
+        assert found is not None  # a missing episode is refused above
+        chosen.append((pk, found))
     await queue_rejudging(client, jobs, queued, chosen)
     log.info("re-judging queued", extra={"rejudging": rejudging.id, "episodes": len(ids)})
     return rejudging, []

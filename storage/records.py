@@ -1,4 +1,5 @@
-"""Record helpers shared by the resolvers: lookups and validated partial updates."""
+"""Record helpers shared by the resolvers: lookups, inserts, validated partial updates and
+deletions."""
 
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -85,6 +86,17 @@ async def insert[R: Record](record: R) -> list[UserError]:
     if await record.save(nx=True) is None:
         return [UserError(["input", "id"], f"id {record.pk!r} is taken", ErrorCode.CONFLICT)]
     return []
+
+
+async def save_all[R: Record](model: type[R], records: Sequence[R]) -> None:
+    """Save records of one model in one round trip (a stored one is overwritten)."""
+    await model.add(list(records))
+
+
+async def remove(model: type[Record], *pks: str) -> None:
+    """Delete the records of `model` with primary keys `pks`."""
+    for pk in pks:
+        await model.delete(pk)
 
 
 async def insert_new(client: redis.Redis, records: Sequence[Record]) -> list[bool]:

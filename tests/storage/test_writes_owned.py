@@ -70,9 +70,10 @@ def writes(source: str, path: str = "<source>") -> Iterator[str]:
     tree = ast.parse(source, path)
     models = model_classes(tree)
     for node in ast.walk(tree):
-        text = node.value if isinstance(node, ast.Constant) else None
-        if isinstance(text, str) and ("redis.call" in text or text.endswith(".lua")):
-            yield f"{path}:{node.lineno}: Lua {text[:40]!r}"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if "redis.call" in text or text.endswith(".lua"):
+                yield f"{path}:{node.lineno}: Lua {text[:40]!r}"
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         name, receiver = node.func.attr, node.func.value
