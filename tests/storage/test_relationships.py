@@ -30,7 +30,7 @@ def between(first: str, second: str) -> RelationshipProfile:
 
 
 async def test_one_relationship_per_pair_of_stored_agents(redis_client: redis.Redis) -> None:
-    a, b = await agents(2)
+    a, b, c = await agents(3)
     first = between(a, b)
     assert await relationships.write_new(redis_client, first) == (RelationshipRefusal.OK, "")
     assert await relationships.write_new(redis_client, between(b, a)) == (
@@ -42,7 +42,7 @@ async def test_one_relationship_per_pair_of_stored_agents(redis_client: redis.Re
         RelationshipRefusal.AGENT,
         gone,
     )
-    again = between(a, b)
+    again = between(a, c)  # a free pair, under a taken id
     again.pk = first.pk
     assert (await relationships.write_new(redis_client, again))[0] == RelationshipRefusal.ID
 
