@@ -53,5 +53,5 @@ def test_a_value_a_search_can_express_passes_unchanged() -> None:
 
 @pytest.mark.parametrize("value", ["", "|", "||", "a\x00b", "a\x7fb", "\udc00"])
 def test_a_value_no_search_can_express_is_a_bad_argument(value: str) -> None:
-    with pytest.raises(BadArgument, match="cannot be '|' alone or empty"):
+    with pytest.raises(BadArgument, match=r"cannot be '\|' alone or empty"):
         searchable_tag(value)

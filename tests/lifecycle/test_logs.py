@@ -43,7 +43,7 @@ async def test_tasks_started_inside_carry_the_fields_and_keep_theirs_apart() -> 
             return logs.current()
 
     with logs.about(worker="w"):
-        found = await asyncio.gather(seen("a"), seen("b"))
+        found = list(await asyncio.gather(seen("a"), seen("b")))
     assert found == [{"worker": "w", "episode": "a"}, {"worker": "w", "episode": "b"}]
 
 

@@ -29,7 +29,7 @@ def test_the_record_declares_type_default_and_description() -> None:
         "What it answers to.",
     )
     assert [PET.required(n) for n in ("name", "tags", "owner")] == [True, False, True]
-    with pytest.raises(ValueError, match="Pet.notes has no description"):
+    with pytest.raises(ValueError, match=r"Pet\.notes has no description"):
         PET.description("notes")
 
 

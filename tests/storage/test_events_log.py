@@ -29,8 +29,7 @@ async def client(redis_url: str) -> AsyncIterator[redis.Redis]:
 
 async def log(client: redis.Redis, sequence: int) -> str:
     event = EpisodeEvent(type=EventKind.STATUS, episode_id="e1", sequence=sequence, at=1.0)
-    entry_id: str = await client.xadd(keys.EVENTS_LOG, {ENTRY_FIELD: event.model_dump_json()})
-    return entry_id
+    return str(await client.xadd(keys.EVENTS_LOG, {ENTRY_FIELD: event.model_dump_json()}))
 
 
 def test_log_ids_are_positions_in_order() -> None:
