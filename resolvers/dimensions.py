@@ -22,7 +22,7 @@ RESERVED = (OVERALL, OVERALL_SCORE)
 def name_problem(name: str) -> str | None:
     """Why a judge's results could not carry a dimension of this name, in plain words; None when
     they can. RediSearch cuts the JSONPath of a score at a NUL (tests/storage/
-    test_results_paths.py: every other character reads back), and a lone surrogate has no
+    test_results_index.py: every other character reads back), and a lone surrogate has no
     UTF-8 form to store."""
     if "\x00" in name or not has_utf8_form(name):
         return "a dimension name cannot contain NUL or a lone surrogate"
