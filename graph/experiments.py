@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import strawberry
 
-from parley.graph.connection import AFTER, FIRST, NEWEST_FIRST, Connection, to_connection
+from parley.graph.connection import AFTER, FIRST, Connection, list_field, to_connection
 from parley.graph.context import Info
 from parley.graph.enums import EpisodeStatus, SortOrder, TurnOrder
 from parley.graph.episode_types import Episode, when
@@ -311,27 +311,13 @@ class ExperimentQuery:
     async def experiment(self, info: Info, id: strawberry.ID) -> Experiment | None:
         return wrap(await service.get_experiment(info.context.services, id))
 
-    @strawberry.field(description="Experiments, newest first unless asked otherwise.")
-    async def experiments(
-        self,
-        info: Info,
-        filter: ExperimentFilter | None = None,
-        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
-        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
-        order: Annotated[
-            SortOrder, strawberry.argument(description=NEWEST_FIRST)
-        ] = SortOrder.DESCENDING,
-    ) -> Connection[Experiment]:
-        f = filter or ExperimentFilter()
-        page = await service.list_experiments(
-            name=f.name,
-            tag=f.tag,
-            first=first,
-            after=after,
-            order=order,
-            documents=info.context.services.documents,
-        )
-        return to_connection(page, lambda record: Experiment(record=record))
+    experiments = list_field(
+        Experiment,
+        lambda record: Experiment(record=record),
+        ExperimentFilter,
+        service.list_experiments,
+        newest_first=True,
+    )
 
 
 @strawberry.type
