@@ -11,6 +11,7 @@ class body becomes a field reading the record's field of that name, typed as the
 it, in its place in the class. Every derived field says what it reads (graph/projection.py).
 """
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_type_hints
@@ -127,6 +128,12 @@ def _reader(exposed: Exposed, name: str) -> Any:
     return strawberry.field(
         resolver=read, description=exposed.description(name), metadata=reading(name)
     )
+
+
+def copied[T](cls: type[T], source: object) -> T:
+    """A `cls` whose every field is `source`'s attribute of the same name."""
+    names = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
+    return cls(**{name: getattr(source, name) for name in names})
 
 
 def _with_fields(cls: type[Any], annotations: dict[str, Any], fields: dict[str, Any]) -> type[Any]:

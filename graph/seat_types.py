@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import strawberry
 
 from parley.graph.enums import ActionType, RelationshipType
+from parley.graph.fields import copied
 from parley.resolvers import perspective
 from parley.storage import models
 
@@ -152,30 +153,14 @@ class Perspective:
 
     @strawberry.field(description="Its partners, as their relationships show them.")
     def partners(self) -> list[PerspectivePartner]:
-        return [
-            PerspectivePartner(
-                seat=p.seat, name=p.name, relationship=p.relationship, profile=p.profile
-            )
-            for p in self.view.partners
-        ]
+        return [copied(PerspectivePartner, p) for p in self.view.partners]
 
     @strawberry.field(
         description="What it saw, in order: public turns, its private ones, and "
         "the environment's messages to it."
     )
     def seen(self) -> list[SeenItem]:
-        return [
-            SeenItem(
-                sequence=s.sequence,
-                turn=s.turn,
-                speaker=s.speaker,
-                text=s.text,
-                action_type=s.action_type,
-                argument=s.argument,
-                to=s.to,
-            )
-            for s in self.view.seen
-        ]
+        return [copied(SeenItem, s) for s in self.view.seen]
 
     @strawberry.field(
         description="The judge's scores of this agent, once COMPLETED (only its own: the "
