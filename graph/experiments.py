@@ -5,7 +5,6 @@ import dataclasses
 import enum
 import json
 from collections.abc import AsyncGenerator
-from datetime import datetime
 from typing import Annotated, Any
 
 import strawberry
@@ -15,6 +14,7 @@ from parley.graph.context import Info
 from parley.graph.enums import EpisodeStatus, SortOrder, TurnOrder
 from parley.graph.episode_types import Episode, when
 from parley.graph.errors import UserInputError
+from parley.graph.fields import shows, stored
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
 from parley.lifecycle import experiments as service
@@ -226,6 +226,7 @@ class ExperimentSlot:
 
 
 @strawberry.type(description="A named batch of episodes expanded from a design.")
+@shows(models.Experiment)
 class Experiment:
     record: strawberry.Private[models.Experiment]
 
@@ -233,29 +234,16 @@ class Experiment:
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Name, unique with the tag.")
-    def name(self) -> str:
-        return self.record.name
-
-    @strawberry.field(description="Tag every episode of it carries.")
-    def tag(self) -> str:
-        return self.record.tag
+    name = stored("Name, unique with the tag.")
+    tag = stored("Tag every episode of it carries.")
 
     @strawberry.field(description="The design as stored (snake_case keys), as a JSON string.")
     def design(self) -> str:
         return json.dumps(self.record.design)
 
-    @strawberry.field(description="When it was created.")
-    def created_at(self) -> datetime | None:
-        return when(self.record.created_at)
-
-    @strawberry.field(description="When it was last started or resumed.")
-    def started_at(self) -> datetime | None:
-        return when(self.record.started_at)
-
-    @strawberry.field(description="How many episode slots the design expanded into.")
-    def slot_count(self) -> int:
-        return self.record.slot_count
+    created_at = stored("When it was created.", when)
+    started_at = stored("When it was last started or resumed.", when)
+    slot_count = stored("How many episode slots the design expanded into.")
 
     @strawberry.field(description="The slots in design order, each with its current episode.")
     async def slots(
