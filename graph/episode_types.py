@@ -8,9 +8,7 @@ import strawberry
 from parley.engine.models import ModelInfo
 from parley.graph.context import Info
 from parley.graph.enums import (
-    ActionType,
     EpisodeStatus,
-    EvaluationStatus,
     EventKind,
 )
 from parley.graph.errors import UserInputError
@@ -54,44 +52,23 @@ class StatusChange:
 
 
 @strawberry.type(description="One agent's action in one turn.")
+@shows(models.StoredTurn)
 class Turn:
     record: strawberry.Private[models.StoredTurn]
 
-    @strawberry.field(description="Turn number, from 0.")
-    def turn(self) -> int:
-        return self.record.turn
-
-    @strawberry.field(description="Seat of the agent that acted (index into agents).")
-    def agent_index(self) -> int:
-        return self.record.agent_index
+    turn = stored("Turn number, from 0.")
+    agent_index = stored("Seat of the agent that acted (index into agents).")
 
     @strawberry.field(description="Display name of the agent that acted.")
     def speaker(self) -> str:
         return self.record.agent_name
 
-    @strawberry.field(description="What kind of action.")
-    def action_type(self) -> ActionType:
-        return self.record.action_type
-
-    @strawberry.field(description="What was said or done.")
-    def argument(self) -> str:
-        return self.record.argument
-
-    @strawberry.field(description="Private recipients by name; empty when everyone saw it.")
-    def to(self) -> list[str]:
-        return self.record.to
-
-    @strawberry.field(description="The social game's phase it was played in; null outside one.")
-    def phase(self) -> str | None:
-        return self.record.phase
-
-    @strawberry.field(description="The episode's event sequence number of this turn.")
-    def sequence(self) -> int:
-        return self.record.sequence
-
-    @strawberry.field(description="When it was stored.")
-    def at(self) -> datetime | None:
-        return when(self.record.at)
+    action_type = stored("What kind of action.")
+    argument = stored("What was said or done.")
+    to = stored("Private recipients by name; empty when everyone saw it.")
+    phase = stored("The social game's phase it was played in; null outside one.")
+    sequence = stored("The episode's event sequence number of this turn.")
+    at = stored("When it was stored.", when)
 
 
 async def reward_agent(root: "Reward", info: Info) -> Agent | None:
@@ -127,6 +104,7 @@ def rewards_of(
 
 
 @strawberry.type(description="A later judgement of a finished episode (one re-judging's).")
+@shows(models.Evaluation)
 class Evaluation:
     record: strawberry.Private[models.Evaluation]
     agents: strawberry.Private[list[str]]
@@ -135,38 +113,23 @@ class Evaluation:
     def id(self) -> strawberry.ID:
         return strawberry.ID(self.record.id)
 
-    @strawberry.field(description="The judge model.")
-    def judge_model(self) -> str:
-        return self.record.judge_model
+    judge_model = stored("The judge model.")
 
     @strawberry.field(description="The dimensions judged; null for Sotopia's seven.")
     def evaluation_dimension_list_id(self) -> strawberry.ID | None:
         list_id = self.record.evaluation_dimension_list_id
         return None if list_id is None else strawberry.ID(list_id)
 
-    @strawberry.field(description="Where this evaluation is.")
-    def status(self) -> EvaluationStatus:
-        return self.record.status
+    status = stored("Where this evaluation is.")
 
     @strawberry.field(description="The scores per agent, once COMPLETED.")
     def rewards(self) -> list[Reward]:
         return rewards_of(self.record.rewards, self.agents)
 
-    @strawberry.field(description="The judge's reasoning.")
-    def reasoning(self) -> str:
-        return self.record.reasoning
-
-    @strawberry.field(description="Why it FAILED, if it did.")
-    def error(self) -> str | None:
-        return self.record.error
-
-    @strawberry.field(description="When it was queued.")
-    def created_at(self) -> datetime | None:
-        return when(self.record.created_at)
-
-    @strawberry.field(description="When it ended.")
-    def finished_at(self) -> datetime | None:
-        return when(self.record.finished_at)
+    reasoning = stored("The judge's reasoning.")
+    error = stored("Why it FAILED, if it did.")
+    created_at = stored("When it was queued.", when)
+    finished_at = stored("When it ended.", when)
 
 
 @strawberry.type(description="Progress through the turn limit.")
