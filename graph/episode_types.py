@@ -12,7 +12,7 @@ from parley.graph.enums import (
     EventKind,
 )
 from parley.graph.errors import UserInputError
-from parley.graph.fields import shows, stored
+from parley.graph.fields import shows, stored, wrapped
 from parley.graph.game_types import EpisodeGame, episode_game_type
 from parley.graph.listed import Listed
 from parley.graph.projection import Reads, reading
@@ -188,7 +188,7 @@ class Episode:
     )
     async def scenario(self, info: Info) -> Scenario | None:
         record = await info.context.scenarios.load(self.record.environment)
-        return Scenario(record=record) if record else None
+        return wrapped(Scenario, record)
 
     @strawberry.field(
         description="Its social game's state (omniscient); null outside a game.",
@@ -470,7 +470,7 @@ class EpisodeEvent:
         if self.seat is not None:
             return None
         record = await episodes.get_episode(self.event.episode_id)
-        return Episode(record=record) if record else None
+        return wrapped(Episode, record)
 
     @strawberry.field(description="In a seat's stream: the episode as that agent sees it now.")
     async def perspective(self) -> Perspective | None:

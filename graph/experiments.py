@@ -14,7 +14,7 @@ from parley.graph.context import Info
 from parley.graph.enums import EpisodeStatus, SortOrder, TurnOrder
 from parley.graph.episode_types import Episode, when
 from parley.graph.errors import UserInputError
-from parley.graph.fields import shows, stored
+from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
 from parley.lifecycle import experiments as service
@@ -290,7 +290,7 @@ class ExperimentRunPayload:
 
 
 def wrap(record: models.Experiment | None) -> Experiment | None:
-    return Experiment(record=record) if record else None
+    return wrapped(Experiment, record)
 
 
 @strawberry.type

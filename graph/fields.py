@@ -130,6 +130,11 @@ def _reader(exposed: Exposed, name: str) -> Any:
     )
 
 
+def wrapped[R, T](cls: Callable[..., T], record: R | None) -> T | None:
+    """`cls(record=record)`, or None without a record."""
+    return cls(record=record) if record else None
+
+
 def copied[T](cls: type[T], source: object) -> T:
     """A `cls` whose every field is `source`'s attribute of the same name."""
     names = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]

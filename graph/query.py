@@ -10,6 +10,7 @@ from parley.graph.drafts import DraftQuery
 from parley.graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
 from parley.graph.errors import UserInputError
 from parley.graph.experiments import ExperimentQuery
+from parley.graph.fields import wrapped
 from parley.graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
 from parley.graph.rejudge import RejudgeQuery
 from parley.graph.results import ResultsQuery
@@ -47,14 +48,14 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
     @strawberry.field(description="One agent by id; null if there is none.")
     async def agent(self, id: strawberry.ID) -> Agent | None:
         record = await agents.get_agent(id)
-        return Agent(record=record) if record else None
+        return wrapped(Agent, record)
 
     agents = list_field(Agent, ListedAgent, AgentFilter, list_agents, reads=AGENT_READS)
 
     @strawberry.field(description="One scenario by id; null if there is none.")
     async def scenario(self, id: strawberry.ID) -> Scenario | None:
         record = await scenarios.get_scenario(id)
-        return Scenario(record=record) if record else None
+        return wrapped(Scenario, record)
 
     scenarios = list_field(
         Scenario, ListedScenario, ScenarioFilter, list_scenarios, reads=SCENARIO_READS
@@ -63,7 +64,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
     @strawberry.field(description="One relationship by id; null if there is none.")
     async def relationship(self, id: strawberry.ID) -> Relationship | None:
         record = await relationships.get_relationship(id)
-        return Relationship(record=record) if record else None
+        return wrapped(Relationship, record)
 
     relationships = list_field(
         Relationship,
@@ -79,12 +80,12 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
         self, agent_id: strawberry.ID, other_agent_id: strawberry.ID
     ) -> Relationship | None:
         record = await relationships.relationship_between(agent_id, other_agent_id)
-        return Relationship(record=record) if record else None
+        return wrapped(Relationship, record)
 
     @strawberry.field(description="One episode by id; null if there is none.")
     async def episode(self, id: strawberry.ID) -> Episode | None:
         record = await episodes.get_episode(id)
-        return Episode(record=record) if record else None
+        return wrapped(Episode, record)
 
     episodes = list_field(
         Episode, ListedEpisode, EpisodeFilter, find_episodes, reads=EPISODE_READS, newest_first=True

@@ -6,6 +6,7 @@ import strawberry
 
 from parley.graph.context import Info
 from parley.graph.episode_types import when
+from parley.graph.fields import wrapped
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
 from parley.lifecycle import rejudge
@@ -102,7 +103,7 @@ class RejudgeMutation:
             services.client, services.jobs, services.models, fields
         )
         return RejudgePayload(
-            rejudging=Rejudging(record=record) if record else None,
+            rejudging=wrapped(Rejudging, record),
             user_errors=user_errors(errors),
         )
 
@@ -112,4 +113,4 @@ class RejudgeQuery:
     @strawberry.field(description="One re-judging by id, with its progress; null if none.")
     async def rejudging(self, info: Info, id: strawberry.ID) -> Rejudging | None:
         record = await rejudge.get_rejudging(info.context.services.client, id)
-        return Rejudging(record=record) if record else None
+        return wrapped(Rejudging, record)
