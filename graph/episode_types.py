@@ -489,33 +489,22 @@ async def _seat_view(episode_id: str, seat: int) -> perspective.View | None:
 
 
 @strawberry.type(description="A model simulations can name.")
+@shows(ModelInfo)
 class Model:
-    info: strawberry.Private[ModelInfo]
+    record: strawberry.Private[ModelInfo]
 
-    @strawberry.field(description="The name to pass in agentModels or judgeModel.")
-    def name(self) -> str:
-        return self.info.name
+    name = stored("The name to pass in agentModels or judgeModel.")
 
     @strawberry.field(description="local, custom, config or openai.")
     def provider(self) -> str:
-        return self.info.provider
+        return self.record.provider
 
-    @strawberry.field(description="Endpoint base URL; null for the embedded model until started.")
-    def base_url(self) -> str | None:
-        return self.info.base_url
+    base_url = stored("Endpoint base URL; null for the embedded model until started.")
 
     @strawberry.field(description="Whether the endpoint takes JSON-schema constrained output.")
     def supports_json_schema(self) -> bool:
-        return self.info.json_schema
+        return self.record.json_schema
 
-    @strawberry.field(description="Requests sent to it at once, at most.")
-    def max_concurrency(self) -> int:
-        return self.info.max_concurrency
-
-    @strawberry.field(description="Whether it can be used now.")
-    def available(self) -> bool:
-        return self.info.available
-
-    @strawberry.field(description="Why it cannot be used, when it cannot.")
-    def reason(self) -> str | None:
-        return self.info.reason
+    max_concurrency = stored("Requests sent to it at once, at most.")
+    available = stored("Whether it can be used now.")
+    reason = stored("Why it cannot be used, when it cannot.")

@@ -101,7 +101,7 @@ class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
 
     @strawberry.field(description="Models simulations can use, and whether each is usable now.")
     def models(self, info: Info) -> list[Model]:
-        return [Model(info=m) for m in info.context.services.models.list_models()]
+        return [Model(record=m) for m in info.context.services.models.list_models()]
 
     @strawberry.field(description="Every evaluation dimension list.")
     async def evaluation_dimension_lists(self) -> list[EvaluationDimensionList]:
