@@ -380,6 +380,7 @@ EPISODE_READS = Reads.of_type(Episode)
 
 
 @strawberry.type(description="Something that happened to an episode, in sequence order.")
+@shows(StoredEvent, held_as="event")
 class EpisodeEvent:
     event: strawberry.Private[StoredEvent]
     cursor: str = strawberry.field(
@@ -405,9 +406,7 @@ class EpisodeEvent:
     def episode_id(self) -> strawberry.ID:
         return strawberry.ID(self.event.episode_id)
 
-    @strawberry.field(description="Per-episode sequence number; higher is later.")
-    def sequence(self) -> int:
-        return self.event.sequence
+    sequence = stored("Per-episode sequence number; higher is later.")
 
     @strawberry.field(description="When it happened.")
     def occurred_at(self) -> datetime:
@@ -417,17 +416,9 @@ class EpisodeEvent:
     def status(self) -> EpisodeStatus:
         return self.event.status or EpisodeStatus.RUNNING
 
-    @strawberry.field(description="Status before a STATUS event.")
-    def previous_status(self) -> EpisodeStatus | None:
-        return self.event.previous_status
-
-    @strawberry.field(description="Run number.")
-    def attempt(self) -> int:
-        return self.event.attempt
-
-    @strawberry.field(description="Why: for FAILED, CANCELLED, a new attempt, CURSOR_EXPIRED.")
-    def reason(self) -> str | None:
-        return self.event.reason
+    previous_status = stored("Status before a STATUS event.")
+    attempt = stored("Run number.")
+    reason = stored("Why: for FAILED, CANCELLED, a new attempt, CURSOR_EXPIRED.")
 
     @strawberry.field(
         description="On the RUNNING of a resumed attempt: how many turns it kept from before."
@@ -437,7 +428,7 @@ class EpisodeEvent:
 
     @strawberry.field(description="The turn, for TURN events.")
     def turn(self) -> Turn | None:
-        return Turn(record=self.event.turn) if self.event.turn else None
+        return wrapped(Turn, self.event.turn)
 
     @strawberry.field(description="The environment's message, for INJECTION events.")
     def environment_message(self) -> EnvironmentMessage | None:

@@ -47,17 +47,20 @@ def stored(description: str, convert: Callable[[Any], Any] | None = None) -> Any
     return Stored(description, convert)
 
 
-def shows(record: type[BaseModel]) -> Decorator:
+def shows(record: type[BaseModel], held_as: str = "record") -> Decorator:
+    """Each `stored` field reads the `record` the object holds in its field `held_as`."""
+
     def decorate(cls: type[Any]) -> type[Any]:
         for name, value in list(vars(cls).items()):
             if isinstance(value, Stored):
-                setattr(cls, name, _stored(record, name, value))  # keeps its place in the class
+                # keeps its place in the class
+                setattr(cls, name, _stored(record, name, value, held_as))
         return cls
 
     return decorate
 
 
-def _stored(record: type[BaseModel], name: str, declared: Stored) -> Any:
+def _stored(record: type[BaseModel], name: str, declared: Stored, held_as: str) -> Any:
     field = record.model_fields.get(name)
     if field is None:
         raise ValueError(f"{record.__name__} has no field {name}")
@@ -68,7 +71,7 @@ def _stored(record: type[BaseModel], name: str, declared: Stored) -> Any:
         returns = get_type_hints(convert)["return"]
 
     def read(self: Any) -> Any:
-        value = getattr(self.record, name)
+        value = getattr(getattr(self, held_as), name)
         return value if convert is None else convert(value)
 
     read.__name__ = name
