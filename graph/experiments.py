@@ -191,6 +191,7 @@ class StatusCount:
 
 
 @strawberry.type(description="One episode the design asks for, and the episode filling it.")
+@shows(models.ExperimentSlot, held_as="slot")
 class ExperimentSlot:
     number: int = strawberry.field(description="Position in the expanded design, from 0.")
     slot: strawberry.Private[models.ExperimentSlot]
@@ -204,25 +205,14 @@ class ExperimentSlot:
     def agent_ids(self) -> list[strawberry.ID]:
         return [strawberry.ID(a) for a in self.slot.agent_ids]
 
-    @strawberry.field(description="The model of each seat.")
-    def agent_models(self) -> list[str]:
-        return self.slot.agent_models
-
-    @strawberry.field(description="Which repeat of its combination, from 0.")
-    def repeat(self) -> int:
-        return self.slot.repeat
-
-    @strawberry.field(description="The compared model (designs against a partner; else empty).")
-    def model(self) -> str:
-        return self.slot.model
-
-    @strawberry.field(description="The seat of the compared model, from 0; null with seats.")
-    def seat(self) -> int | None:
-        return self.slot.seat
+    agent_models = stored("The model of each seat.")
+    repeat = stored("Which repeat of its combination, from 0.")
+    model = stored("The compared model (designs against a partner; else empty).")
+    seat = stored("The seat of the compared model, from 0; null with seats.")
 
     @strawberry.field(description="The episode now filling the slot; null before a start.")
     def episode(self) -> Episode | None:
-        return Episode(record=self.record) if self.record else None
+        return wrapped(Episode, self.record)
 
 
 @strawberry.type(description="A named batch of episodes expanded from a design.")
