@@ -47,8 +47,9 @@ def stored(description: str, convert: Callable[[Any], Any] | None = None) -> Any
     return Stored(description, convert)
 
 
-def shows(record: type[BaseModel], held_as: str = "record") -> Decorator:
-    """Each `stored` field reads the `record` the object holds in its field `held_as`."""
+def shows(record: type[Any], held_as: str = "record") -> Decorator:
+    """Each `stored` field reads the `record` (a pydantic model or a dataclass) the object holds
+    in its field `held_as`."""
 
     def decorate(cls: type[Any]) -> type[Any]:
         for name, value in list(vars(cls).items()):
@@ -60,13 +61,22 @@ def shows(record: type[BaseModel], held_as: str = "record") -> Decorator:
     return decorate
 
 
-def _stored(record: type[BaseModel], name: str, declared: Stored, held_as: str) -> Any:
-    field = record.model_fields.get(name)
-    if field is None:
-        raise ValueError(f"{record.__name__} has no field {name}")
+def _annotation(record: type[Any], name: str) -> Any:
+    """How `record` (a pydantic model or a dataclass) declares its field `name`."""
+    if issubclass(record, BaseModel):
+        field = record.model_fields.get(name)
+        if field is not None:
+            return field.annotation
+    elif name in (hints := get_type_hints(record)):
+        return hints[name]
+    raise ValueError(f"{record.__name__} has no field {name}")
+
+
+def _stored(record: type[Any], name: str, declared: Stored, held_as: str) -> Any:
+    annotation = _annotation(record, name)
     convert = declared.convert
     if convert is None:
-        returns = _AS_GRAPHQL.get(field.annotation, field.annotation)
+        returns = _AS_GRAPHQL.get(annotation, annotation)
     else:
         returns = get_type_hints(convert)["return"]
 
