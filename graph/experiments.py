@@ -118,16 +118,12 @@ def plain(value: object) -> Any:
 
 
 @strawberry.type(description="How far an experiment has got.")
+@shows(Progress, held_as="progress")
 class ExperimentProgress:
     progress: strawberry.Private[Progress]
 
-    @strawberry.field(description="Episode slots the design expanded into.")
-    def total(self) -> int:
-        return self.progress.total
-
-    @strawberry.field(description="Slots with no episode yet.")
-    def pending(self) -> int:
-        return self.progress.pending
+    total = stored("Episode slots the design expanded into.")
+    pending = stored("Slots with no episode yet.")
 
     @strawberry.field(description="Episodes now filling the slots, by status.")
     def counts(self) -> list["StatusCount"]:
@@ -140,13 +136,11 @@ class ExperimentProgress:
     def completed(self) -> int:
         return self.progress.counts.get(models.EpisodeStatus.COMPLETED, 0)
 
-    @strawberry.field(
-        description="Slot episodes that completed without scores (counted in `completed` "
-        "too): their judge failed, each says why in `judgeError`; re-judging them with the "
-        "design's judge makes that judgement their scores."
+    unjudged = stored(
+        "Slot episodes that completed without scores (counted in `completed` too): their judge "
+        "failed, each says why in `judgeError`; re-judging them with the design's judge makes "
+        "that judgement their scores."
     )
-    def unjudged(self) -> int:
-        return self.progress.unjudged
 
     @strawberry.field(description="Slot episodes that failed (a new start retries them).")
     def failed(self) -> int:

@@ -1,12 +1,10 @@
 """GraphQL of re-judging: the mutation that queues it, and a re-judging with its progress."""
 
-from datetime import datetime
-
 import strawberry
 
 from parley.graph.context import Info
 from parley.graph.episode_types import when
-from parley.graph.fields import wrapped
+from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
 from parley.lifecycle import rejudge
@@ -46,6 +44,7 @@ class RejudgingProgress:
     description="Finished episodes judged again: one evaluation per episode, stored beside "
     "its original rewards; select it in results with `episodeResults(evaluation: id)`."
 )
+@shows(rejudge.Rejudging)
 class Rejudging:
     record: strawberry.Private[rejudge.Rejudging]
 
@@ -53,22 +52,15 @@ class Rejudging:
     def id(self) -> strawberry.ID:
         return strawberry.ID(self.record.id)
 
-    @strawberry.field(description="The judge model.")
-    def judge_model(self) -> str:
-        return self.record.judge_model
+    judge_model = stored("The judge model.")
 
     @strawberry.field(description="The dimensions scored; null for Sotopia's seven.")
     def evaluation_dimension_list_id(self) -> strawberry.ID | None:
         list_id = self.record.evaluation_dimension_list_id
         return None if list_id is None else strawberry.ID(list_id)
 
-    @strawberry.field(description="How many episodes it judges.")
-    def episodes(self) -> int:
-        return self.record.episodes
-
-    @strawberry.field(description="When it was queued.")
-    def created_at(self) -> datetime | None:
-        return when(self.record.created_at)
+    episodes = stored("How many episodes it judges.")
+    created_at = stored("When it was queued.", when)
 
     @strawberry.field(description="Its evaluations by status, now.")
     async def progress(self, info: Info) -> RejudgingProgress:
