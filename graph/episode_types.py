@@ -37,6 +37,10 @@ def when(seconds: float | None) -> datetime | None:
     return datetime.fromtimestamp(seconds, UTC) if seconds else None
 
 
+def optional_id(value: str | None) -> strawberry.ID | None:
+    return None if value is None else strawberry.ID(value)
+
+
 @strawberry.type(description="One status change of an episode.")
 class StatusChange:
     status: EpisodeStatus = strawberry.field(description="The status entered.")
@@ -115,10 +119,9 @@ class Evaluation:
 
     judge_model = stored("The judge model.")
 
-    @strawberry.field(description="The dimensions judged; null for Sotopia's seven.")
-    def evaluation_dimension_list_id(self) -> strawberry.ID | None:
-        list_id = self.record.evaluation_dimension_list_id
-        return None if list_id is None else strawberry.ID(list_id)
+    evaluation_dimension_list_id = stored(
+        "The dimensions judged; null for Sotopia's seven.", optional_id
+    )
 
     status = stored("Where this evaluation is.")
 

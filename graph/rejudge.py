@@ -3,7 +3,7 @@
 import strawberry
 
 from parley.graph.context import Info
-from parley.graph.episode_types import when
+from parley.graph.episode_types import optional_id, when
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
@@ -54,10 +54,9 @@ class Rejudging:
 
     judge_model = stored("The judge model.")
 
-    @strawberry.field(description="The dimensions scored; null for Sotopia's seven.")
-    def evaluation_dimension_list_id(self) -> strawberry.ID | None:
-        list_id = self.record.evaluation_dimension_list_id
-        return None if list_id is None else strawberry.ID(list_id)
+    evaluation_dimension_list_id = stored(
+        "The dimensions scored; null for Sotopia's seven.", optional_id
+    )
 
     episodes = stored("How many episodes it judges.")
     created_at = stored("When it was queued.", when)
