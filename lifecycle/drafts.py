@@ -2,12 +2,11 @@
 
 A job is split into parts of a few agents or scenarios each; every part is an entry of the
 episode job queue (storage/jobs.py) with the same leases and takeover, so parts run on any
-worker, at once. Each part's outcome is stored beside the job (storage/keys.py); the job's
+worker, at once. Each part's outcome is stored beside the job (storage/draft_jobs.py); the job's
 status and progress are read from them, so no two workers ever write the same value.
 """
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -26,16 +25,14 @@ from parley.engine.llm import LLMRouter, ModelCatalog
 from parley.engine.models import LOCAL_MODEL
 from parley.resolvers.drafts import SAVE_SCENARIOS, Prompt, checked_cast, draft_check
 from parley.resolvers.plausible import name_problems
-from parley.storage import keys
-from parley.storage.jobs import JobKind, JobQueue
+from parley.storage import draft_jobs
+from parley.storage.jobs import JobQueue
 from parley.storage.models import RelationshipType
 from parley.storage.records import storable
 
 log = logging.getLogger(__name__)
 PART = 5
 """Agents or scenarios asked for in one request."""
-RETENTION_SECONDS = 7 * 24 * 3600
-"""A job and its parts are kept this long after it is queued."""
 
 
 class DraftJobFields(BaseModel, extra="forbid"):
@@ -182,11 +179,7 @@ async def queue(
         outcomes={},
         starts=0,
     )
-    async with client.pipeline(transaction=True) as pipe:
-        pipe.set(keys.draft_job(job.id), json.dumps(_settings(job)), ex=RETENTION_SECONDS)
-        for i in range(len(job.parts)):
-            jobs.add(pipe, JobKind.DRAFT, job.id, str(i))
-        await pipe.execute()
+    await draft_jobs.queue(client, jobs, job.id, _settings(job), len(job.parts))
     log.info("draft job queued", extra={"draft_job": job.id, "parts": len(job.parts)})
     return job, []
 
@@ -194,15 +187,10 @@ async def queue(
 async def get_draft_job(client: redis.Redis, job_id: str) -> DraftJob | None:
     if not storable(job_id):
         return None
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.get(keys.draft_job(job_id))
-        pipe.hgetall(keys.draft_job_parts(job_id))
-        settings, stored = await pipe.execute()
-    if settings is None:
+    stored = await draft_jobs.read(client, job_id)
+    if stored is None:
         return None
-    data = json.loads(settings)
-    outcomes = {int(k): json.loads(v) for k, v in stored.items() if not k.startswith("starts:")}
-    starts = sum(int(v) for k, v in stored.items() if k.startswith("starts:"))
+    data = stored.settings
     level = data["relationship"]
     return DraftJob(
         id=job_id,
@@ -213,8 +201,8 @@ async def get_draft_job(client: redis.Redis, job_id: str) -> DraftJob | None:
         cast=data["cast"],
         relationship=None if level is None else RelationshipType(level),
         created_at=data["created_at"],
-        outcomes=outcomes,
-        starts=starts,
+        outcomes=stored.outcomes,
+        starts=stored.starts,
     )
 
 
@@ -230,18 +218,14 @@ class Drafter:
         self.max_attempts = max_attempts
 
     async def _end(self, job_id: str, part: int, outcome: dict[str, Any]) -> None:
-        key = keys.draft_job_parts(job_id)
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hsetnx(key, str(part), json.dumps(outcome))
-            pipe.expire(key, RETENTION_SECONDS)
-            await pipe.execute()
+        await draft_jobs.end_part(self.client, job_id, part, outcome)
 
     async def run(self, job_id: str, part: int) -> None:
         """Draft one part; it ends with its draft (and what breaks the limits) or an error."""
         job = await get_draft_job(self.client, job_id)
         if job is None or part in job.outcomes or not 0 <= part < len(job.parts):
             return
-        starts = int(await self.client.hincrby(keys.draft_job_parts(job_id), f"starts:{part}"))
+        starts = await draft_jobs.start_part(self.client, job_id, part)
         if starts > self.max_attempts:
             await self._end(job_id, part, {"error": f"worker lost {starts - 1} times"})
             return
@@ -257,10 +241,7 @@ class Drafter:
             return
         except asyncio.CancelledError:
             # Handed back at shutdown: queue the part again, its start not counted as a loss.
-            async with self.client.pipeline(transaction=True) as pipe:
-                pipe.hincrby(keys.draft_job_parts(job_id), f"starts:{part}", -1)
-                self.jobs.add(pipe, JobKind.DRAFT, job_id, str(part))
-                await pipe.execute()
+            await draft_jobs.hand_back_part(self.client, self.jobs, job_id, part)
             raise
         problems = [[path, message] for path, message in outcome.problems]
         await self._end(

@@ -10,7 +10,6 @@ COMPLETED without scores (its judge failed) gets them from the first evaluation 
 on its own dimensions that succeeds (`completes`).
 """
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -41,12 +40,11 @@ from parley.resolvers.dimensions import (
     names_problem,
 )
 from parley.resolvers.episode_setup import SetupError, load_setup
-from parley.resolvers.rejudging import evaluation_record, rejudging_fields
 from parley.resolvers.results import WHOLE, aggregate_rows, tag_query
 from parley.resolvers.transcript import episode_turns
 from parley.storage import keys
-from parley.storage.evaluations import store_evaluation
-from parley.storage.jobs import JobKind, JobQueue
+from parley.storage.evaluations import queue_rejudging, store_evaluation
+from parley.storage.jobs import JobQueue
 from parley.storage.models import (
     EpisodeLog,
     EpisodeStatus,
@@ -214,42 +212,20 @@ async def queue(
         episodes=len(ids),
         created_at=time.time(),
     )
-    await _write(client, jobs, rejudging, [(pk, episodes[pk]) for pk in ids])
-    log.info("re-judging queued", extra={"rejudging": rejudging.id, "episodes": len(ids)})
-    return rejudging, []
-
-
-async def _write(
-    client: redis.Redis,
-    jobs: JobQueue,
-    rejudging: Rejudging,
-    episodes: list[tuple[str, dict[str, Any] | None]],
-) -> None:
     queued = Evaluation(
         id=rejudging.id,
         judge_model=rejudging.judge_model,
         evaluation_dimension_list_id=rejudging.evaluation_dimension_list_id,
         created_at=rejudging.created_at,
     )
-    entry = queued.model_dump(mode="json")
-    stored = rejudging_fields(queued)
-    await client.hset(
-        keys.rejudging(rejudging.id), mapping=stored | {"episodes": rejudging.episodes}
-    )
-    for start in range(0, len(episodes), BATCH):
-        async with client.pipeline(transaction=True) as pipe:
-            for pk, fields in episodes[start : start + BATCH]:
-                assert fields is not None
-                key = EpisodeLog.make_primary_key(pk)
-                pipe.execute_command("JSON.SET", key, "$.evaluations", "[]", "NX")
-                pipe.execute_command("JSON.ARRAPPEND", key, "$.evaluations", json.dumps(entry))
-                pipe.json().set(
-                    keys.evaluation_record(rejudging.id, pk),
-                    "$",
-                    evaluation_record(pk, fields, queued),
-                )
-                jobs.add(pipe, JobKind.EVALUATION, pk, rejudging.id)
-            await pipe.execute()
+    chosen: list[tuple[str, dict[str, Any]]] = []
+    for pk in ids:
+        found = episodes[pk]
+        assert found is not None  # a missing episode is refused above
+        chosen.append((pk, found))
+    await queue_rejudging(client, jobs, queued, chosen)
+    log.info("re-judging queued", extra={"rejudging": rejudging.id, "episodes": len(ids)})
+    return rejudging, []
 
 
 async def get_rejudging(client: redis.Redis, rejudging_id: str) -> Rejudging | None:

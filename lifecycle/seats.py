@@ -73,16 +73,6 @@ class SeatHolder:
     seat: int
 
 
-def seat_entry(episode_id: str, seat: int) -> str:
-    """The value of a seat's `keys.seat_token` key (the creation script writes the same)."""
-    return json.dumps([episode_id, seat])
-
-
-def seat_keys(episode: EpisodeLog) -> list[str]:
-    """The `keys.seat_token` keys of an episode's claimed seats."""
-    return [keys.seat_token(s.token_hash) for s in episode.human_seats if s.token_hash]
-
-
 MAX_TOKEN_LENGTH = 200
 """A seat token is 32 characters (`new_token`); a longer one is refused unread."""
 
@@ -207,9 +197,7 @@ class Seats:
             return None, [not_found("episode", episode_id)]
         token = new_token()
         digest = token_hash(token)
-        done = await seat_writes.claim(
-            self.client, episode_id, seat, digest, seat_entry(episode_id, seat)
-        )
+        done = await seat_writes.claim(self.client, episode_id, seat, digest)
         match done:
             case 1:
                 return token, []
@@ -242,40 +230,6 @@ class Seats:
         stored = [HumanSeat.model_validate(s) for s in (found[0] if found else [])]
         return SeatHolder(episode_id, seat) if _holds(stored, seat, digest) else None
 
-    async def index_tokens(self, batch: int = 1000) -> int:
-        """Key the claimed seats of episodes stored before seat credentials were found by key
-        (once per database, `keys.SEAT_TOKENS_INDEXED`); how many seats were keyed."""
-        if await self.client.exists(keys.SEAT_TOKENS_INDEXED):
-            return 0
-        indexed = 0
-        pending: list[str] = []
-
-        async def flush() -> int:
-            async with self.client.pipeline(transaction=False) as pipe:
-                for key in pending:
-                    pipe.json().get(key, "$.human_seats")
-                found = await pipe.execute(raise_on_error=False)
-            entries: dict[str, str] = {}
-            for key, seats in zip(pending, found, strict=True):
-                for seat in seats[0] if isinstance(seats, list) and seats else []:
-                    if seat.get("token_hash"):
-                        pk = key.removeprefix(EpisodeLog.make_primary_key(""))
-                        entries[keys.seat_token(seat["token_hash"])] = seat_entry(pk, seat["seat"])
-            if entries:
-                await self.client.mset(entries)
-            pending.clear()
-            return len(entries)
-
-        pattern = EpisodeLog.make_primary_key("*")
-        async for key in self.client.scan_iter(match=pattern, count=batch, _type="ReJSON-RL"):
-            pending.append(key)
-            if len(pending) >= batch:
-                indexed += await flush()
-        if pending:
-            indexed += await flush()
-        await self.client.set(keys.SEAT_TOKENS_INDEXED, 1)
-        return indexed
-
     async def expire_due(self, now: float | None = None, batch: int = 100) -> int:
         """Apply the timeout policy to waiting turns whose deadline passed; how many."""
         now = time.time() if now is None else now
@@ -288,7 +242,7 @@ class Seats:
     async def _expire_one(self, episode_id: str, now: float) -> int:
         episode = await get_or_none(EpisodeLog, episode_id)
         if episode is None or episode.status != EpisodeStatus.WAITING or episode.waiting is None:
-            await self.client.zrem(keys.DEADLINES, episode_id)
+            await seat_writes.forget_deadline(self.client, episode_id)
             return 0
         waiting = episode.waiting
         names = await agent_names(self.client, episode.agents)

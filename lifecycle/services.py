@@ -19,6 +19,7 @@ from parley.lifecycle.control import RunControl
 from parley.lifecycle.follow import EventHub
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.settings import RunSettings
+from parley.storage import seats as seat_writes
 from parley.storage.episode_store import DEFAULT_RETENTION, EpisodeStore
 from parley.storage.events_log import EventsLog
 from parley.storage.jobs import JobQueue
@@ -77,7 +78,7 @@ async def open_services(settings: RunSettings, *, seed_if_empty: bool) -> AsyncI
         stack.push_async_callback(registry.aclose)
         services = Services.over(client, registry, settings.event_retention_seconds)
         await services.jobs.ensure_group()
-        await services.seats.index_tokens()
+        await seat_writes.index_tokens(client)
         await services.hub.start()
         stack.push_async_callback(services.hub.stop)
         yield services

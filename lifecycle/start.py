@@ -20,12 +20,11 @@ from parley.engine.llm import ModelCatalog
 from parley.engine.models import DEFAULT_MODEL
 from parley.engine.types import TurnOrder
 from parley.lifecycle import failpoints, logs
-from parley.lifecycle.seats import new_token, seat_keys, token_hash
+from parley.lifecycle.seats import new_token, token_hash
 from parley.lifecycle.services import Services
 from parley.resolvers.agents import agent_names
 from parley.resolvers.dimensions import list_problem
 from parley.resolvers.names import same_names
-from parley.storage import keys
 from parley.storage.episode_store import initial_history
 from parley.storage.models import (
     AgentProfile,
@@ -365,12 +364,5 @@ async def delete(services: Services, pk: str) -> list[UserError]:
     if not episode.status.terminal:
         message = f"episode is {episode.status.value}: cancel it before deleting it"
         return [UserError(["input", "id"], message, ErrorCode.IN_USE)]
-    await EpisodeLog.delete(pk)
-    # the re-judgings' records of it and the keys its seat credentials are found by go with it
-    related = [keys.evaluation_record(e.id, pk) for e in episode.evaluations] + seat_keys(episode)
-    if related:
-        await services.client.delete(*related)
-    if episode.idempotency_key:
-        # the key named this episode only: a new start with it makes a new episode
-        await services.client.delete(keys.idempotency(episode.idempotency_key))
+    await services.store.delete(episode)
     return []

@@ -12,10 +12,10 @@ from parley.resolvers.fields import Exposed, WithId, WriteModel
 from parley.resolvers.keyset import SortOrder, by_id
 from parley.resolvers.names import agent_name
 from parley.resolvers.pagination import Page, fetch_hits
-from parley.resolvers.relationships import queue_deletions, relationships_of
+from parley.resolvers.relationships import relationships_of
 from parley.resolvers.search import Hit
-from parley.storage import keys
-from parley.storage.models import AgentProfile
+from parley.storage import relationships as relationship_writes
+from parley.storage.models import AgentProfile, RelationshipProfile
 from parley.storage.records import get_or_none, insert, storable, update_fields
 from parley.storage.tracking import TrackedDocuments
 
@@ -126,48 +126,25 @@ async def _partner_named(agent: AgentProfile, changes: dict[str, Any]) -> list[U
     return []
 
 
-DELETE_ATTEMPTS = 20
-"""Searches for an agent's relationships a deletion makes while they keep being made."""
-
-
 async def delete_agent(
     client: redis.Redis, pk: str, cascade: bool
 ) -> tuple[list[str], list[UserError]]:
     """Delete an agent; refuse while relationships reference it unless `cascade` is set.
-
-    Exact while relationships are made at the same time: the agent's record and its counter of
-    relationships made (keys.relationships_made) are WATCHed before its relationships are
-    searched for, and the deletion is one MULTI/EXEC. A relationship made before the WATCH is
-    found (RediSearch indexes a record in the write that stores it); one made after bumps the
-    counter, so EXEC fails and the search is made again; one made after EXEC finds the agent
-    gone (relationships.WRITE). Returns the ids of the relationships deleted with it.
-    """
+    Exact while relationships are made at the same time (storage/relationships.py). Returns
+    the ids of the relationships deleted with it."""
     if not storable(pk):
         return [], [not_found("agent", pk)]
-    key = AgentProfile.make_primary_key(pk)
-    made = keys.relationships_made(pk)
-    for _ in range(DELETE_ATTEMPTS):
-        async with client.pipeline(transaction=True) as pipe:
-            await pipe.watch(key, made)
-            if not await pipe.exists(key):
-                return [], [not_found("agent", pk)]
-            linked = await relationships_of(pk)
-            if linked and not cascade:
-                message = (
-                    f"{len(linked)} relationship(s) reference this agent; pass cascade to "
-                    "delete them"
-                )
-                return [], [UserError(["input", "id"], message, ErrorCode.IN_USE)]
-            pipe.multi()  # type: ignore[no-untyped-call]
-            queue_deletions(pipe, linked)
-            pipe.delete(key, made)
-            try:
-                await pipe.execute()
-            except redis.WatchError:
-                continue
-            return [str(rel.pk) for rel in linked], []
-    message = "relationships of this agent kept being made while it was deleted: send it again"
-    return [], [UserError(["input", "id"], message, ErrorCode.CONFLICT)]
+
+    async def linked() -> tuple[list[RelationshipProfile], list[UserError]]:
+        found = await relationships_of(pk)
+        if found and not cascade:
+            message = (
+                f"{len(found)} relationship(s) reference this agent; pass cascade to delete them"
+            )
+            return [], [UserError(["input", "id"], message, ErrorCode.IN_USE)]
+        return found, []
+
+    return await relationship_writes.delete_agent(client, pk, linked)
 
 
 async def get_agents(client: redis.Redis, pks: list[str]) -> list[AgentProfile | None]:

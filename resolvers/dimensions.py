@@ -10,7 +10,7 @@ from parley.core.errors import ErrorCode, UserError, from_validation, not_found
 from parley.core.limits import LIST_MAX, LongText, Name, RecordId, has_utf8_form
 from parley.engine.types import OVERALL_SCORE
 from parley.storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
-from parley.storage.records import exist, get_or_none, insert
+from parley.storage.records import exist, get_or_none, insert, remove, save_all
 from parley.storage.results_index import OVERALL, ResultsIndex
 
 ScoreBound = Annotated[int, Field(ge=-1000, le=1000)]
@@ -22,7 +22,7 @@ RESERVED = (OVERALL, OVERALL_SCORE)
 def name_problem(name: str) -> str | None:
     """Why a judge's results could not carry a dimension of this name, in plain words; None when
     they can. RediSearch cuts the JSONPath of a score at a NUL (tests/storage/
-    test_results_paths.py: every other character reads back), and a lone surrogate has no
+    test_results_index.py: every other character reads back), and a lone surrogate has no
     UTF-8 form to store."""
     if "\x00" in name or not has_utf8_form(name):
         return "a dimension name cannot contain NUL or a lone surrogate"
@@ -146,7 +146,7 @@ async def create_dimension_list(
     errors = await insert(record)
     if errors:
         return None, errors
-    await CustomEvaluationDimension.add(dimensions)
+    await save_all(CustomEvaluationDimension, dimensions)
     return record, []
 
 
@@ -157,8 +157,7 @@ async def delete_dimension_list(pk: str) -> list[UserError]:
         return [not_found("evaluation dimension list", pk)]
     others = [r for r in await list_dimension_lists() if r.pk != pk]
     shared = {d for other in others for d in other.dimension_pks}
-    for dimension_pk in record.dimension_pks:
-        if dimension_pk not in shared:
-            await CustomEvaluationDimension.delete(dimension_pk)
-    await CustomEvaluationDimensionList.delete(pk)
+    unshared = [d for d in record.dimension_pks if d not in shared]
+    await remove(CustomEvaluationDimension, *unshared)
+    await remove(CustomEvaluationDimensionList, pk)
     return []

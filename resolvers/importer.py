@@ -6,7 +6,6 @@ pipelined batches, in file order (a relationship line first writes what came bef
 the agents it names may come earlier in the same file).
 """
 
-import json
 import time
 from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
@@ -24,11 +23,10 @@ from parley.resolvers.agents import AGENT, NewAgent
 from parley.resolvers.dimensions import NewDimensionList, create_dimension_list
 from parley.resolvers.experiment_design import MAX_SLOTS, Design
 from parley.resolvers.games import game_errors
-from parley.resolvers.rejudging import evaluation_record, rejudging_fields
 from parley.resolvers.relationships import RELATIONSHIP, NewRelationship, write_relationship
 from parley.resolvers.scenarios import SCENARIO, NewScenario
-from parley.storage import keys
 from parley.storage.dump import ulid_time
+from parley.storage.evaluations import add_imported
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import (
     TERMINAL,
@@ -42,7 +40,7 @@ from parley.storage.models import (
     Record,
     RelationshipProfile,
 )
-from parley.storage.records import exist
+from parley.storage.records import exist, insert_new
 from parley.storage.results_index import ResultsIndex
 
 MAX_LISTED = 1000
@@ -306,12 +304,7 @@ class Importer:
         batch, self.pending = self.pending, []
         if not batch:
             return
-        async with self.client.pipeline(transaction=False) as pipe:
-            for _, _, record in batch:
-                # What redis-om's save(nx=True) writes, without its slow generic encoder.
-                key = type(record).make_primary_key(str(record.pk))
-                pipe.execute_command("JSON.SET", key, "$", record.model_dump_json(), "NX")
-            results = await pipe.execute()
+        results = await insert_new(self.client, [record for _, _, record in batch])
         for (_, kind, _), result in zip(batch, results, strict=True):
             (self.report.created if result else self.report.skipped)[kind.value] += 1
         created = [
@@ -319,25 +312,8 @@ class Importer:
             for (_, _, record), result in zip(batch, results, strict=True)
             if result and isinstance(record, EpisodeLog) and record.evaluations
         ]
-        await self._evaluations(created)
-
-    async def _evaluations(self, episodes: list[EpisodeLog]) -> None:
-        """The records results read a re-judging's scores from, and the re-judgings
-        themselves, for the evaluations imported episodes carry."""
-        if not episodes:
-            return
-        async with self.client.pipeline(transaction=False) as pipe:
-            for episode in episodes:
-                pk = str(episode.pk)
-                fields = episode.model_dump(mode="json")
-                for entry in episode.evaluations:
-                    record = evaluation_record(pk, fields, entry)
-                    key = keys.evaluation_record(entry.id, pk)
-                    pipe.execute_command("JSON.SET", key, "$", json.dumps(record), "NX")
-                    for field, value in rejudging_fields(entry).items():
-                        pipe.hsetnx(keys.rejudging(entry.id), field, value)
-                    pipe.hincrby(keys.rejudging(entry.id), "episodes", 1)
-            await pipe.execute()
+        if created:
+            await add_imported(self.client, created)
 
     async def _index_scores(self, number: int, episode: EpisodeLog) -> bool:
         """Give the dimensions the episode is scored on results before it is written (as

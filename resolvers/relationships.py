@@ -21,10 +21,9 @@ from parley.resolvers.keyset import SortOrder, by_id
 from parley.resolvers.names import agent_name
 from parley.resolvers.pagination import Page, fetch_hits
 from parley.resolvers.search import Hit, search_all
-from parley.storage import keys
+from parley.storage import relationships as relationship_writes
 from parley.storage.models import AgentProfile, RelationshipProfile, RelationshipType
 from parley.storage.records import get_or_none, update_fields
-from parley.storage.relationships import write_new
 from parley.storage.tracking import TrackedDocuments
 from parley.storage.vocabulary import RelationshipRefusal
 
@@ -123,7 +122,7 @@ class Refused:
 async def write_relationship(client: redis.Redis, record: RelationshipProfile) -> Refused | None:
     """Store a new relationship while both its agents are, and its pair and id are free, at
     once (storage/relationships.py); None when it is stored."""
-    refusal, detail = await write_new(client, record)
+    refusal, detail = await relationship_writes.write_new(client, record)
     if refusal == RelationshipRefusal.OK:
         return None
     return Refused(refusal, detail)
@@ -196,23 +195,5 @@ async def delete_relationship(client: redis.Redis, pk: str) -> list[UserError]:
     record = await get_relationship(pk)
     if record is None:
         return [not_found("relationship", pk)]
-    await delete_relationships(client, [record])
+    await relationship_writes.delete(client, [record])
     return []
-
-
-async def delete_relationships(client: redis.Redis, records: list[RelationshipProfile]) -> None:
-    """Delete records and free their pair locks, at once."""
-    if not records:
-        return
-    async with client.pipeline(transaction=True) as pipe:
-        queue_deletions(pipe, records)
-        await pipe.execute()
-
-
-def queue_deletions(pipe: Any, records: list[RelationshipProfile]) -> None:
-    """Queue the deletion of each record and of its pair lock in a pipeline."""
-    for record in records:
-        pipe.delete(
-            RelationshipProfile.make_primary_key(str(record.pk)),
-            keys.relationship_pair(record.agent_1_id, record.agent_2_id),
-        )

@@ -14,7 +14,7 @@ from parley.resolvers.keyset import SortOrder, by_id
 from parley.resolvers.pagination import Page, fetch_hits
 from parley.resolvers.search import Hit
 from parley.storage.models import EnvironmentProfile, RelationshipType
-from parley.storage.records import get_or_none, insert, update_fields
+from parley.storage.records import get_or_none, insert, remove, update_fields
 from parley.storage.tracking import TrackedDocuments
 
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
@@ -100,7 +100,7 @@ async def update_scenario(
 async def delete_scenario(pk: str) -> list[UserError]:
     if await get_scenario(pk) is None:
         return [not_found("scenario", pk)]
-    await EnvironmentProfile.delete(pk)
+    await remove(EnvironmentProfile, pk)
     return []
 
 

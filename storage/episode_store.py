@@ -326,6 +326,19 @@ class EpisodeStore:
                 found.append((Status(data["$.status"][0]), int(data["$.attempt"][0] or 0)))
         return found
 
+    async def delete(self, episode: EpisodeLog) -> None:
+        """Delete an episode with the keys that name it: its re-judgings' records of it, the
+        keys its seat credentials are found by and its idempotency key (a new start with that
+        key makes a new episode)."""
+        pk = str(episode.pk)
+        await EpisodeLog.delete(pk)
+        related = [keys.evaluation_record(e.id, pk) for e in episode.evaluations]
+        related += [keys.seat_token(s.token_hash) for s in episode.human_seats if s.token_hash]
+        if episode.idempotency_key:
+            related.append(keys.idempotency(episode.idempotency_key))
+        if related:
+            await self.client.delete(*related)
+
 
 def _patch(fields: dict[str, Any]) -> list[str]:
     """(JSON path, JSON value) pairs setting an episode's `fields`."""

@@ -1,14 +1,20 @@
 """An evaluation's writes: kept in its episode's `evaluations` and, for results, in its own
-record (storage/lua/set_evaluation.lua)."""
+record (storage/lua/set_evaluation.lua); a re-judging's record and its queued evaluations."""
 
 import json
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import redis.asyncio as redis
+from redis.typing import EncodableT, FieldT
 
 from parley.storage import keys
+from parley.storage.jobs import JobKind, JobQueue
 from parley.storage.models import EpisodeLog, Evaluation
 from parley.storage.scripts import Script
+
+QUEUE_BATCH = 500
+"""Episodes a re-judging queues in one transaction."""
 
 
 class EvaluationKeys(NamedTuple):
@@ -57,3 +63,75 @@ async def store_evaluation(
         ),
     )
     return int(result)
+
+
+def evaluation_record(episode_id: str, fields: dict[str, Any], entry: Evaluation) -> dict[str, Any]:
+    """What results group an evaluation's scores by: the episode's scenario, agents, tag,
+    experiment and seat models, with the evaluation's judge in `models[0]`."""
+    models = list(fields.get("models") or [])
+    return {
+        "episode": episode_id,
+        "evaluation": entry.id,
+        "environment": fields.get("environment"),
+        "agents": fields.get("agents") or [],
+        "tag": fields.get("tag") or "",
+        "experiment_id": fields.get("experiment_id") or "",
+        "models": [entry.judge_model, *models[1:]],
+        "evaluation_dimension_list_id": entry.evaluation_dimension_list_id,
+        "status": entry.status.value,
+        "rewards": entry.rewards,
+        "starts": 0,
+    }
+
+
+def rejudging_fields(entry: Evaluation) -> dict[FieldT, EncodableT]:
+    """The stored re-judging an evaluation belongs to (its count of episodes apart)."""
+    return {
+        "judge_model": entry.judge_model,
+        "evaluation_dimension_list_id": entry.evaluation_dimension_list_id or "",
+        "created_at": entry.created_at,
+    }
+
+
+async def queue_rejudging(
+    client: redis.Redis,
+    jobs: JobQueue,
+    queued: Evaluation,
+    episodes: Sequence[tuple[str, dict[str, Any]]],
+) -> None:
+    """Store the re-judging `queued` (an evaluation not yet begun) of `episodes` (id, stored
+    fields): the re-judging's record, then, a batch at a time, each episode's entry of it, its
+    record for results and its job."""
+    entry = queued.model_dump(mode="json")
+    stored = rejudging_fields(queued) | {"episodes": len(episodes)}
+    await client.hset(keys.rejudging(queued.id), mapping=stored)
+    for start in range(0, len(episodes), QUEUE_BATCH):
+        async with client.pipeline(transaction=True) as pipe:
+            for pk, fields in episodes[start : start + QUEUE_BATCH]:
+                key = EpisodeLog.make_primary_key(pk)
+                pipe.execute_command("JSON.SET", key, "$.evaluations", "[]", "NX")
+                pipe.execute_command("JSON.ARRAPPEND", key, "$.evaluations", json.dumps(entry))
+                pipe.json().set(
+                    keys.evaluation_record(queued.id, pk),
+                    "$",
+                    evaluation_record(pk, fields, queued),
+                )
+                jobs.add(pipe, JobKind.EVALUATION, pk, queued.id)
+            await pipe.execute()
+
+
+async def add_imported(client: redis.Redis, episodes: Sequence[EpisodeLog]) -> None:
+    """The records results read a re-judging's scores from, and the re-judgings themselves,
+    for the evaluations newly imported episodes carry (none is overwritten)."""
+    async with client.pipeline(transaction=False) as pipe:
+        for episode in episodes:
+            pk = str(episode.pk)
+            fields = episode.model_dump(mode="json")
+            for entry in episode.evaluations:
+                record = evaluation_record(pk, fields, entry)
+                key = keys.evaluation_record(entry.id, pk)
+                pipe.execute_command("JSON.SET", key, "$", json.dumps(record), "NX")
+                for field, value in rejudging_fields(entry).items():
+                    pipe.hsetnx(keys.rejudging(entry.id), field, value)
+                pipe.hincrby(keys.rejudging(entry.id), "episodes", 1)
+        await pipe.execute()

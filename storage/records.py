@@ -1,6 +1,7 @@
-"""Record helpers shared by the resolvers: lookups and validated partial updates."""
+"""Record helpers shared by the resolvers: lookups, inserts, validated partial updates and
+deletions."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as redis
@@ -85,6 +86,28 @@ async def insert[R: Record](record: R) -> list[UserError]:
     if await record.save(nx=True) is None:
         return [UserError(["input", "id"], f"id {record.pk!r} is taken", ErrorCode.CONFLICT)]
     return []
+
+
+async def save_all[R: Record](model: type[R], records: Sequence[R]) -> None:
+    """Save records of one model in one round trip (a stored one is overwritten)."""
+    await model.add(list(records))
+
+
+async def remove(model: type[Record], *pks: str) -> None:
+    """Delete the records of `model` with primary keys `pks`."""
+    for pk in pks:
+        await model.delete(pk)
+
+
+async def insert_new(client: redis.Redis, records: Sequence[Record]) -> list[bool]:
+    """Save each record unless its key is taken, in one round trip: whether each was saved.
+    What redis-om's save(nx=True) writes, without its slow generic encoder."""
+    async with client.pipeline(transaction=False) as pipe:
+        for record in records:
+            key = type(record).make_primary_key(str(record.pk))
+            pipe.execute_command("JSON.SET", key, "$", record.model_dump_json(), "NX")
+        results: list[Any] = await pipe.execute()
+    return [bool(result) for result in results]
 
 
 async def exist(client: redis.Redis, refs: list[tuple[type[Record], str]]) -> list[bool]:

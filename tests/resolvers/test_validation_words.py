@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+import parley.lifecycle as lifecycle
+import parley.resolvers as resolvers
 from bench.support.simulation import make_world
-from parley import lifecycle, resolvers
 from parley.core.errors import from_validation
 from parley.engine.errors import UnknownModelError
 from parley.engine.games import game_problems

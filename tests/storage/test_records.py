@@ -1,5 +1,6 @@
-"""storage/records.py: an update through Parley must not undo what another writer wrote
-meanwhile to a field the update does not name.
+"""storage/records.py: records inserted never over a stored one, saved together and removed;
+and an update through Parley must not undo what another writer wrote meanwhile to a field the
+update does not name.
 
 updateAgent, updateScenario and updateRelationship read the record (JSON.GET), apply the
 changes and save the whole document back (JSON.SET at the root). A write another writer
@@ -18,7 +19,9 @@ import pytest
 import redis.asyncio as redis
 
 from bench.support.processes import api_process, parley_env
+from parley.core.errors import ErrorCode
 from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
+from parley.storage.records import exist, insert, insert_new, remove, save_all
 from tests.support.server import GraphQLClient
 
 ROUNDS = 10
@@ -120,3 +123,32 @@ async def test_an_update_keeps_what_another_writer_wrote_meanwhile(
             if stored != [f"other {n}"]:
                 lost.append((f"other {n}", stored))
     assert lost == [], f"{len(lost)} of {ROUNDS} completed writes undone: {lost[:3]}"
+
+
+TAG = "storage-records"
+
+
+def scenario(text: str) -> EnvironmentProfile:
+    return EnvironmentProfile(scenario=text, agent_goals=["g1", "g2"], tag=TAG)
+
+
+async def test_a_taken_key_is_never_overwritten(redis_client: redis.Redis) -> None:
+    stored, new = scenario("first"), scenario("new")
+    assert await insert(stored) == []
+    taken = scenario("second")
+    taken.pk = stored.pk
+    assert [e.code for e in await insert(taken)] == [ErrorCode.CONFLICT]
+    assert await insert_new(redis_client, [taken, new]) == [False, True]
+    assert (await EnvironmentProfile.get(stored.pk)).scenario == "first"
+    assert (await EnvironmentProfile.get(new.pk)).scenario == "new"
+
+
+async def test_records_saved_together_are_removed_together(redis_client: redis.Redis) -> None:
+    people = [AgentProfile(first_name=f"Rec{i}", last_name="Ord", tag=TAG) for i in range(3)]
+    await save_all(AgentProfile, people)
+    refs: list[tuple[type[Record], str]] = [(AgentProfile, str(p.pk)) for p in people]
+    assert await exist(redis_client, refs) == [True, True, True]
+    await remove(AgentProfile, str(people[0].pk), str(people[2].pk))
+    assert await exist(redis_client, refs) == [False, True, False]
+    await remove(AgentProfile)  # nothing named: nothing removed
+    assert await exist(redis_client, refs[1:2]) == [True]
