@@ -229,21 +229,19 @@ def custom_model_info(name: str) -> ModelInfo | None:
     )
 
 
+_AS_CONFIGURED = ModelInfo.model_fields.keys() & ConfiguredModel.model_fields.keys() - {
+    "base_url",
+    "judge_timeout",
+}
+"""What a configured model's info takes from its entry unchanged."""
+
+
 def configured_model_info(entry: ConfiguredModel) -> ModelInfo:
     missing = entry.api_key_env is not None and not os.environ.get(entry.api_key_env)
     return ModelInfo(
-        name=entry.name,
+        **entry.model_dump(include=_AS_CONFIGURED),
         provider="config",
-        model=entry.model,
         base_url=entry.base_url.rstrip("/"),
-        api_key_env=entry.api_key_env,
-        json_schema=entry.json_schema,
-        text_actions=entry.text_actions,
-        judge_mode=entry.judge_mode,
-        extra_body=entry.extra_body,
-        max_concurrency=entry.max_concurrency,
-        min_concurrency=entry.min_concurrency,
-        timeout=entry.timeout,
         judge_timeout=entry.judge_timeout or JUDGE_TIMEOUT_FACTOR * entry.timeout,
         available=not missing,
         reason=f"environment variable {entry.api_key_env} is not set" if missing else None,

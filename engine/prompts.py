@@ -278,12 +278,7 @@ def short_judge_context(setup: EpisodeSetup, transcript: Transcript, agent: int)
     ]
     if me.secret:
         parts.append(f"{me.name}'s secret: {me.secret}")
-    lines = [
-        f"{r.agent_name} {action_text(r)}"[:200]
-        for r in transcript.actions
-        if r.action_type != ActionType.NONE
-    ]
-    parts.append("Conversation:\n" + ("\n".join(lines[-12:]) if lines else "(nothing happened)"))
+    parts.append(_short_conversation(transcript, last=12))
     return "\n".join(parts)
 
 
@@ -295,13 +290,19 @@ def short_episode_context(setup: EpisodeSetup, transcript: Transcript) -> str:
         parts.append(f"{agent.name}'s goal: {render_tagged(setup.goal_of(j), ENVIRONMENT)}")
         if agent.secret:
             parts.append(f"{agent.name}'s secret: {agent.secret}")
+    parts.append(_short_conversation(transcript))
+    return "\n".join(parts)
+
+
+def _short_conversation(transcript: Transcript, last: int | None = None) -> str:
+    """The episode's lines (the `last` ones, or all), each cut to 200 characters."""
     lines = [
         f"{r.agent_name} {action_text(r)}"[:200]
         for r in transcript.actions
         if r.action_type != ActionType.NONE
     ]
-    parts.append("Conversation:\n" + ("\n".join(lines) if lines else "(nothing happened)"))
-    return "\n".join(parts)
+    kept = lines if last is None else lines[-last:]
+    return "Conversation:\n" + ("\n".join(kept) if kept else "(nothing happened)")
 
 
 def episode_judge_messages(

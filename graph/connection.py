@@ -1,10 +1,14 @@
 """Cursor connections (Relay style) with a total count; each cursor names its item."""
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 import strawberry
 
+from parley.graph.context import Info
+from parley.graph.inputs import provided
+from parley.graph.projection import Reads, fields_for
+from parley.resolvers.keyset import SortOrder
 from parley.resolvers.pagination import Page
 
 
@@ -69,3 +73,53 @@ BY_ID = "Along the id: ASCENDING (the default) or DESCENDING."
 NEWEST_FIRST = (
     "Along the creation time, then the id: DESCENDING (newest first, the default) or ASCENDING."
 )
+
+_BY_ID_LIST = "by id (generated ids sort oldest first)"
+
+
+def list_field[F, R, T](
+    node: type[Any],
+    wrap: Callable[[R], T],
+    filter_type: type[F],
+    find: Callable[..., Awaitable[Page[R]]],
+    *,
+    reads: Reads | None = None,
+    terms: Callable[[F], dict[str, Any]] = provided,
+    newest_first: bool = False,
+) -> Any:
+    """A root list field of `node`s: `filter` (its `terms` are `find`'s keywords), `first`,
+    `after` and `order` (along the id, or newest first), answered as a connection of `wrap`ped
+    items; with `reads`, `find` reads only the record fields the query selects."""
+    order_default = SortOrder.DESCENDING if newest_first else SortOrder.ASCENDING
+    along = "newest first unless asked otherwise" if newest_first else _BY_ID_LIST
+
+    async def resolve(
+        info: Info,
+        filter: F | None = None,
+        first: int | None = None,
+        after: str | None = None,
+        order: SortOrder = order_default,
+    ) -> Connection[T]:
+        given = terms(filter if filter is not None else filter_type())
+        if reads is not None:
+            given["fields"] = fields_for(info, reads)
+        page = await find(
+            **given,
+            first=first,
+            after=after,
+            order=order,
+            documents=info.context.services.documents,
+        )
+        return to_connection(page, wrap)
+
+    resolve.__annotations__ = {
+        "info": Info,
+        "filter": filter_type | None,
+        "first": Annotated[int | None, strawberry.argument(description=FIRST)],
+        "after": Annotated[str | None, strawberry.argument(description=AFTER)],
+        "order": Annotated[
+            SortOrder, strawberry.argument(description=NEWEST_FIRST if newest_first else BY_ID)
+        ],
+        "return": Connection[node],  # type: ignore[valid-type]
+    }
+    return strawberry.field(resolver=resolve, description=f"{node.__name__}s, {along}.")

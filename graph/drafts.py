@@ -12,7 +12,7 @@ from parley.engine.models import LOCAL_MODEL
 from parley.graph.context import Info
 from parley.graph.enums import RelationshipType
 from parley.graph.episode_types import when
-from parley.graph.fields import creates, reads
+from parley.graph.fields import copied, creates, reads
 from parley.graph.inputs import CreateAgentInput, CreateScenarioInput, fields_of
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
@@ -61,15 +61,7 @@ class Draft:
 
     @strawberry.field(description="Relationships between the drafted agents.")
     def relationships(self) -> list[RelationshipDraft]:
-        return [
-            RelationshipDraft(
-                agent_index=r.agent_index,
-                other_agent_index=r.other_agent_index,
-                relationship=r.relationship,
-                background_story=r.background_story,
-            )
-            for r in self.draft.relationships
-        ]
+        return [copied(RelationshipDraft, r) for r in self.draft.relationships]
 
 
 @strawberry.type(

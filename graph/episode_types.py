@@ -8,13 +8,11 @@ import strawberry
 from parley.engine.models import ModelInfo
 from parley.graph.context import Info
 from parley.graph.enums import (
-    ActionType,
     EpisodeStatus,
-    EvaluationStatus,
     EventKind,
 )
 from parley.graph.errors import UserInputError
-from parley.graph.fields import shows, stored
+from parley.graph.fields import shows, stored, wrapped
 from parley.graph.game_types import EpisodeGame, episode_game_type
 from parley.graph.listed import Listed
 from parley.graph.projection import Reads, reading
@@ -39,6 +37,10 @@ def when(seconds: float | None) -> datetime | None:
     return datetime.fromtimestamp(seconds, UTC) if seconds else None
 
 
+def optional_id(value: str | None) -> strawberry.ID | None:
+    return None if value is None else strawberry.ID(value)
+
+
 @strawberry.type(description="One status change of an episode.")
 class StatusChange:
     status: EpisodeStatus = strawberry.field(description="The status entered.")
@@ -54,44 +56,23 @@ class StatusChange:
 
 
 @strawberry.type(description="One agent's action in one turn.")
+@shows(models.StoredTurn)
 class Turn:
     record: strawberry.Private[models.StoredTurn]
 
-    @strawberry.field(description="Turn number, from 0.")
-    def turn(self) -> int:
-        return self.record.turn
-
-    @strawberry.field(description="Seat of the agent that acted (index into agents).")
-    def agent_index(self) -> int:
-        return self.record.agent_index
+    turn = stored("Turn number, from 0.")
+    agent_index = stored("Seat of the agent that acted (index into agents).")
 
     @strawberry.field(description="Display name of the agent that acted.")
     def speaker(self) -> str:
         return self.record.agent_name
 
-    @strawberry.field(description="What kind of action.")
-    def action_type(self) -> ActionType:
-        return self.record.action_type
-
-    @strawberry.field(description="What was said or done.")
-    def argument(self) -> str:
-        return self.record.argument
-
-    @strawberry.field(description="Private recipients by name; empty when everyone saw it.")
-    def to(self) -> list[str]:
-        return self.record.to
-
-    @strawberry.field(description="The social game's phase it was played in; null outside one.")
-    def phase(self) -> str | None:
-        return self.record.phase
-
-    @strawberry.field(description="The episode's event sequence number of this turn.")
-    def sequence(self) -> int:
-        return self.record.sequence
-
-    @strawberry.field(description="When it was stored.")
-    def at(self) -> datetime | None:
-        return when(self.record.at)
+    action_type = stored("What kind of action.")
+    argument = stored("What was said or done.")
+    to = stored("Private recipients by name; empty when everyone saw it.")
+    phase = stored("The social game's phase it was played in; null outside one.")
+    sequence = stored("The episode's event sequence number of this turn.")
+    at = stored("When it was stored.", when)
 
 
 async def reward_agent(root: "Reward", info: Info) -> Agent | None:
@@ -127,6 +108,7 @@ def rewards_of(
 
 
 @strawberry.type(description="A later judgement of a finished episode (one re-judging's).")
+@shows(models.Evaluation)
 class Evaluation:
     record: strawberry.Private[models.Evaluation]
     agents: strawberry.Private[list[str]]
@@ -135,38 +117,22 @@ class Evaluation:
     def id(self) -> strawberry.ID:
         return strawberry.ID(self.record.id)
 
-    @strawberry.field(description="The judge model.")
-    def judge_model(self) -> str:
-        return self.record.judge_model
+    judge_model = stored("The judge model.")
 
-    @strawberry.field(description="The dimensions judged; null for Sotopia's seven.")
-    def evaluation_dimension_list_id(self) -> strawberry.ID | None:
-        list_id = self.record.evaluation_dimension_list_id
-        return None if list_id is None else strawberry.ID(list_id)
+    evaluation_dimension_list_id = stored(
+        "The dimensions judged; null for Sotopia's seven.", optional_id
+    )
 
-    @strawberry.field(description="Where this evaluation is.")
-    def status(self) -> EvaluationStatus:
-        return self.record.status
+    status = stored("Where this evaluation is.")
 
     @strawberry.field(description="The scores per agent, once COMPLETED.")
     def rewards(self) -> list[Reward]:
         return rewards_of(self.record.rewards, self.agents)
 
-    @strawberry.field(description="The judge's reasoning.")
-    def reasoning(self) -> str:
-        return self.record.reasoning
-
-    @strawberry.field(description="Why it FAILED, if it did.")
-    def error(self) -> str | None:
-        return self.record.error
-
-    @strawberry.field(description="When it was queued.")
-    def created_at(self) -> datetime | None:
-        return when(self.record.created_at)
-
-    @strawberry.field(description="When it ended.")
-    def finished_at(self) -> datetime | None:
-        return when(self.record.finished_at)
+    reasoning = stored("The judge's reasoning.")
+    error = stored("Why it FAILED, if it did.")
+    created_at = stored("When it was queued.", when)
+    finished_at = stored("When it ended.", when)
 
 
 @strawberry.type(description="Progress through the turn limit.")
@@ -225,7 +191,7 @@ class Episode:
     )
     async def scenario(self, info: Info) -> Scenario | None:
         record = await info.context.scenarios.load(self.record.environment)
-        return Scenario(record=record) if record else None
+        return wrapped(Scenario, record)
 
     @strawberry.field(
         description="Its social game's state (omniscient); null outside a game.",
@@ -417,6 +383,7 @@ EPISODE_READS = Reads.of_type(Episode)
 
 
 @strawberry.type(description="Something that happened to an episode, in sequence order.")
+@shows(StoredEvent, held_as="event")
 class EpisodeEvent:
     event: strawberry.Private[StoredEvent]
     cursor: str = strawberry.field(
@@ -442,9 +409,7 @@ class EpisodeEvent:
     def episode_id(self) -> strawberry.ID:
         return strawberry.ID(self.event.episode_id)
 
-    @strawberry.field(description="Per-episode sequence number; higher is later.")
-    def sequence(self) -> int:
-        return self.event.sequence
+    sequence = stored("Per-episode sequence number; higher is later.")
 
     @strawberry.field(description="When it happened.")
     def occurred_at(self) -> datetime:
@@ -454,17 +419,9 @@ class EpisodeEvent:
     def status(self) -> EpisodeStatus:
         return self.event.status or EpisodeStatus.RUNNING
 
-    @strawberry.field(description="Status before a STATUS event.")
-    def previous_status(self) -> EpisodeStatus | None:
-        return self.event.previous_status
-
-    @strawberry.field(description="Run number.")
-    def attempt(self) -> int:
-        return self.event.attempt
-
-    @strawberry.field(description="Why: for FAILED, CANCELLED, a new attempt, CURSOR_EXPIRED.")
-    def reason(self) -> str | None:
-        return self.event.reason
+    previous_status = stored("Status before a STATUS event.")
+    attempt = stored("Run number.")
+    reason = stored("Why: for FAILED, CANCELLED, a new attempt, CURSOR_EXPIRED.")
 
     @strawberry.field(
         description="On the RUNNING of a resumed attempt: how many turns it kept from before."
@@ -474,7 +431,7 @@ class EpisodeEvent:
 
     @strawberry.field(description="The turn, for TURN events.")
     def turn(self) -> Turn | None:
-        return Turn(record=self.event.turn) if self.event.turn else None
+        return wrapped(Turn, self.event.turn)
 
     @strawberry.field(description="The environment's message, for INJECTION events.")
     def environment_message(self) -> EnvironmentMessage | None:
@@ -507,7 +464,7 @@ class EpisodeEvent:
         if self.seat is not None:
             return None
         record = await episodes.get_episode(self.event.episode_id)
-        return Episode(record=record) if record else None
+        return wrapped(Episode, record)
 
     @strawberry.field(description="In a seat's stream: the episode as that agent sees it now.")
     async def perspective(self) -> Perspective | None:
@@ -526,33 +483,22 @@ async def _seat_view(episode_id: str, seat: int) -> perspective.View | None:
 
 
 @strawberry.type(description="A model simulations can name.")
+@shows(ModelInfo)
 class Model:
-    info: strawberry.Private[ModelInfo]
+    record: strawberry.Private[ModelInfo]
 
-    @strawberry.field(description="The name to pass in agentModels or judgeModel.")
-    def name(self) -> str:
-        return self.info.name
+    name = stored("The name to pass in agentModels or judgeModel.")
 
     @strawberry.field(description="local, custom, config or openai.")
     def provider(self) -> str:
-        return self.info.provider
+        return self.record.provider
 
-    @strawberry.field(description="Endpoint base URL; null for the embedded model until started.")
-    def base_url(self) -> str | None:
-        return self.info.base_url
+    base_url = stored("Endpoint base URL; null for the embedded model until started.")
 
     @strawberry.field(description="Whether the endpoint takes JSON-schema constrained output.")
     def supports_json_schema(self) -> bool:
-        return self.info.json_schema
+        return self.record.json_schema
 
-    @strawberry.field(description="Requests sent to it at once, at most.")
-    def max_concurrency(self) -> int:
-        return self.info.max_concurrency
-
-    @strawberry.field(description="Whether it can be used now.")
-    def available(self) -> bool:
-        return self.info.available
-
-    @strawberry.field(description="Why it cannot be used, when it cannot.")
-    def reason(self) -> str | None:
-        return self.info.reason
+    max_concurrency = stored("Requests sent to it at once, at most.")
+    available = stored("Whether it can be used now.")
+    reason = stored("Why it cannot be used, when it cannot.")

@@ -5,16 +5,16 @@ import dataclasses
 import enum
 import json
 from collections.abc import AsyncGenerator
-from datetime import datetime
 from typing import Annotated, Any
 
 import strawberry
 
-from parley.graph.connection import AFTER, FIRST, NEWEST_FIRST, Connection, to_connection
+from parley.graph.connection import AFTER, FIRST, Connection, list_field, to_connection
 from parley.graph.context import Info
 from parley.graph.enums import EpisodeStatus, SortOrder, TurnOrder
 from parley.graph.episode_types import Episode, when
 from parley.graph.errors import UserInputError
+from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
 from parley.lifecycle import experiments as service
@@ -118,16 +118,12 @@ def plain(value: object) -> Any:
 
 
 @strawberry.type(description="How far an experiment has got.")
+@shows(Progress, held_as="progress")
 class ExperimentProgress:
     progress: strawberry.Private[Progress]
 
-    @strawberry.field(description="Episode slots the design expanded into.")
-    def total(self) -> int:
-        return self.progress.total
-
-    @strawberry.field(description="Slots with no episode yet.")
-    def pending(self) -> int:
-        return self.progress.pending
+    total = stored("Episode slots the design expanded into.")
+    pending = stored("Slots with no episode yet.")
 
     @strawberry.field(description="Episodes now filling the slots, by status.")
     def counts(self) -> list["StatusCount"]:
@@ -140,13 +136,11 @@ class ExperimentProgress:
     def completed(self) -> int:
         return self.progress.counts.get(models.EpisodeStatus.COMPLETED, 0)
 
-    @strawberry.field(
-        description="Slot episodes that completed without scores (counted in `completed` "
-        "too): their judge failed, each says why in `judgeError`; re-judging them with the "
-        "design's judge makes that judgement their scores."
+    unjudged = stored(
+        "Slot episodes that completed without scores (counted in `completed` too): their judge "
+        "failed, each says why in `judgeError`; re-judging them with the design's judge makes "
+        "that judgement their scores."
     )
-    def unjudged(self) -> int:
-        return self.progress.unjudged
 
     @strawberry.field(description="Slot episodes that failed (a new start retries them).")
     def failed(self) -> int:
@@ -191,6 +185,7 @@ class StatusCount:
 
 
 @strawberry.type(description="One episode the design asks for, and the episode filling it.")
+@shows(models.ExperimentSlot, held_as="slot")
 class ExperimentSlot:
     number: int = strawberry.field(description="Position in the expanded design, from 0.")
     slot: strawberry.Private[models.ExperimentSlot]
@@ -204,28 +199,18 @@ class ExperimentSlot:
     def agent_ids(self) -> list[strawberry.ID]:
         return [strawberry.ID(a) for a in self.slot.agent_ids]
 
-    @strawberry.field(description="The model of each seat.")
-    def agent_models(self) -> list[str]:
-        return self.slot.agent_models
-
-    @strawberry.field(description="Which repeat of its combination, from 0.")
-    def repeat(self) -> int:
-        return self.slot.repeat
-
-    @strawberry.field(description="The compared model (designs against a partner; else empty).")
-    def model(self) -> str:
-        return self.slot.model
-
-    @strawberry.field(description="The seat of the compared model, from 0; null with seats.")
-    def seat(self) -> int | None:
-        return self.slot.seat
+    agent_models = stored("The model of each seat.")
+    repeat = stored("Which repeat of its combination, from 0.")
+    model = stored("The compared model (designs against a partner; else empty).")
+    seat = stored("The seat of the compared model, from 0; null with seats.")
 
     @strawberry.field(description="The episode now filling the slot; null before a start.")
     def episode(self) -> Episode | None:
-        return Episode(record=self.record) if self.record else None
+        return wrapped(Episode, self.record)
 
 
 @strawberry.type(description="A named batch of episodes expanded from a design.")
+@shows(models.Experiment)
 class Experiment:
     record: strawberry.Private[models.Experiment]
 
@@ -233,29 +218,16 @@ class Experiment:
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Name, unique with the tag.")
-    def name(self) -> str:
-        return self.record.name
-
-    @strawberry.field(description="Tag every episode of it carries.")
-    def tag(self) -> str:
-        return self.record.tag
+    name = stored("Name, unique with the tag.")
+    tag = stored("Tag every episode of it carries.")
 
     @strawberry.field(description="The design as stored (snake_case keys), as a JSON string.")
     def design(self) -> str:
         return json.dumps(self.record.design)
 
-    @strawberry.field(description="When it was created.")
-    def created_at(self) -> datetime | None:
-        return when(self.record.created_at)
-
-    @strawberry.field(description="When it was last started or resumed.")
-    def started_at(self) -> datetime | None:
-        return when(self.record.started_at)
-
-    @strawberry.field(description="How many episode slots the design expanded into.")
-    def slot_count(self) -> int:
-        return self.record.slot_count
+    created_at = stored("When it was created.", when)
+    started_at = stored("When it was last started or resumed.", when)
+    slot_count = stored("How many episode slots the design expanded into.")
 
     @strawberry.field(description="The slots in design order, each with its current episode.")
     async def slots(
@@ -302,7 +274,7 @@ class ExperimentRunPayload:
 
 
 def wrap(record: models.Experiment | None) -> Experiment | None:
-    return Experiment(record=record) if record else None
+    return wrapped(Experiment, record)
 
 
 @strawberry.type
@@ -311,27 +283,13 @@ class ExperimentQuery:
     async def experiment(self, info: Info, id: strawberry.ID) -> Experiment | None:
         return wrap(await service.get_experiment(info.context.services, id))
 
-    @strawberry.field(description="Experiments, newest first unless asked otherwise.")
-    async def experiments(
-        self,
-        info: Info,
-        filter: ExperimentFilter | None = None,
-        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
-        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
-        order: Annotated[
-            SortOrder, strawberry.argument(description=NEWEST_FIRST)
-        ] = SortOrder.DESCENDING,
-    ) -> Connection[Experiment]:
-        f = filter or ExperimentFilter()
-        page = await service.list_experiments(
-            name=f.name,
-            tag=f.tag,
-            first=first,
-            after=after,
-            order=order,
-            documents=info.context.services.documents,
-        )
-        return to_connection(page, lambda record: Experiment(record=record))
+    experiments = list_field(
+        Experiment,
+        lambda record: Experiment(record=record),
+        ExperimentFilter,
+        service.list_experiments,
+        newest_first=True,
+    )
 
 
 @strawberry.type

@@ -11,6 +11,7 @@ class body becomes a field reading the record's field of that name, typed as the
 it, in its place in the class. Every derived field says what it reads (graph/projection.py).
 """
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_type_hints
@@ -46,28 +47,41 @@ def stored(description: str, convert: Callable[[Any], Any] | None = None) -> Any
     return Stored(description, convert)
 
 
-def shows(record: type[BaseModel]) -> Decorator:
+def shows(record: type[Any], held_as: str = "record") -> Decorator:
+    """Each `stored` field reads the `record` (a pydantic model or a dataclass) the object holds
+    in its field `held_as`."""
+
     def decorate(cls: type[Any]) -> type[Any]:
         for name, value in list(vars(cls).items()):
             if isinstance(value, Stored):
-                setattr(cls, name, _stored(record, name, value))  # keeps its place in the class
+                # keeps its place in the class
+                setattr(cls, name, _stored(record, name, value, held_as))
         return cls
 
     return decorate
 
 
-def _stored(record: type[BaseModel], name: str, declared: Stored) -> Any:
-    field = record.model_fields.get(name)
-    if field is None:
-        raise ValueError(f"{record.__name__} has no field {name}")
+def _annotation(record: type[Any], name: str) -> Any:
+    """How `record` (a pydantic model or a dataclass) declares its field `name`."""
+    if issubclass(record, BaseModel):
+        field = record.model_fields.get(name)
+        if field is not None:
+            return field.annotation
+    elif name in (hints := get_type_hints(record)):
+        return hints[name]
+    raise ValueError(f"{record.__name__} has no field {name}")
+
+
+def _stored(record: type[Any], name: str, declared: Stored, held_as: str) -> Any:
+    annotation = _annotation(record, name)
     convert = declared.convert
     if convert is None:
-        returns = _AS_GRAPHQL.get(field.annotation, field.annotation)
+        returns = _AS_GRAPHQL.get(annotation, annotation)
     else:
         returns = get_type_hints(convert)["return"]
 
     def read(self: Any) -> Any:
-        value = getattr(self.record, name)
+        value = getattr(getattr(self, held_as), name)
         return value if convert is None else convert(value)
 
     read.__name__ = name
@@ -127,6 +141,17 @@ def _reader(exposed: Exposed, name: str) -> Any:
     return strawberry.field(
         resolver=read, description=exposed.description(name), metadata=reading(name)
     )
+
+
+def wrapped[R, T](cls: Callable[..., T], record: R | None) -> T | None:
+    """`cls(record=record)`, or None without a record."""
+    return cls(record=record) if record else None
+
+
+def copied[T](cls: type[T], source: object) -> T:
+    """A `cls` whose every field is `source`'s attribute of the same name."""
+    names = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
+    return cls(**{name: getattr(source, name) for name in names})
 
 
 def _with_fields(cls: type[Any], annotations: dict[str, Any], fields: dict[str, Any]) -> type[Any]:

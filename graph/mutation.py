@@ -9,6 +9,7 @@ from parley.graph.context import Info
 from parley.graph.drafts import DraftMutation
 from parley.graph.episode_types import Episode
 from parley.graph.experiments import ExperimentMutation
+from parley.graph.fields import wrapped
 from parley.graph.inputs import fields_of, simulation_fields
 from parley.graph.payloads import (
     AgentPayload,
@@ -50,18 +51,14 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
     @strawberry.mutation(description="Create an agent.")
     async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
         record, errors = await agents.create_agent(fields_of(input))
-        return AgentPayload(
-            agent=Agent(record=record) if record else None, user_errors=user_errors(errors)
-        )
+        return AgentPayload(agent=wrapped(Agent, record), user_errors=user_errors(errors))
 
     @strawberry.mutation(description="Change some fields of an agent.")
     async def update_agent(self, info: Info, input: inputs.UpdateAgentInput) -> AgentPayload:
         record, errors = await agents.update_agent(
             info.context.services.client, input.id, changes(input)
         )
-        return AgentPayload(
-            agent=Agent(record=record) if record else None, user_errors=user_errors(errors)
-        )
+        return AgentPayload(agent=wrapped(Agent, record), user_errors=user_errors(errors))
 
     @strawberry.mutation(
         description="Delete an agent. Refused while relationships reference it, unless cascade."
@@ -78,9 +75,7 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
     @strawberry.mutation(description="Create a scenario.")
     async def create_scenario(self, input: inputs.CreateScenarioInput) -> ScenarioPayload:
         record, errors = await scenarios.create_scenario(fields_of(input))
-        return ScenarioPayload(
-            scenario=Scenario(record=record) if record else None, user_errors=user_errors(errors)
-        )
+        return ScenarioPayload(scenario=wrapped(Scenario, record), user_errors=user_errors(errors))
 
     @strawberry.mutation(description="Change some fields of a scenario.")
     async def update_scenario(
@@ -89,9 +84,7 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
         record, errors = await scenarios.update_scenario(
             info.context.services.client, input.id, changes(input)
         )
-        return ScenarioPayload(
-            scenario=Scenario(record=record) if record else None, user_errors=user_errors(errors)
-        )
+        return ScenarioPayload(scenario=wrapped(Scenario, record), user_errors=user_errors(errors))
 
     @strawberry.mutation(description="Delete a scenario.")
     async def delete_scenario(self, input: inputs.DeleteInput) -> DeletePayload:
@@ -105,7 +98,7 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
         client = info.context.services.client
         record, errors = await relationships.create_relationship(client, fields_of(input))
         return RelationshipPayload(
-            relationship=Relationship(record=record) if record else None,
+            relationship=wrapped(Relationship, record),
             user_errors=user_errors(errors),
         )
 
@@ -117,7 +110,7 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
             info.context.services.client, input.id, changes(input)
         )
         return RelationshipPayload(
-            relationship=Relationship(record=record) if record else None,
+            relationship=wrapped(Relationship, record),
             user_errors=user_errors(errors),
         )
 
@@ -133,7 +126,7 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
         client = info.context.services.client
         record, errors = await dimensions.create_dimension_list(client, fields_of(input))
         return EvaluationDimensionListPayload(
-            evaluation_dimension_list=EvaluationDimensionList(record=record) if record else None,
+            evaluation_dimension_list=wrapped(EvaluationDimensionList, record),
             user_errors=user_errors(errors),
         )
 
@@ -157,7 +150,7 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
         )
         record = started.episodes[0] if started.episodes else None
         return SimulationPayload(
-            episode=Episode(record=record) if record else None,
+            episode=wrapped(Episode, record),
             user_errors=user_errors(started.errors),
             seat_tokens=seat_tokens(started, record),
         )
@@ -184,9 +177,7 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation)
     async def cancel_simulation(self, info: Info, input: inputs.DeleteInput) -> SimulationPayload:
         services = info.context.services
         record, errors = await simulations.cancel(services, input.id)
-        return SimulationPayload(
-            episode=Episode(record=record) if record else None, user_errors=user_errors(errors)
-        )
+        return SimulationPayload(episode=wrapped(Episode, record), user_errors=user_errors(errors))
 
     @strawberry.mutation(description="Delete a finished episode.")
     async def delete_episode(self, info: Info, input: inputs.DeleteInput) -> DeletePayload:

@@ -1,11 +1,10 @@
 """GraphQL of re-judging: the mutation that queues it, and a re-judging with its progress."""
 
-from datetime import datetime
-
 import strawberry
 
 from parley.graph.context import Info
-from parley.graph.episode_types import when
+from parley.graph.episode_types import optional_id, when
+from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
 from parley.lifecycle import rejudge
@@ -45,6 +44,7 @@ class RejudgingProgress:
     description="Finished episodes judged again: one evaluation per episode, stored beside "
     "its original rewards; select it in results with `episodeResults(evaluation: id)`."
 )
+@shows(rejudge.Rejudging)
 class Rejudging:
     record: strawberry.Private[rejudge.Rejudging]
 
@@ -52,22 +52,14 @@ class Rejudging:
     def id(self) -> strawberry.ID:
         return strawberry.ID(self.record.id)
 
-    @strawberry.field(description="The judge model.")
-    def judge_model(self) -> str:
-        return self.record.judge_model
+    judge_model = stored("The judge model.")
 
-    @strawberry.field(description="The dimensions scored; null for Sotopia's seven.")
-    def evaluation_dimension_list_id(self) -> strawberry.ID | None:
-        list_id = self.record.evaluation_dimension_list_id
-        return None if list_id is None else strawberry.ID(list_id)
+    evaluation_dimension_list_id = stored(
+        "The dimensions scored; null for Sotopia's seven.", optional_id
+    )
 
-    @strawberry.field(description="How many episodes it judges.")
-    def episodes(self) -> int:
-        return self.record.episodes
-
-    @strawberry.field(description="When it was queued.")
-    def created_at(self) -> datetime | None:
-        return when(self.record.created_at)
+    episodes = stored("How many episodes it judges.")
+    created_at = stored("When it was queued.", when)
 
     @strawberry.field(description="Its evaluations by status, now.")
     async def progress(self, info: Info) -> RejudgingProgress:
@@ -102,7 +94,7 @@ class RejudgeMutation:
             services.client, services.jobs, services.models, fields
         )
         return RejudgePayload(
-            rejudging=Rejudging(record=record) if record else None,
+            rejudging=wrapped(Rejudging, record),
             user_errors=user_errors(errors),
         )
 
@@ -112,4 +104,4 @@ class RejudgeQuery:
     @strawberry.field(description="One re-judging by id, with its progress; null if none.")
     async def rejudging(self, info: Info, id: strawberry.ID) -> Rejudging | None:
         record = await rejudge.get_rejudging(info.context.services.client, id)
-        return Rejudging(record=record) if record else None
+        return wrapped(Rejudging, record)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import strawberry
 
 from parley.graph.enums import ActionType, RelationshipType
+from parley.graph.fields import copied, shows, stored
 from parley.resolvers import perspective
 from parley.storage import models
 
@@ -120,62 +121,34 @@ class SeenItem:
 
 
 @strawberry.type(description="An episode as one agent saw it: never what it could not see.")
+@shows(perspective.View, held_as="view")
 class Perspective:
     view: strawberry.Private[perspective.View]
 
-    @strawberry.field(description="The agent's seat.")
-    def seat(self) -> int:
-        return self.view.seat
+    seat = stored("The agent's seat.")
 
     @strawberry.field(description="The agent's name.")
     def agent_name(self) -> str:
         return self.view.name
 
-    @strawberry.field(description="Its own profile as it was told it, its secret included.")
-    def profile(self) -> str:
-        return self.view.profile
-
-    @strawberry.field(description="Its own secret.")
-    def secret(self) -> str:
-        return self.view.secret
-
-    @strawberry.field(
-        description="Its goal, with the hints meant for it kept in Sotopia's tags "
+    profile = stored("Its own profile as it was told it, its secret included.")
+    secret = stored("Its own secret.")
+    goal = stored(
+        "Its goal, with the hints meant for it kept in Sotopia's tags "
         "(<extra_info>, <clarification_hint>, <strategy_hint>) for a page to label them."
     )
-    def goal(self) -> str:
-        return self.view.goal
-
-    @strawberry.field(description="The whole background it was given.")
-    def background(self) -> str:
-        return self.view.background
+    background = stored("The whole background it was given.")
 
     @strawberry.field(description="Its partners, as their relationships show them.")
     def partners(self) -> list[PerspectivePartner]:
-        return [
-            PerspectivePartner(
-                seat=p.seat, name=p.name, relationship=p.relationship, profile=p.profile
-            )
-            for p in self.view.partners
-        ]
+        return [copied(PerspectivePartner, p) for p in self.view.partners]
 
     @strawberry.field(
         description="What it saw, in order: public turns, its private ones, and "
         "the environment's messages to it."
     )
     def seen(self) -> list[SeenItem]:
-        return [
-            SeenItem(
-                sequence=s.sequence,
-                turn=s.turn,
-                speaker=s.speaker,
-                text=s.text,
-                action_type=s.action_type,
-                argument=s.argument,
-                to=s.to,
-            )
-            for s in self.view.seen
-        ]
+        return [copied(SeenItem, s) for s in self.view.seen]
 
     @strawberry.field(
         description="The judge's scores of this agent, once COMPLETED (only its own: the "

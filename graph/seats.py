@@ -9,6 +9,7 @@ from parley.core.errors import UserError as Refusal
 from parley.graph.context import Info
 from parley.graph.enums import ActionType
 from parley.graph.episode_types import Episode
+from parley.graph.fields import wrapped
 from parley.graph.payloads import SimulationPayload, user_errors
 from parley.graph.seat_types import EnvironmentMessage, Perspective, SeatToken
 from parley.graph.types import UserError
@@ -107,9 +108,7 @@ Change = Callable[[str], Awaitable[tuple[EpisodeLog | None, list[Refusal]]]]
 
 
 def _payload(record: EpisodeLog | None, errors: list[Refusal]) -> SimulationPayload:
-    return SimulationPayload(
-        episode=Episode(record=record) if record else None, user_errors=user_errors(errors)
-    )
+    return SimulationPayload(episode=wrapped(Episode, record), user_errors=user_errors(errors))
 
 
 @strawberry.type

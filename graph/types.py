@@ -4,7 +4,7 @@ import strawberry
 
 from parley.graph.context import Info
 from parley.graph.enums import ErrorCode, RelationshipType
-from parley.graph.fields import reads
+from parley.graph.fields import reads, shows, stored
 from parley.graph.game_types import ScenarioGame, scenario_game_type
 from parley.graph.listed import Listed
 from parley.graph.projection import Reads, reading
@@ -146,6 +146,7 @@ class AgentRelationship:
 
 
 @strawberry.type(description="A scored dimension of the judge's evaluation.")
+@shows(models.CustomEvaluationDimension)
 class EvaluationDimension:
     record: strawberry.Private[models.CustomEvaluationDimension]
 
@@ -153,24 +154,14 @@ class EvaluationDimension:
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Dimension name, used as the key in rewards.")
-    def name(self) -> str:
-        return self.record.name
-
-    @strawberry.field(description="What the judge is asked to assess.")
-    def description(self) -> str:
-        return self.record.description
-
-    @strawberry.field(description="Lowest allowed score.")
-    def range_low(self) -> int:
-        return self.record.range_low
-
-    @strawberry.field(description="Highest allowed score.")
-    def range_high(self) -> int:
-        return self.record.range_high
+    name = stored("Dimension name, used as the key in rewards.")
+    description = stored("What the judge is asked to assess.")
+    range_low = stored("Lowest allowed score.")
+    range_high = stored("Highest allowed score.")
 
 
 @strawberry.type(description="A named set of dimensions a judge scores episodes on.")
+@shows(models.CustomEvaluationDimensionList)
 class EvaluationDimensionList:
     record: strawberry.Private[models.CustomEvaluationDimensionList]
 
@@ -178,9 +169,7 @@ class EvaluationDimensionList:
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.record.pk))
 
-    @strawberry.field(description="Unique name of the list.")
-    def name(self) -> str:
-        return self.record.name
+    name = stored("Unique name of the list.")
 
     @strawberry.field(description="The dimensions, in order.")
     async def dimensions(self) -> list[EvaluationDimension]:

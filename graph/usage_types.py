@@ -3,6 +3,7 @@
 import strawberry
 
 from parley.graph.enums import EpisodeStatus
+from parley.graph.fields import shows, stored
 from parley.resolvers import usage
 from parley.storage import models
 
@@ -13,34 +14,21 @@ BIG = "A Float: sums over many episodes can pass GraphQL's 32-bit Int."
     description="Tokens one model spent on an episode (its agents' turns and the judge), "
     "summed over every answered call, re-asks included."
 )
+@shows(models.ModelUsage)
 class ModelUsage:
     record: strawberry.Private[models.ModelUsage]
 
-    @strawberry.field(description="The model, as the episode names it.")
-    def model(self) -> str:
-        return self.record.model
-
-    @strawberry.field(description="Prompt tokens.")
-    def prompt_tokens(self) -> int:
-        return self.record.prompt_tokens
-
-    @strawberry.field(description="Completion tokens.")
-    def completion_tokens(self) -> int:
-        return self.record.completion_tokens
-
-    @strawberry.field(
-        description="Some calls' counts are estimates (about 4 characters a token): the "
-        "provider answered without `usage`."
+    model = stored("The model, as the episode names it.")
+    prompt_tokens = stored("Prompt tokens.")
+    completion_tokens = stored("Completion tokens.")
+    estimated = stored(
+        "Some calls' counts are estimates (about 4 characters a token): the provider answered "
+        "without `usage`."
     )
-    def estimated(self) -> bool:
-        return self.record.estimated
-
-    @strawberry.field(
-        description="US dollars, from the models file's prices per million tokens; null when "
-        "it gives none for this model."
+    cost = stored(
+        "US dollars, from the models file's prices per million tokens; null when it gives none "
+        "for this model."
     )
-    def cost(self) -> float | None:
-        return self.record.cost
 
 
 @strawberry.input(description="Which episodes' usage to add up (all of them when empty).")
