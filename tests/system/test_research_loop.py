@@ -21,7 +21,7 @@ from bench.support.processes import api_process, parley_env, worker_process
 from bench.support.simulation import post
 from parley.storage.embedded import EmbeddedRedis
 from tests.system.test_exchange_cli import run
-from tests.system.test_experiments import Cli, progress, until
+from tests.system.test_experiments import Cli, progress
 
 RESULTS = """
 query($id: ID!, $evaluation: ID) {
@@ -96,6 +96,16 @@ async def stored_episodes(url: str, experiment_id: str) -> list[dict[str, Any]]:
     return [d for d in documents if d and d.get("experiment_id") == experiment_id]
 
 
+async def running(url: str, experiment_id: str, count: int) -> None:
+    """Wait until `count` of the experiment's episodes are RUNNING."""
+    for _ in range(900):
+        episodes = await stored_episodes(url, experiment_id)
+        if sum(e["status"] == "RUNNING" for e in episodes) >= count:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"fewer than {count} episodes of {experiment_id} started")
+
+
 def reference(episodes: list[dict[str, Any]], model: str) -> tuple[int, float, float]:
     """(count, mean, 95% margin) of the overall scores of `model`'s seats, computed here."""
     scores = [
@@ -127,9 +137,16 @@ async def test_design_run_kill_resume_results_rejudge_export_import(
         pk = first.experiment_id()
         total = (await progress(api.url, pk))["total"]
         assert total == 6 * 1 * 2 * 2  # scenarios x pairs x compared models x seat orders
-        with worker_process(env, tmp_path / "w1.log", concurrency=3) as doomed:
-            await until(api.url, pk, lambda p: p["completed"] >= 4)
-            doomed.kill()
+        # The doomed worker's model never answers, so the episodes it holds when it is killed
+        # have made no progress: a loss the cap (max_attempts=1) counts, and they fail. (A lost
+        # attempt that stored a turn is resumed instead.)
+        fake_llm.delay = 600
+        try:
+            with worker_process(env, tmp_path / "w1.log", concurrency=3) as doomed:
+                await running(source_url, pk, 3)
+                doomed.kill()
+        finally:
+            fake_llm.delay = 0.05
         with worker_process(env, tmp_path / "w2.log", concurrency=6):
             assert first.wait() == 1, first.output()  # ended with the lost episodes failed
             second = Cli(["run", str(path), *url], tmp_path / "run2.log")
