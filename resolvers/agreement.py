@@ -2,43 +2,51 @@
 figure with its 95% interval.
 
 A ratings table has a row per unit (one agent of one episode on one dimension, or an
-episode's overall score) and a column per rater, with NaN or None where that rater gave no
-score. Two sources compared unit by unit are two lists of scores of the same units.
+episode's overall score) and a column per rater, NaN or None where that rater gave no score.
+Two sources compared unit by unit are two lists of scores of the same units.
 
-    alpha(table, rng=rng)     Krippendorff's alpha for interval data; bootstrap over units
+    alpha(table, rng=rng)     Krippendorff's alpha, interval data; bootstrap over units
     icc(table)                ICC(2,1) and ICC(2,k) on the complete units; F-based intervals
     pearson(x, y)             Pearson's r; Fisher z interval
-    spearman(x, y)            Spearman's rho; Fisher z interval with Bonett and Wright's error
+    spearman(x, y)            Spearman's rho; Fisher z interval, Bonett and Wright's error
     ranking(x, y, models, episodes, rng=rng)
                               Kendall's tau-b between the models' ranks by mean score;
                               bootstrap over episodes
 
+For example, three judges' scores of four agents on one dimension:
+
+    figure = alpha([[8, 7, None], [3, 4, 4], [6, 6, 5], [2, None, 1]],
+                   rng=np.random.default_rng(seed))
+    figure.n, figure.estimate, figure.interval.low, figure.interval.high
+
 Each figure is an `Agreement`: `n`, the units it rests on; the `estimate`; its 95%
-`interval`; and the `reason` either is None. Degenerate data raise nothing and no NaN is
-returned; a malformed input (a table that is not two-dimensional, an infinite score, lists of
-different lengths) is a ValueError, the caller's mistake.
+`interval`; and the `reason` either is None. Degenerate data raise nothing and give no NaN;
+a malformed input (a table that is not two-dimensional, an infinite score, lists of
+different lengths) is a ValueError, the caller's mistake. A unit for alpha needs two scores,
+for ICC every rater's (`Icc.dropped` counts the units left out), for the others both
+sources'.
 
-| case                                             | estimate | interval | reason         |
-|--------------------------------------------------|----------|----------|----------------|
-| no unit to use (none, all missing; for alpha one     | None     | None     | TOO_FEW_UNITS  |
-|   rater; for ICC, r and rho fewer than two)        |          |          |                |
-| ICC: fewer than two raters                       | None     | None     | TOO_FEW_RATERS |
-| tau: fewer than two models                         | None     | None     | TOO_FEW_MODELS |
-| the scores do not vary (all equal; for a         | None     | None     | NO_VARIATION   |
-|   correlation either source; for tau every model's |          |          |                |
-|   mean ties in a source)                         |          |          |                |
-| ICC: the units vary less than the raters' error  | None     | None     | NO_VARIATION   |
-|   (its denominator is not positive)              |          |          |                |
-| one unit (alpha), one episode (tau): nothing to        | value    | None     | TOO_FEW_UNITS  |
-|   resample; two or three pairs (r, rho): no        |          |          |                |
-|   Fisher z interval (its error is 1/√(n - 3))    |          |          |                |
-| ICC: no residual error (raters agree exactly or  | value    | None     | NO_RESIDUAL    |
-|   by a constant shift): the F interval is 0/0    |          |          |                |
-| no bootstrap resample defines the figure         | value    | None     | NO_RESAMPLE    |
-
-A unit for alpha needs two scores; for ICC every rater's (units with a missing score are left
-out, `Icc.dropped` says how many); for the rest both sources'. A perfect correlation
-(|r| = 1) has the interval [r, r], as scipy's.
+Estimate and interval None:
+- TOO_FEW_UNITS: no unit to use (no rows, every score missing, no unit with two scores for
+  alpha; fewer than two for ICC, r and rho);
+- TOO_FEW_RATERS: ICC of one rater; TOO_FEW_MODELS: tau over fewer than two models;
+- NO_VARIATION: the figure is 0/0: the scores do not vary (all equal; for r and rho either
+  source's; for tau every model's mean ties in a source), or an ICC's denominator is not
+  positive (the units vary less than the raters' error; pingouin's figure is then outside
+  [-1, 1]).
+Estimate given, interval None:
+- TOO_FEW_UNITS: one unit (alpha) or one episode (tau) to resample; two or three pairs for r
+  and rho (the Fisher z error is 1/sqrt(n - 3));
+- NO_RESIDUAL: ICC of raters whose scores are each other's plus a constant: the F interval
+  divides by the residual mean square;
+- NO_VARIATION: ICC of units whose means are all equal: the F interval's degrees of freedom
+  are 0/0;
+- UNBOUNDED: an ICC interval with no finite low end: Satterthwaite's degrees of freedom near
+  0 (a few units, a strongly negative ICC) make an F quantile infinite, or ICC(2,1)'s
+  interval reaches -1/(k - 1), the pole of the step to ICC(2,k);
+- NO_RESAMPLE: no bootstrap resample defines the figure.
+A perfect correlation (|r| = 1) has the interval [r, r], as scipy's. An ICC estimate is its
+formula's value, as pingouin's: on a few units it can fall below -1.
 
 Bootstrap intervals (alpha, tau) are percentile intervals of `resamples` resamples (default
 `bootstrap.RESAMPLES`) drawn from the numpy Generator passed in, so a seeded generator gives
@@ -53,7 +61,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from parley.resolvers.bootstrap import RESAMPLES, Floats, percentile, replicates
+from parley.resolvers.bootstrap import RESAMPLES, Floats, Statistic, percentile, replicates
 from parley.resolvers.statistics import CONFIDENCE
 
 Table = Sequence[Sequence[float | None]] | Floats
@@ -119,7 +127,7 @@ class Ranking:
     """Kendall's tau-b between the two sources' ranks of the models; n: units both scored."""
     models: tuple[str, ...]
     first: tuple[float, ...]
-    """Each model's mean score from the first source (in the order of `models`)."""
+    """Each model's mean score from the first source, x (in the order of `models`)."""
     second: tuple[float, ...]
     episodes: int
     """The episodes resampled for the interval."""
@@ -386,7 +394,7 @@ def _bootstrapped(
     n: int,
     estimate: float,
     per_unit: Floats,
-    statistic: Callable[[Floats], Floats],
+    statistic: Statistic,
     rng: np.random.Generator,
     resamples: int,
 ) -> Agreement:

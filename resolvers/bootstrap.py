@@ -42,6 +42,8 @@ def replicates(
     per_unit: Floats, statistic: Statistic, *, rng: np.random.Generator, resamples: int
 ) -> Floats:
     """The figure of each of `resamples` resamples of the rows of `per_unit`."""
+    if resamples < 1:
+        raise ValueError("a bootstrap interval needs at least one resample")
     units = len(per_unit)
     figures = []
     for chosen in draws(rng, units, resamples):

@@ -39,3 +39,8 @@ def test_the_interval_is_the_central_95_percent_of_the_defined_figures() -> None
     assert bootstrap.percentile(figures) == pytest.approx((0.025, 0.975, 101))
     assert bootstrap.percentile(np.array([math.nan, math.nan])) is None
     assert bootstrap.percentile(np.array([0.5])) == (0.5, 0.5, 1)
+
+
+def test_no_resamples_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="at least one resample"):
+        bootstrap.replicates(np.ones((3, 1)), lambda sums: sums[:, 0], rng=rng(1), resamples=0)
