@@ -144,11 +144,14 @@ export function choiceBox({ id, name, label, current, find, noun, none = null })
     status.textContent = error.message;
     options = [];
     list.replaceChildren(h("li", { class: "choice-empty", role: "presentation" }, error.message));
-    open(true);
+    open(document.activeElement === box);
   });
 
   box.addEventListener("focus", () => box.select());
-  box.addEventListener("input", () => search(box.value));
+  box.addEventListener("input", () => {
+    setActive(-1); // until the answer to what is typed now: Enter picks nothing older
+    search(box.value);
+  });
   box.addEventListener("click", () => list.hidden && search(typed(), true));
   box.addEventListener("keydown", (event) => {
     const shown = !list.hidden;
