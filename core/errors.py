@@ -64,12 +64,25 @@ def not_found(kind: str, pk: str, field: str = "id") -> UserError:
 def searchable_tag(value: str) -> str:
     """`value`, if a TAG query can look it up (every filter value and id a search is built from
     passes here). It cannot for: nothing or only `|` characters (the separator of redis-om's TAG
-    fields, which it drops from a query, leaving it malformed), NUL (RediSearch's parser stops
-    there), DEL (U+007F: its query syntax cannot express it, escaped or not), and a lone
-    surrogate (no UTF-8 form to send)."""
-    if not value.strip("|") or "\x00" in value or "\x7f" in value or not has_utf8_form(value):
+    fields, which it drops from a query, leaving it malformed), and what `searchable_text`
+    refuses."""
+    if not value.strip("|") or not _expressible(value):
         raise BadArgument(
             "A filter value or id cannot be '|' alone or empty, or contain NUL, DEL (U+007F) "
             "or a lone surrogate."
         )
     return value
+
+
+def searchable_text(value: str) -> str:
+    """`value`, if a RediSearch query can hold it (a search text, not a whole value)."""
+    if not _expressible(value):
+        raise BadArgument("A search text cannot contain NUL, DEL (U+007F) or a lone surrogate.")
+    return value
+
+
+def _expressible(value: str) -> bool:
+    """False for text RediSearch's query syntax cannot carry: NUL (its parser stops there),
+    DEL (U+007F: it cannot express it, escaped or not), and a lone surrogate (no UTF-8 form to
+    send)."""
+    return "\x00" not in value and "\x7f" not in value and has_utf8_form(value)

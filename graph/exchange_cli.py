@@ -1,26 +1,23 @@
 """`parley export`, `parley import` and `parley serve --open-dump`: records in Sotopia's JSONL
-layout, against the local database or a remote Parley (`--url`, over /export and /import)."""
+layout, against the local database, or a remote Parley (`--url`: client/exchange.py)."""
 
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from parley.client.server_url import refusal, server_root
+from parley.client.exchange import ExchangeError, remote_export, remote_import
+from parley.core.import_report import ImportReport
 from parley.lifecycle.settings import RunSettings
 
 if TYPE_CHECKING:
     from parley.graph.settings import Settings
-    from parley.resolvers.importer import ImportReport
 
-CHUNK_BYTES = 256 * 1024
-"""Bytes of JSONL per request of a remote import (halved while the server answers 413)."""
 TOKEN_VARIABLE = "PARLEY_TOKEN"
 
 
@@ -88,20 +85,14 @@ def _remote(command: argparse.ArgumentParser, verb: str) -> None:
 
 
 def run(args: argparse.Namespace, settings: RunSettings) -> None:
-    import aiohttp
-
     try:
         _run(args, settings)
-    except (aiohttp.ClientError, TimeoutError) as err:
-        sys.exit(f"parley {args.command}: {args.url}: {err or type(err).__name__}")
-    except OSError as err:
+    except (ExchangeError, OSError) as err:
         sys.exit(f"parley {args.command}: {err}")
 
 
 def _run(args: argparse.Namespace, settings: RunSettings) -> None:
     token = args.token or os.environ.get(TOKEN_VARIABLE)
-    if args.url:
-        args.url = server_root(args.url)
     if args.command == "export":
         params = export_params(args)
         with output(args.output) as sink:
@@ -168,23 +159,7 @@ async def local_export(settings: RunSettings, params: dict[str, str], sink: IO[b
             sink.write(text.encode())
 
 
-async def remote_export(
-    url: str, token: str | None, params: dict[str, str], sink: IO[bytes]
-) -> None:
-    import aiohttp
-
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=300)
-    async with (
-        aiohttp.ClientSession(headers=_auth(token), timeout=timeout) as http,
-        http.get(url.rstrip("/") + "/export", params=params) as response,
-    ):
-        if response.status != 200:
-            sys.exit(f"parley export: {refusal(url, response.status, await response.text())}")
-        async for chunk in response.content.iter_chunked(1 << 16):
-            sink.write(chunk)
-
-
-async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportReport":
+async def local_import(settings: RunSettings, source: IO[bytes]) -> ImportReport:
     from parley.resolvers.importer import import_lines
     from parley.storage.runtime import redis_storage
 
@@ -194,67 +169,7 @@ async def local_import(settings: RunSettings, source: IO[bytes]) -> "ImportRepor
         return await import_lines(client, source)
 
 
-async def remote_import(url: str, token: str | None, source: IO[bytes]) -> "ImportReport":
-    """POST the file to /import in parts under the server's body limit, each whole lines; an
-    empty file too, so that a wrong address or token is said whatever the file holds."""
-    import aiohttp
-
-    from parley.resolvers.importer import ImportReport
-
-    report = ImportReport()
-    limit = CHUNK_BYTES
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=300)
-    async with aiohttp.ClientSession(headers=_auth(token), timeout=timeout) as http:
-        pending: list[bytes] = []
-        size = 0
-        first = 0  # lines before the pending ones
-        async for line in _lines(source):
-            if pending and size + len(line) > limit:
-                first, limit = await _post(http, url, pending, first, limit, report)
-                pending, size = [], 0
-            pending.append(line)
-            size += len(line)
-        if pending or not first:
-            await _post(http, url, pending, first, limit, report)
-    return report
-
-
-async def _lines(source: IO[bytes]) -> AsyncIterator[bytes]:
-    for line in source:
-        yield line if line.endswith(b"\n") else line + b"\n"
-
-
-async def _post(
-    http: Any, url: str, lines: list[bytes], first: int, limit: int, report: "ImportReport"
-) -> tuple[int, int]:
-    """Send `lines` (after `first` lines of the file), splitting them while the server says
-    413; returns the lines sent so far and the part size that worked."""
-    from parley.resolvers.importer import ImportReport
-
-    async with http.post(
-        url.rstrip("/") + "/import",
-        data=b"".join(lines),
-        headers={"content-type": "application/x-ndjson"},
-    ) as response:
-        status, body = response.status, await response.read()
-    if status == 413:
-        if len(lines) == 1:
-            report.refuse(first + 1, "the line is larger than the server accepts (HTTP 413)")
-            return first + 1, limit
-        half = len(lines) // 2
-        first, limit = await _post(http, url, lines[:half], first, limit // 2, report)
-        return await _post(http, url, lines[half:], first, limit, report)
-    if status != 200:
-        sys.exit(f"parley import: {refusal(url, status, body.decode(errors='replace'))}")
-    report.add(ImportReport.from_json(json.loads(body)), line_offset=first)
-    return first + len(lines), limit
-
-
-def _auth(token: str | None) -> dict[str, str]:
-    return {"authorization": f"Bearer {token}"} if token else {}
-
-
-def print_report(report: "ImportReport") -> None:
+def print_report(report: ImportReport) -> None:
     def counts(values: dict[str, int]) -> str:
         return ", ".join(f"{n} {kind}" for kind, n in sorted(values.items())) or "nothing"
 

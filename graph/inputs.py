@@ -41,6 +41,14 @@ class AgentFilter:
     name: str | None = strawberry.field(
         default=None, description="First name, last name, or 'First Last'; any case."
     )
+    name_contains: str | None = strawberry.field(
+        default=None,
+        description="Finds agents as a name is typed: each word (split at spaces and '|') is "
+        "part of the first or the last name, in any letter case (`ann smi` finds Ann Smith and "
+        "Joanna Smits). Words of one letter, digit or sign are left out. At most 100 "
+        "characters. A part of more than 200 different names finds 200 of them: more of the "
+        "name finds the rest.",
+    )
 
 
 @strawberry.input(description="Narrows a scenario list.")
@@ -48,6 +56,13 @@ class ScenarioFilter:
     tag: str | None = strawberry.field(default=None, description="Tag (letter case ignored).")
     codename: str | None = strawberry.field(
         default=None, description="Codename (letter case ignored)."
+    )
+    codename_contains: str | None = strawberry.field(
+        default=None,
+        description="Finds scenarios as a codename is typed: each word (split at spaces and "
+        "'|') is part of the codename, in any letter case (`van sal` finds used_van_sale). "
+        "Words of one letter, digit or sign are left out. At most 100 characters. A part of "
+        "more than 200 different codenames finds 200 of them: more of it finds the rest.",
     )
 
 

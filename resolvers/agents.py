@@ -10,6 +10,7 @@ from parley.core.errors import ErrorCode, UserError, from_validation, not_found,
 from parley.core.limits import Age, LongText, Name, ShortText, Tags
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 from parley.resolvers.keyset import SortOrder, by_id
+from parley.resolvers.name_search import containing
 from parley.resolvers.names import agent_name
 from parley.resolvers.pagination import Page, fetch_hits
 from parley.resolvers.relationships import relationships_of
@@ -55,6 +56,7 @@ async def list_agents(
     gender: str | None = None,
     occupation: str | None = None,
     name: str | None = None,
+    name_contains: str | None = None,
     first: int | None = None,
     after: str | None = None,
     order: SortOrder | None = None,
@@ -77,6 +79,8 @@ async def list_agents(
         else:
             name = searchable_tag(name)
             terms.append((AgentProfile.first_name == name) | (AgentProfile.last_name == name))
+    if name_contains:
+        terms += containing([AgentProfile.first_name, AgentProfile.last_name], name_contains)
     query = AgentProfile.find(*terms)
     return await fetch_hits(query, AGENTS, first, after, order, fields, documents)
 

@@ -7,14 +7,14 @@ the agents it names may come earlier in the same file).
 """
 
 import time
-from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from parley.core.import_report import ImportReport
 from parley.core.limits import PATTERNS, Name, RecordId, ShortText
 from parley.core.wording import summary
 from parley.resolvers import client_json
@@ -43,55 +43,12 @@ from parley.storage.models import (
 from parley.storage.records import exist, insert_new
 from parley.storage.results_index import ResultsIndex
 
-MAX_LISTED = 1000
-"""Invalid lines listed with their reasons in one report; the rest are only counted."""
 BATCH = 500
 _ID: TypeAdapter[str] = TypeAdapter(RecordId)
 LONE_SURROGATE = (
     "a string holds a lone surrogate (an escape from \\ud800 to \\udfff without its pair), "
     "which has no UTF-8 form to store"
 )
-
-
-@dataclass(frozen=True)
-class Problem:
-    line: int
-    reason: str
-
-
-@dataclass
-class ImportReport:
-    created: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-    invalid: int = 0
-    problems: list[Problem] = field(default_factory=list)
-
-    def refuse(self, line: int, reason: str) -> None:
-        self.invalid += 1
-        if len(self.problems) < MAX_LISTED:
-            self.problems.append(Problem(line, reason))
-
-    def add(self, other: "ImportReport", line_offset: int = 0) -> None:
-        """Fold in the report of a part of the file that started after `line_offset` lines."""
-        self.created.update(other.created)
-        self.skipped.update(other.skipped)
-        for problem in other.problems:
-            self.refuse(problem.line + line_offset, problem.reason)
-        self.invalid += other.invalid - len(other.problems)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "created": dict(self.created),
-            "skipped": dict(self.skipped),
-            "invalid": self.invalid,
-            "problems": [{"line": p.line, "reason": p.reason} for p in self.problems],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ImportReport":
-        report = cls(Counter(data["created"]), Counter(data["skipped"]), int(data["invalid"]))
-        report.problems = [Problem(int(p["line"]), str(p["reason"])) for p in data["problems"]]
-        return report
 
 
 def _reasons(error: ValidationError) -> str:

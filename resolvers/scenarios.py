@@ -11,6 +11,7 @@ from parley.core.limits import LIST_MAX, LongText, RequiredText, ShortText
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 from parley.resolvers.games import GameMetadata, game_errors
 from parley.resolvers.keyset import SortOrder, by_id
+from parley.resolvers.name_search import containing
 from parley.resolvers.pagination import Page, fetch_hits
 from parley.resolvers.search import Hit
 from parley.storage.models import EnvironmentProfile, RelationshipType
@@ -48,6 +49,7 @@ async def list_scenarios(
     *,
     tag: str | None = None,
     codename: str | None = None,
+    codename_contains: str | None = None,
     first: int | None = None,
     after: str | None = None,
     order: SortOrder | None = None,
@@ -59,6 +61,8 @@ async def list_scenarios(
         terms.append(EnvironmentProfile.tag == searchable_tag(tag))
     if codename:
         terms.append(EnvironmentProfile.codename == searchable_tag(codename))
+    if codename_contains:
+        terms += containing([EnvironmentProfile.codename], codename_contains)
     query = EnvironmentProfile.find(*terms)
     return await fetch_hits(query, SCENARIOS, first, after, order, fields, documents)
 

@@ -1,17 +1,26 @@
 """Connections over real HTTP: the `order` argument of every list, paging back through the other
 order, slots named by their number, and cursors that are malformed or of another list refused
-as BAD_USER_INPUT."""
+as BAD_USER_INPUT. And `list_field` itself, on a tiny schema built here: the arguments it
+declares, and what it asks its `find` for and makes of the page."""
 
 import base64
+import re
 import uuid
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import redis.asyncio as redis
+import strawberry
+from pydantic import BaseModel
 
 from bench.support.fake_llm import FakeLLM
 from bench.support.read_world import parley_episode
+from parley.graph.connection import list_field
+from parley.graph.projection import Reads, reading
+from parley.resolvers.keyset import Position, SortOrder, by_id
+from parley.resolvers.pagination import Page
 from parley.storage.models import (
     AgentProfile,
     EnvironmentProfile,
@@ -180,3 +189,130 @@ async def test_slots_are_named_by_their_number_either_way(
         assert codes(body) == ["BAD_USER_INPUT"], body
     finally:
         await redis_client.delete(Experiment.make_primary_key(pk))
+
+
+class Pet(BaseModel):
+    name: str
+    legs: int = 4
+
+
+@strawberry.type(description="A pet.")
+class PetNode:
+    record: strawberry.Private[Pet]
+
+    @strawberry.field(description="Its name.", metadata=reading("name"))
+    def name(self) -> str:
+        return self.record.name
+
+    @strawberry.field(description="Its legs.", metadata=reading("legs"))
+    def legs(self) -> int:
+        return self.record.legs
+
+
+@strawberry.input(description="Narrows a pet list.")
+class PetFilter:
+    kind: str | None = None
+    home: str = "shelter"
+
+
+PETS = by_id("pets")
+asked: list[dict[str, Any]] = []
+
+
+async def find_pets(**given: Any) -> Page[Pet]:
+    """Two pets of three, as a page after the cursor given (if any)."""
+    asked.append(given)
+    positions: list[Position] = [("p1",), ("p2",)]
+    pets = [Pet(name="ann"), Pet(name="bo", legs=3)]
+    return Page(pets, positions, PETS, 3, True, given["after"] is not None)
+
+
+def as_node(pet: Pet) -> PetNode:
+    return PetNode(record=pet)
+
+
+@strawberry.type
+class PetQuery:
+    pets = list_field(PetNode, as_node, PetFilter, find_pets, reads=Reads.of_type(PetNode))
+    newest = list_field(PetNode, as_node, PetFilter, find_pets, newest_first=True)
+
+
+PET_SCHEMA = strawberry.Schema(query=PetQuery)
+CONTEXT = SimpleNamespace(services=SimpleNamespace(documents=None))
+
+
+async def pet_data(query: str) -> dict[str, Any]:
+    asked.clear()
+    result = await PET_SCHEMA.execute(query, context_value=CONTEXT)
+    assert result.errors is None, result.errors
+    assert result.data is not None
+    return result.data
+
+
+def test_a_list_field_takes_filter_first_after_and_its_own_default_order() -> None:
+    sdl = PET_SCHEMA.as_str()
+    fields = sdl.split("type PetQuery {")[1].split("\n}")[0]
+    pets, newest = fields.split('\n\n  """PetNodes, newest first')
+    assert pets.startswith('\n  """PetNodes, by id (generated ids sort oldest first)."""\n  pets(')
+    assert newest.startswith(' unless asked otherwise."""\n  newest(')
+    for field, order in ((pets, "ASCENDING"), (newest, "DESCENDING")):
+        lines = [line.strip() for line in field.splitlines()]
+        arguments = [line for line in lines if re.match(r"[a-z]\w*: |\): ", line)]
+        assert arguments == [
+            "filter: PetFilter = null",
+            "first: Int = null",
+            "after: String = null",
+            f"order: SortOrder! = {order}",
+            "): PetNodeConnection!",
+        ]
+    assert '"""How many items to return, 0..100 (default 20)."""' in pets
+    assert "DESCENDING (newest first, the default) or ASCENDING." in newest
+
+
+async def test_find_is_asked_with_the_filters_defaults_and_only_the_fields_selected() -> None:
+    """No filter given is the filter type's defaults, never a crash reading None."""
+    data = await pet_data(
+        "{ pets(first: 2) { totalCount nodes { name } edges { cursor node { name } } "
+        "pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }"
+    )
+    [given] = asked
+    assert given == {
+        "kind": None,
+        "home": "shelter",
+        "fields": frozenset({"name"}),
+        "first": 2,
+        "after": None,
+        "order": SortOrder.ASCENDING,
+        "documents": None,
+    }
+    cursors = [PETS.cursor(("p1",)), PETS.cursor(("p2",))]
+    assert data["pets"] == {
+        "totalCount": 3,
+        "nodes": [{"name": "ann"}, {"name": "bo"}],
+        "edges": [
+            {"cursor": c, "node": {"name": n}} for c, n in zip(cursors, ["ann", "bo"], strict=True)
+        ],
+        "pageInfo": {
+            "hasNextPage": True,
+            "hasPreviousPage": False,
+            "startCursor": cursors[0],
+            "endCursor": cursors[1],
+        },
+    }
+
+
+async def test_a_list_without_reads_asks_for_whole_records_in_its_order() -> None:
+    data = await pet_data(
+        '{ newest(filter: {kind: "cat"}, after: "c", order: ASCENDING) '
+        "{ nodes { legs } pageInfo { hasPreviousPage } } }"
+    )
+    [given] = asked
+    assert "fields" not in given
+    assert (given["kind"], given["home"], given["after"]) == ("cat", "shelter", "c")
+    assert given["order"] is SortOrder.ASCENDING
+    assert data["newest"] == {
+        "nodes": [{"legs": 4}, {"legs": 3}],
+        "pageInfo": {"hasPreviousPage": True},
+    }
+    await pet_data("{ newest { totalCount } }")
+    assert asked[0]["order"] is SortOrder.DESCENDING

@@ -1,13 +1,14 @@
 """Types and inputs derived from a record's exposed fields, on a tiny schema built here."""
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Annotated
 
 import pytest
 import strawberry
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from parley.graph.fields import creates, reads, shows, stored, updates
+from parley.graph.fields import copied, creates, reads, shows, stored, updates, wrapped
 from parley.graph.projection import Reads, reading
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 
@@ -163,3 +164,143 @@ def test_a_stored_field_must_be_the_records() -> None:
         @shows(Visit)
         class Tail:
             tail = stored("No such field.")
+
+
+@dataclass
+class Tally:
+    """A record that is a dataclass, held by its type under its own name."""
+
+    done: int
+    rate: float | None
+    note: str = ""
+
+
+@strawberry.type(description="How far it got.")
+@shows(Tally, held_as="tally")
+class TallyType:
+    tally: strawberry.Private[Tally]
+
+    done = stored("Finished.")
+    rate = stored("Per minute.")
+
+
+@strawberry.type(description="The same, read where a record is held by default.")
+@shows(Tally)
+class MisheldTally:
+    tally: strawberry.Private[Tally]
+
+    done = stored("Finished.")
+
+
+class Kind(Enum):
+    FRIEND = "FRIEND"
+    STRANGER = "STRANGER"
+
+
+class Link(BaseModel):
+    """A source with a field its GraphQL type leaves out."""
+
+    kind: Kind
+    story: str
+    weight: float = 0.0
+
+
+@strawberry.type(description="A link between two pets.")
+class LinkType:
+    kind: Kind = strawberry.field(description="What kind.")
+    story: str = strawberry.field(description="How it came about.")
+
+
+@strawberry.type
+class Held:
+    @strawberry.field
+    def tally(self) -> TallyType:
+        return TallyType(tally=Tally(done=3, rate=None, note="x"))
+
+    @strawberry.field
+    def misheld(self) -> MisheldTally:
+        return MisheldTally(tally=Tally(done=3, rate=None))
+
+    @strawberry.field
+    def pet(self, name: str) -> PetType | None:
+        return wrapped(PetType, Pet(name=name) if name != "nobody" else None)
+
+    @strawberry.field
+    def link(self) -> LinkType:
+        return copied(LinkType, Link(kind=Kind.FRIEND, story="met at the park", weight=2.0))
+
+
+HELD = strawberry.Schema(query=Held)
+
+
+def test_shows_held_as_reads_the_record_from_the_named_field_typed_as_the_dataclass() -> None:
+    tally = HELD.as_str().split("type TallyType {")[1].split("}")[0]
+    assert (
+        '"""Finished."""\n  done: Int!' in tally and '"""Per minute."""\n  rate: Float\n' in tally
+    )
+    result = HELD.execute_sync("{ tally { done rate } }")
+    assert result.errors is None
+    assert result.data == {"tally": {"done": 3, "rate": None}}
+    assert Reads.of_type(TallyType).fields == {"done": ("done",), "rate": ("rate",)}
+
+
+def test_a_record_held_elsewhere_than_shows_says_is_an_error_not_a_value() -> None:
+    """Without held_as the field reads `self.record`, which this type does not have."""
+    result = HELD.execute_sync("{ misheld { done } }")
+    assert result.data is None
+    assert result.errors is not None and "record" in result.errors[0].message
+
+
+def test_a_stored_field_must_be_the_dataclass_records() -> None:
+    with pytest.raises(ValueError, match="Tally has no field rating"):
+
+        @shows(Tally, held_as="tally")
+        class Rating:
+            rating = stored("No such field.")
+
+
+def test_wrapped_gives_null_for_no_record_and_the_type_around_a_record() -> None:
+    pet = Pet(name="rex")
+    made = wrapped(PetType, pet)
+    assert isinstance(made, PetType) and made.record is pet
+    assert wrapped(PetType, None) is None
+    result = HELD.execute_sync(
+        '{ rex: pet(name: "rex") { name loud } none: pet(name: "nobody") { name } }'
+    )
+    assert result.errors is None  # not PetType(record=None), whose fields fail to read
+    assert result.data == {"rex": {"name": "rex", "loud": "REX"}, "none": None}
+
+
+def test_copied_takes_each_field_of_the_type_from_the_source_and_nothing_else() -> None:
+    result = HELD.execute_sync("{ link { kind story } }")
+    assert result.errors is None
+    assert result.data == {"link": {"kind": "FRIEND", "story": "met at the park"}}
+    link = copied(LinkType, Link(kind=Kind.STRANGER, story="", weight=9.0))
+    assert (link.kind, link.story) == (Kind.STRANGER, "")
+    assert not hasattr(link, "weight")
+
+
+def test_copied_passes_no_field_the_constructor_does_not_take() -> None:
+    @dataclass
+    class Totalled:
+        done: int
+        failed: int
+        total: int = field(init=False)
+
+        def __post_init__(self) -> None:
+            self.total = self.done + self.failed
+
+    source = Tally(done=2, rate=None)
+    source.failed = 1  # type: ignore[attr-defined]
+    source.total = 99  # type: ignore[attr-defined]
+    assert copied(Totalled, source).total == 3  # computed, not the source's
+
+
+def test_copied_from_a_source_missing_a_field_fails_by_its_name() -> None:
+    """Never a type with a silently defaulted field."""
+
+    class Partial(BaseModel):
+        kind: Kind
+
+    with pytest.raises(AttributeError, match="story"):
+        copied(LinkType, Partial(kind=Kind.FRIEND))

@@ -207,6 +207,15 @@ class GraphiQLPage:
         return [await r.all_headers() for r in posts]
 
 
+async def choose(page: Page, label: str, name: str) -> None:
+    """Pick `name` in the web app's choice box labelled `label` as a person does: type it, then
+    click its match in the list the server's answer fills."""
+    box = page.get_by_label(label, exact=True)
+    await box.fill(name)
+    matches = page.locator("#" + str(await box.get_attribute("aria-controls")))
+    await matches.get_by_role("option", name=name, exact=True).click()
+
+
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 

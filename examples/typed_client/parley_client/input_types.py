@@ -28,6 +28,8 @@ class AgentFilter(BaseModel):
     "Exact occupation, any case."
     name: Optional[str] = None
     "First name, last name, or 'First Last'; any case."
+    name_contains: Optional[str] = Field(alias="nameContains", default=None)
+    "Finds agents as a name is typed: each word (split at spaces and '|') is part of the first or the last name, in any letter case (`ann smi` finds Ann Smith and Joanna Smits). Words of one letter, digit or sign are left out. At most 100 characters. A part of more than 200 different names finds 200 of them: more of the name finds the rest."
 
 
 class AgentSelectionInput(BaseModel):
@@ -370,6 +372,8 @@ class ScenarioFilter(BaseModel):
     "Tag (letter case ignored)."
     codename: Optional[str] = None
     "Codename (letter case ignored)."
+    codename_contains: Optional[str] = Field(alias="codenameContains", default=None)
+    "Finds scenarios as a codename is typed: each word (split at spaces and '|') is part of the codename, in any letter case (`van sal` finds used_van_sale). Words of one letter, digit or sign are left out. At most 100 characters. A part of more than 200 different codenames finds 200 of them: more of it finds the rest."
 
 
 class ScenarioSelectionInput(BaseModel):

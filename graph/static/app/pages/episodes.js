@@ -1,5 +1,6 @@
 // The episodes list: newest first, filters, status counts, cursor pages, live statuses.
 
+import { agentChoice, agentFinder, choiceBox, scenarioChoice, scenarioFinder } from "../choice.js";
 import { clear, h, routeLink, words } from "../dom.js";
 import { STATUSES, statusBadge } from "../status.js";
 import { backStack, episodeRow, episodeTable, pageSize, pager } from "./common.js";
@@ -12,9 +13,8 @@ function filterOf(query) {
   return filter;
 }
 
-/** A filter's choices, keeping the current value offered when it is not among them. */
+/** A filter's choices among a few fixed values. */
 function select(name, label, choices, current) {
-  if (current && !choices.some(([value]) => value === current)) choices = [[current, current], ...choices];
   return h(
     "div",
     { class: "field" },
@@ -43,10 +43,11 @@ export async function episodesPage({ api, query, main, setConnection }) {
   const countFilters = Object.fromEntries(
     STATUSES.map((status) => [status.toLowerCase(), { ...filter, status }]),
   );
-  const [list, counts, choices] = await Promise.all([
+  const [list, counts, agent, scenario] = await Promise.all([
     api.request("EpisodeList", { filter, first: pageSize(query), after }),
     api.request("EpisodeCounts", countFilters),
-    api.request("EpisodeFilterChoices"),
+    agentChoice(api, filter.agentId),
+    scenarioChoice(api, filter.scenarioId),
   ]);
 
   const form = h(
@@ -59,8 +60,8 @@ export async function episodesPage({ api, query, main, setConnection }) {
       h("input", { id: "filter-tag", name: "tag", type: "search", value: filter.tag || "" }),
     ),
     select("status", "Status", STATUSES.map((s) => [s, words(s)]), filter.status),
-    select("agentId", "Agent", choices.agents.nodes.map((a) => [a.id, a.name]), filter.agentId),
-    select("scenarioId", "Scenario", choices.scenarios.nodes.map((s) => [s.id, s.codename || s.id]), filter.scenarioId),
+    choiceBox({ id: "filter-agentId", name: "agentId", label: "Agent", current: agent, find: agentFinder(api), noun: "agent", none: "any" }),
+    choiceBox({ id: "filter-scenarioId", name: "scenarioId", label: "Scenario", current: scenario, find: scenarioFinder(api), noun: "scenario", none: "any" }),
     h("button", { type: "submit" }, "Filter"),
     Object.keys(filter).length ? h("a", { href: "#/" }, "Clear") : null,
   );
@@ -69,7 +70,7 @@ export async function episodesPage({ api, query, main, setConnection }) {
     const values = Object.fromEntries(new FormData(form).entries());
     location.hash = routeLink("/", values);
   });
-  for (const control of form.querySelectorAll("select")) {
+  for (const control of form.querySelectorAll("select, input[type=hidden]")) {
     control.addEventListener("change", () => form.requestSubmit());
   }
 

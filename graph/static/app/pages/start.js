@@ -1,10 +1,14 @@
 // Start a simulation: scenario, agents (searchable, in seat order), models, limits; field
 // errors from userErrors beside their fields; on success, the live episode page.
 
+import { LONGEST, agentFinder, foundWords, scenarioFinder, searcher } from "../choice.js";
 import { h, words } from "../dom.js";
 import { ENUMS } from "../enums.js";
 import { showFieldErrors } from "./common.js";
 import { seatLink } from "./seat.js";
+
+/** Agents and scenarios listed at once on the form; typing a name narrows them. */
+const START_CHOICES = 100;
 
 function field(name, label, control, hint) {
   return h(
@@ -21,25 +25,57 @@ function enumSelect(id, values, labels = {}) {
   return h("select", { id, name: id }, values.map((v) => h("option", { value: v }, labels[v] ?? words(v))));
 }
 
-function searchable(id, label, items, describe, multiple) {
-  const search = h("input", { id: `${id}-search`, type: "search", placeholder: "Search", "aria-controls": `${id}-options` });
+/**
+ * A list to tick from, found on the server as a name is typed (`find`, choice.js); what is
+ * ticked stays listed, first when the search does not find it. `known` holds every item shown,
+ * by id; an item listed again is the same element, so a new answer never swaps the box a
+ * person is ticking for another.
+ */
+function searchable(id, label, { find, describe, multiple, noun }) {
+  const known = new Map();
+  const rows = new Map();
+  const picked = [];
+  const search = h("input", { id: `${id}-search`, type: "search", maxlength: LONGEST, placeholder: "Type a name", "aria-controls": `${id}-options`, "aria-describedby": `${id}-found` });
   const options = h("ul", { id: `${id}-options`, class: "choices", role: "list" });
-  for (const item of items) {
-    const input = h("input", { type: multiple ? "checkbox" : "radio", name: id, value: item.id, id: `${id}-${item.id}` });
-    options.append(h("li", { dataset: { text: describe(item).toLowerCase() } }, input, h("label", { for: input.id }, describe(item))));
-  }
-  search.addEventListener("input", () => {
-    const wanted = search.value.trim().toLowerCase();
-    for (const li of options.children) li.hidden = wanted !== "" && !li.dataset.text.includes(wanted);
+  const found = h("p", { id: `${id}-found`, class: "hint", role: "status" });
+  const item = (entry) => {
+    if (!rows.has(entry.id)) {
+      const input = h("input", { type: multiple ? "checkbox" : "radio", name: id, value: entry.id, id: `${id}-${entry.id}` });
+      rows.set(entry.id, h("li", {}, input, h("label", { for: input.id }, describe(entry))));
+    }
+    const row = rows.get(entry.id);
+    row.querySelector("input").checked = picked.includes(entry.id);
+    return row;
+  };
+  const show = (answer) => {
+    for (const entry of answer.items) known.set(entry.id, entry);
+    const listed = new Set(answer.items.map((entry) => entry.id));
+    const kept = picked.filter((pk) => !listed.has(pk)).map((pk) => known.get(pk));
+    options.replaceChildren(...[...kept, ...answer.items].map(item));
+    found.textContent = foundWords(answer, noun);
+  };
+  const run = searcher(find, show, (error) => {
+    found.textContent = error.message;
   });
-  return h(
+  search.addEventListener("input", () => run(search.value));
+  const field = h(
     "fieldset",
     { class: "field", dataset: { field: id }, id },
     h("legend", {}, label),
     h("label", { for: search.id, class: "visually-hidden" }, `Search ${label.toLowerCase()}`),
     search,
+    found,
     options,
   );
+  field.addEventListener("change", (event) => {
+    if (event.target.name !== id) return; // the search box
+    const at = picked.indexOf(event.target.value);
+    if (!multiple) picked.splice(0, picked.length);
+    if (event.target.checked && (at < 0 || !multiple)) picked.push(event.target.value);
+    if (!event.target.checked && at >= 0) picked.splice(at, 1);
+  });
+  run("", true);
+  return { field, known };
 }
 
 function modelSelect(id, models) {
@@ -111,9 +147,9 @@ const REDELIVERY = { RESUME: "resume from the stored turns", RESTART: "start ove
 const SEAT_TIMEOUT = { LEAVE: "the agent leaves", STAND_IN: "a stand-in model plays the turn", FAIL: "the episode fails" };
 
 /** Who a person plays instead of a model, among the seats in `seats` (agent ids). */
-function personChoices(agents, seats, people, peopleFields) {
+function personChoices(nameOf, seats, people, peopleFields) {
   return seats.map((agentId, i) => {
-    const name = agents.find((a) => a.id === agentId).name;
+    const name = nameOf(agentId);
     const box = h("input", { type: "checkbox", id: `person-${agentId}`, checked: people.has(agentId) });
     box.addEventListener("change", () => {
       if (box.checked) people.add(agentId);
@@ -128,23 +164,31 @@ function personChoices(agents, seats, people, peopleFields) {
  * The agents, picked in seat order, and which of them a person plays; `seats` (agent ids) and
  * `people` (a set of them) follow the choices.
  */
-function seatPicker(agents, peopleFields) {
+function seatPicker(api, peopleFields) {
   const seats = [];
   const people = new Set(); // the agents a person plays instead of a model
   const seatList = h("ol", { class: "seats", "aria-live": "polite" });
   const personList = h("ul", { class: "choices people-seats", dataset: { field: "humanSeats" } });
   const personField = h("fieldset", { class: "field", hidden: true }, h("legend", {}, "Played by a person instead of a model"), personList);
+  const agents = searchable("agentIds", "Agents", {
+    find: agentFinder(api, "ASCENDING", START_CHOICES),
+    describe: (a) => `${a.text}${a.agent.occupation ? ", " + a.agent.occupation : ""}`,
+    multiple: true,
+    noun: "agent",
+  });
+  const nameOf = (agentId) => agents.known.get(agentId).text;
   const drawSeats = () => {
-    seatList.replaceChildren(...seats.map((agentId) => h("li", {}, agents.find((a) => a.id === agentId).name)));
+    seatList.replaceChildren(...seats.map((agentId) => h("li", {}, nameOf(agentId))));
     if (!seats.length) seatList.append(h("li", { class: "hint" }, "Pick two or more agents; the order you pick them in is the seat order."));
-    personList.replaceChildren(...personChoices(agents, seats, people, peopleFields));
+    personList.replaceChildren(...personChoices(nameOf, seats, people, peopleFields));
     personField.hidden = seats.length === 0;
     peopleFields.hidden = people.size === 0;
   };
-  const agentField = searchable("agentIds", "Agents", agents, (a) => `${a.name}${a.occupation ? ", " + a.occupation : ""}`, true);
+  const agentField = agents.field;
   agentField.append(h("p", { class: "hint" }, "Seats:"), seatList);
   agentField.addEventListener("change", (event) => {
     const box = event.target;
+    if (box.name !== "agentIds") return; // the search box
     const at = seats.indexOf(box.value);
     if (box.checked && at < 0) seats.push(box.value);
     if (!box.checked && at >= 0) seats.splice(at, 1);
@@ -281,15 +325,20 @@ export async function startPage({ api, main }) {
   const usable = models.filter((m) => m.available);
   const unusable = models.filter((m) => !m.available);
   const people = peopleControls(usable);
-  const picker = seatPicker(options.agents.nodes, people.fields);
+  const picker = seatPicker(api, people.fields);
   const settings = settingControls(options, models, usable);
-  const scenarios = options.scenarios.nodes;
+  const scenarios = searchable("scenarioId", "Scenario", {
+    find: scenarioFinder(api, "ASCENDING", START_CHOICES),
+    describe: (s) => `${s.text}: ${s.scenario.scenario}`,
+    multiple: false,
+    noun: "scenario",
+  });
   const submit = h("button", { type: "submit" }, "Start simulation");
   const form = h(
     "form",
     { class: "start-form", novalidate: true, "aria-labelledby": "start-title" },
     h("div", { class: "form-errors", role: "alert" }),
-    searchable("scenarioId", "Scenario", scenarios, (s) => `${s.codename || s.id}: ${s.scenario}`, false),
+    scenarios.field,
     picker.agentField,
     picker.personField,
     people.fields,

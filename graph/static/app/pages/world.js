@@ -1,6 +1,7 @@
 // The stored world: agents, scenarios and relationships, each listed, searched, viewed,
 // created and edited through one form description per kind.
 
+import { agentChoice, agentFinder, choiceBox } from "../choice.js";
 import { append, h, routeLink, words } from "../dom.js";
 import { RELATIONSHIPS } from "../enums.js";
 import { goalPreview, goalView } from "../goal.js";
@@ -26,21 +27,15 @@ const RELATIONSHIP_FIELDS = [
   ["tag", "Tag", "text"],
 ];
 
-function control(name, kind, options, value, agents) {
+function control(name, kind, options, value) {
   const id = `field-${name}`;
   const common = { id, name, required: options.required };
   if (kind === "textarea" || kind === "lines" || kind === "goals") {
     const text = kind === "textarea" ? value || "" : (value || []).join("\n");
     return h("textarea", { ...common, rows: kind === "textarea" ? 4 : 3 }, text);
   }
-  if (kind === "enum" || kind === "agent") {
-    const choices = kind === "agent" ? agents.map((a) => [a.id, a.name]) : options.choices.map((c) => [c, words(c)]);
-    return h(
-      "select",
-      common,
-      kind === "agent" ? h("option", { value: "" }, "choose…") : null,
-      choices.map(([v, text]) => h("option", { value: v, selected: v === value }, text)),
-    );
+  if (kind === "enum") {
+    return h("select", common, options.choices.map((v) => h("option", { value: v, selected: v === value }, words(v))));
   }
   const shown = kind === "list" ? (value || []).join(", ") : value ?? "";
   return h("input", { ...common, type: kind === "int" ? "number" : "text", value: String(shown) });
@@ -57,12 +52,20 @@ function read(form, name, kind, options) {
   return raw;
 }
 
-/** A create-or-edit form; `original` is null to create. Resolves to the saved record's id. */
-function recordForm({ api, fields, original, create, update, payload, agents = [], onSaved }) {
+/**
+ * A create-or-edit form; `original` is null to create. Resolves to the saved record's id.
+ * `given` ({id, text} or null) is the agent an address named, chosen for `agentId`.
+ */
+function recordForm({ api, fields, original, create, update, payload, given = null, onSaved }) {
   const form = h("form", { class: "record-form", novalidate: true }, h("div", { class: "form-errors", role: "alert" }));
   for (const [name, label, kind, options = {}] of fields) {
     if (original && options.createOnly) continue;
-    const input = control(name, kind, options, original ? original[name] : kind === "enum" ? options.choices[0] : null, agents);
+    if (kind === "agent") {
+      const current = name === "agentId" ? given : null;
+      form.append(choiceBox({ id: `field-${name}`, name, label, current, find: agentFinder(api), noun: "agent" }));
+      continue;
+    }
+    const input = control(name, kind, options, original ? original[name] : kind === "enum" ? options.choices[0] : null);
     const preview = kind === "goals" ? goalPreview(input, lines) : null;
     form.append(h("div", { class: "field", dataset: { field: name } }, h("label", { for: input.id }, label, options.required ? " (required)" : ""), input, preview));
   }
@@ -176,16 +179,8 @@ const scenariosPage = listPage({
   newLabel: "New scenario",
 });
 
-/** The newest agents to choose from, and the one a link asked for when it is older. */
-async function agentChoices(api, wanted) {
-  const agents = (await api.request("AgentChoices")).agents.nodes;
-  if (!wanted || agents.some((a) => a.id === wanted)) return agents;
-  const asked = (await api.request("AgentChoice", { id: wanted })).agent;
-  return asked ? [asked, ...agents] : agents;
-}
-
 const relationshipsPage = async ({ api, query, main }) => {
-  const choices = await agentChoices(api, query.get("agentId"));
+  const agent = await agentChoice(api, query.get("agentId"));
   const filter = {};
   if (query.get("agentId")) filter.agentId = query.get("agentId");
   if (query.get("relationship")) filter.relationship = query.get("relationship");
@@ -194,12 +189,7 @@ const relationshipsPage = async ({ api, query, main }) => {
   const form = h(
     "form",
     { class: "filters", role: "search" },
-    h(
-      "div",
-      { class: "field" },
-      h("label", { for: "search-agentId" }, "Agent"),
-      h("select", { id: "search-agentId", name: "agentId" }, h("option", { value: "" }, "any"), choices.map((a) => h("option", { value: a.id, selected: a.id === filter.agentId }, a.name))),
-    ),
+    choiceBox({ id: "search-agentId", name: "agentId", label: "Agent", current: agent, find: agentFinder(api), noun: "agent", none: "any" }),
     h(
       "div",
       { class: "field" },
@@ -301,7 +291,7 @@ function editPage({ what, path, fields, detail, key, create, update, payload, ne
       original = data[key];
       if (!original) return missing(main, what, id, path);
     }
-    const agents = needsAgents ? await agentChoices(api, query.get("agentId")) : [];
+    const given = needsAgents ? await agentChoice(api, query.get("agentId")) : null;
     const form = recordForm({
       api,
       fields,
@@ -309,12 +299,11 @@ function editPage({ what, path, fields, detail, key, create, update, payload, ne
       create,
       update,
       payload,
-      agents,
+      given,
       onSaved: (savedId) => {
         location.hash = `#${path}/${encodeURIComponent(savedId)}`;
       },
     });
-    if (!original && query.get("agentId") && form.elements.agentId) form.elements.agentId.value = query.get("agentId");
     main.append(h("h1", {}, original ? `Edit ${what.toLowerCase()}` : `New ${what.toLowerCase()}`), form);
   };
 }
