@@ -19,13 +19,14 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from parley.core.errors import ErrorCode, UserError, from_validation, searchable_tag
+from parley.core.errors import ErrorCode, UserError, from_validation
 from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
 from parley.engine.models import DEFAULT_MODEL
 from parley.engine.types import TurnOrder
 from parley.resolvers.names import agent_name, same_names
+from parley.resolvers.search import tag_terms
 from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimensionList,
@@ -275,11 +276,7 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
                 field = ["input", "design", "scenarios", "ids", str(i)]
                 errors.append(UserError(field, f"no scenario with id {pk!r}", ErrorCode.NOT_FOUND))
     else:
-        terms: list[Any] = []
-        if chosen.tag:
-            terms.append(EnvironmentProfile.tag == searchable_tag(chosen.tag))
-        if chosen.codename:
-            terms.append(EnvironmentProfile.codename == searchable_tag(chosen.codename))
+        terms = tag_terms(EnvironmentProfile, tag=chosen.tag, codename=chosen.codename)
         scenarios = await EnvironmentProfile.find(*terms).all()
         if not scenarios:
             message = "no scenario matches the design's scenario filter"
@@ -292,8 +289,7 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
         errors += await pair_errors(client, agents.pairs)
     else:
         if agents.sample == Sampling.UNIFORM or agents.tag:
-            terms = [AgentProfile.tag == searchable_tag(agents.tag)] if agents.tag else []
-            found = await AgentProfile.find(*terms).all()
+            found = await AgentProfile.find(*tag_terms(AgentProfile, tag=agents.tag)).all()
             agent_ids = [str(a.pk) for a in found]
             names = {str(a.pk): agent_name(a) for a in found}
         if agents.sample == Sampling.RELATIONSHIP:

@@ -1,21 +1,19 @@
 """Scenarios: Sotopia EnvironmentProfile records."""
 
-from collections.abc import Collection
-from typing import Annotated, Any
+from typing import Annotated, Any, Unpack
 
 import redis.asyncio as redis
 from pydantic import Field, ValidationError
 
-from parley.core.errors import UserError, from_validation, not_found, searchable_tag
+from parley.core.errors import UserError, from_validation, not_found
 from parley.core.limits import LIST_MAX, LongText, RequiredText, ShortText
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 from parley.resolvers.games import GameMetadata, game_errors
-from parley.resolvers.keyset import SortOrder, by_id
-from parley.resolvers.pagination import Page, fetch_hits
-from parley.resolvers.search import Hit
+from parley.resolvers.keyset import by_id
+from parley.resolvers.pagination import Page, PageArgs, fetch_hits
+from parley.resolvers.search import Hit, tag_terms
 from parley.storage.models import EnvironmentProfile, RelationshipType
 from parley.storage.records import get_or_none, insert, remove, update_fields
-from parley.storage.tracking import TrackedDocuments
 
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
 
@@ -45,22 +43,10 @@ async def get_scenario(pk: str) -> EnvironmentProfile | None:
 
 
 async def list_scenarios(
-    *,
-    tag: str | None = None,
-    codename: str | None = None,
-    first: int | None = None,
-    after: str | None = None,
-    order: SortOrder | None = None,
-    fields: Collection[str] | None = None,
-    documents: TrackedDocuments | None = None,
+    *, tag: str | None = None, codename: str | None = None, **page: Unpack[PageArgs]
 ) -> Page[Hit[EnvironmentProfile]]:
-    terms: list[Any] = []
-    if tag:
-        terms.append(EnvironmentProfile.tag == searchable_tag(tag))
-    if codename:
-        terms.append(EnvironmentProfile.codename == searchable_tag(codename))
-    query = EnvironmentProfile.find(*terms)
-    return await fetch_hits(query, SCENARIOS, first, after, order, fields, documents)
+    query = EnvironmentProfile.find(*tag_terms(EnvironmentProfile, tag=tag, codename=codename))
+    return await fetch_hits(query, SCENARIOS, **page)
 
 
 async def create_scenario(
