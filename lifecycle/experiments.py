@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from ulid import ULID
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import Name, ShortText
 from parley.lifecycle import failpoints
 from parley.lifecycle import start as simulations
@@ -76,10 +76,9 @@ async def create_experiment(
     services: Services, fields: dict[str, Any]
 ) -> tuple[Experiment | None, list[UserError]]:
     """A new experiment, or the stored one with the same name, tag and design."""
-    try:
-        valid = ExperimentFields(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(ExperimentFields, fields)
+    if valid is None:
+        return None, errors
     design, slots, errors = await plan(services.client, valid.design, services.models)
     if design is None:
         return None, errors

@@ -3,9 +3,8 @@
 from typing import Any, Unpack
 
 import redis.asyncio as redis
-from pydantic import ValidationError
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from parley.core.errors import ErrorCode, UserError, not_found, searchable_tag, validated
 from parley.core.limits import Age, LongText, Name, ShortText, Tags
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 from parley.resolvers.keyset import by_id
@@ -69,10 +68,9 @@ async def list_agents(
 
 
 async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, list[UserError]]:
-    try:
-        valid = NewAgent(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(NewAgent, fields)
+    if valid is None:
+        return None, errors
     agent = AgentProfile(**valid.model_dump(exclude={"pk"}), pk=valid.pk)
     errors = await insert(agent)
     return (None, errors) if errors else (agent, [])

@@ -17,9 +17,9 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from parley.core.errors import ErrorCode, UserError, from_validation
+from parley.core.errors import ErrorCode, UserError, validated
 from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
@@ -138,14 +138,6 @@ class World:
         """Whether the two agents go by one name (so cannot meet in an episode)."""
         name = self.names.get(agent)
         return bool(name) and name == self.names.get(other)
-
-
-def parse(fields: dict[str, Any], prefix: Sequence[str]) -> tuple[Design | None, list[UserError]]:
-    try:
-        return Design(**fields), []
-    except ValidationError as err:
-        found = from_validation(err, prefix[0])
-        return None, [UserError([*prefix, *e.field[1:]], e.message, e.code) for e in found]
 
 
 def seatings(models: ModelSelection) -> list[tuple[list[str], str, int | None]]:
@@ -339,7 +331,7 @@ async def plan(
     client: redis.Redis, fields: dict[str, Any], models: ModelCatalog
 ) -> tuple[Design | None, list[ExperimentSlot], list[UserError]]:
     """Validate a design against the models and the stored world, and expand it."""
-    design, errors = parse(fields, ("input", "design"))
+    design, errors = validated(Design, fields, ("input", "design"))
     if design is None:
         return None, [], errors
     errors = model_errors(design, models)

@@ -4,15 +4,15 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 import redis.asyncio as redis
-from pydantic import ValidationError, model_validator
+from pydantic import model_validator
 
 from parley.core.errors import (
     BadArgument,
     ErrorCode,
     UserError,
-    from_validation,
     not_found,
     searchable_tag,
+    validated,
 )
 from parley.core.limits import LongText, RecordId, ShortText
 from parley.resolvers.fields import Exposed, WithId, WriteModel
@@ -124,10 +124,9 @@ async def create_relationship(
 ) -> tuple[RelationshipProfile | None, list[UserError]]:
     """Create the pair's relationship (write_relationship: concurrent duplicates are a
     conflict, and an agent deleted meanwhile is not found)."""
-    try:
-        valid = NewRelationship(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(NewRelationship, fields)
+    if valid is None:
+        return None, errors
     ends = ((valid.agent_id, "agentId"), (valid.other_agent_id, "otherAgentId"))
     found = [await get_or_none(AgentProfile, pk) for pk, _ in ends]
     errors = [

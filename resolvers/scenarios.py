@@ -3,9 +3,9 @@
 from typing import Annotated, Any, Unpack
 
 import redis.asyncio as redis
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from parley.core.errors import UserError, from_validation, not_found
+from parley.core.errors import UserError, not_found, validated
 from parley.core.limits import LIST_MAX, LongText, RequiredText, ShortText
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 from parley.resolvers.games import GameMetadata, game_errors
@@ -52,10 +52,9 @@ async def list_scenarios(
 async def create_scenario(
     fields: dict[str, Any],
 ) -> tuple[EnvironmentProfile | None, list[UserError]]:
-    try:
-        valid = NewScenario(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(NewScenario, fields)
+    if valid is None:
+        return None, errors
     checked = valid.model_dump(include={"game_metadata", "agent_goals"})
     problems = game_errors(checked["game_metadata"], len(checked["agent_goals"]))
     if problems:
