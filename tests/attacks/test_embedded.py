@@ -7,7 +7,6 @@ import asyncio
 import os
 import stat
 import subprocess
-import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -19,7 +18,7 @@ from redis.exceptions import ConnectionError as RedisDown
 
 from bench.support.fake_llm import FakeLLM
 from bench.support.polling import eventually
-from bench.support.processes import ApiProcess, embedded_env, worker_process
+from bench.support.processes import ApiProcess, embedded_env, run, worker_process
 from parley.storage.connection import open_client
 from parley.storage.embedded import EmbeddedRedis, free_port
 from tests.support.server import GraphQLClient
@@ -170,14 +169,7 @@ async def test_a_worker_beside_serve_uses_its_embedded_redis(
             with worker_process(env, tmp_path / "worker.log"):
                 # times out when the API's Redis never sees the worker run the episode
                 await eventually(read, lambda d: d["episode"]["status"] == "COMPLETED", timeout=30)
-        found_url = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "parley.graph.cli", "redis-url", "--data-dir", str(data)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        found_url = await run("redis-url", "--data-dir", str(data), env=env, timeout=60)
     finally:
         api.stop()
     assert found_url.returncode == 0, found_url.stderr

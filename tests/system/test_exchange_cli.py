@@ -2,10 +2,7 @@
 idempotence, and the same against a remote server with `--url`."""
 
 import argparse
-import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +11,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from bench.support.processes import api_process, parley_env
+from bench.support.processes import api_process, parley_env, run
 from parley.resolvers.experiment_design import Design
 from parley.storage.embedded import EmbeddedRedis
 from parley.storage.experiments import ExperimentStore
@@ -35,22 +32,6 @@ from parley.storage.models import (
 )
 from tests.support import sotopia_records as sotopia
 from tests.support.server import GraphQLClient, serve
-
-
-def parley(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "parley.graph.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-async def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """A `parley` command, off the event loop (an in-process server may have to answer it)."""
-    return await asyncio.to_thread(parley, *args, env=env)
 
 
 @pytest.fixture

@@ -18,10 +18,9 @@ from scipy import stats
 
 from bench.support.fake_llm import FakeLLM
 from bench.support.polling import eventually
-from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.processes import api_process, parley_env, run, worker_process
 from bench.support.simulation import post
 from parley.storage.embedded import EmbeddedRedis
-from tests.system.test_exchange_cli import run
 from tests.system.test_experiments import Cli, progress
 
 RESULTS = """
