@@ -11,6 +11,7 @@ from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
 from bench.support.polling import eventually
+from parley.core.errors import camel
 from parley.lifecycle.services import Services
 from parley.lifecycle.start import start as start_episode
 from parley.storage.models import AgentProfile, EnvironmentProfile
@@ -30,6 +31,12 @@ query($id: ID!) {
     turns { turn speaker actionType argument sequence }
     rewards { agentIndex overall dimensions { dimension score } }
     messages reasoning agentModels judgeModel
+  }
+}"""
+CREATE_DIMENSION_LIST = """
+mutation($input: CreateEvaluationDimensionListInput!) {
+  createEvaluationDimensionList(input: $input) {
+    evaluationDimensionList { id } userErrors { field message code }
   }
 }"""
 EVENTS = """
@@ -61,19 +68,9 @@ async def make_world(tag: str, agents: int = 2) -> tuple[str, list[str]]:
     return str(scenario.pk), [str(p.pk) for p in people]
 
 
-def start_input(scenario: str, agents: list[str], model: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "scenarioId": scenario,
-        "agentIds": agents,
-        "agentModels": [model],
-        "judgeModel": model,
-        "maxTurns": 3,
-        **extra,
-    }
-
-
 def start_fields(scenario: str, agents: list[str], model: str, **fields: Any) -> dict[str, Any]:
-    """`start_input` as the lifecycle takes it (snake_case)."""
+    """An episode's fields as the lifecycle takes them: these agents in a scenario, `model` in
+    every seat and judging (`fields` adds others)."""
     return {
         "scenario_id": scenario,
         "agent_ids": agents,
@@ -81,6 +78,13 @@ def start_fields(scenario: str, agents: list[str], model: str, **fields: Any) ->
         "judge_model": model,
         **fields,
     }
+
+
+def start_input(scenario: str, agents: list[str], model: str, **extra: Any) -> dict[str, Any]:
+    """startSimulation's input: an episode of three turns of these, `model` in every seat and
+    judging (`extra`, in the API's camelCase, adds or changes fields)."""
+    fields = start_fields(scenario, agents, model, max_turns=3)
+    return {**{camel(name): value for name, value in fields.items()}, **extra}
 
 
 async def queue_episode(
@@ -129,10 +133,12 @@ async def wait_for(
     return await eventually(read, predicate, timeout=timeout)
 
 
-def websocket_transport(base_url: str, **options: Any) -> WebsocketsTransport:
+def websocket_transport(
+    base_url: str, subprotocol: str = WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL, **options: Any
+) -> WebsocketsTransport:
     return WebsocketsTransport(
         url=base_url.replace("http://", "ws://") + "/graphql",
-        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        subprotocols=[subprotocol],
         **options,
     )
 

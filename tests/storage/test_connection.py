@@ -21,6 +21,7 @@ from redis.exceptions import ResponseError
 from bench.support.fake_llm import FakeLLM
 from bench.support.polling import eventually
 from bench.support.processes import Process, api_process, parley_env, worker_process
+from bench.support.simulation import CREATE_DIMENSION_LIST
 from parley.storage import keys
 from parley.storage.connection import IndexesRebuilding, open_client
 from parley.storage.embedded import EmbeddedRedis
@@ -39,12 +40,6 @@ from tests.support.spare_redis import spare_redis
 from tests.support.world import start_episode
 
 RESULTS = "{ episodeResults(groupBy: [MODEL]) { groups { model scored } } }"
-CREATE = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { field message code }
-  }
-}"""
 WARNING = "stored dimension names have no results"
 
 
@@ -119,7 +114,9 @@ async def test_serve_starts_on_indexes_an_older_version_filled(
             data = await gql.data(RESULTS)
             dimensions = [{"name": "brand new", "rangeLow": 0, "rangeHigh": 1}]
             input = {"name": "one more", "dimensions": dimensions}
-            created = (await gql.data(CREATE, {"input": input}))["createEvaluationDimensionList"]
+            created = (await gql.data(CREATE_DIMENSION_LIST, {"input": input}))[
+                "createEvaluationDimensionList"
+            ]
         api_log = api.output()
     assert data == {"episodeResults": {"groups": []}}
     assert f"100 {WARNING}" in api_log, api_log

@@ -19,7 +19,7 @@ from scipy import stats
 from bench.support.fake_llm import FakeLLM
 from bench.support.polling import eventually
 from bench.support.processes import api_process, parley_env, run, worker_process
-from bench.support.simulation import post
+from bench.support.simulation import CREATE_DIMENSION_LIST, post
 from parley.storage.embedded import EmbeddedRedis
 from tests.system.test_experiments import Cli, progress
 
@@ -34,12 +34,6 @@ query($id: ID!, $evaluation: ID) {
 }"""
 SLOTS = """
 query($id: ID!) { experiment(id: $id) { slots(first: 100) { nodes { episode { id } } } } }"""
-DIMENSIONS = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { message }
-  }
-}"""
 REJUDGE = """
 mutation($input: RejudgeEpisodesInput!) {
   rejudgeEpisodes(input: $input) { rejudging { id episodes } userErrors { message } }
@@ -171,7 +165,7 @@ async def test_design_run_kill_resume_results_rejudge_export_import(
 
         listed = await post(
             api.url,
-            DIMENSIONS,
+            CREATE_DIMENSION_LIST,
             {
                 "input": {
                     "name": "loop-warmth",
