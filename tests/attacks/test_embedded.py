@@ -54,6 +54,16 @@ def not_private(root: Path) -> dict[str, str]:
     }
 
 
+async def kept(url: str) -> str | None:
+    """The value of `kept`, read with the password."""
+    client = open_client(url)
+    try:
+        value = await client.get("kept")
+        return None if value is None else str(value)
+    finally:
+        await client.aclose()
+
+
 async def written_and_saved(url: str) -> None:
     """A write, and a snapshot on disk as Redis makes it (dump.rdb)."""
     client = open_client(url)
@@ -73,11 +83,7 @@ async def test_a_client_without_the_password_gets_nothing(tmp_path: Path) -> Non
             assert (await unauthenticated(server.port, command)).startswith(b"-NOAUTH"), command
         wrong = await unauthenticated(server.port, b"AUTH default guess\r\nGET kept\r\n")
         assert wrong.startswith(b"-WRONGPASS"), wrong
-        client = open_client(url)
-        try:
-            assert await client.get("kept") == "yes"
-        finally:
-            await client.aclose()
+        assert await kept(url) == "yes"
     finally:
         await server.stop()
 
@@ -137,11 +143,7 @@ async def test_an_older_data_dir_gets_a_password_and_is_made_private(tmp_path: P
         assert (home / "redis" / "password").is_file()
         assert not_private(home) == {}
         assert (await unauthenticated(server.port, b"GET kept\r\n")).startswith(b"-NOAUTH")
-        client = open_client(url)
-        try:
-            assert await client.get("kept") == "from before"
-        finally:
-            await client.aclose()
+        assert await kept(url) == "from before"
     finally:
         await server.stop()
     assert os.stat(home / "redis" / "password").st_uid == os.getuid()

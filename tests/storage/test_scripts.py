@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from parley import storage
 from parley.storage.scripts import LUA, VOCABULARY, Script, vocabulary_prelude
 
 QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
@@ -38,6 +37,7 @@ def strays(source: str, commands: set[str]) -> list[str]:
 
 def declared_scripts() -> list[Script[Any, Any]]:
     """The scripts every module of storage/ declares."""
+    storage = importlib.import_module("parley.storage")
     names = [f"{storage.__name__}.{m.name}" for m in pkgutil.iter_modules(storage.__path__)]
     modules = [importlib.import_module(name) for name in names]
     return [v for m in modules for v in vars(m).values() if isinstance(v, Script)]
