@@ -72,8 +72,7 @@ async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, lis
     if valid is None:
         return None, errors
     agent = AgentProfile(**valid.model_dump(exclude={"pk"}), pk=valid.pk)
-    errors = await insert(agent)
-    return (None, errors) if errors else (agent, [])
+    return await insert(agent)
 
 
 async def update_agent(

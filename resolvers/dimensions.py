@@ -142,11 +142,10 @@ async def create_dimension_list(
     record = CustomEvaluationDimensionList(
         pk=valid.pk, name=valid.name, dimension_pks=[d.pk for d in dimensions]
     )
-    errors = await insert(record)
-    if errors:
-        return None, errors
-    await save_all(CustomEvaluationDimension, dimensions)
-    return record, []
+    stored, errors = await insert(record)
+    if stored is not None:
+        await save_all(CustomEvaluationDimension, dimensions)
+    return stored, errors
 
 
 async def delete_dimension_list(pk: str) -> list[UserError]:

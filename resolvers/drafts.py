@@ -45,25 +45,26 @@ SAVE_SCENARIOS = 500
 """Most scenarios one saveDraft stores (a draft job's result, say)."""
 
 
-class DraftWorldFields(WriteModel):
+class DraftRequest(WriteModel):
+    """What every draft is asked with: a prompt, and the model to ask."""
+
     prompt: Prompt
     model: ShortText = LOCAL_MODEL
+
+
+class DraftWorldFields(DraftRequest):
     agents: Annotated[int, Field(ge=2, le=WORLD_AGENTS)] = 2
     scenarios: Annotated[int, Field(ge=1, le=PART_COUNT)] = 1
     relationship: Level | None = None
 
 
-class DraftAgentsFields(WriteModel):
-    prompt: Prompt
+class DraftAgentsFields(DraftRequest):
     count: Annotated[int, Field(ge=1, le=PART_COUNT)]
-    model: ShortText = LOCAL_MODEL
 
 
-class DraftScenariosFields(WriteModel):
-    prompt: Prompt
+class DraftScenariosFields(DraftRequest):
     count: Annotated[int, Field(ge=1, le=PART_COUNT)]
     agent_ids: Annotated[list[RecordId], Field(min_length=2, max_length=LIST_MAX)] | None = None
-    model: ShortText = LOCAL_MODEL
     relationship: Level | None = None
 
 
@@ -182,6 +183,16 @@ def model_errors(models: ModelCatalog, model: str) -> list[UserError]:
     return []
 
 
+def _request[F: DraftRequest](
+    models: ModelCatalog, schema: type[F], fields: dict[str, Any]
+) -> tuple[F | None, list[UserError]]:
+    """`fields` as `schema`, asking a model `models` knows; or why not."""
+    valid, errors = validated(schema, fields)
+    if valid is not None and (errors := model_errors(models, valid.model)):
+        return None, errors
+    return valid, errors
+
+
 async def _ask(
     llm: LLMRouter, model: str, spec: DraftSpec, seats: int | None
 ) -> tuple[Drafted | None, list[UserError]]:
@@ -197,10 +208,8 @@ async def draft_world_from(
     llm: LLMRouter, fields: dict[str, Any]
 ) -> tuple[Drafted | None, list[UserError]]:
     """Agents, scenarios with a goal per agent, and every pair's relationship."""
-    valid, errors = validated(DraftWorldFields, fields)
+    valid, errors = _request(llm, DraftWorldFields, fields)
     if valid is None:
-        return None, errors
-    if errors := model_errors(llm, valid.model):
         return None, errors
     spec = DraftSpec(
         prompt=valid.prompt,
@@ -216,10 +225,8 @@ async def draft_world_from(
 async def draft_agents(
     llm: LLMRouter, fields: dict[str, Any]
 ) -> tuple[Drafted | None, list[UserError]]:
-    valid, errors = validated(DraftAgentsFields, fields)
+    valid, errors = _request(llm, DraftAgentsFields, fields)
     if valid is None:
-        return None, errors
-    if errors := model_errors(llm, valid.model):
         return None, errors
     return await _ask(llm, valid.model, DraftSpec(prompt=valid.prompt, agents=valid.count), None)
 

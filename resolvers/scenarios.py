@@ -60,8 +60,7 @@ async def create_scenario(
     if problems:
         return None, problems
     scenario = EnvironmentProfile(**valid.model_dump(exclude={"pk"}), pk=valid.pk)
-    errors = await insert(scenario)
-    return (None, errors) if errors else (scenario, [])
+    return await insert(scenario)
 
 
 async def update_scenario(

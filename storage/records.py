@@ -80,11 +80,12 @@ async def update_fields[R: Record](
     return None, [UserError(["input", "id"], message, ErrorCode.CONFLICT)]
 
 
-async def insert[R: Record](record: R) -> list[UserError]:
-    """Save a new record; a taken primary key is a conflict, never an overwrite."""
+async def insert[R: Record](record: R) -> tuple[R | None, list[UserError]]:
+    """Save a new record: it, or None when its primary key is taken (a conflict, never an
+    overwrite)."""
     if await record.save(nx=True) is None:
-        return [UserError(["input", "id"], f"id {record.pk!r} is taken", ErrorCode.CONFLICT)]
-    return []
+        return None, [UserError(["input", "id"], f"id {record.pk!r} is taken", ErrorCode.CONFLICT)]
+    return record, []
 
 
 async def save_all[R: Record](model: type[R], records: Sequence[R]) -> None:

@@ -122,10 +122,11 @@ def scenario(text: str) -> EnvironmentProfile:
 
 async def test_a_taken_key_is_never_overwritten(redis_client: redis.Redis) -> None:
     stored, new = scenario("first"), scenario("new")
-    assert await insert(stored) == []
+    assert await insert(stored) == (stored, [])
     taken = scenario("second")
     taken.pk = stored.pk
-    assert [e.code for e in await insert(taken)] == [ErrorCode.CONFLICT]
+    refused, errors = await insert(taken)
+    assert refused is None and [e.code for e in errors] == [ErrorCode.CONFLICT]
     assert await insert_new(redis_client, [taken, new]) == [False, True]
     assert (await EnvironmentProfile.get(stored.pk)).scenario == "first"
     assert (await EnvironmentProfile.get(new.pk)).scenario == "new"
