@@ -7,13 +7,13 @@ Both send the same request to the fake OpenAI-compatible server (its own process
 after 200 ms), so the figure is what the calling process spends per call.
 """
 
-import argparse
 import asyncio
 import importlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bench.common import run_main
 from bench.support.fake_llm import fake_llm_process
 from parley.engine.chat_client import ChatClient
 from parley.storage.embedded import free_port
@@ -52,7 +52,7 @@ async def measure(call: Callable[[], Awaitable[Any]], calls: int, in_flight: int
     return (time.process_time() - began) / calls * 1000
 
 
-async def main(calls: int, in_flight: int) -> None:
+async def main(calls: int = 2000, in_flight: int = 200) -> None:
     with fake_llm_process(free_port(), 0.2) as (base, _):
         ours = ChatClient(base, "key", timeout=30)
         print(
@@ -83,8 +83,4 @@ async def main(calls: int, in_flight: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--in-flight", type=int, default=200)
-    args = parser.parse_args()
-    asyncio.run(main(args.calls, args.in_flight))
+    run_main(main, __doc__)

@@ -8,14 +8,13 @@ with startDraftJob, follows it with draftJob every 50 ms over HTTP until it comp
 saves its scenarios with saveDraft. Prints each run and the medians.
 """
 
-import argparse
 import asyncio
 import json
 import statistics
 import time
 from pathlib import Path
 
-from bench.common import bench_redis
+from bench.common import bench_redis, run_main
 from bench.support.fake_llm import fake_llm_process
 from bench.support.processes import api_process, parley_env, worker_process
 from bench.support.simulation import post
@@ -64,7 +63,7 @@ async def one_job(api: str, scenarios: int) -> tuple[float, list[tuple[float, in
     return finished, changes, time.perf_counter() - saving
 
 
-async def main(scenarios: int, delay: float, runs: int) -> None:
+async def main(scenarios: int = 50, delay: float = 1.0, runs: int = 3) -> None:
     async with bench_redis() as (redis_url, tmp, _):
         with fake_llm_process(free_port(), delay) as (base, _pid):
             models = tmp / "models.json"
@@ -91,9 +90,4 @@ async def main(scenarios: int, delay: float, runs: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--scenarios", type=int, default=50)
-    parser.add_argument("--delay", type=float, default=1.0)
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
-    asyncio.run(main(args.scenarios, args.delay, args.runs))
+    run_main(main, __doc__)

@@ -5,11 +5,10 @@ Run: python -m bench.bench_engine [--episodes N] [--turns T]
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 import time
 
+from bench.common import run_main
 from bench.support.factories import make_setup
 from parley.engine.episode import simulate
 from parley.engine.judge import evaluate
@@ -50,7 +49,7 @@ class InstantRouter:
         return json.dumps(scores)
 
 
-async def run(episodes: int, turns: int) -> None:
+async def run(episodes: int = 200, turns: int = 20) -> None:
     router = InstantRouter()
     setup = make_setup("custom/instant@http://127.0.0.1:9/v1", max_turns=turns)
     await simulate(setup, router)  # warm up imports and caches
@@ -74,13 +73,5 @@ async def run(episodes: int, turns: int) -> None:
     print(f"judge CPU per episode (2 agents x 7 dimensions): {cpu_judge / episodes * 1000:.3f} ms")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=200)
-    parser.add_argument("--turns", type=int, default=20)
-    args = parser.parse_args()
-    asyncio.run(run(args.episodes, args.turns))
-
-
 if __name__ == "__main__":
-    main()
+    run_main(run, __doc__)

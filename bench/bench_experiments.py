@@ -6,14 +6,12 @@ Starts an embedded Redis and one `parley serve --no-worker` process; nothing run
 The design is 10 scenarios x 10 explicit pairs x 2 seatings x `repeats` (50: 10,000 slots).
 """
 
-import argparse
-import asyncio
 import time
 from typing import Any
 
 import httpx
 
-from bench.common import bench_redis, summary_ms
+from bench.common import bench_redis, run_main, summary_ms
 from bench.support.processes import api_process, parley_env
 from parley.storage.models import AgentProfile, EnvironmentProfile
 
@@ -52,7 +50,7 @@ async def call(http: httpx.AsyncClient, query: str, variables: dict[str, Any]) -
     return elapsed, body["data"]
 
 
-async def run(repeats: int, reads: int) -> None:
+async def run(repeats: int = 50, reads: int = 50) -> None:
     async with bench_redis() as (url, tmp, _):
         scenarios, agents = await world()
         pairs = [[agents[i], agents[i + 1]] for i in range(10)]
@@ -84,13 +82,5 @@ async def run(repeats: int, reads: int) -> None:
                 print(f"cancelExperiment, cancelling {slots}: {took * 1000:.0f} ms")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=50)
-    parser.add_argument("--reads", type=int, default=50)
-    args = parser.parse_args()
-    asyncio.run(run(args.repeats, args.reads))
-
-
 if __name__ == "__main__":
-    main()
+    run_main(run, __doc__)

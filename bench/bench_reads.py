@@ -10,15 +10,13 @@ the median of five in pages of 100, the largest the API gives, with the API proc
 for each of those pages.
 """
 
-import argparse
-import asyncio
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 
-from bench.common import bench_redis, cpu_seconds, percentile, rss_mib
+from bench.common import bench_redis, cpu_seconds, percentile, rss_mib, run_main
 from bench.support.processes import api_process, parley_env
 from bench.support.read_world import write_world
 from parley.resolvers.pagination import MAX_PAGE_SIZE
@@ -111,7 +109,7 @@ def ms(values: list[float], q: float) -> str:
     return f"{percentile([v * 1000 for v in values], q):7.2f}"
 
 
-async def main(repeat: int) -> None:
+async def main(repeat: Annotated[int, "requests per small page"] = 200) -> None:
     async with bench_redis() as (redis_url, tmp, client):
         await write_world(client)
         env = parley_env(redis_url, tmp / "data", seed="false")
@@ -162,6 +160,4 @@ async def main(repeat: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=200, help="requests per small page")
-    asyncio.run(main(parser.parse_args().repeat))
+    run_main(main, __doc__)

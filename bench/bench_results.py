@@ -11,17 +11,15 @@ with Sotopia's bare 0.0 reward. Starts one `parley serve --no-worker` and prints
 `episodeResults` and `modelComparison` queries, whole database and one experiment.
 """
 
-import argparse
-import asyncio
 import json
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 
-from bench.common import bench_redis, percentile
+from bench.common import bench_redis, percentile, run_main
 from bench.support.processes import api_process, parley_env
 from parley.engine.types import SOTOPIA_DIMENSIONS
 from parley.storage import keys
@@ -174,7 +172,11 @@ async def write_cost(n: int) -> None:
                 )
 
 
-async def main(episodes: int, repeat: int, write_only: bool) -> None:
+async def main(
+    episodes: int = 100_000,
+    repeat: int = 100,
+    write_only: Annotated[bool, "only the cost of writing"] = False,
+) -> None:
     await write_cost(20_000)
     if write_only:
         return
@@ -209,9 +211,4 @@ async def main(episodes: int, repeat: int, write_only: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--episodes", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=100)
-    parser.add_argument("--write-only", action="store_true", help="only the cost of writing")
-    args = parser.parse_args()
-    asyncio.run(main(args.episodes, args.repeat, args.write_only))
+    run_main(main, __doc__)

@@ -6,12 +6,11 @@ priced) in a fresh embedded Redis, waits for the index, then times `usage_totals
 (half the episodes), an experiment (a tenth) and everything.
 """
 
-import argparse
 import asyncio
 import json
 import time
 
-from bench.common import bench_redis, summary_ms
+from bench.common import bench_redis, run_main, summary_ms
 from parley.engine.usage import Prices, TokenCount
 from parley.lifecycle.usage import usage_fields
 from parley.resolvers.usage import usage_totals
@@ -41,7 +40,7 @@ def document(i: int) -> str:
     return head[:-1] + "," + fields + "}"
 
 
-async def main(episodes: int, repeat: int) -> None:
+async def main(episodes: int = 100_000, repeat: int = 50) -> None:
     async with bench_redis() as (_, _, client):
         began = time.perf_counter()
         for start in range(0, episodes, 1000):
@@ -71,8 +70,4 @@ async def main(episodes: int, repeat: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=50)
-    args = parser.parse_args()
-    asyncio.run(main(args.episodes, args.repeat))
+    run_main(main, __doc__)

@@ -10,7 +10,6 @@ waiting seat's submitAction at once (32 in flight) and times how fast the API ta
 long until the worker has played each episode's model turn and parked it WAITING again.
 """
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -22,7 +21,7 @@ from typing import Any
 import httpx
 import redis.asyncio as redis
 
-from bench.common import bench_redis, cpu_seconds, rss_mib, summary_ms
+from bench.common import bench_redis, cpu_seconds, rss_mib, run_main, summary_ms
 from bench.support.fake_llm import fake_llm_process
 from bench.support.people import START_MANY_WITH_SEATS, SUBMIT, speak
 from bench.support.processes import api_process, parley_env, worker_process
@@ -149,7 +148,7 @@ async def submit_all(api_url: str, seats: list[tuple[str, str]]) -> list[float]:
     return latencies
 
 
-async def main(episodes: int, few: int, seconds: float) -> None:
+async def main(episodes: int = 1000, few: int = 10, seconds: float = 60.0) -> None:
     async with bench_redis() as (redis_url, tmp, client):
         with fake_llm_process(free_port()) as (base, _):
             models = tmp / "models.json"
@@ -210,9 +209,4 @@ async def main(episodes: int, few: int, seconds: float) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=1000)
-    parser.add_argument("--few", type=int, default=10)
-    parser.add_argument("--seconds", type=float, default=60)
-    args = parser.parse_args()
-    asyncio.run(main(args.episodes, args.few, args.seconds))
+    run_main(main, __doc__)

@@ -7,13 +7,13 @@ episode alone, then N at once, and prints the ratio, the worker's memory, and th
 the worker's CPU was busy.
 """
 
-import argparse
 import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Annotated
 
-from bench.common import bench_redis, cpu_seconds, rss_mib
+from bench.common import bench_redis, cpu_seconds, rss_mib, run_main
 from bench.support.fake_llm import fake_llm_process
 from bench.support.processes import api_process, parley_env, worker_process
 from bench.support.simulation import make_world, post, start_input
@@ -48,7 +48,11 @@ async def run_batch(
         await asyncio.sleep(0.05)
 
 
-async def main(episodes: int, turns: int, delay: float) -> None:
+async def main(
+    episodes: int = 200,
+    turns: Annotated[int, "maxTurns (the API default)"] = 20,
+    delay: float = 0.2,
+) -> None:
     async with bench_redis() as (redis_url, tmp, _):
         with fake_llm_process(free_port(), delay) as (base, fake_pid):
             models = tmp / "models.json"
@@ -94,9 +98,4 @@ async def main(episodes: int, turns: int, delay: float) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=200)
-    parser.add_argument("--turns", type=int, default=20, help="maxTurns (the API default)")
-    parser.add_argument("--delay", type=float, default=0.2)
-    args = parser.parse_args()
-    asyncio.run(main(args.episodes, args.turns, args.delay))
+    run_main(main, __doc__)

@@ -1,11 +1,16 @@
-"""Shared set-up for the service benchmarks: an embedded Redis and real Parley processes."""
+"""Shared set-up for the service benchmarks: an embedded Redis, figures of real Parley
+processes, and the command line."""
 
+import argparse
+import asyncio
 import contextlib
+import inspect
 import statistics
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, get_type_hints
 
 import psutil
 import redis.asyncio as redis
@@ -69,3 +74,22 @@ def cpu_seconds(pid: int, descendants: bool = False) -> float:
 
 def rss_mib(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 2**20
+
+
+def run_main(main: Callable[..., Coroutine[Any, Any, None]], description: str | None) -> None:
+    """Run `main` with its keyword defaults as command-line options (`in_flight` is
+    `--in-flight`), each of its default's type; a string in a parameter's `Annotated` is its
+    help."""
+    parser = argparse.ArgumentParser(description=description)
+    hints = get_type_hints(main, include_extras=True)
+    for name, parameter in inspect.signature(main).parameters.items():
+        default = parameter.default
+        helps = [m for m in getattr(hints.get(name), "__metadata__", ()) if isinstance(m, str)]
+        kind: dict[str, Any] = (
+            {"action": argparse.BooleanOptionalAction}
+            if isinstance(default, bool)
+            else {"type": type(default)}
+        )
+        option = "--" + name.replace("_", "-")
+        parser.add_argument(option, default=default, help=helps[0] if helps else None, **kind)
+    asyncio.run(main(**vars(parser.parse_args())))

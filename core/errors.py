@@ -1,9 +1,11 @@
 """Expected failures, returned to clients as data (`userErrors`), never as crashes."""
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from parley.core.limits import PATTERNS, has_utf8_form
 from parley.core.wording import Location, problems
@@ -38,9 +40,9 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def field_path(prefix: str, loc: Location) -> list[str]:
+def field_path(prefix: Sequence[str], loc: Sequence[str | int]) -> list[str]:
     """A validation error's location as a GraphQL (camelCase) field path under `prefix`."""
-    return [prefix, *(camel(p) if isinstance(p, str) else str(p) for p in loc)]
+    return [*prefix, *(camel(p) if isinstance(p, str) else str(p) for p in loc)]
 
 
 def plain_problems(error: ValidationError) -> list[tuple[Location, str]]:
@@ -49,12 +51,22 @@ def plain_problems(error: ValidationError) -> list[tuple[Location, str]]:
     return problems(error, PATTERNS)
 
 
-def from_validation(error: ValidationError, prefix: str = "input") -> list[UserError]:
+def from_validation(error: ValidationError, prefix: Sequence[str] = ("input",)) -> list[UserError]:
     """One user error per pydantic error, with the GraphQL (camelCase) field path."""
     return [
         UserError(field=field_path(prefix, loc), message=message, code=ErrorCode.INVALID)
         for loc, message in plain_problems(error)
     ]
+
+
+def validated[M: BaseModel](
+    schema: type[M], fields: Mapping[str, Any], prefix: Sequence[str] = ("input",)
+) -> tuple[M | None, list[UserError]]:
+    """`fields` as a `schema`, or why not: a user error per problem (`from_validation`)."""
+    try:
+        return schema(**fields), []
+    except ValidationError as err:
+        return None, from_validation(err, prefix)
 
 
 def not_found(kind: str, pk: str, field: str = "id") -> UserError:

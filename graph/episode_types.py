@@ -25,7 +25,7 @@ from parley.graph.seat_types import (
     YourTurn,
     dimension_scores,
 )
-from parley.graph.types import Agent, Relationship, Scenario, load_agent
+from parley.graph.types import Agent, Relationship, Scenario, load_agent, primary_key
 from parley.graph.usage_types import ModelUsage
 from parley.resolvers import episodes, games, perspective, relationships, transcript
 from parley.resolvers.names import agent_name
@@ -151,9 +151,7 @@ class Episode:
 
     record: strawberry.Private[models.EpisodeLog]
 
-    @strawberry.field(description="The stored primary key.", metadata=reading("pk"))
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.record.pk))
+    id = primary_key()
 
     status = stored("Current status.")
 

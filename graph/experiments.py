@@ -16,7 +16,7 @@ from parley.graph.episode_types import Episode, when
 from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
-from parley.graph.types import UserError
+from parley.graph.types import UserError, primary_key
 from parley.lifecycle import experiments as service
 from parley.lifecycle.experiment_follow import UnknownExperiment, follow_experiment
 from parley.lifecycle.experiments import Progress
@@ -214,9 +214,7 @@ class ExperimentSlot:
 class Experiment:
     record: strawberry.Private[models.Experiment]
 
-    @strawberry.field(description="Its id.")
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.record.pk))
+    id = primary_key("Its id.")
 
     name = stored("Name, unique with the tag.")
     tag = stored("Tag every episode of it carries.")

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 import strawberry
 
 from parley.graph.context import Info
+from parley.graph.fields import copied
 from parley.resolvers import rejudging
 from parley.resolvers.results import Group, GroupBy, Results, ResultsFilter
 from parley.resolvers.statistics import Interval, Paired, Summary
@@ -69,14 +70,7 @@ class ConfidenceInterval:
 
     @classmethod
     def of(cls, interval: Interval | None) -> "ConfidenceInterval | None":
-        if interval is None:
-            return None
-        return cls(
-            low=interval.low,
-            high=interval.high,
-            margin=interval.margin,
-            degrees_of_freedom=interval.degrees_of_freedom,
-        )
+        return None if interval is None else copied(cls, interval)
 
 
 @strawberry.type(description="The scores of one dimension in one group.")

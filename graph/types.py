@@ -1,5 +1,7 @@
 """GraphQL object types; each wraps one stored record and reads its fields."""
 
+from typing import Any
+
 import strawberry
 
 from parley.graph.context import Info
@@ -17,6 +19,15 @@ from parley.resolvers.scenarios import SCENARIO
 from parley.storage import models
 
 
+def _primary_key(root: Any) -> strawberry.ID:
+    return strawberry.ID(str(root.record.pk))
+
+
+def primary_key(description: str = "The stored primary key.") -> Any:
+    """The `id` field of a type that holds its stored record in `record`."""
+    return strawberry.field(resolver=_primary_key, description=description, metadata=reading("pk"))
+
+
 @strawberry.type(description="An expected failure: which input field, what is wrong, a code.")
 class UserError:
     field: list[str] = strawberry.field(description="Path to the input field at fault.")
@@ -29,9 +40,7 @@ class UserError:
 class Agent:
     record: strawberry.Private[models.AgentProfile]
 
-    @strawberry.field(description="The stored primary key.", metadata=reading("pk"))
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.record.pk))
+    id = primary_key()
 
     @strawberry.field(
         description="Display name, as used in transcripts: first and last name.",
@@ -59,9 +68,7 @@ AGENT_READS = Reads.of_type(Agent)
 class Scenario:
     record: strawberry.Private[models.EnvironmentProfile]
 
-    @strawberry.field(description="The stored primary key.", metadata=reading("pk"))
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.record.pk))
+    id = primary_key()
 
     @strawberry.field(
         description="Sotopia's instruction on how to act, given with every turn; null when none.",
@@ -87,9 +94,7 @@ SCENARIO_READS = Reads.of_type(Scenario)
 class Relationship:
     record: strawberry.Private[models.RelationshipProfile]
 
-    @strawberry.field(description="The stored primary key.", metadata=reading("pk"))
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.record.pk))
+    id = primary_key()
 
     @strawberry.field(
         description="Id of the first agent (Sotopia's agent_1_id).", metadata=reading("agent_1_id")
@@ -150,9 +155,7 @@ class AgentRelationship:
 class EvaluationDimension:
     record: strawberry.Private[models.CustomEvaluationDimension]
 
-    @strawberry.field(description="The stored primary key.")
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.record.pk))
+    id = primary_key()
 
     name = stored("Dimension name, used as the key in rewards.")
     description = stored("What the judge is asked to assess.")
@@ -165,9 +168,7 @@ class EvaluationDimension:
 class EvaluationDimensionList:
     record: strawberry.Private[models.CustomEvaluationDimensionList]
 
-    @strawberry.field(description="The stored primary key.")
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.record.pk))
+    id = primary_key()
 
     name = stored("Unique name of the list.")
 

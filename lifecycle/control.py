@@ -17,9 +17,9 @@ import time
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import RecordId, RequiredText
 from parley.engine.episode import TurnControl
 from parley.engine.types import Injection
@@ -181,10 +181,9 @@ class RunControl:
         self, fields: dict[str, Any]
     ) -> tuple[StoredInjection | None, list[UserError]]:
         """Add an environment message that its agents see from their next turn."""
-        try:
-            request = InjectRequest(**fields)
-        except ValidationError as err:
-            return None, from_validation(err)
+        request, errors = validated(InjectRequest, fields)
+        if request is None:
+            return None, errors
         episode = await get_or_none(EpisodeLog, request.episode_id)
         if episode is None:
             return None, [not_found("episode", request.episode_id)]

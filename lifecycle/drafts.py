@@ -14,10 +14,10 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 from ulid import ULID
 
-from parley.core.errors import ErrorCode, UserError, camel, from_validation
+from parley.core.errors import ErrorCode, UserError, camel, validated
 from parley.core.limits import LIST_MAX, RecordId, ShortText
 from parley.engine.drafting import DraftSpec, WorldDraft, draft_world
 from parley.engine.errors import LLMError
@@ -160,10 +160,9 @@ async def queue(
 ) -> tuple[DraftJob | None, list[UserError]]:
     """Check the request, then write the job and one queue entry per part in one transaction;
     nothing is written when anything is refused."""
-    try:
-        valid = DraftJobFields(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(DraftJobFields, fields)
+    if valid is None:
+        return None, errors
     cast, errors = await checked_cast(client, models, valid.model, valid.agent_ids)
     if errors:
         return None, errors

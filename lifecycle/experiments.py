@@ -10,24 +10,24 @@ import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from ulid import ULID
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import Name, ShortText
 from parley.lifecycle import failpoints
 from parley.lifecycle import start as simulations
 from parley.lifecycle.services import Services
 from parley.resolvers.experiment_design import plan
-from parley.resolvers.keyset import SortOrder, newest_first
-from parley.resolvers.pagination import Page, fetch_page
+from parley.resolvers.keyset import newest_first
+from parley.resolvers.pagination import Page, PageArgs, fetch_page
+from parley.resolvers.search import tag_terms
 from parley.storage import keys
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import UNFINISHED, EpisodeStatus, Experiment, ExperimentSlot
 from parley.storage.records import storable
-from parley.storage.tracking import TrackedDocuments
 
 RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
 """Statuses whose slot a new start fills again."""
@@ -76,10 +76,9 @@ async def create_experiment(
     services: Services, fields: dict[str, Any]
 ) -> tuple[Experiment | None, list[UserError]]:
     """A new experiment, or the stored one with the same name, tag and design."""
-    try:
-        valid = ExperimentFields(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(ExperimentFields, fields)
+    if valid is None:
+        return None, errors
     design, slots, errors = await plan(services.client, valid.design, services.models)
     if design is None:
         return None, errors
@@ -109,22 +108,11 @@ async def get_experiment(services: Services, pk: str) -> Experiment | None:
 
 
 async def list_experiments(
-    *,
-    name: str | None,
-    tag: str | None,
-    first: int | None,
-    after: str | None,
-    order: SortOrder | None = None,
-    documents: TrackedDocuments | None = None,
+    *, name: str | None, tag: str | None, **page: Unpack[PageArgs]
 ) -> Page[Experiment]:
     """Newest first unless asked otherwise."""
-    terms: list[Any] = []
-    if name:
-        terms.append(Experiment.name == searchable_tag(name))
-    if tag:
-        terms.append(Experiment.tag == searchable_tag(tag))
-    query = Experiment.find(*terms)
-    return await fetch_page(query, EXPERIMENTS, first, after, order, documents=documents)
+    query = Experiment.find(*tag_terms(Experiment, name=name, tag=tag))
+    return await fetch_page(query, EXPERIMENTS, **page)
 
 
 def slot_request(

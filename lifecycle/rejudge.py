@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 from ulid import ULID
 
 from parley.core.errors import (
     BadArgument,
     ErrorCode,
     UserError,
-    from_validation,
     searchable_tag,
+    validated,
 )
 from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import EpisodeFailed, UnknownModelError
@@ -147,10 +147,9 @@ async def queue(
 ) -> tuple[Rejudging | None, list[UserError]]:
     """Check the request, then write each episode's QUEUED evaluation, its evaluation record and
     its job; nothing is written when anything is refused."""
-    try:
-        valid = RejudgeFields(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(RejudgeFields, fields)
+    if valid is None:
+        return None, errors
     if valid.tag is not None:
         try:
             searchable_tag(valid.tag)

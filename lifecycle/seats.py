@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import LongText, RecordId, has_utf8_form
 from parley.engine.render import action_text
 from parley.engine.types import ActionType, AgentAction
@@ -154,10 +154,9 @@ class Seats:
         """Play a person's turn; the turn event's sequence, or why it was refused (then
         nothing changed). The token is checked first: a wrong one is refused alike whether the
         episode and the seat exist or not, before anything else about them is said."""
-        try:
-            request = ActionRequest(**fields)
-        except ValidationError as err:
-            return None, from_validation(err)
+        request, errors = validated(ActionRequest, fields)
+        if request is None:
+            return None, errors
         episode = await get_or_none(EpisodeLog, request.episode_id)
         if episode is None or not holds_seat(episode, request.seat, request.seat_token):
             return None, [_refusal(ActRefusal.TOKEN, request.episode_id)]

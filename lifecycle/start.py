@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 from ulid import ULID
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
@@ -90,16 +90,6 @@ class SimulationFields(BaseModel, extra="forbid"):
 
 
 Reference = tuple[type[Record], str]
-
-
-def parse(
-    fields: dict[str, Any], prefix: Sequence[str]
-) -> tuple[SimulationFields | None, list[UserError]]:
-    try:
-        return SimulationFields(**fields), []
-    except ValidationError as err:
-        invalid = from_validation(err)
-        return None, [UserError([*prefix, *e.field[1:]], e.message, e.code) for e in invalid]
 
 
 def references(valid: SimulationFields) -> list[Reference]:
@@ -196,7 +186,7 @@ async def check(
     prefix: Sequence[str] = ("input",),
 ) -> tuple[SimulationFields | None, list[UserError]]:
     """Validate a request against the stored world; nothing is written."""
-    valid, errors = parse(fields, prefix)
+    valid, errors = validated(SimulationFields, fields, prefix)
     if valid is None:
         return None, errors
     found = await exist(client, references(valid))
@@ -271,7 +261,7 @@ async def start_many(
         message = f"at most {MAX_BATCH} simulations per call, got {len(batch)}"
         return Started([], [UserError(["inputs"], message, ErrorCode.INVALID)])
     prefixes = [prefix or ("inputs", str(i)) for i in range(len(batch))]
-    parsed = [parse(f, p) for f, p in zip(batch, prefixes, strict=True)]
+    parsed = [validated(SimulationFields, f, p) for f, p in zip(batch, prefixes, strict=True)]
     valids = [valid for valid, _ in parsed if valid is not None]
     names = await names_of(services.client, valids) if len(valids) == len(batch) else {}
     problems = await list_problems(valids)

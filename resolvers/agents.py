@@ -1,24 +1,21 @@
 """Agents: Sotopia AgentProfile records."""
 
-from collections.abc import Collection
-from typing import Any
+from typing import Any, Unpack
 
 import redis.asyncio as redis
-from pydantic import ValidationError
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found, searchable_tag
+from parley.core.errors import ErrorCode, UserError, not_found, searchable_tag, validated
 from parley.core.limits import Age, LongText, Name, ShortText, Tags
 from parley.resolvers.fields import Exposed, WithId, WriteModel
-from parley.resolvers.keyset import SortOrder, by_id
+from parley.resolvers.keyset import by_id
 from parley.resolvers.name_search import containing
 from parley.resolvers.names import agent_name
-from parley.resolvers.pagination import Page, fetch_hits
+from parley.resolvers.pagination import Page, PageArgs, fetch_hits
 from parley.resolvers.relationships import relationships_of
-from parley.resolvers.search import Hit
+from parley.resolvers.search import Hit, tag_terms
 from parley.storage import relationships as relationship_writes
 from parley.storage.models import AgentProfile, RelationshipProfile
 from parley.storage.records import get_or_none, insert, storable, update_fields
-from parley.storage.tracking import TrackedDocuments
 
 AGENT = Exposed(
     AgentProfile,
@@ -57,19 +54,9 @@ async def list_agents(
     occupation: str | None = None,
     name: str | None = None,
     name_contains: str | None = None,
-    first: int | None = None,
-    after: str | None = None,
-    order: SortOrder | None = None,
-    fields: Collection[str] | None = None,
-    documents: TrackedDocuments | None = None,
+    **page: Unpack[PageArgs],
 ) -> Page[Hit[AgentProfile]]:
-    terms: list[Any] = []
-    if tag:
-        terms.append(AgentProfile.tag == searchable_tag(tag))
-    if gender:
-        terms.append(AgentProfile.gender == searchable_tag(gender))
-    if occupation:
-        terms.append(AgentProfile.occupation == searchable_tag(occupation))
+    terms = tag_terms(AgentProfile, tag=tag, gender=gender, occupation=occupation)
     if name:
         parts = [searchable_tag(part) for part in name.split()]
         if len(parts) == 2:
@@ -81,18 +68,15 @@ async def list_agents(
             terms.append((AgentProfile.first_name == name) | (AgentProfile.last_name == name))
     if name_contains:
         terms += containing([AgentProfile.first_name, AgentProfile.last_name], name_contains)
-    query = AgentProfile.find(*terms)
-    return await fetch_hits(query, AGENTS, first, after, order, fields, documents)
+    return await fetch_hits(AgentProfile.find(*terms), AGENTS, **page)
 
 
 async def create_agent(fields: dict[str, Any]) -> tuple[AgentProfile | None, list[UserError]]:
-    try:
-        valid = NewAgent(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(NewAgent, fields)
+    if valid is None:
+        return None, errors
     agent = AgentProfile(**valid.model_dump(exclude={"pk"}), pk=valid.pk)
-    errors = await insert(agent)
-    return (None, errors) if errors else (agent, [])
+    return await insert(agent)
 
 
 async def update_agent(

@@ -4,9 +4,9 @@ from collections.abc import Iterable, Sequence
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import LIST_MAX, LongText, Name, RecordId, has_utf8_form
 from parley.engine.types import OVERALL_SCORE
 from parley.storage.models import CustomEvaluationDimension, CustomEvaluationDimensionList
@@ -120,10 +120,9 @@ async def create_dimension_list(
     client: redis.Redis, fields: dict[str, Any]
 ) -> tuple[CustomEvaluationDimensionList | None, list[UserError]]:
     """Validate, give the dimensions results (index_dimensions), then store the list."""
-    try:
-        valid = NewDimensionList(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(NewDimensionList, fields)
+    if valid is None:
+        return None, errors
     # Compared here, not searched: redis-om leaves some characters (a tab, `?`, NUL) unescaped
     # in a query, which RediSearch then refuses.
     taken = [r for r in await list_dimension_lists() if r.name.lower() == valid.name.lower()]
@@ -143,11 +142,10 @@ async def create_dimension_list(
     record = CustomEvaluationDimensionList(
         pk=valid.pk, name=valid.name, dimension_pks=[d.pk for d in dimensions]
     )
-    errors = await insert(record)
-    if errors:
-        return None, errors
-    await save_all(CustomEvaluationDimension, dimensions)
-    return record, []
+    stored, errors = await insert(record)
+    if stored is not None:
+        await save_all(CustomEvaluationDimension, dimensions)
+    return stored, errors
 
 
 async def delete_dimension_list(pk: str) -> list[UserError]:

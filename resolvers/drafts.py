@@ -13,7 +13,7 @@ import redis.asyncio as redis
 from aredis_om.model.encoders import jsonable_encoder
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from parley.core.errors import ErrorCode, UserError, camel, plain_problems
+from parley.core.errors import ErrorCode, UserError, field_path, plain_problems, validated
 from parley.core.limits import LIST_MAX, TEXT_MAX, RecordId, ShortText
 from parley.engine.drafting import DraftSpec, WorldDraft, draft_world
 from parley.engine.errors import LLMError, UnknownModelError
@@ -45,25 +45,26 @@ SAVE_SCENARIOS = 500
 """Most scenarios one saveDraft stores (a draft job's result, say)."""
 
 
-class DraftWorldFields(WriteModel):
+class DraftRequest(WriteModel):
+    """What every draft is asked with: a prompt, and the model to ask."""
+
     prompt: Prompt
     model: ShortText = LOCAL_MODEL
+
+
+class DraftWorldFields(DraftRequest):
     agents: Annotated[int, Field(ge=2, le=WORLD_AGENTS)] = 2
     scenarios: Annotated[int, Field(ge=1, le=PART_COUNT)] = 1
     relationship: Level | None = None
 
 
-class DraftAgentsFields(WriteModel):
-    prompt: Prompt
+class DraftAgentsFields(DraftRequest):
     count: Annotated[int, Field(ge=1, le=PART_COUNT)]
-    model: ShortText = LOCAL_MODEL
 
 
-class DraftScenariosFields(WriteModel):
-    prompt: Prompt
+class DraftScenariosFields(DraftRequest):
     count: Annotated[int, Field(ge=1, le=PART_COUNT)]
     agent_ids: Annotated[list[RecordId], Field(min_length=2, max_length=LIST_MAX)] | None = None
-    model: ShortText = LOCAL_MODEL
     relationship: Level | None = None
 
 
@@ -99,12 +100,8 @@ class Saved:
     relationship_ids: list[str]
 
 
-def _path(prefix: str, loc: list[Any]) -> list[str]:
-    return [prefix, *(camel(p) if isinstance(p, str) else str(p) for p in loc)]
-
-
 def _invalid(prefix: str, problems: list[Problem]) -> list[UserError]:
-    return [UserError(_path(prefix, path), m, ErrorCode.INVALID) for path, m in problems]
+    return [UserError(field_path([prefix], path), m, ErrorCode.INVALID) for path, m in problems]
 
 
 def _problems(err: ValidationError, at: list[Any]) -> list[Problem]:
@@ -186,8 +183,14 @@ def model_errors(models: ModelCatalog, model: str) -> list[UserError]:
     return []
 
 
-def _validation(err: ValidationError) -> list[UserError]:
-    return [UserError(_path("input", p), m, ErrorCode.INVALID) for p, m in _problems(err, [])]
+def _request[F: DraftRequest](
+    models: ModelCatalog, schema: type[F], fields: dict[str, Any]
+) -> tuple[F | None, list[UserError]]:
+    """`fields` as `schema`, asking a model `models` knows; or why not."""
+    valid, errors = validated(schema, fields)
+    if valid is not None and (errors := model_errors(models, valid.model)):
+        return None, errors
+    return valid, errors
 
 
 async def _ask(
@@ -205,11 +208,8 @@ async def draft_world_from(
     llm: LLMRouter, fields: dict[str, Any]
 ) -> tuple[Drafted | None, list[UserError]]:
     """Agents, scenarios with a goal per agent, and every pair's relationship."""
-    try:
-        valid = DraftWorldFields(**fields)
-    except ValidationError as err:
-        return None, _validation(err)
-    if errors := model_errors(llm, valid.model):
+    valid, errors = _request(llm, DraftWorldFields, fields)
+    if valid is None:
         return None, errors
     spec = DraftSpec(
         prompt=valid.prompt,
@@ -225,11 +225,8 @@ async def draft_world_from(
 async def draft_agents(
     llm: LLMRouter, fields: dict[str, Any]
 ) -> tuple[Drafted | None, list[UserError]]:
-    try:
-        valid = DraftAgentsFields(**fields)
-    except ValidationError as err:
-        return None, _validation(err)
-    if errors := model_errors(llm, valid.model):
+    valid, errors = _request(llm, DraftAgentsFields, fields)
+    if valid is None:
         return None, errors
     return await _ask(llm, valid.model, DraftSpec(prompt=valid.prompt, agents=valid.count), None)
 
@@ -272,10 +269,9 @@ async def draft_scenarios(
     client: redis.Redis, llm: LLMRouter, fields: dict[str, Any]
 ) -> tuple[Drafted | None, list[UserError]]:
     """Scenarios for the given agents (a goal each, in their order), or for two seats."""
-    try:
-        valid = DraftScenariosFields(**fields)
-    except ValidationError as err:
-        return None, _validation(err)
+    valid, errors = validated(DraftScenariosFields, fields)
+    if valid is None:
+        return None, errors
     cast, errors = await checked_cast(client, llm, valid.model, valid.agent_ids)
     if errors:
         return None, errors
@@ -310,10 +306,9 @@ async def save_draft(
 ) -> tuple[Saved | None, list[UserError]]:
     """Store every agent, scenario and relationship of a draft in one script, or nothing when
     any part is invalid or any id is taken."""
-    try:
-        valid = SaveFields(**fields)
-    except ValidationError as err:
-        return None, _validation(err)
+    valid, errors = validated(SaveFields, fields)
+    if valid is None:
+        return None, errors
     if not (valid.agents or valid.scenarios):
         return None, [UserError(["input"], "the draft has nothing to save", ErrorCode.INVALID)]
     checked, problems = check_parts(valid.agents, valid.scenarios, valid.relationships)

@@ -1,15 +1,13 @@
 """Reading episodes."""
 
-from collections.abc import Collection
-from typing import Any
+from typing import Any, Unpack
 
 from parley.core.errors import searchable_tag
-from parley.resolvers.keyset import SortOrder, newest_first
-from parley.resolvers.pagination import Page, fetch_hits
-from parley.resolvers.search import Hit
+from parley.resolvers.keyset import newest_first
+from parley.resolvers.pagination import Page, PageArgs, fetch_hits
+from parley.resolvers.search import Hit, tag_terms
 from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from parley.storage.records import get_or_none
-from parley.storage.tracking import TrackedDocuments
 
 EPISODES = newest_first("episodes")
 
@@ -29,17 +27,11 @@ def episode_query(
 ) -> Any:
     """The episodes matching the filters (listed in the order of EPISODES); `finished`: none
     that is still unfinished (Sotopia's, which have no status, are finished)."""
-    terms: list[Any] = []
-    if tag:
-        terms.append(EpisodeLog.tag == searchable_tag(tag))
-    if experiment_id:
-        terms.append(EpisodeLog.experiment_id == searchable_tag(experiment_id))
+    terms = tag_terms(EpisodeLog, tag=tag, experiment_id=experiment_id, environment=scenario_id)
     if status is not None:
         terms.append(EpisodeLog.status == status.value)
     if agent_id:
         terms.append(EpisodeLog.agents << [searchable_tag(agent_id)])  # type: ignore[operator]
-    if scenario_id:
-        terms.append(EpisodeLog.environment == searchable_tag(scenario_id))
     if finished:
         terms.append(~(EpisodeLog.status << [s.value for s in UNFINISHED]))  # type: ignore[operator]
     return EpisodeLog.find(*terms)
@@ -51,13 +43,9 @@ async def find_episodes(
     status: EpisodeStatus | None = None,
     agent_id: str | None = None,
     scenario_id: str | None = None,
-    first: int | None = None,
-    after: str | None = None,
-    order: SortOrder | None = None,
-    fields: Collection[str] | None = None,
-    documents: TrackedDocuments | None = None,
+    **page: Unpack[PageArgs],
 ) -> Page[Hit[EpisodeLog]]:
     """Newest first unless asked otherwise, each record read only when first needed
     (resolvers/search.py)."""
     query = episode_query(tag=tag, status=status, agent_id=agent_id, scenario_id=scenario_id)
-    return await fetch_hits(query, EPISODES, first, after, order, fields, documents)
+    return await fetch_hits(query, EPISODES, **page)

@@ -17,15 +17,16 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from parley.core.errors import ErrorCode, UserError, from_validation, searchable_tag
+from parley.core.errors import ErrorCode, UserError, validated
 from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
 from parley.engine.models import DEFAULT_MODEL
 from parley.engine.types import TurnOrder
 from parley.resolvers.names import agent_name, same_names
+from parley.resolvers.search import tag_terms
 from parley.storage.models import (
     AgentProfile,
     CustomEvaluationDimensionList,
@@ -137,14 +138,6 @@ class World:
         """Whether the two agents go by one name (so cannot meet in an episode)."""
         name = self.names.get(agent)
         return bool(name) and name == self.names.get(other)
-
-
-def parse(fields: dict[str, Any], prefix: Sequence[str]) -> tuple[Design | None, list[UserError]]:
-    try:
-        return Design(**fields), []
-    except ValidationError as err:
-        found = from_validation(err, prefix[0])
-        return None, [UserError([*prefix, *e.field[1:]], e.message, e.code) for e in found]
 
 
 def seatings(models: ModelSelection) -> list[tuple[list[str], str, int | None]]:
@@ -275,11 +268,7 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
                 field = ["input", "design", "scenarios", "ids", str(i)]
                 errors.append(UserError(field, f"no scenario with id {pk!r}", ErrorCode.NOT_FOUND))
     else:
-        terms: list[Any] = []
-        if chosen.tag:
-            terms.append(EnvironmentProfile.tag == searchable_tag(chosen.tag))
-        if chosen.codename:
-            terms.append(EnvironmentProfile.codename == searchable_tag(chosen.codename))
+        terms = tag_terms(EnvironmentProfile, tag=chosen.tag, codename=chosen.codename)
         scenarios = await EnvironmentProfile.find(*terms).all()
         if not scenarios:
             message = "no scenario matches the design's scenario filter"
@@ -292,8 +281,7 @@ async def load_world(client: redis.Redis, design: Design) -> tuple[World | None,
         errors += await pair_errors(client, agents.pairs)
     else:
         if agents.sample == Sampling.UNIFORM or agents.tag:
-            terms = [AgentProfile.tag == searchable_tag(agents.tag)] if agents.tag else []
-            found = await AgentProfile.find(*terms).all()
+            found = await AgentProfile.find(*tag_terms(AgentProfile, tag=agents.tag)).all()
             agent_ids = [str(a.pk) for a in found]
             names = {str(a.pk): agent_name(a) for a in found}
         if agents.sample == Sampling.RELATIONSHIP:
@@ -343,7 +331,7 @@ async def plan(
     client: redis.Redis, fields: dict[str, Any], models: ModelCatalog
 ) -> tuple[Design | None, list[ExperimentSlot], list[UserError]]:
     """Validate a design against the models and the stored world, and expand it."""
-    design, errors = parse(fields, ("input", "design"))
+    design, errors = validated(Design, fields, ("input", "design"))
     if design is None:
         return None, [], errors
     errors = model_errors(design, models)

@@ -17,10 +17,11 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from parley.core.errors import BadArgument, searchable_tag
+from parley.core.errors import BadArgument
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.episodes import episode_query
 from parley.resolvers.pagination import searchable
+from parley.resolvers.search import tag_terms
 from parley.storage.experiments import ExperimentStore
 from parley.storage.keys import index_name
 from parley.storage.models import (
@@ -63,8 +64,7 @@ class EpisodeFilter:
 
     def experiments(self) -> Any:
         """The experiments to export (one by id: see `experiment_id`)."""
-        terms = [Experiment.tag == searchable_tag(self.tag)] if self.tag else []
-        return Experiment.find(*terms)
+        return Experiment.find(*tag_terms(Experiment, tag=self.tag))
 
 
 ALL_KINDS = tuple(fmt.Kind)

@@ -2,7 +2,7 @@
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from parley.core.errors import BadArgument
 from parley.core.limits import has_utf8_form
@@ -49,43 +49,39 @@ def searchable(query: Any) -> bool:
     return "\x00" not in text and has_utf8_form(text)
 
 
-async def fetch_hits(
-    query: Any,
-    keyset: Keyset,
-    first: int | None,
-    after: str | None,
-    order: SortOrder | None = None,
-    fields: Collection[str] | None = None,
-    documents: TrackedDocuments | None = None,
-) -> Page[Hit[Any]]:
-    """One page of a redis-om FindQuery in `order` (the list's own when None), after the item
-    the cursor `after` names, and its total count, in one round trip (two when documents are
-    read).
+class PageArgs(TypedDict, total=False):
+    """Which page of a list to read, and how: `first` items after the one the cursor `after`
+    names, in `order` (the list's own when None); with `fields` (record field names) the records
+    hold only those (see resolvers/search.py), and records held in `documents` are not fetched
+    again."""
 
-    With `fields` (record field names), the records hold only those (see resolvers/search.py);
-    with `documents`, records held there are not fetched again.
-    """
-    limit = page_size(first)
+    first: int | None
+    after: str | None
+    order: SortOrder | None
+    fields: Collection[str] | None
+    documents: TrackedDocuments | None
+
+
+async def fetch_hits(query: Any, keyset: Keyset, **page: Unpack[PageArgs]) -> Page[Hit[Any]]:
+    """One page of a redis-om FindQuery and its total count, in one round trip (two when
+    documents are read)."""
+    after = page.get("after")
+    limit = page_size(page.get("first"))
     position = None if after is None else keyset.position(after)
     if not searchable(query):
         return Page([], [], keyset, 0, False, after is not None)
-    found = await search(query, keyset, order or keyset.default, position, limit, fields, documents)
+    order = page.get("order") or keyset.default
+    found = await search(
+        query, keyset, order, position, limit, page.get("fields"), page.get("documents")
+    )
     positions = [hit.position for hit in found.hits]
     return Page(found.hits, positions, keyset, found.total, found.has_next, after is not None)
 
 
-async def fetch_page(
-    query: Any,
-    keyset: Keyset,
-    first: int | None,
-    after: str | None,
-    order: SortOrder | None = None,
-    fields: Collection[str] | None = None,
-    documents: TrackedDocuments | None = None,
-) -> Page[Any]:
+async def fetch_page(query: Any, keyset: Keyset, **page: Unpack[PageArgs]) -> Page[Any]:
     """`fetch_hits`, as records."""
-    page = await fetch_hits(query, keyset, first, after, order, fields, documents)
-    return page.with_items([hit.record for hit in page.items])
+    found = await fetch_hits(query, keyset, **page)
+    return found.with_items([hit.record for hit in found.items])
 
 
 def numbered(

@@ -1,30 +1,28 @@
 """Relationships between two agents: Sotopia RelationshipProfile records, one per pair."""
 
-from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import redis.asyncio as redis
-from pydantic import ValidationError, model_validator
+from pydantic import model_validator
 
 from parley.core.errors import (
     BadArgument,
     ErrorCode,
     UserError,
-    from_validation,
     not_found,
     searchable_tag,
+    validated,
 )
 from parley.core.limits import LongText, RecordId, ShortText
 from parley.resolvers.fields import Exposed, WithId, WriteModel
-from parley.resolvers.keyset import SortOrder, by_id
+from parley.resolvers.keyset import by_id
 from parley.resolvers.names import agent_name
-from parley.resolvers.pagination import Page, fetch_hits
-from parley.resolvers.search import Hit, search_all
+from parley.resolvers.pagination import Page, PageArgs, fetch_hits
+from parley.resolvers.search import Hit, search_all, tag_terms
 from parley.storage import relationships as relationship_writes
 from parley.storage.models import AgentProfile, RelationshipProfile, RelationshipType
 from parley.storage.records import get_or_none, update_fields
-from parley.storage.tracking import TrackedDocuments
 from parley.storage.vocabulary import RelationshipRefusal
 
 RELATIONSHIP = Exposed(
@@ -80,23 +78,16 @@ async def list_relationships(
     pair: list[str] | None = None,
     relationship: RelationshipType | None = None,
     tag: str | None = None,
-    first: int | None = None,
-    after: str | None = None,
-    order: SortOrder | None = None,
-    fields: Collection[str] | None = None,
-    documents: TrackedDocuments | None = None,
+    **page: Unpack[PageArgs],
 ) -> Page[Hit[RelationshipProfile]]:
-    terms: list[Any] = []
+    terms = tag_terms(RelationshipProfile, tag=tag)
     if agent_id:
         terms.append(agent_query(agent_id))
     if pair:
         terms.append(pair_query(pair[0], pair[1]))
     if relationship is not None:
         terms.append(RelationshipProfile.relationship == int(relationship))
-    if tag:
-        terms.append(RelationshipProfile.tag == searchable_tag(tag))
-    query = RelationshipProfile.find(*terms)
-    return await fetch_hits(query, RELATIONSHIPS, first, after, order, fields, documents)
+    return await fetch_hits(RelationshipProfile.find(*terms), RELATIONSHIPS, **page)
 
 
 async def relationships_of(agent_id: str) -> list[RelationshipProfile]:
@@ -133,10 +124,9 @@ async def create_relationship(
 ) -> tuple[RelationshipProfile | None, list[UserError]]:
     """Create the pair's relationship (write_relationship: concurrent duplicates are a
     conflict, and an agent deleted meanwhile is not found)."""
-    try:
-        valid = NewRelationship(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(NewRelationship, fields)
+    if valid is None:
+        return None, errors
     ends = ((valid.agent_id, "agentId"), (valid.other_agent_id, "otherAgentId"))
     found = [await get_or_none(AgentProfile, pk) for pk, _ in ends]
     errors = [

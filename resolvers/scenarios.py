@@ -1,22 +1,20 @@
 """Scenarios: Sotopia EnvironmentProfile records."""
 
-from collections.abc import Collection
-from typing import Annotated, Any
+from typing import Annotated, Any, Unpack
 
 import redis.asyncio as redis
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from parley.core.errors import UserError, from_validation, not_found, searchable_tag
+from parley.core.errors import UserError, not_found, validated
 from parley.core.limits import LIST_MAX, LongText, RequiredText, ShortText
 from parley.resolvers.fields import Exposed, WithId, WriteModel
 from parley.resolvers.games import GameMetadata, game_errors
-from parley.resolvers.keyset import SortOrder, by_id
+from parley.resolvers.keyset import by_id
 from parley.resolvers.name_search import containing
-from parley.resolvers.pagination import Page, fetch_hits
-from parley.resolvers.search import Hit
+from parley.resolvers.pagination import Page, PageArgs, fetch_hits
+from parley.resolvers.search import Hit, tag_terms
 from parley.storage.models import EnvironmentProfile, RelationshipType
 from parley.storage.records import get_or_none, insert, remove, update_fields
-from parley.storage.tracking import TrackedDocuments
 
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
 
@@ -50,37 +48,26 @@ async def list_scenarios(
     tag: str | None = None,
     codename: str | None = None,
     codename_contains: str | None = None,
-    first: int | None = None,
-    after: str | None = None,
-    order: SortOrder | None = None,
-    fields: Collection[str] | None = None,
-    documents: TrackedDocuments | None = None,
+    **page: Unpack[PageArgs],
 ) -> Page[Hit[EnvironmentProfile]]:
-    terms: list[Any] = []
-    if tag:
-        terms.append(EnvironmentProfile.tag == searchable_tag(tag))
-    if codename:
-        terms.append(EnvironmentProfile.codename == searchable_tag(codename))
+    terms = tag_terms(EnvironmentProfile, tag=tag, codename=codename)
     if codename_contains:
         terms += containing([EnvironmentProfile.codename], codename_contains)
-    query = EnvironmentProfile.find(*terms)
-    return await fetch_hits(query, SCENARIOS, first, after, order, fields, documents)
+    return await fetch_hits(EnvironmentProfile.find(*terms), SCENARIOS, **page)
 
 
 async def create_scenario(
     fields: dict[str, Any],
 ) -> tuple[EnvironmentProfile | None, list[UserError]]:
-    try:
-        valid = NewScenario(**fields)
-    except ValidationError as err:
-        return None, from_validation(err)
+    valid, errors = validated(NewScenario, fields)
+    if valid is None:
+        return None, errors
     checked = valid.model_dump(include={"game_metadata", "agent_goals"})
     problems = game_errors(checked["game_metadata"], len(checked["agent_goals"]))
     if problems:
         return None, problems
     scenario = EnvironmentProfile(**valid.model_dump(exclude={"pk"}), pk=valid.pk)
-    errors = await insert(scenario)
-    return (None, errors) if errors else (scenario, [])
+    return await insert(scenario)
 
 
 async def update_scenario(

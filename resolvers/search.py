@@ -21,6 +21,7 @@ import redis.asyncio as redis
 from pydantic import BaseModel, create_model
 from redis.asyncio.client import Pipeline
 
+from parley.core.errors import searchable_tag
 from parley.resolvers.keyset import Keyset, Position, SortKey, SortOrder
 from parley.storage.connection import indexes_ready, missing_index, restore_indexes
 from parley.storage.models import Record
@@ -153,6 +154,11 @@ async def search(
         if (held := stored.get(key)) is not None
     ]
     return Found(_total(replies[1]), hits, len(rows) > limit)
+
+
+def tag_terms(model: Any, **values: str | None) -> list[Any]:
+    """A query term `model.<name> == value` for each value given, its field a TAG field."""
+    return [getattr(model, name) == searchable_tag(v) for name, v in values.items() if v]
 
 
 async def search_all(query: Any, keyset: Keyset, batch: int = 1000) -> list[Any]:

@@ -19,7 +19,8 @@ __all__ = ["RelationshipType", "TurnOrder"]
 
 
 class Record(JsonModel):
-    """Base for every stored record; subclasses set their Sotopia key prefix and index name."""
+    """Base for every stored record; subclasses set their Sotopia key prefix and index name (the
+    global prefix, none, is this Meta's unless they set one)."""
 
     model_config = ConfigDict(extra="allow", from_attributes=True)
 
@@ -70,7 +71,6 @@ class AgentProfile(ListedRecord, index=True):
     tag: str = Field(default="", index=True, description="Free-form label for grouping.")
 
     class Meta:
-        global_key_prefix = ""
         model_key_prefix = f"{keys.SOTOPIA_PROFILES_MODULE}.AgentProfile"
         index_name = keys.index_name("AgentProfile")
 
@@ -100,7 +100,6 @@ class EnvironmentProfile(ListedRecord, index=True):
     tag: str = Field(default="", index=True, description="Free-form label for grouping.")
 
     class Meta:
-        global_key_prefix = ""
         model_key_prefix = f"{keys.SOTOPIA_PROFILES_MODULE}.EnvironmentProfile"
         index_name = keys.index_name("EnvironmentProfile")
 
@@ -115,7 +114,6 @@ class RelationshipProfile(ListedRecord, index=True):
     tag: str = Field(default="", index=True, description="Free-form label for grouping.")
 
     class Meta:
-        global_key_prefix = ""
         model_key_prefix = f"{keys.SOTOPIA_PROFILES_MODULE}.RelationshipProfile"
         index_name = keys.index_name("RelationshipProfile")
 
@@ -127,7 +125,6 @@ class CustomEvaluationDimension(Record, index=True):
     range_low: int
 
     class Meta:
-        global_key_prefix = ""
         model_key_prefix = f"{keys.SOTOPIA_DIMENSIONS_MODULE}.CustomEvaluationDimension"
         index_name = keys.index_name("CustomEvaluationDimension")
 
@@ -137,7 +134,6 @@ class CustomEvaluationDimensionList(Record, index=True):
     dimension_pks: list[str] = []
 
     class Meta:
-        global_key_prefix = ""
         model_key_prefix = f"{keys.SOTOPIA_DIMENSIONS_MODULE}.CustomEvaluationDimensionList"
         index_name = keys.index_name("CustomEvaluationDimensionList")
 
@@ -342,7 +338,6 @@ class EpisodeLog(ListedRecord, index=True):
     finished_at: float | None = None
 
     class Meta:
-        global_key_prefix = ""
         model_key_prefix = f"{keys.SOTOPIA_LOGS_MODULE}.EpisodeLog"
         index_name = keys.index_name("EpisodeLog")
 

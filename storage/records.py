@@ -6,9 +6,9 @@ from typing import Any
 
 import redis.asyncio as redis
 from aredis_om import NotFoundError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from parley.core.errors import ErrorCode, UserError, from_validation, not_found
+from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import has_utf8_form
 from parley.storage.models import Record
 
@@ -62,10 +62,9 @@ async def update_fields[R: Record](
             if errors:
                 return None, errors
             current = {name: getattr(record, name) for name in schema.model_fields}
-            try:
-                valid = schema(**{**current, **changes})
-            except ValidationError as err:
-                return None, from_validation(err)
+            valid, errors = validated(schema, {**current, **changes})
+            if valid is None:
+                return None, errors
             changed = set(changes) & set(schema.model_fields)
             for name, value in valid.model_dump(include=changed).items():
                 setattr(record, name, value)
@@ -81,11 +80,12 @@ async def update_fields[R: Record](
     return None, [UserError(["input", "id"], message, ErrorCode.CONFLICT)]
 
 
-async def insert[R: Record](record: R) -> list[UserError]:
-    """Save a new record; a taken primary key is a conflict, never an overwrite."""
+async def insert[R: Record](record: R) -> tuple[R | None, list[UserError]]:
+    """Save a new record: it, or None when its primary key is taken (a conflict, never an
+    overwrite)."""
     if await record.save(nx=True) is None:
-        return [UserError(["input", "id"], f"id {record.pk!r} is taken", ErrorCode.CONFLICT)]
-    return []
+        return None, [UserError(["input", "id"], f"id {record.pk!r} is taken", ErrorCode.CONFLICT)]
+    return record, []
 
 
 async def save_all[R: Record](model: type[R], records: Sequence[R]) -> None:

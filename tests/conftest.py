@@ -57,6 +57,15 @@ async def api_url(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> A
 
 
 @pytest.fixture
+async def other_writer(redis_url: str) -> AsyncIterator[redis.Redis]:
+    """A plain client, as Sotopia, another program or a person in redis-cli would be: its
+    writes pass no Parley code."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
 async def gql(api_url: str) -> AsyncIterator[GraphQLClient]:
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
         yield GraphQLClient(http)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
@@ -71,22 +72,20 @@ def test_the_manual_builds_strictly(tmp_path: Path) -> None:
     assert {"getting-started", "graphql", "errors", "sotopia"} <= pages
 
 
-def test_a_link_to_a_missing_page_fails_the_build(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("target", "named"),
+    [("no-such-page.md", "no-such-page.md"), ("errors.md#no-such-heading", "no-such-heading")],
+    ids=["page", "heading"],
+)
+def test_a_link_to_a_missing_page_or_heading_fails_the_build(
+    tmp_path: Path, target: str, named: str
+) -> None:
     root = copy_of_the_manual(tmp_path)
     index = root / "docs" / "index.md"
-    index.write_text(index.read_text(encoding="utf-8") + "\n[gone](no-such-page.md)\n")
+    index.write_text(index.read_text(encoding="utf-8") + f"\n[gone]({target})\n")
     built = build_manual(root, tmp_path / "site")
     assert built.returncode != 0
-    assert "no-such-page.md" in built.stderr
-
-
-def test_a_link_to_a_missing_heading_fails_the_build(tmp_path: Path) -> None:
-    root = copy_of_the_manual(tmp_path)
-    index = root / "docs" / "index.md"
-    index.write_text(index.read_text(encoding="utf-8") + "\n[gone](errors.md#no-such-heading)\n")
-    built = build_manual(root, tmp_path / "site")
-    assert built.returncode != 0
-    assert "no-such-heading" in built.stderr
+    assert named in built.stderr
 
 
 def test_the_readme_is_a_short_front_door() -> None:

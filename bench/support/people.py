@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import websockets
+from websockets.asyncio.client import ClientConnection
 
 from bench.support.simulation import post
 
@@ -146,7 +148,9 @@ class SeatStream:
             await self._run()
         return self.events
 
-    async def _run(self) -> None:
+    @asynccontextmanager
+    async def _subscribed(self) -> AsyncIterator[ClientConnection]:
+        """A websocket with this seat's subscription sent on it."""
         ws_url = self.url.replace("http://", "ws://") + "/graphql"
         async with websockets.connect(
             ws_url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")]
@@ -156,6 +160,10 @@ class SeatStream:
             variables = {"id": self.episode_id, "seat": self.seat, "token": self.token}
             payload = {"query": SEAT_EVENTS, "variables": variables}
             await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
+            yield ws
+
+    async def _run(self) -> None:
+        async with self._subscribed() as ws:
             async for raw in ws:
                 message = json.loads(raw)
                 if message["type"] == "ping":
@@ -174,17 +182,8 @@ class SeatStream:
 
     async def errors(self) -> list[dict[str, Any]]:
         """The errors of a subscription the server must refuse."""
-        ws_url = self.url.replace("http://", "ws://") + "/graphql"
-        async with websockets.connect(
-            ws_url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")]
-        ) as ws:
-            await ws.send(json.dumps({"type": "connection_init"}))
-            assert json.loads(await ws.recv()) == {"type": "connection_ack"}
-            variables = {"id": self.episode_id, "seat": self.seat, "token": self.token}
-            payload = {"query": SEAT_EVENTS, "variables": variables}
-            await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
-            async with asyncio.timeout(10):
-                message = json.loads(await ws.recv())
+        async with self._subscribed() as ws, asyncio.timeout(10):
+            message = json.loads(await ws.recv())
         assert message["type"] in ("error", "next"), message
         found: list[dict[str, Any]] = (
             message["payload"] if message["type"] == "error" else message["payload"]["errors"]

@@ -1,5 +1,7 @@
-"""Real Parley processes for tests: API servers and workers, started and stopped by pid."""
+"""Real Parley processes for tests: API servers and workers, started and stopped by pid, and
+commands run to their end."""
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -13,6 +15,25 @@ import httpx
 
 from parley.core.processes import stop_process
 from parley.storage.embedded import free_port
+
+PARLEY = [sys.executable, "-m", "parley.graph.cli"]
+"""The `parley` command of this interpreter's installation."""
+
+
+def parley(
+    *args: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """A `parley` command run to its end, its output kept."""
+    return subprocess.run(
+        [*PARLEY, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+async def run(
+    *args: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`parley`, off the event loop (an in-process server may have to answer it)."""
+    return await asyncio.to_thread(parley, *args, env=env, timeout=timeout)
 
 
 def parley_env(redis_url: str, data_dir: Path, **settings: str) -> dict[str, str]:
@@ -34,7 +55,7 @@ class Process:
         self.log = log
         self._log_file = log.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "parley.graph.cli", *args],
+            [*PARLEY, *args],
             env=env,
             stdout=self._log_file,
             stderr=subprocess.STDOUT,

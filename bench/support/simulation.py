@@ -2,13 +2,16 @@
 following them."""
 
 import asyncio
-import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import httpx
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
+from bench.support.polling import eventually
+from parley.core.errors import camel
 from parley.lifecycle.services import Services
 from parley.lifecycle.start import start as start_episode
 from parley.storage.models import AgentProfile, EnvironmentProfile
@@ -28,6 +31,12 @@ query($id: ID!) {
     turns { turn speaker actionType argument sequence }
     rewards { agentIndex overall dimensions { dimension score } }
     messages reasoning agentModels judgeModel
+  }
+}"""
+CREATE_DIMENSION_LIST = """
+mutation($input: CreateEvaluationDimensionListInput!) {
+  createEvaluationDimensionList(input: $input) {
+    evaluationDimensionList { id } userErrors { field message code }
   }
 }"""
 EVENTS = """
@@ -59,31 +68,30 @@ async def make_world(tag: str, agents: int = 2) -> tuple[str, list[str]]:
     return str(scenario.pk), [str(p.pk) for p in people]
 
 
-def start_input(scenario: str, agents: list[str], model: str, **extra: Any) -> dict[str, Any]:
+def start_fields(scenario: str, agents: list[str], model: str, **fields: Any) -> dict[str, Any]:
+    """An episode's fields as the lifecycle takes them: these agents in a scenario, `model` in
+    every seat and judging (`fields` adds others)."""
     return {
-        "scenarioId": scenario,
-        "agentIds": agents,
-        "agentModels": [model],
-        "judgeModel": model,
-        "maxTurns": 3,
-        **extra,
+        "scenario_id": scenario,
+        "agent_ids": agents,
+        "agent_models": [model],
+        "judge_model": model,
+        **fields,
     }
+
+
+def start_input(scenario: str, agents: list[str], model: str, **extra: Any) -> dict[str, Any]:
+    """startSimulation's input: an episode of three turns of these, `model` in every seat and
+    judging (`extra`, in the API's camelCase, adds or changes fields)."""
+    fields = start_fields(scenario, agents, model, max_turns=3)
+    return {**{camel(name): value for name, value in fields.items()}, **extra}
 
 
 async def queue_episode(
     services: Services, scenario: str, agents: list[str], model: str, **fields: Any
 ) -> str:
     """An episode queued through the lifecycle, without HTTP: its pk."""
-    episode, errors = await start_episode(
-        services,
-        {
-            "scenario_id": scenario,
-            "agent_ids": agents,
-            "agent_models": [model],
-            "judge_model": model,
-            **fields,
-        },
-    )
+    episode, errors = await start_episode(services, start_fields(scenario, agents, model, **fields))
     assert not errors and episode is not None, errors
     return str(episode.pk)
 
@@ -106,29 +114,31 @@ async def start(base_url: str, variables: dict[str, Any]) -> str:
     return episode_id
 
 
-async def episode(base_url: str, episode_id: str) -> dict[str, Any]:
-    data = await post(base_url, EPISODE, {"id": episode_id})
+async def episode(base_url: str, episode_id: str, query: str = EPISODE) -> dict[str, Any]:
+    """The episode as `query` (a document of `$id`) reads it."""
+    data = await post(base_url, query, {"id": episode_id})
     found: dict[str, Any] = data["episode"]
     return found
 
 
 async def wait_for(
-    base_url: str, episode_id: str, predicate: Any, timeout: float = 60
+    base_url: str,
+    episode_id: str,
+    predicate: Callable[..., object],
+    timeout: float = 60,
+    query: str = EPISODE,
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        current = await episode(base_url, episode_id)
-        if predicate(current):
-            return current
-        if time.monotonic() > deadline:
-            raise AssertionError(f"episode never got there: {current}")
-        await asyncio.sleep(0.1)
+    """The episode once `predicate` accepts it (see `episode`)."""
+    read = partial(episode, base_url, episode_id, query)
+    return await eventually(read, predicate, timeout=timeout)
 
 
-def websocket_transport(base_url: str, **options: Any) -> WebsocketsTransport:
+def websocket_transport(
+    base_url: str, subprotocol: str = WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL, **options: Any
+) -> WebsocketsTransport:
     return WebsocketsTransport(
         url=base_url.replace("http://", "ws://") + "/graphql",
-        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        subprotocols=[subprotocol],
         **options,
     )
 

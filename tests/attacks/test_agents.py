@@ -6,10 +6,12 @@ words, either of them. Each is refused as BAD_USER_INPUT.
 And an agent deleted while a relationship to it is created: one of the two must be refused."""
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from tests.support.server import GraphQLClient
+from tests.support.world import create_agents
 
 UNSEARCHABLE = ["|", "||", "a\x00b", "\x7f", "\ud800"]
 AGENTS = "query($filter: AgentFilter) { agents(filter: $filter) { totalCount } }"
@@ -33,6 +35,18 @@ DELETE = "mutation($a: ID!) { deleteAgent(input: {id: $a}) { userErrors { code }
 ROUNDS = 10
 
 
+async def race(
+    gql: GraphQLClient, name: str, deletion: str
+) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """Two new agents, then their relationship made while `deletion` deletes the first: their
+    ids, and what each of the two answered."""
+    ids = await create_agents(gql, f"{name} A", f"{name} B")
+    related, deleted = await asyncio.gather(
+        gql.data(RELATE, {"a": ids[0], "b": ids[1]}), gql.data(deletion, {"a": ids[0]})
+    )
+    return ids, related, deleted
+
+
 async def test_an_agent_and_a_relationship_to_it_are_never_both_accepted(
     gql: GraphQLClient,
 ) -> None:
@@ -42,18 +56,7 @@ async def test_an_agent_and_a_relationship_to_it_are_never_both_accepted(
     both refuse (IN_USE; an unknown agent)."""
     both = 0
     for n in range(ROUNDS):
-        ids = []
-        for side in ("A", "B"):
-            made = await gql.mutate(
-                "createAgent",
-                "CreateAgentInput",
-                {"firstName": f"Race{n}", "lastName": side},
-                "agent { id }",
-            )
-            ids.append(made["agent"]["id"])
-        related, deleted = await asyncio.gather(
-            gql.data(RELATE, {"a": ids[0], "b": ids[1]}), gql.data(DELETE, {"a": ids[0]})
-        )
+        _, related, deleted = await race(gql, f"Race{n}", DELETE)
         if (
             related["createRelationship"]["relationship"]
             and not deleted["deleteAgent"]["userErrors"]
@@ -75,18 +78,7 @@ async def test_a_cascade_deletes_a_relationship_made_while_it_runs(gql: GraphQLC
     accepted is one the deletion found and deleted, or one refused for want of the agent; none
     is left pointing at a deleted agent."""
     for n in range(ROUNDS):
-        ids = []
-        for side in ("A", "B"):
-            made = await gql.mutate(
-                "createAgent",
-                "CreateAgentInput",
-                {"firstName": f"Cascade{n}", "lastName": side},
-                "agent { id }",
-            )
-            ids.append(made["agent"]["id"])
-        related, deleted = await asyncio.gather(
-            gql.data(RELATE, {"a": ids[0], "b": ids[1]}), gql.data(CASCADE, {"a": ids[0]})
-        )
+        ids, related, deleted = await race(gql, f"Cascade{n}", CASCADE)
         assert deleted["deleteAgent"]["userErrors"] == [], deleted
         made = related["createRelationship"]["relationship"]
         removed = deleted["deleteAgent"]["deletedRelationshipIds"]

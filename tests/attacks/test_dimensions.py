@@ -23,7 +23,7 @@ import redis.asyncio as redis
 
 from bench.support.fake_llm import FakeLLM
 from bench.support.read_world import parley_episode
-from bench.support.simulation import make_world, start_input
+from bench.support.simulation import CREATE_DIMENSION_LIST, make_world, start_input
 from parley.storage.models import (
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,
@@ -31,12 +31,6 @@ from parley.storage.models import (
 )
 from tests.support.server import GraphQLClient
 
-CREATE = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { field message code }
-  }
-}"""
 RESULTS = """
 query($tag: String) {
   episodeResults(filter: {tag: $tag}) { groups { dimensions { dimension count mean } } }
@@ -53,7 +47,7 @@ OVERALL = 7.0
 async def create(gql: GraphQLClient, names: list[str]) -> dict[str, Any]:
     dimensions = [{"name": name, "rangeLow": 0, "rangeHigh": 10} for name in names]
     input = {"name": f"names {uuid.uuid4().hex[:8]}", "dimensions": dimensions}
-    payload: dict[str, Any] = (await gql.data(CREATE, {"input": input}))[
+    payload: dict[str, Any] = (await gql.data(CREATE_DIMENSION_LIST, {"input": input}))[
         "createEvaluationDimensionList"
     ]
     return payload

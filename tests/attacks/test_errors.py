@@ -24,6 +24,7 @@ import pytest
 import redis.asyncio as redis
 
 from bench.support.processes import api_process, parley_env
+from bench.support.simulation import CREATE_DIMENSION_LIST
 from parley.resolvers import agents
 from parley.storage.embedded import free_port
 from tests.support.server import GraphQLClient
@@ -42,12 +43,6 @@ mutation($input: CreateAgentInput!) {
 CREATE_SCENARIO = """
 mutation($input: CreateScenarioInput!) {
   createScenario(input: $input) { scenario { id } userErrors { field message code } }
-}"""
-CREATE_LIST = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { field message code }
-  }
 }"""
 Refusal = Callable[[redis.Redis], Awaitable[Callable[[], Awaitable[None]]]]
 
@@ -152,7 +147,7 @@ async def test_writes_redis_refuses_are_unavailable_and_write_nothing(
                     unavailable(
                         await gql.post(CREATE_AGENT, {"input": {"firstName": "C", "lastName": "D"}})
                     )
-                    unavailable(await gql.post(CREATE_LIST, {"input": new_list}))
+                    unavailable(await gql.post(CREATE_DIMENSION_LIST, {"input": new_list}))
                     imported = await http.post("/import", content=line + "\n", headers=JSON_LINES)
                     assert imported.status_code == 503, imported.text
                     assert imported.headers["retry-after"] == "1"
@@ -162,7 +157,7 @@ async def test_writes_redis_refuses_are_unavailable_and_write_nothing(
                     await restore()
                 retried = (await gql.data(START, {"input": start}))["startSimulation"]
                 assert retried["userErrors"] == [] and retried["episode"]["status"] == "QUEUED"
-                created = await gql.data(CREATE_LIST, {"input": new_list})
+                created = await gql.data(CREATE_DIMENSION_LIST, {"input": new_list})
                 assert created["createEvaluationDimensionList"]["userErrors"] == []
                 imported = await http.post("/import", content=line + "\n", headers=JSON_LINES)
                 assert imported.json()["created"] == {"agents": 1}

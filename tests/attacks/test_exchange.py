@@ -1,31 +1,11 @@
 """POST /import takes JSON lines only: a body a web form or a plain `fetch` can send without a
 preflight (text/plain, a form, no type at all) writes nothing, over real HTTP."""
 
-import json
-import uuid
-
 import httpx
 import pytest
 
 from parley.graph.exchange import IMPORT_MEDIA_TYPES
-
-COUNT_TAGGED = "query($tag: String) { agents(filter: {tag: $tag}) { totalCount } }"
-
-
-def agent_line(tag: str) -> bytes:
-    line = {
-        "agent_id": f"typed-{uuid.uuid4().hex[:12]}",
-        "first_name": "Mallory",
-        "last_name": "Plain",
-        "parley": {"tag": tag},
-    }
-    return json.dumps(line).encode() + b"\n"
-
-
-async def tagged(http: httpx.AsyncClient, tag: str) -> int:
-    response = await http.post("/graphql", json={"query": COUNT_TAGGED, "variables": {"tag": tag}})
-    count: int = response.json()["data"]["agents"]["totalCount"]
-    return count
+from tests.support.tagged import agent_line, new_tag, tagged
 
 
 @pytest.mark.parametrize(
@@ -42,7 +22,7 @@ async def tagged(http: httpx.AsyncClient, tag: str) -> int:
 async def test_an_import_that_is_not_json_lines_is_refused(
     api_url: str, content_type: str | None
 ) -> None:
-    tag = f"typed-{uuid.uuid4().hex[:8]}"
+    tag = new_tag("typed")
     headers = {"content-type": content_type} if content_type else {}
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
         response = await http.post("/import", content=agent_line(tag), headers=headers)
@@ -50,7 +30,7 @@ async def test_an_import_that_is_not_json_lines_is_refused(
         error = response.json()["errors"][0]
         assert "application/x-ndjson" in error["message"]
         assert error["extensions"]["code"] == "UNSUPPORTED_MEDIA_TYPE"
-        assert await tagged(http, tag) == 0
+        assert await tagged(api_url, tag) == 0
 
 
 @pytest.mark.parametrize(
@@ -65,11 +45,11 @@ async def test_an_import_that_is_not_json_lines_is_refused(
 )
 async def test_an_import_of_json_lines_is_served(api_url: str, content_type: str) -> None:
     assert content_type.split(";")[0].lower() in IMPORT_MEDIA_TYPES
-    tag = f"typed-{uuid.uuid4().hex[:8]}"
+    tag = new_tag("typed")
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
         response = await http.post(
             "/import", content=agent_line(tag), headers={"content-type": content_type}
         )
         assert response.status_code == 200, response.text
         assert response.json()["created"] == {"agents": 1}
-        assert await tagged(http, tag) == 1
+        assert await tagged(api_url, tag) == 1

@@ -18,6 +18,7 @@ import pytest
 import redis.asyncio as redis
 
 from bench.support.processes import api_process, parley_env
+from bench.support.simulation import CREATE_DIMENSION_LIST
 from parley.core.limits import LIST_MAX
 from parley.storage import keys
 from parley.storage.models import (
@@ -32,12 +33,6 @@ from tests.support.spare_redis import spare_redis
 
 JSON_LINES = {"content-type": "application/x-ndjson"}
 
-CREATE = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { field message code }
-  }
-}"""
 LISTS = "{ evaluationDimensionLists { name } }"
 REJUDGE = """
 mutation($input: RejudgeEpisodesInput!) {
@@ -65,9 +60,9 @@ def env(url: str, tmp_path: Path) -> dict[str, str]:
 
 
 async def create(http: httpx.AsyncClient, input: dict[str, Any]) -> dict[str, Any]:
-    payload: dict[str, Any] = (await GraphQLClient(http).data(CREATE, {"input": input}))[
-        "createEvaluationDimensionList"
-    ]
+    payload: dict[str, Any] = (
+        await GraphQLClient(http).data(CREATE_DIMENSION_LIST, {"input": input})
+    )["createEvaluationDimensionList"]
     return payload
 
 

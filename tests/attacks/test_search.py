@@ -179,14 +179,6 @@ async def edit_through_parley(
             await gql.mutate(field, "ExperimentIdInput", {"id": node["id"]})
 
 
-@pytest.fixture
-async def other_writer(redis_url: str) -> AsyncIterator[redis.Redis]:
-    """A plain client, as Sotopia or a person in redis-cli would be."""
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    await client.aclose()
-
-
 async def test_every_record_of_every_list_is_listed_as_written_by_anyone(
     api: GraphQLClient, other_writer: redis.Redis, fake_llm: FakeLLM
 ) -> None:

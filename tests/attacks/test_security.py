@@ -10,7 +10,6 @@ while the server's own pages, listed origins and clients that are not browsers k
 import asyncio
 import json
 import logging
-import uuid
 from collections.abc import AsyncIterator
 
 import httpx
@@ -23,15 +22,11 @@ from parley.graph.security import (
     trusted_hosts,
 )
 from tests.support.server import WAIT, serve
+from tests.support.tagged import CREATE_TAGGED_AGENT, agent_line, new_tag, tagged
 
 FOREIGN = "https://evil.example"
 CORS_ORIGIN = "https://app.example"
 WS_ORIGIN = "https://ws.example"
-CREATE_AGENT = """
-mutation($tag: String!) {
-  createAgent(input: {firstName: "Mallory", lastName: "Rebind", tag: $tag}) { agent { id } }
-}"""
-COUNT_TAGGED = "query($tag: String) { agents(filter: {tag: $tag}) { totalCount } }"
 READ = "/graphql?query=%7B__typename%7D"
 
 
@@ -45,34 +40,12 @@ async def listed(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> As
         yield url
 
 
-def new_tag() -> str:
-    return f"xsite-{uuid.uuid4().hex[:10]}"
-
-
 async def create_agent(base_url: str, tag: str, headers: dict[str, str]) -> httpx.Response:
-    body = json.dumps({"query": CREATE_AGENT, "variables": {"tag": tag}})
+    body = json.dumps({"query": CREATE_TAGGED_AGENT, "variables": {"tag": tag}})
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         return await http.post(
             "/graphql", content=body, headers={"content-type": "application/json", **headers}
         )
-
-
-async def tagged(base_url: str, tag: str) -> int:
-    body = {"query": COUNT_TAGGED, "variables": {"tag": tag}}
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
-        response = await http.post("/graphql", json=body)
-    count: int = response.json()["data"]["agents"]["totalCount"]
-    return count
-
-
-def agent_line(tag: str) -> bytes:
-    line = {
-        "agent_id": f"xsite-{uuid.uuid4().hex[:12]}",
-        "first_name": "Mallory",
-        "last_name": "Rebind",
-        "parley": {"tag": tag},
-    }
-    return json.dumps(line).encode() + b"\n"
 
 
 # --- writes from other sites ----------------------------------------------------------------
@@ -91,7 +64,7 @@ def agent_line(tag: str) -> bytes:
 async def test_a_graphql_write_from_another_site_is_refused(
     api_url: str, headers: dict[str, str]
 ) -> None:
-    tag = new_tag()
+    tag = new_tag("xsite")
     response = await create_agent(api_url, tag, headers)
     assert response.status_code == 403, response.text
     assert "cross-site request refused" in response.json()["errors"][0]["message"]
@@ -104,7 +77,7 @@ async def test_an_import_from_another_site_is_refused(
 ) -> None:
     """The reported write: a page's `fetch(…/import, {method: "POST", body})` is sent as
     text/plain with no preflight."""
-    tag = new_tag()
+    tag = new_tag("xsite")
     headers = {"origin": FOREIGN, **({"content-type": content_type} if content_type else {})}
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
         response = await http.post("/import", content=agent_line(tag), headers=headers)
@@ -127,7 +100,7 @@ async def test_an_import_from_another_site_is_refused(
 async def test_writes_from_the_same_or_a_listed_origin_and_from_non_browsers_are_served(
     listed: str, headers: dict[str, str]
 ) -> None:
-    tag = new_tag()
+    tag = new_tag("xsite")
     if headers.get("origin") == "same":
         headers = {**headers, "origin": listed}
     response = await create_agent(listed, tag, headers)

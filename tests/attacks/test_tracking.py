@@ -1,14 +1,12 @@
 """storage/tracking.py: every document a read holds is one Redis tracks, so a write to any of
 them by any client is pushed, naming its key (Redis's own invalidation messages, not assumed)."""
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import redis.asyncio as redis
 
+from bench.support.polling import until
 from parley.storage.models import EpisodeLog
 from parley.storage.tracking import TrackedDocuments
 
@@ -26,20 +24,6 @@ class Recording(TrackedDocuments):
     async def on_invalidation(self, keys: list[str] | None) -> None:
         self.pushed += keys if keys is not None else ["<everything>"]
         await super().on_invalidation(keys)
-
-
-@pytest.fixture
-async def other_writer(redis_url: str) -> AsyncIterator[redis.Redis]:
-    """A plain client, as Sotopia or a person in redis-cli would be."""
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    await client.aclose()
-
-
-async def until(condition: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():  # noqa: ASYNC110 - set by the tracking connection's reader
-            await asyncio.sleep(0.01)
 
 
 @pytest.mark.parametrize("paths", PATHS, ids=["whole", "one-path", "paths"])

@@ -10,49 +10,22 @@ a reason that points at the workers, not at the model. A real `parley serve` wit
 a Redis of its own, against the fake model.
 """
 
-import asyncio
 import json
 import uuid
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.polling import eventually
 from bench.support.processes import api_process, parley_env
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
+from tests.support.world import start_episode
 
 EPISODE = "query($id: ID!) { episode(id: $id) { status attempt error } }"
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
-
-
-async def start(gql: GraphQLClient, model: str) -> str:
-    agents = []
-    for name in ("Ada", "Bo"):
-        made = await gql.mutate(
-            "createAgent",
-            "CreateAgentInput",
-            {"firstName": name, "lastName": "Split"},
-            "agent { id }",
-        )
-        agents.append(made["agent"]["id"])
-    scenario = await gql.mutate(
-        "createScenario",
-        "CreateScenarioInput",
-        {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]},
-        "scenario { id }",
-    )
-    input = {
-        "scenarioId": scenario["scenario"]["id"],
-        "agentIds": agents,
-        "agentModels": [model],
-        "judgeModel": model,
-        "maxTurns": 2,
-        "tag": f"split-{uuid.uuid4().hex[:8]}",
-    }
-    started = await gql.mutate("startSimulation", "StartSimulationInput", input, "episode { id }")
-    return str(started["episode"]["id"])
 
 
 async def test_a_model_line_redis_cannot_store_ends_the_episode_with_its_reason(
@@ -65,11 +38,10 @@ async def test_a_model_line_redis_cannot_store_ends_the_episode_with_its_reason(
         with api_process(env, tmp_path / "api.log") as api:
             async with httpx.AsyncClient(base_url=api.url, timeout=30) as http:
                 gql = GraphQLClient(http)
-                episode_id = await start(gql, fake_llm.model_name())
-                episode: dict[str, Any] = {}
-                async with asyncio.timeout(60):
-                    while episode.get("status") not in TERMINAL:
-                        await asyncio.sleep(0.5)
-                        episode = (await gql.data(EPISODE, {"id": episode_id}))["episode"]
+                tag = f"split-{uuid.uuid4().hex[:8]}"
+                episode_id = await start_episode(gql, fake_llm.model_name(), "Split", tag=tag)
+                read = partial(gql.data, EPISODE, {"id": episode_id})
+                found = await eventually(read, lambda d: d["episode"]["status"] in TERMINAL)
+    episode = found["episode"]
     assert episode["attempt"] == 1, episode
     assert not (episode["error"] or "").startswith("worker lost"), episode

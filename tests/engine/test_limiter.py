@@ -40,22 +40,22 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-async def test_successes_grow_it_by_one_each_in_slow_start() -> None:
-    limit = AdaptiveLimit(ceiling=100, initial=4)
-    await calls(limit, 4)
-    assert limit.limit == 8
-    await calls(limit, 8)
-    assert limit.limit == 16
-
-
-async def test_after_an_overload_it_grows_by_about_one_per_round_trip() -> None:
-    limit = AdaptiveLimit(ceiling=100, initial=20)
-    await calls(limit, 1, overload=True)
-    assert limit.limit == 14
-    await calls(limit, 14)
-    assert limit.limit == 14
-    await calls(limit, 14)
-    assert limit.limit == 15
+@pytest.mark.parametrize(
+    ("initial", "rounds"),
+    [
+        (4, [(4, False, 8), (8, False, 16)]),
+        (20, [(1, True, 14), (14, False, 14), (14, False, 15)]),
+    ],
+    ids=["slow-start", "after-an-overload"],
+)
+async def test_it_grows_by_one_a_success_in_slow_start_then_about_one_a_round_trip(
+    initial: int, rounds: list[tuple[int, bool, int]]
+) -> None:
+    """Each round: that many calls at once (overloaded or not), then the limit they leave."""
+    limit = AdaptiveLimit(ceiling=100, initial=initial)
+    for count, overload, after in rounds:
+        await calls(limit, count, overload=overload)
+        assert limit.limit == after
 
 
 async def test_an_idle_limit_does_not_grow() -> None:

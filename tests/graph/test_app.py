@@ -28,6 +28,16 @@ def body(levels: int) -> str:
     )
 
 
+async def get_with(api_url: str, parameter: str, text: str) -> httpx.Response:
+    """A GET of a small query with `parameter` (variables or extensions) as `text`."""
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        return await http.get(
+            "/graphql",
+            params={"query": MODELS, parameter: text},
+            headers={"accept": "application/json"},
+        )
+
+
 async def test_a_body_nested_past_the_limit_is_malformed(api_url: str) -> None:
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
         answers = {
@@ -49,12 +59,7 @@ async def test_get_parameters_nested_too_deep_are_malformed(
     api_url: str, parameter: str, levels: int
 ) -> None:
     text = '{"x": ' + nested(levels - 1) + "}"
-    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
-        response = await http.get(
-            "/graphql",
-            params={"query": MODELS, parameter: text},
-            headers={"accept": "application/json"},
-        )
+    response = await get_with(api_url, parameter, text)
     assert response.status_code == 400, response.text
     assert REASON in response.text
 
@@ -113,12 +118,7 @@ async def test_get_parameters_of_json_that_is_no_object_are_malformed(
 ) -> None:
     """GET `variables` and `extensions` are read as JSON of any type, and refused (400) when
     that is not an object, as Strawberry refuses them in a body."""
-    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
-        response = await http.get(
-            "/graphql",
-            params={"query": MODELS, parameter: text},
-            headers={"accept": "application/json"},
-        )
+    response = await get_with(api_url, parameter, text)
     assert response.status_code == 400, response.text
     assert f"`{parameter}` must be an object or null" in response.text
 

@@ -13,7 +13,6 @@ from bench.support.simulation import STATUS
 from tests.support.server import (
     LEGACY_WS,
     close_code,
-    graphql,
     init,
     queued_episode,
     receive,
@@ -21,13 +20,9 @@ from tests.support.server import (
     serve,
     socket,
 )
+from tests.support.tagged import CREATE_TAGGED_AGENT, tagged
 
 TOKENS = "alpha,beta"
-CREATE_AGENT = """
-mutation($tag: String!) {
-  createAgent(input: {firstName: "Eve", lastName: "Anon", tag: $tag}) { agent { id } }
-}"""
-COUNT_TAGGED = "query($tag: String) { agents(filter: {tag: $tag}) { totalCount } }"
 BROWSER = "text/html,application/xhtml+xml,*/*;q=0.8"
 
 
@@ -35,12 +30,6 @@ BROWSER = "text/html,application/xhtml+xml,*/*;q=0.8"
 async def locked(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     async with serve(redis_url, tmp_path_factory.mktemp("locked"), tokens=TOKENS) as url:
         yield url
-
-
-async def tagged(base_url: str, tag: str) -> int:
-    data = await graphql(base_url, COUNT_TAGGED, {"tag": tag}, token="alpha")
-    count: int = data["agents"]["totalCount"]
-    return count
 
 
 @pytest.mark.parametrize(
@@ -55,13 +44,13 @@ async def test_a_request_without_a_valid_token_is_refused_before_it_runs(
     async with httpx.AsyncClient(base_url=locked, timeout=30) as http:
         response = await http.post(
             "/graphql",
-            json={"query": CREATE_AGENT, "variables": {"tag": tag}},
+            json={"query": CREATE_TAGGED_AGENT, "variables": {"tag": tag}},
             headers=headers,
         )
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
     assert "bearer token is required" in response.json()["errors"][0]["message"]
-    assert await tagged(locked, tag) == 0
+    assert await tagged(locked, tag, token="alpha") == 0
 
 
 @pytest.mark.parametrize("authorization", ["Bearer beta", "bearer alpha", "Bearer  alpha"])

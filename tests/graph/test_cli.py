@@ -7,14 +7,11 @@ With `parley serve --open-dump dump.rdb --data-dir D`, the Redis runs on a copy 
 looks only in `D/redis` and says "no embedded Redis is running for D" (exit 1) while one runs.
 """
 
-import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import redis.asyncio as redis
 
-from bench.support.processes import ApiProcess, embedded_env
+from bench.support.processes import ApiProcess, embedded_env, run
 from parley.storage.embedded import EmbeddedRedis
 
 
@@ -40,14 +37,7 @@ async def test_redis_url_finds_the_redis_of_an_opened_dump(tmp_path: Path) -> No
     env = embedded_env(data, worker="false")
     api = ApiProcess(env, tmp_path / "api.log", "--open-dump", str(dump), "--no-worker")
     try:
-        found = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "parley.graph.cli", "redis-url", "--data-dir", str(data)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        found = await run("redis-url", "--data-dir", str(data), env=env, timeout=60)
         assert found.returncode == 0, found.stderr
         client = redis.Redis.from_url(found.stdout.strip(), decode_responses=True)
         try:

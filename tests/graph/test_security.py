@@ -7,7 +7,6 @@ where it must succeed.
 
 import asyncio
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,6 +16,7 @@ import websockets
 
 from parley.resolvers import agents
 from tests.support.server import init, receive, send, serve, socket
+from tests.support.tagged import CREATE_TAGGED_AGENT, new_tag, tagged
 
 LISTED_ORIGIN = "https://parley.example"
 CORS_ORIGIN = "https://app.example"
@@ -38,11 +38,6 @@ DEEP = "{ agents(first: 1) { edges { node { relationships { otherAgentId } } } }
 ALIASED = "{ a: agents { totalCount } b: agents { totalCount } c: agents { totalCount } }"
 LONG = "{ agents { " + "totalCount " * 80 + "} }"
 INTROSPECTION = "{ __schema { types { name } } }"
-CREATE_AGENT = """
-mutation($tag: String!) {
-  createAgent(input: {firstName: "Mallory", lastName: "Csrf", tag: $tag}) { agent { id } }
-}"""
-COUNT_TAGGED = "query($tag: String) { agents(filter: {tag: $tag}) { totalCount } }"
 
 
 @pytest.fixture(scope="module")
@@ -61,16 +56,6 @@ async def messages(base_url: str, query: str) -> list[str]:
     response = await post(base_url, {"query": query})
     assert response.status_code == 200, response.text
     return [e["message"] for e in response.json().get("errors", [])]
-
-
-async def tagged(base_url: str, tag: str) -> int:
-    response = await post(base_url, {"query": COUNT_TAGGED, "variables": {"tag": tag}})
-    count: int = response.json()["data"]["agents"]["totalCount"]
-    return count
-
-
-def new_tag() -> str:
-    return f"sec-{uuid.uuid4().hex[:10]}"
 
 
 # --- document limits ------------------------------------------------------------------------
@@ -181,8 +166,8 @@ async def test_a_streamed_body_over_max_body_bytes_is_refused(guarded: str) -> N
 
 
 async def test_a_batch_is_refused_and_nothing_runs(api_url: str) -> None:
-    tag = new_tag()
-    batch = [{"query": CREATE_AGENT, "variables": {"tag": tag}}] * 2
+    tag = new_tag("sec")
+    batch = [{"query": CREATE_TAGGED_AGENT, "variables": {"tag": tag}}] * 2
     response = await post(api_url, batch)
     assert response.status_code == 400
     assert "Batching is not enabled" in response.text
@@ -216,11 +201,11 @@ async def test_graphiql_can_be_switched_off(guarded: str, api_url: str) -> None:
 
 
 async def test_a_mutation_over_get_is_refused(api_url: str) -> None:
-    tag = new_tag()
+    tag = new_tag("sec")
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
         response = await http.get(
             "/graphql",
-            params={"query": CREATE_AGENT, "variables": json.dumps({"tag": tag})},
+            params={"query": CREATE_TAGGED_AGENT, "variables": json.dumps({"tag": tag})},
         )
         query_over_get = await http.get("/graphql", params={"query": "{ __typename }"})
     assert response.status_code == 400
@@ -235,8 +220,8 @@ async def test_a_mutation_over_get_is_refused(api_url: str) -> None:
 )
 async def test_a_form_or_text_post_is_refused(api_url: str, content_type: str) -> None:
     """Content types a cross-site form may send without a preflight (CSRF)."""
-    tag = new_tag()
-    body = json.dumps({"query": CREATE_AGENT, "variables": {"tag": tag}})
+    tag = new_tag("sec")
+    body = json.dumps({"query": CREATE_TAGGED_AGENT, "variables": {"tag": tag}})
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
         response = await http.post("/graphql", content=body, headers={"content-type": content_type})
     assert response.status_code == 400

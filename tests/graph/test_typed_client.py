@@ -3,6 +3,7 @@ with a worker and the fake LLM: start, follow over a websocket, read rewards, pa
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from parley_client import (
@@ -38,19 +39,25 @@ async def client(base_url: str) -> AsyncIterator[ParleyClient]:
         yield typed
 
 
+def simulation(
+    scenario: str, agents: list[str], model: str, tag: str, **more: Any
+) -> StartSimulationInput:
+    """The input of an episode of three turns (`more` sets other fields)."""
+    fields: dict[str, Any] = {"max_turns": 3, **more}
+    return StartSimulationInput(
+        scenario_id=scenario,
+        agent_ids=agents,
+        agent_models=[model],
+        judge_model=model,
+        tag=tag,
+        **fields,
+    )
+
+
 async def start(
     client: ParleyClient, scenario: str, agents: list[str], model: str, tag: str
 ) -> str:
-    started = await client.start_simulation(
-        StartSimulationInput(
-            scenario_id=scenario,
-            agent_ids=agents,
-            agent_models=[model],
-            judge_model=model,
-            max_turns=3,
-            tag=tag,
-        )
-    )
+    started = await client.start_simulation(simulation(scenario, agents, model, tag))
     payload = started.start_simulation
     assert payload.user_errors == [] and payload.episode is not None, payload
     assert payload.episode.status == EpisodeStatus.QUEUED
@@ -189,15 +196,7 @@ async def test_a_person_plays_a_seat_to_the_scores(client: ParleyClient, fake_ll
     scenario, agents = await make_world(tag)
     model = fake_llm.model_name()
     started = await client.start_simulation(
-        StartSimulationInput(
-            scenario_id=scenario,
-            agent_ids=agents,
-            agent_models=[model],
-            judge_model=model,
-            max_turns=4,
-            tag=tag,
-            human_seats=[0],
-        )
+        simulation(scenario, agents, model, tag, max_turns=4, human_seats=[0])
     )
     payload = started.start_simulation
     assert payload.user_errors == [] and payload.episode is not None, payload

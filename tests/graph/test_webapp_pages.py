@@ -22,7 +22,7 @@ from ulid import ULID
 
 from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.people import START_WITH_SEATS
-from bench.support.simulation import post, start, start_input, wait_for
+from bench.support.simulation import CREATE_DIMENSION_LIST, post, start, start_input, wait_for
 from parley.resolvers.importer import import_lines
 from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange
 from tests.graph import test_webapp
@@ -493,12 +493,6 @@ CUSTOM_DIMENSIONS = {
     "persuasiveness_of_the_arguments_made_during_the_negotiation": (-100, 100),
 }
 """A custom list's dimensions: ranges other than Sotopia's, one name longer than a phone."""
-CREATE_LIST = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { message }
-  }
-}"""
 UNREACHABLE = "custom/fake@http://127.0.0.1:1/v1"
 """An endpoint nothing listens on: every turn of its agents fails at once."""
 COMPACT = json.dumps(
@@ -540,7 +534,7 @@ async def odd_world(service: Service, fake_llm_server: FakeLLM, redis_client: An
         for name, (low, high) in CUSTOM_DIMENSIONS.items()
     ]
     listed = await post(
-        service.url, CREATE_LIST, {"input": {"name": tag, "dimensions": dimensions}}
+        service.url, CREATE_DIMENSION_LIST, {"input": {"name": tag, "dimensions": dimensions}}
     )
     dimension_list = listed["createEvaluationDimensionList"]["evaluationDimensionList"]["id"]
     found = await post(service.url, WORLD, {})

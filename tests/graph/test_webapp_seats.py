@@ -12,7 +12,7 @@ from playwright.async_api import Page, WebSocketRoute, expect
 
 from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.people import START_WITH_SEATS
-from bench.support.simulation import episode, make_world, post, start_input
+from bench.support.simulation import CREATE_DIMENSION_LIST, episode, make_world, post, start_input
 from parley.engine.models import LOCAL_MODEL
 from parley.storage.models import EpisodeLog
 from tests.graph import test_webapp
@@ -31,12 +31,6 @@ SEAT_SETUP = """
 query($id: ID!) {
   episode(id: $id) { humanSeats { seat claimed } seatDeadlineSeconds onSeatTimeout standInModel }
 }"""
-CREATE_LIST = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { message }
-  }
-}"""
 ENVIRONMENT = """
 query($id: ID!) {
   episode(id: $id) {
@@ -53,6 +47,16 @@ async def start_with_seats(url: str, variables: dict[str, Any]) -> tuple[str, di
     assert payload["userErrors"] == [], payload
     tokens = {t["seat"]: t["token"] for t in payload["seatTokens"]}
     return payload["episode"]["id"], tokens
+
+
+async def seat_one_started(url: str, tag: str, model: str, **extra: Any) -> tuple[str, str]:
+    """An episode of a new world (`make_world(tag)`) whose seat 1 is a person's, started with
+    the API token `alpha`: its id and the seat's token."""
+    scenario, agents = await make_world(tag)
+    variables = {"input": start_input(scenario, agents, model, tag=tag, humanSeats=[1], **extra)}
+    started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
+    assert started["userErrors"] == [], started
+    return started["episode"]["id"], started["seatTokens"][0]["token"]
 
 
 async def stored(url: str, episode_id: str) -> dict[str, Any]:
@@ -412,13 +416,9 @@ async def test_a_participant_needs_no_api_token_and_reaches_only_their_seat(
     browser: Any, redis_url: str, redis_client: Any, tmp_path: Path, shots: Path, fake_llm: FakeLLM
 ) -> None:
     tag = unique("seat-only")
-    scenario, agents = await make_world(tag)
     model = fake_llm.model_name()
-    variables = {"input": start_input(scenario, agents, model, tag=tag, humanSeats=[1])}
     async with serve(redis_url, tmp_path, tokens="alpha") as url:
-        started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
-        assert started["userErrors"] == [], started
-        episode_id, token = started["episode"]["id"], started["seatTokens"][0]["token"]
+        episode_id, token = await seat_one_started(url, tag, model)
         async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token={token}") as tab:
             page = tab.page
             await expect(page.locator(".me h2")).to_have_text(f"You are Ava1 {tag}")
@@ -446,12 +446,9 @@ async def test_a_seat_token_a_locked_server_does_not_know_is_refused_on_the_seat
     says the link is not valid (all a tab without an API token may learn) and asks for the
     seat's token, not for an API token."""
     tag = unique("seat-unknown")
-    scenario, agents = await make_world(tag)
     model = fake_llm.model_name()
-    variables = {"input": start_input(scenario, agents, model, tag=tag, humanSeats=[1])}
     async with serve(redis_url, tmp_path, tokens="alpha") as url:
-        started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
-        episode_id, token = started["episode"]["id"], started["seatTokens"][0]["token"]
+        episode_id, token = await seat_one_started(url, tag, model)
         async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token=made-up") as tab:
             page = tab.page
             await expect(page.locator(".seat-refused")).to_contain_text("This link is not valid")
@@ -467,12 +464,9 @@ async def test_a_participant_with_a_seat_token_alone_sees_their_own_scores(
     browser: Any, redis_url: str, tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     tag = unique("seat-scores")
-    scenario, agents = await make_world(tag)
     model = fake_llm.model_name()
-    variables = {"input": start_input(scenario, agents, model, tag=tag, humanSeats=[1], maxTurns=2)}
     async with serve(redis_url, tmp_path, tokens="alpha", worker=True) as url:
-        started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
-        episode_id, token = started["episode"]["id"], started["seatTokens"][0]["token"]
+        episode_id, token = await seat_one_started(url, tag, model, maxTurns=2)
         async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token={token}") as tab:
             page = tab.page
             await play(page, "Hello from the only seat I hold.")
@@ -518,30 +512,18 @@ async def test_a_participant_sees_their_own_scores_on_the_ranges_of_the_episodes
     the episode's dimension list: a courtesy of 50 on 0..100 was shown full, as "50 (0..50)"
     (the episode page and a tab with an API token read the list's ranges)."""
     tag = unique("seat-custom")
-    scenario, agents = await make_world(tag)
     model = fake_llm.model_name()
     dimensions = [
         {"name": "courtesy", "description": "How courteous", "rangeLow": 0, "rangeHigh": 100}
     ]
     async with serve(redis_url, tmp_path, tokens="alpha", worker=True) as url:
         listed = await graphql(
-            url, CREATE_LIST, {"input": {"name": tag, "dimensions": dimensions}}, "alpha"
+            url, CREATE_DIMENSION_LIST, {"input": {"name": tag, "dimensions": dimensions}}, "alpha"
         )
         dimension_list = listed["createEvaluationDimensionList"]["evaluationDimensionList"]["id"]
-        variables = {
-            "input": start_input(
-                scenario,
-                agents,
-                model,
-                tag=tag,
-                humanSeats=[1],
-                maxTurns=2,
-                evaluationDimensionListId=dimension_list,
-            )
-        }
-        started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
-        assert started["userErrors"] == [], started
-        episode_id, token = started["episode"]["id"], started["seatTokens"][0]["token"]
+        episode_id, token = await seat_one_started(
+            url, tag, model, maxTurns=2, evaluationDimensionListId=dimension_list
+        )
         async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token={token}") as tab:
             page = tab.page
             await play(page, "Hello from the only seat I hold.")

@@ -1,10 +1,12 @@
 """The services a worker is handed, over the test Redis, with a job stream of each test's own."""
 
+import asyncio
 import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as redis
@@ -13,6 +15,7 @@ from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.llm import ModelRegistry
 from parley.lifecycle.follow import EventHub
 from parley.lifecycle.services import Services
+from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.events_log import EventsLog
 from parley.storage.jobs import JobQueue
@@ -20,6 +23,21 @@ from tests.engine.conftest import FAST_RETRY
 
 SLOW_JUDGE = "slow-judge"
 """A model of the fake whose judge requests time out after 0.3 s (see `slow_judge`)."""
+BURST_TIMEOUT = 60
+
+
+def worker_config(**overrides: Any) -> WorkerConfig:
+    """A worker's settings for a test: it takes a dead worker's jobs over after a second and
+    polls every 50 ms (`overrides` change them)."""
+    values: dict[str, Any] = {"lease_seconds": 1.0, "poll_seconds": 0.05, "consumer": "alive"}
+    return WorkerConfig(**{**values, **overrides})
+
+
+async def burst(services: Services, **overrides: Any) -> Worker:
+    """A worker (`worker_config`) run until nothing is left to take."""
+    worker = Worker(services, worker_config(**overrides))
+    await asyncio.wait_for(worker.run(burst=True), BURST_TIMEOUT)
+    return worker
 
 
 @pytest.fixture

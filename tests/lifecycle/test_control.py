@@ -8,19 +8,12 @@ from bench.support.fake_llm import FakeLLM
 from bench.support.simulation import make_world, queue_episode
 from parley.lifecycle.control import RunControl
 from parley.lifecycle.services import Services
-from parley.lifecycle.worker import Worker, WorkerConfig, running_worker
+from parley.lifecycle.worker import Worker, running_worker
 from parley.resolvers.agents import agent_names
 from parley.storage.models import EpisodeLog, EpisodeStatus
+from tests.lifecycle.conftest import burst, worker_config
 
 Status = EpisodeStatus
-
-
-def worker(services: Services) -> Worker:
-    return Worker(services, WorkerConfig(lease_seconds=1.0, poll_seconds=0.05, consumer="w"))
-
-
-async def burst(services: Services) -> None:
-    await asyncio.wait_for(worker(services).run(burst=True), 60)
 
 
 async def queued(services: Services, model: str, **extra: Any) -> str:
@@ -61,7 +54,7 @@ async def test_a_running_episode_pauses_before_its_next_turn_and_goes_on(
 ) -> None:
     fake_llm.delay = 0.1
     pk = await queued(services, fake_llm.model_name(), max_turns=6)
-    async with running_worker(worker(services)):
+    async with running_worker(Worker(services, worker_config())):
         await until(pk, Status.RUNNING)
         episode, errors = await control(services).pause(pk)
         assert not errors and episode is not None and episode.pause_at == 0

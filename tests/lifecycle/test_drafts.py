@@ -14,11 +14,7 @@ from parley.lifecycle.drafts import DraftJobStatus
 from parley.lifecycle.services import Services
 from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.storage import keys
-
-
-async def burst(services: Services) -> None:
-    config = WorkerConfig(lease_seconds=1.0, poll_seconds=0.05, consumer="drafter")
-    await asyncio.wait_for(Worker(services, config).run(burst=True), 60)
+from tests.lifecycle.conftest import burst
 
 
 def prompt() -> str:

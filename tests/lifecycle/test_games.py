@@ -15,7 +15,8 @@ from parley.resolvers.importer import import_lines
 from parley.resolvers.perspective import perspective
 from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.engine.test_games import spy_caught, villagers_win
-from tests.lifecycle.test_worker import burst, die_holding
+from tests.lifecycle.conftest import burst
+from tests.lifecycle.test_worker import die_holding
 from tests.support.games import EXAMPLES, Script, game_lines, may_see, replay_rules
 from tests.support.server import GraphQLClient
 

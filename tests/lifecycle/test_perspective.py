@@ -6,19 +6,19 @@ relationship levels; public turns, private ones between several pairs, and envir
 messages to everyone and to one agent. Every agent's view is checked against every turn.
 """
 
-import asyncio
 import json
 import uuid
 from dataclasses import asdict
 
 from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.simulation import queue_episode
 from parley.engine.types import RelationshipType
 from parley.lifecycle import start
 from parley.lifecycle.control import RunControl
 from parley.lifecycle.services import Services
-from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.resolvers.perspective import View, perspective
 from parley.storage.models import AgentProfile, EnvironmentProfile, EpisodeLog, RelationshipProfile
+from tests.lifecycle.conftest import burst
 
 SEATS = 7
 
@@ -72,23 +72,13 @@ async def test_every_view_shows_exactly_what_its_agent_could_see(
     for speaker, (to, words) in private.items():
         fake_llm.add_rule(Rule.action(names[speaker], "speak", words, to=[names[to]]))
     model = fake_llm.model_name()
-    fields = {
-        "scenario_id": scenario,
-        "agent_ids": agents,
-        "agent_models": [model],
-        "judge_model": model,
-        "max_turns": SEATS + 2,
-    }
-    episode, errors = await start.start(services, fields)
-    assert not errors and episode is not None
-    pk = str(episode.pk)
+    pk = await queue_episode(services, scenario, agents, model, max_turns=SEATS + 2)
     control = RunControl(services.client, services.store)
     told_all, told_six = marker("Notice", 9), marker("Notice", 6)
     for notice, recipients in ((told_all, []), (told_six, [names[6]])):
         _, errors = await control.inject({"episode_id": pk, "text": notice, "to": recipients})
         assert not errors
-    worker = Worker(services, WorkerConfig(lease_seconds=1.0, poll_seconds=0.05, consumer="w"))
-    await asyncio.wait_for(worker.run(burst=True), 60)
+    await burst(services)
     episode = await EpisodeLog.get(pk)
     assert episode.status == "COMPLETED", episode.error
     assert {t.agent_index for t in episode.turns if t.to} == set(private)

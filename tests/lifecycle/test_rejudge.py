@@ -5,50 +5,55 @@ import asyncio
 import uuid
 from typing import Any
 
+import pytest
 import redis.asyncio as redis
 
 from bench.support.fake_llm import FakeLLM, Rule
-from bench.support.simulation import make_world
-from parley.core.errors import ErrorCode
+from bench.support.simulation import make_world, queue_episode
+from parley.core.errors import ErrorCode, UserError
 from parley.lifecycle import rejudge, start
 from parley.lifecycle.services import Services
-from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.resolvers.dimensions import create_dimension_list
 from parley.resolvers.results import GroupBy, Results, ResultsFilter
 from parley.storage import keys
 from parley.storage.jobs import JobKind
 from parley.storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
-from tests.lifecycle.conftest import SLOW_JUDGE
+from tests.lifecycle.conftest import SLOW_JUDGE, burst
 from tests.support import sotopia_records
 from tests.support.server import GraphQLClient
-
-
-async def burst(services: Services, **overrides: Any) -> None:
-    values: dict[str, Any] = {"lease_seconds": 1.0, "poll_seconds": 0.05, "consumer": "alive"}
-    worker = Worker(services, WorkerConfig(**{**values, **overrides}))
-    await asyncio.wait_for(worker.run(burst=True), 60)
 
 
 async def finished(services: Services, model: str, tag: str, count: int = 2) -> list[str]:
     """COMPLETED episodes, played by the worker with the fake model."""
     scenario, agents = await make_world(tag)
-    ids = []
-    for _ in range(count):
-        fields = {
-            "scenario_id": scenario,
-            "agent_ids": agents,
-            "agent_models": [model],
-            "judge_model": model,
-            "max_turns": 2,
-            "tag": tag,
-        }
-        episode, errors = await start.start(services, fields)
-        assert not errors and episode is not None
-        ids.append(str(episode.pk))
+    ids = [
+        await queue_episode(services, scenario, agents, model, max_turns=2, tag=tag)
+        for _ in range(count)
+    ]
     await burst(services)
     for pk in ids:
         assert (await EpisodeLog.get(pk)).status == EpisodeStatus.COMPLETED
     return ids
+
+
+@pytest.fixture
+def tag() -> str:
+    return f"rejudge-{uuid.uuid4().hex[:8]}"
+
+
+async def one_rejudging(services: Services, model: str, tag: str) -> tuple[str, rejudge.Rejudging]:
+    """A finished episode, and a re-judging of it by `model` queued."""
+    [pk] = await finished(services, model, tag, count=1)
+    rejudging, errors = await queue_rejudging(services, episode_ids=[pk], judge_model=model)
+    assert not errors and rejudging is not None
+    return pk, rejudging
+
+
+async def queue_rejudging(
+    services: Services, **fields: Any
+) -> tuple[rejudge.Rejudging | None, list[UserError]]:
+    """`rejudge.queue` through the services' client, job queue and models."""
+    return await rejudge.queue(services.client, services.jobs, services.models, fields)
 
 
 async def custom_list(client: redis.Redis, name: str) -> str:
@@ -60,20 +65,16 @@ async def custom_list(client: redis.Redis, name: str) -> str:
 
 
 async def test_a_rejudging_scores_again_beside_the_original(
-    services: Services, fake_llm: FakeLLM
+    services: Services, fake_llm: FakeLLM, tag: str
 ) -> None:
-    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
     model = fake_llm.model_name()
     ids = await finished(services, model, tag)
     originals = {pk: (await EpisodeLog.get(pk)).rewards for pk in ids}
     list_id = await custom_list(services.client, tag)
     judge = fake_llm.model_name("second-judge")
 
-    rejudging, errors = await rejudge.queue(
-        services.client,
-        services.jobs,
-        services.models,
-        {"tag": tag, "judge_model": judge, "evaluation_dimension_list_id": list_id},
+    rejudging, errors = await queue_rejudging(
+        services, tag=tag, judge_model=judge, evaluation_dimension_list_id=list_id
     )
     assert not errors and rejudging is not None
     assert await rejudge.progress(services.client, rejudging.id) == {
@@ -107,23 +108,16 @@ async def test_a_rejudging_scores_again_beside_the_original(
 
 
 async def test_a_failing_judge_fails_only_its_own_evaluation(
-    services: Services, fake_llm: FakeLLM
+    services: Services, fake_llm: FakeLLM, tag: str
 ) -> None:
-    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
     model = fake_llm.model_name()
-    [pk] = await finished(services, model, tag, count=1)
+    pk, good = await one_rejudging(services, model, tag)
     original = await EpisodeLog.get(pk)
-    good, _ = await rejudge.queue(
-        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": model}
-    )
-    assert good is not None
     await burst(services)
     [judged] = (await EpisodeLog.get(pk)).evaluations
     fake_llm.add_rule(Rule(kind="judge", status=500, times=None))
 
-    bad, _ = await rejudge.queue(
-        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": model}
-    )
+    bad, _ = await queue_rejudging(services, episode_ids=[pk], judge_model=model)
     assert bad is not None
     await burst(services)
 
@@ -141,21 +135,16 @@ async def test_a_failing_judge_fails_only_its_own_evaluation(
 
 
 async def test_rejudging_an_unjudged_episode_with_its_own_judge_gives_it_its_scores(
-    slow_judge: Services, fake_llm: FakeLLM
+    slow_judge: Services, fake_llm: FakeLLM, tag: str
 ) -> None:
     """A judge that timed out left the episode COMPLETED without scores; re-judged by its own
     judge on its own dimensions, that judgement becomes its scores, which results and its
     experiment then count. Re-judged by another judge, it stays a separate evaluation."""
-    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
     scenario, agents = await make_world(tag)
-    fields = {"scenario_id": scenario, "agent_ids": agents, "agent_models": [SLOW_JUDGE]}
-    ids = []
-    for _ in range(2):
-        started, _ = await start.start(
-            slow_judge, {**fields, "judge_model": SLOW_JUDGE, "max_turns": 2, "tag": tag}
-        )
-        assert started is not None
-        ids.append(str(started.pk))
+    ids = [
+        await queue_episode(slow_judge, scenario, agents, SLOW_JUDGE, max_turns=2, tag=tag)
+        for _ in range(2)
+    ]
     await burst(slow_judge)
     unjudged = [await EpisodeLog.get(pk) for pk in ids]
     assert all(e.status == EpisodeStatus.COMPLETED and e.judge_error for e in unjudged)
@@ -163,18 +152,10 @@ async def test_rejudging_an_unjudged_episode_with_its_own_judge_gives_it_its_sco
     assert (group.scored, group.unscored, group.failed) == (0, 2, 0)  # counted in episodes
     fake_llm.reset()  # the judge answers again
 
-    other, _ = await rejudge.queue(
-        slow_judge.client,
-        slow_judge.jobs,
-        slow_judge.models,
-        {"episode_ids": [ids[0]], "judge_model": fake_llm.model_name("another-judge")},
+    other, _ = await queue_rejudging(
+        slow_judge, episode_ids=[ids[0]], judge_model=fake_llm.model_name("another-judge")
     )
-    own, errors = await rejudge.queue(
-        slow_judge.client,
-        slow_judge.jobs,
-        slow_judge.models,
-        {"episode_ids": [ids[1]], "judge_model": SLOW_JUDGE},
-    )
+    own, errors = await queue_rejudging(slow_judge, episode_ids=[ids[1]], judge_model=SLOW_JUDGE)
     assert not errors and own is not None and other is not None
     await burst(slow_judge)
 
@@ -194,15 +175,10 @@ async def test_rejudging_an_unjudged_episode_with_its_own_judge_gives_it_its_sco
 
 
 async def test_an_evaluation_whose_worker_died_is_taken_over(
-    services: Services, fake_llm: FakeLLM
+    services: Services, fake_llm: FakeLLM, tag: str
 ) -> None:
-    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
     model = fake_llm.model_name()
-    [pk] = await finished(services, model, tag, count=1)
-    rejudging, _ = await rejudge.queue(
-        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": model}
-    )
-    assert rejudging is not None
+    pk, rejudging = await one_rejudging(services, model, tag)
     taken = await services.jobs.read("dead-worker", 10, block_ms=100)
     assert [(j.kind, j.subject, j.detail) for j in taken] == [
         (JobKind.EVALUATION, pk, rejudging.id)
@@ -217,41 +193,25 @@ async def test_an_evaluation_whose_worker_died_is_taken_over(
 
 
 async def test_only_completed_episodes_can_be_rejudged(
-    services: Services, fake_llm: FakeLLM, unchanged: Any
+    services: Services, fake_llm: FakeLLM, tag: str, unchanged: Any
 ) -> None:
-    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
     model = fake_llm.model_name()
     [done] = await finished(services, model, tag, count=1)
     scenario, agents = await make_world(f"{tag}-queued")
-    fields = {"scenario_id": scenario, "agent_ids": agents, "agent_models": [model]}
-    queued, _ = await start.start(services, {**fields, "judge_model": model})
-    assert queued is not None
+    queued = await queue_episode(services, scenario, agents, model)
 
     async with unchanged():
-        _, errors = await rejudge.queue(
-            services.client,
-            services.jobs,
-            services.models,
-            {"episode_ids": [done, str(queued.pk)], "judge_model": model},
-        )
+        _, errors = await queue_rejudging(services, episode_ids=[done, queued], judge_model=model)
         assert [(e.field, e.code) for e in errors] == [(["input", "episodeIds"], ErrorCode.INVALID)]
-        assert f"{queued.pk} is QUEUED" in errors[0].message
+        assert f"{queued} is QUEUED" in errors[0].message
         assert "only COMPLETED episodes" in errors[0].message
 
-        _, errors = await rejudge.queue(
-            services.client,
-            services.jobs,
-            services.models,
-            {"episode_ids": [done], "judge_model": model, "evaluation_dimension_list_id": "nope"},
+        _, errors = await queue_rejudging(
+            services, episode_ids=[done], judge_model=model, evaluation_dimension_list_id="nope"
         )
         assert [e.code for e in errors] == [ErrorCode.NOT_FOUND]
 
-        _, errors = await rejudge.queue(
-            services.client,
-            services.jobs,
-            services.models,
-            {"episode_ids": [done], "tag": tag, "judge_model": model},
-        )
+        _, errors = await queue_rejudging(services, episode_ids=[done], tag=tag, judge_model=model)
         assert [e.code for e in errors] == [ErrorCode.INVALID]
 
 
@@ -320,15 +280,10 @@ async def test_the_mutation_over_http(
 
 
 async def test_deleting_an_episode_deletes_its_evaluation_records(
-    services: Services, fake_llm: FakeLLM
+    services: Services, fake_llm: FakeLLM, tag: str
 ) -> None:
-    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
     model = fake_llm.model_name()
-    [pk] = await finished(services, model, tag, count=1)
-    rejudging, _ = await rejudge.queue(
-        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": model}
-    )
-    assert rejudging is not None
+    pk, rejudging = await one_rejudging(services, model, tag)
     await burst(services)
     assert await services.client.exists(keys.evaluation_record(rejudging.id, pk))
 
@@ -351,9 +306,7 @@ async def test_an_episode_sotopia_wrote_is_judged_from_turns_read_from_its_messa
     pk = sotopia_records.EPISODE["pk"][:-2] + suffix
     judge = fake_llm.model_name("sotopia-judge")
 
-    rejudging, errors = await rejudge.queue(
-        services.client, services.jobs, services.models, {"episode_ids": [pk], "judge_model": judge}
-    )
+    rejudging, errors = await queue_rejudging(services, episode_ids=[pk], judge_model=judge)
     assert not errors and rejudging is not None
     await burst(services)
 
@@ -370,22 +323,17 @@ async def test_an_episode_sotopia_wrote_is_judged_from_turns_read_from_its_messa
 
 
 async def test_a_tag_is_rejudged_without_its_failed_and_cancelled_episodes(
-    services: Services, fake_llm: FakeLLM
+    services: Services, fake_llm: FakeLLM, tag: str
 ) -> None:
-    tag = f"rejudge-{uuid.uuid4().hex[:8]}"
     model = fake_llm.model_name()
     [done] = await finished(services, model, tag, count=1)
     scenario, agents = await make_world(f"{tag}-cancelled")
-    fields = {"scenario_id": scenario, "agent_ids": agents, "agent_models": [model]}
-    queued, _ = await start.start(services, {**fields, "judge_model": model, "tag": tag})
-    assert queued is not None
-    cancelled, _ = await start.cancel(services, str(queued.pk))
+    queued = await queue_episode(services, scenario, agents, model, tag=tag)
+    cancelled, _ = await start.cancel(services, queued)
     assert cancelled is not None and cancelled.status == EpisodeStatus.CANCELLED
 
-    rejudging, errors = await rejudge.queue(
-        services.client, services.jobs, services.models, {"tag": tag, "judge_model": model}
-    )
+    rejudging, errors = await queue_rejudging(services, tag=tag, judge_model=model)
     assert errors == [] and rejudging is not None
     assert rejudging.episodes == 1
-    assert (await EpisodeLog.get(str(queued.pk))).evaluations == []
+    assert (await EpisodeLog.get(queued)).evaluations == []
     assert [e.id for e in (await EpisodeLog.get(done)).evaluations] == [rejudging.id]

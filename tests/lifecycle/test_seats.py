@@ -10,36 +10,23 @@ import uuid
 from typing import Any
 
 from bench.support.fake_llm import FakeLLM
-from bench.support.simulation import make_world
+from bench.support.simulation import make_world, start_fields
 from parley.engine.types import ActionType
 from parley.lifecycle import start
 from parley.lifecycle.control import RunControl
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.services import Services
-from parley.lifecycle.worker import Worker, WorkerConfig
 from parley.resolvers.perspective import perspective
 from parley.storage import keys
 from parley.storage.models import EpisodeLog, EpisodeStatus
+from tests.lifecycle.conftest import burst
 
 Status = EpisodeStatus
 
 
-async def burst(services: Services) -> None:
-    worker = Worker(services, WorkerConfig(lease_seconds=1.0, poll_seconds=0.05, consumer="w"))
-    await asyncio.wait_for(worker.run(burst=True), 60)
-
-
 async def human_episode(services: Services, model: str, **extra: Any) -> tuple[str, dict[int, str]]:
     scenario, agents = await make_world(f"seats-{uuid.uuid4().hex[:8]}")
-    fields = {
-        "scenario_id": scenario,
-        "agent_ids": agents,
-        "agent_models": [model],
-        "judge_model": model,
-        "max_turns": 4,
-        "human_seats": [0],
-        **extra,
-    }
+    fields = start_fields(scenario, agents, model, **{"max_turns": 4, "human_seats": [0], **extra})
     started = await start.start_many(services, [fields], prefix=("input",))
     assert not started.errors, started.errors
     pk = str(started.episodes[0].pk)
@@ -200,15 +187,9 @@ async def test_simultaneous_turns_wait_for_every_person(
 ) -> None:
     scenario, agents = await make_world(f"seats-{uuid.uuid4().hex[:8]}", agents=3)
     model = fake_llm.model_name()
-    fields = {
-        "scenario_id": scenario,
-        "agent_ids": agents,
-        "agent_models": [model],
-        "judge_model": model,
-        "max_turns": 1,
-        "turn_order": "simultaneous",
-        "human_seats": [0, 2],
-    }
+    fields = start_fields(
+        scenario, agents, model, max_turns=1, turn_order="simultaneous", human_seats=[0, 2]
+    )
     started = await start.start_many(services, [fields], prefix=("input",))
     pk = str(started.episodes[0].pk)
     tokens = started.seat_tokens[pk]

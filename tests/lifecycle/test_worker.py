@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bench.support.fake_llm import FakeLLM
-from bench.support.simulation import make_world
+from bench.support.simulation import make_world, queue_episode
 from parley.engine.errors import LLMTransportError
 from parley.engine.limiter import INITIAL
 from parley.engine.llm import ModelRegistry
@@ -25,7 +25,6 @@ from parley.lifecycle.worker import (
     EPISODE_HEADROOM,
     AttemptStart,
     Worker,
-    WorkerConfig,
     running_worker,
 )
 from parley.storage.episode_store import EpisodeStore
@@ -38,41 +37,19 @@ from parley.storage.models import (
     RelationshipProfile,
 )
 from tests.engine.conftest import FAST_RETRY
-from tests.lifecycle.conftest import SLOW_JUDGE
+from tests.lifecycle.conftest import BURST_TIMEOUT, SLOW_JUDGE, burst, worker_config
 
 Status = EpisodeStatus
-BURST_TIMEOUT = 60
-
-
-def config(**overrides: Any) -> WorkerConfig:
-    values: dict[str, Any] = {"lease_seconds": 1.0, "poll_seconds": 0.05, "consumer": "alive"}
-    return WorkerConfig(**{**values, **overrides})
 
 
 async def queue(
     services: Services, model: str, count: int = 1, turns: int = 2, **more: Any
 ) -> list[str]:
     scenario, agents = await make_world(f"worker-{uuid.uuid4().hex[:8]}")
-    ids = []
-    for _ in range(count):
-        fields = {
-            "scenario_id": scenario,
-            "agent_ids": agents,
-            "agent_models": [model],
-            "judge_model": model,
-            "max_turns": turns,
-            **more,
-        }
-        episode, errors = await start.start(services, fields)
-        assert not errors and episode is not None
-        ids.append(str(episode.pk))
-    return ids
-
-
-async def burst(services: Services, **overrides: Any) -> Worker:
-    worker = Worker(services, config(**overrides))
-    await asyncio.wait_for(worker.run(burst=True), BURST_TIMEOUT)
-    return worker
+    return [
+        await queue_episode(services, scenario, agents, model, max_turns=turns, **more)
+        for _ in range(count)
+    ]
 
 
 async def pending(services: Services) -> list[dict[str, Any]]:
@@ -157,7 +134,7 @@ async def test_a_worker_that_lost_its_episode_writes_nothing_more(
     write, stops, and leaves the entry for the new owner."""
     fake_llm.delay = 0.2
     (pk,) = await queue(services, fake_llm.model_name(), turns=6)
-    worker = Worker(services, config(lease_seconds=30))
+    worker = Worker(services, worker_config(lease_seconds=30))
     async with running_worker(worker):
         await wait_until(lambda: turns_of(pk, at_least=1))
         taken = await services.store.transition(pk, Status.RUNNING, fence=1, attempt_mode="restart")
@@ -174,7 +151,7 @@ async def test_a_cancelled_episode_stops_within_a_poll_and_keeps_its_turns(
 ) -> None:
     fake_llm.delay = 0.2
     (pk,) = await queue(services, fake_llm.model_name(), turns=10)
-    worker = Worker(services, config())
+    worker = Worker(services, worker_config())
     async with running_worker(worker):
         await wait_until(lambda: turns_of(pk, at_least=2))
         episode, errors = await start.cancel(services, pk)
@@ -190,7 +167,7 @@ async def test_stopping_hands_running_jobs_back_at_once(
 ) -> None:
     fake_llm.delay = 0.2
     (pk,) = await queue(services, fake_llm.model_name(), turns=4)
-    worker = Worker(services, config(lease_seconds=30, consumer="leaving"))
+    worker = Worker(services, worker_config(lease_seconds=30, consumer="leaving"))
     async with running_worker(worker):
         await wait_until(lambda: turns_of(pk, at_least=1))
     # not acked, and idle past the lease at once: the next worker's sweep takes it
@@ -252,7 +229,7 @@ async def test_a_worker_runs_what_is_queued_after_redis_lost_its_group_and_index
     consumer group with it (NOGROUP at each read, and a start queued meanwhile never ran), and
     an index an episode's setup searches (relationships) gone. It makes both again, and runs
     the start."""
-    worker = Worker(services, config())
+    worker = Worker(services, worker_config())
     async with running_worker(worker):
         await wait_until(lambda: idle(worker))
         await services.client.delete(services.jobs.stream)
@@ -396,17 +373,7 @@ async def test_a_restart_episode_plays_again_from_the_start(
 ) -> None:
     scenario, agents = await make_world(f"restart-{uuid.uuid4().hex[:8]}")
     model = fake_llm.model_name()
-    fields = {
-        "scenario_id": scenario,
-        "agent_ids": agents,
-        "agent_models": [model],
-        "judge_model": model,
-        "max_turns": 2,
-        "redelivery": "restart",
-    }
-    episode, errors = await start.start(services, fields)
-    assert not errors and episode is not None
-    pk = str(episode.pk)
+    pk = await queue_episode(services, scenario, agents, model, max_turns=2, redelivery="restart")
     await die_holding(services, pk)
     stale = {"turn": 0, "agent_index": 0, "agent_name": "Ava0", "action_type": "speak"}
     await services.store.append_turn(pk, 1, {**stale, "argument": "old", "to": []}, 1, [])
@@ -428,7 +395,7 @@ async def test_a_worker_runs_about_twice_the_episodes_its_model_takes_calls(
     registry = ModelRegistry(models, tmp_path, retry=FAST_RETRY)
     limited = dataclasses.replace(services, models=registry)
     ids = await queue(limited, "one-at-a-time", count=100, turns=1)
-    worker = Worker(limited, config())
+    worker = Worker(limited, worker_config())
     first, then = 2 * INITIAL + EPISODE_HEADROOM, 2 * 1 + EPISODE_HEADROOM
     samples: list[int] = []
 

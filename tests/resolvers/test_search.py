@@ -275,14 +275,6 @@ async def stored(redis_client: redis.Redis) -> dict[str, dict[str, dict[str, Any
 
 
 @pytest.fixture
-async def other_writer(redis_url: str) -> AsyncIterator[redis.Redis]:
-    """A plain client, as Sotopia or a person in redis-cli would be."""
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
 async def held(redis_client: redis.Redis) -> AsyncIterator[TrackedDocuments]:
     documents = TrackedDocuments(redis_client, [model.make_key("") for model in LISTED])
     async with documents.running():

@@ -19,7 +19,9 @@ import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
 from bench.support.fake_llm import FakeLLM
+from bench.support.polling import eventually
 from bench.support.processes import Process, api_process, parley_env, worker_process
+from bench.support.simulation import CREATE_DIMENSION_LIST
 from parley.storage import keys
 from parley.storage.connection import IndexesRebuilding, open_client
 from parley.storage.embedded import EmbeddedRedis
@@ -35,14 +37,9 @@ from parley.storage.results_index import (
 )
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
+from tests.support.world import start_episode
 
 RESULTS = "{ episodeResults(groupBy: [MODEL]) { groups { model scored } } }"
-CREATE = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { field message code }
-  }
-}"""
 WARNING = "stored dimension names have no results"
 
 
@@ -117,7 +114,9 @@ async def test_serve_starts_on_indexes_an_older_version_filled(
             data = await gql.data(RESULTS)
             dimensions = [{"name": "brand new", "rangeLow": 0, "rangeHigh": 1}]
             input = {"name": "one more", "dimensions": dimensions}
-            created = (await gql.data(CREATE, {"input": input}))["createEvaluationDimensionList"]
+            created = (await gql.data(CREATE_DIMENSION_LIST, {"input": input}))[
+                "createEvaluationDimensionList"
+            ]
         api_log = api.output()
     assert data == {"episodeResults": {"groups": []}}
     assert f"100 {WARNING}" in api_log, api_log
@@ -182,37 +181,11 @@ async def served_after_lost(
     await gql.data(LISTS)
     await lose()
     assert await gql.data(LISTS) == EMPTY
-    agents = []
-    for name in ("Ada", "Bo"):
-        made = await gql.mutate(
-            "createAgent",
-            "CreateAgentInput",
-            {"firstName": name, "lastName": "Empty"},
-            "agent { id }",
-        )
-        agents.append(made["agent"]["id"])
-    scenario = await gql.mutate(
-        "createScenario",
-        "CreateScenarioInput",
-        {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]},
-        "scenario { id }",
-    )
-    model = fake_llm.model_name()
-    input: dict[str, Any] = {
-        "scenarioId": scenario["scenario"]["id"],
-        "agentIds": agents,
-        "agentModels": [model],
-        "judgeModel": model,
-        "maxTurns": 2,
-    }
-    started = await gql.mutate("startSimulation", "StartSimulationInput", input, "episode { id }")
-    episode_id = started["episode"]["id"]
-    status = "QUEUED"
-    async with asyncio.timeout(30):
-        while status not in ("COMPLETED", "FAILED"):
-            await asyncio.sleep(0.5)
-            found = await gql.data(EPISODE_STATUS, {"id": episode_id})
-            status = found["episode"]["status"]
+    episode_id = await start_episode(gql, fake_llm.model_name(), "Empty")
+    read = partial(gql.data, EPISODE_STATUS, {"id": episode_id})
+    finished = ("COMPLETED", "FAILED")
+    found = await eventually(read, lambda d: d["episode"]["status"] in finished, timeout=30)
+    status: str = found["episode"]["status"]
     return status
 
 

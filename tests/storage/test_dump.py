@@ -2,8 +2,6 @@
 Redis holding Sotopia-shaped records) served from a copy, indexed, browsable and kept."""
 
 import hashlib
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +10,7 @@ import psutil
 import pytest
 import redis.asyncio as redis
 
-from bench.support.processes import ApiProcess, embedded_env
+from bench.support.processes import ApiProcess, embedded_env, parley
 from parley.storage.dump import DumpError, working_copy
 from parley.storage.embedded import EmbeddedRedis
 from tests.support import sotopia_records as sotopia
@@ -119,13 +117,6 @@ def test_a_file_that_is_not_a_dump_is_refused(tmp_path: Path) -> None:
         working_copy(text, tmp_path)
     with pytest.raises(DumpError, match="is not a file"):
         working_copy(tmp_path / "missing.rdb", tmp_path)
-    result = subprocess.run(
-        [sys.executable, "-m", "parley.graph.cli", "serve", "--open-dump", str(text)],
-        env=embedded_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = parley("serve", "--open-dump", str(text), env=embedded_env(tmp_path), timeout=60)
     assert result.returncode != 0 and "is not a Redis dump" in result.stderr
     assert not (tmp_path / "dumps").exists()

@@ -8,7 +8,6 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +18,7 @@ import redis.asyncio as redis
 from redis import Redis as SyncRedis
 from redis.exceptions import AuthenticationError
 
-from bench.support.processes import ApiProcess, api_process, embedded_env
+from bench.support.processes import ApiProcess, api_process, embedded_env, parley
 from parley.storage.connection import RedisCapabilityError, check_capabilities, open_client
 from parley.storage.durability import Fsync
 from parley.storage.embedded import URL_FILE, EmbeddedRedis, free_port, running_url, serving
@@ -91,13 +90,7 @@ def test_serve_against_a_plain_redis_fails_with_one_line(tmp_path: Path) -> None
     with plain_redis(tmp_path) as port:
         env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{port}"}
         for _ in range(3):  # the server may need a moment to accept connections
-            done = subprocess.run(
-                [sys.executable, "-m", "parley.graph.cli", "serve", "--port", str(free_port())],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
+            done = parley("serve", "--port", str(free_port()), env=env, timeout=60)
             if "cannot reach" not in done.stderr:
                 break
     assert done.returncode != 0
@@ -118,30 +111,19 @@ async def test_the_append_only_file_is_synced_as_configured(tmp_path: Path, fsyn
         await server.stop()
 
 
-def parley(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "parley.graph.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def test_every_command_finds_the_password_and_redis_url_prints_it(tmp_path: Path) -> None:
     env = embedded_env(tmp_path, redis_fsync="always")
-    seeded = parley(env, "seed")
+    seeded = parley("seed", env=env)
     assert seeded.returncode == 0, seeded.stderr
-    exported = parley(env, "export", "--kind", "agents")
+    exported = parley("export", "--kind", "agents", env=env)
     assert exported.returncode == 0, exported.stderr
     assert len([json.loads(line) for line in exported.stdout.splitlines()]) == 10
-    stopped = parley(env, "redis-url")
+    stopped = parley("redis-url", env=env)
     assert stopped.returncode != 0
     assert "no embedded Redis is running" in stopped.stderr
 
     with api_process(env, tmp_path / "api.log", "--no-worker"):
-        found = parley(env, "redis-url")
+        found = parley("redis-url", env=env)
         assert found.returncode == 0, found.stderr
         url = found.stdout.strip()
         url_file = tmp_path / "redis" / URL_FILE
@@ -159,8 +141,8 @@ def test_every_command_finds_the_password_and_redis_url_prints_it(tmp_path: Path
             anyone.ping()
 
     assert not (tmp_path / "redis" / URL_FILE).exists()
-    assert parley(env, "redis-url").returncode != 0
-    configured = parley({**env, "REDIS_URL": "redis://elsewhere:6379/0"}, "redis-url")
+    assert parley("redis-url", env=env).returncode != 0
+    configured = parley("redis-url", env={**env, "REDIS_URL": "redis://elsewhere:6379/0"})
     assert configured.stdout.strip() == "redis://elsewhere:6379/0"
 
 

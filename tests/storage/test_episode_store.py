@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from bench.support.episodes import queued
+from bench.support.episodes import queued, queued_episode
 from parley.storage import keys
-from parley.storage.episode_store import EpisodeStore, initial_history
+from parley.storage.episode_store import EpisodeStore
 from parley.storage.events import EpisodeEvent, EventKind, MalformedEvent, parse_event
 from parley.storage.models import EpisodeLog, EpisodeStatus
 
@@ -125,15 +125,7 @@ async def test_every_payload_the_scripts_emit_is_exactly_an_event(redis_client: 
             assert event.status == status and event.tag == "store"
     assert event.reason == "judge gave up" and event.previous_status == Status.EVALUATING
 
-    untagged = EpisodeLog(
-        environment="env",
-        agents=["a", "b"],
-        status=Status.QUEUED,
-        sequence=1,
-        status_history=initial_history(time.time()),
-        created_at=time.time(),
-        tag=None,
-    )
+    untagged = queued_episode(None)
 
     async def announce() -> None:
         await store.create([untagged], keys.JOBS)
@@ -162,14 +154,7 @@ async def test_create_writes_nothing_while_a_required_key_is_missing(redis_clien
     store = EpisodeStore(redis_client)
     present = f"test:required:{time.time_ns()}"
     await redis_client.set(present, "1")
-    episode = EpisodeLog(
-        environment="env",
-        agents=["a", "b"],
-        status=Status.QUEUED,
-        sequence=1,
-        status_history=initial_history(time.time()),
-        created_at=time.time(),
-    )
+    episode = queued_episode("store")
     jobs = await redis_client.xlen(keys.JOBS)
     refused = await store.create_if_present([episode], keys.JOBS, [present, "test:gone", present])
     assert refused.ids == [] and refused.missing == [1]

@@ -23,6 +23,7 @@ from parley.core.errors import ErrorCode
 from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
 from parley.storage.records import exist, insert, insert_new, remove, save_all
 from tests.support.server import GraphQLClient
+from tests.support.world import create_agents, create_scenario
 
 ROUNDS = 10
 
@@ -38,21 +39,8 @@ async def parley(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> As
 
 async def made(gql: GraphQLClient, tag: str) -> dict[str, str]:
     """An agent, a scenario and a relationship of two new agents; kind -> id."""
-    agents = []
-    for name in ("One", "Two"):
-        payload = await gql.mutate(
-            "createAgent",
-            "CreateAgentInput",
-            {"firstName": name, "lastName": tag, "tag": tag},
-            "agent { id }",
-        )
-        agents.append(str(payload["agent"]["id"]))
-    scenario = await gql.mutate(
-        "createScenario",
-        "CreateScenarioInput",
-        {"scenario": f"Scene {tag}", "agentGoals": ["a", "b"], "tag": tag},
-        "scenario { id }",
-    )
+    agents = await create_agents(gql, f"One {tag}", f"Two {tag}", tag=tag)
+    scenario = await create_scenario(gql, scenario=f"Scene {tag}", agentGoals=["a", "b"], tag=tag)
     relationship = await gql.mutate(
         "createRelationship",
         "CreateRelationshipInput",
@@ -61,7 +49,7 @@ async def made(gql: GraphQLClient, tag: str) -> dict[str, str]:
     )
     return {
         "agent": agents[0],
-        "scenario": str(scenario["scenario"]["id"]),
+        "scenario": scenario,
         "relationship": str(relationship["relationship"]["id"]),
     }
 
@@ -134,10 +122,11 @@ def scenario(text: str) -> EnvironmentProfile:
 
 async def test_a_taken_key_is_never_overwritten(redis_client: redis.Redis) -> None:
     stored, new = scenario("first"), scenario("new")
-    assert await insert(stored) == []
+    assert await insert(stored) == (stored, [])
     taken = scenario("second")
     taken.pk = stored.pk
-    assert [e.code for e in await insert(taken)] == [ErrorCode.CONFLICT]
+    refused, errors = await insert(taken)
+    assert refused is None and [e.code for e in errors] == [ErrorCode.CONFLICT]
     assert await insert_new(redis_client, [taken, new]) == [False, True]
     assert (await EnvironmentProfile.get(stored.pk)).scenario == "first"
     assert (await EnvironmentProfile.get(new.pk)).scenario == "new"

@@ -1,10 +1,9 @@
 """Sample data: loads, is idempotent, and `parley seed` works as a command."""
 
 import os
-import subprocess
-import sys
 from typing import Any
 
+from bench.support.processes import parley
 from parley.storage import keys, sample
 from parley.storage.models import AgentProfile, RelationshipProfile
 from tests.support.server import GraphQLClient
@@ -41,12 +40,6 @@ async def test_seed_is_idempotent(redis_client: Any, gql: GraphQLClient) -> None
 
 def test_seed_command(redis_url: str) -> None:
     env = {**os.environ, "REDIS_URL": redis_url}
-    done = subprocess.run(
-        [sys.executable, "-m", "parley.graph.cli", "seed"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    done = parley("seed", env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
     assert "'agents': 0" in done.stdout

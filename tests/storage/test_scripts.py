@@ -1,33 +1,15 @@
 """Every Lua script: loaded from storage/lua/, and naming only values Python declares."""
 
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from parley.storage import (
-    control,
-    drafts,
-    episode_store,
-    evaluations,
-    experiments,
-    relationships,
-    results_index,
-    seats,
-)
 from parley.storage.scripts import LUA, VOCABULARY, Script, vocabulary_prelude
 
-MODULES = (
-    control,
-    drafts,
-    episode_store,
-    evaluations,
-    experiments,
-    relationships,
-    results_index,
-    seats,
-)
 QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 CALL = re.compile(r"redis\.call\(\s*'([^']*)'")
 SYNTAX = {"", "$", "[", "]", "[]", "null", "*", ",", ":", "}"}
@@ -54,7 +36,11 @@ def strays(source: str, commands: set[str]) -> list[str]:
 
 
 def declared_scripts() -> list[Script[Any, Any]]:
-    return [v for m in MODULES for v in vars(m).values() if isinstance(v, Script)]
+    """The scripts every module of storage/ declares."""
+    storage = importlib.import_module("parley.storage")
+    names = [f"{storage.__name__}.{m.name}" for m in pkgutil.iter_modules(storage.__path__)]
+    modules = [importlib.import_module(name) for name in names]
+    return [v for m in modules for v in vars(m).values() if isinstance(v, Script)]
 
 
 def test_every_quoted_literal_is_a_command_or_syntax() -> None:

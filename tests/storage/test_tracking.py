@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.support.polling import until
 from bench.support.read_world import write_world
 from parley.resolvers.episodes import EPISODES
 from parley.resolvers.search import search
@@ -31,20 +32,6 @@ async def documents(redis_client: redis.Redis) -> AsyncIterator[TrackedDocuments
     async with tracked.running():
         await until(lambda: tracked.active)
         yield tracked
-
-
-@pytest.fixture
-async def other_writer(redis_url: str) -> AsyncIterator[redis.Redis]:
-    """Another client, as Sotopia or a hand edit would be: its writes pass no Parley code."""
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    await client.aclose()
-
-
-async def until(condition: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():  # noqa: ASYNC110 - set by the tracking connection's reader
-            await asyncio.sleep(0.01)
 
 
 async def reasons(documents: TrackedDocuments | None, fields: set[str] | None = None) -> list[Any]:

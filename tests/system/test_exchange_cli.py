@@ -4,8 +4,6 @@ idempotence, and the same against a remote server with `--url`."""
 import argparse
 import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,7 @@ import httpx
 import pytest
 import redis.asyncio as redis
 
-from bench.support.processes import api_process, parley_env
+from bench.support.processes import api_process, parley_env, run
 from parley.resolvers.experiment_design import Design
 from parley.storage.embedded import EmbeddedRedis
 from parley.storage.experiments import ExperimentStore
@@ -35,22 +33,6 @@ from parley.storage.models import (
 )
 from tests.support import sotopia_records as sotopia
 from tests.support.server import GraphQLClient, serve
-
-
-def parley(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "parley.graph.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-async def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """A `parley` command, off the event loop (an in-process server may have to answer it)."""
-    return await asyncio.to_thread(parley, *args, env=env)
 
 
 @pytest.fixture
@@ -138,6 +120,25 @@ async def documents(client: redis.Redis, keys: list[str]) -> dict[str, Any]:
     return {key: await client.json().get(key) for key in keys}
 
 
+async def export_lines(out: Path, env: dict[str, str], *args: str) -> list[dict[str, Any]]:
+    """`parley export *args -o out`, which must succeed: the lines it wrote."""
+    done = await run("export", *args, "-o", str(out), env=env)
+    assert done.returncode == 0, done.stderr
+    text = await asyncio.to_thread(out.read_text)
+    return [json.loads(x) for x in text.splitlines()]
+
+
+async def import_anew(path: Path, env: dict[str, str], created: str) -> None:
+    """`parley import path` into a Parley that holds none of it: all of it is `created`."""
+    done = await run("import", str(path), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[:3] == [
+        f"created: {created}",
+        "skipped (already stored): nothing",
+        "invalid lines: 0",
+    ]
+
+
 async def test_an_export_imported_into_an_empty_parley_gives_the_same_records(
     source_redis: redis.Redis, empty_redis: str, tmp_path: Path
 ) -> None:
@@ -145,18 +146,10 @@ async def test_an_export_imported_into_an_empty_parley_gives_the_same_records(
     source = parley_env(url_of(source_redis), tmp_path / "a")
     target = parley_env(empty_redis, tmp_path / "b")
     out = tmp_path / "experiment.jsonl"
-    exported = await run("export", "--experiment", "exp-roundtrip", "-o", str(out), env=source)
-    assert exported.returncode == 0, exported.stderr
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    lines = await export_lines(out, source, "--experiment", "exp-roundtrip")
     assert sum("episode_id" in x for x in lines) == 4
 
-    first = await run("import", str(out), env=target)
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert first.stdout.splitlines()[:3] == [
-        "created: 2 agents, 4 episodes, 1 relationships, 1 scenarios",
-        "skipped (already stored): nothing",
-        "invalid lines: 0",
-    ]
+    await import_anew(out, target, "2 agents, 4 episodes, 1 relationships, 1 scenarios")
     second = await run("import", str(out), env=target)
     assert second.returncode == 0
     assert second.stdout.splitlines()[:2] == [
@@ -317,21 +310,13 @@ async def test_experiments_travel_with_their_episodes_and_unfinished_ones_stay_b
     source = parley_env(url_of(source_redis), tmp_path / "a")
     target = parley_env(empty_redis, tmp_path / "b", seed="false")
     out = tmp_path / "all.jsonl"
-    exported = await run("export", "-o", str(out), env=source)
-    assert exported.returncode == 0, exported.stderr
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    lines = await export_lines(out, source)
     assert sorted(x["episode_id"] for x in lines if "episode_id" in x) == sorted(episodes[:3])
     [slots] = [x for x in lines if "experiment_slots" in x]
     assert [s["episode_id"] for s in slots["slots"]] == episodes  # the running one is named
     assert lines[-1]["experiment_id"] == pk  # after its slots
 
-    first = await run("import", str(out), env=target)
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert first.stdout.splitlines()[:3] == [
-        "created: 2 agents, 3 episodes, 1 experiments, 1 scenarios",
-        "skipped (already stored): nothing",
-        "invalid lines: 0",
-    ]
+    await import_anew(out, target, "2 agents, 3 episodes, 1 experiments, 1 scenarios")
     again = await run("import", str(out), env=target)
     assert again.returncode == 0, again.stdout + again.stderr
     assert (

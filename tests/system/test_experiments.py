@@ -6,7 +6,6 @@ import csv
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,13 +15,12 @@ import httpx
 import pytest
 
 from bench.support.fake_llm import FakeLLM, Rule
-from bench.support.processes import ApiProcess, api_process, parley_env, worker_process
+from bench.support.processes import PARLEY, ApiProcess, api_process, parley_env, run, worker_process
 from bench.support.simulation import post
 from parley.storage import keys
 from parley.storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
 from tests.support.experiments import Worlds, sampled_design
 from tests.support.server import serve
-from tests.system.test_exchange_cli import run
 
 CREATE = """
 mutation($input: CreateExperimentInput!) {
@@ -96,7 +94,7 @@ class Cli:
         self.log = log
         self._file = log.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "parley.graph.cli", "experiment", *args],
+            [*PARLEY, "experiment", *args],
             stdout=self._file,
             stderr=subprocess.STDOUT,
         )

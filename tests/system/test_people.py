@@ -26,7 +26,7 @@ from bench.support.people import (
     submit,
 )
 from bench.support.processes import ApiProcess, Process, api_process, parley_env, worker_process
-from bench.support.simulation import make_world, post, start_input
+from bench.support.simulation import episode, make_world, post, start_input, wait_for
 from parley.storage.models import EpisodeLog
 
 Stored = dict[str, Any]
@@ -62,22 +62,6 @@ async def episodes(api: ApiProcess) -> AsyncIterator[list[str]]:
     yield started
     for pk in started:
         await post(api.url, CANCEL, {"id": pk})
-
-
-async def read(api: ApiProcess, pk: str) -> Stored:
-    found: Stored = (await post(api.url, EPISODE, {"id": pk}))["episode"]
-    return found
-
-
-async def until(api: ApiProcess, pk: str, check: Any, timeout: float = 60) -> Stored:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = await read(api, pk)
-        if check(found):
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the episode never got there: {found}")
-        await asyncio.sleep(0.05)
 
 
 def status_is(*wanted: str) -> Any:
@@ -136,7 +120,7 @@ async def test_a_person_plays_against_models_to_the_scores_seeing_only_their_own
 
     stream = SeatStream(api.url, pk, 0, tokens[0], on_your_turn=act)
     events = await stream.run()
-    final = await read(api, pk)
+    final = await episode(api.url, pk, EPISODE)
 
     assert final["status"] == "COMPLETED", final
     assert said == [0, 3]  # round robin over three seats: the person's turns
@@ -167,7 +151,7 @@ async def test_a_person_who_opens_their_stream_while_it_waits_is_told_it_is_thei
     """The episode waits for seat 0 before its person subscribes: the stream's SNAPSHOT says
     `yourTurn` (with the deadline), and their action then plays it."""
     pk, tokens, _ = await human_episode(api, fake_llm, "people-late", episodes, maxTurns=2)
-    waiting = await until(api, pk, status_is("WAITING"))
+    waiting = await wait_for(api.url, pk, status_is("WAITING"), query=EPISODE)
 
     async def act(event: dict[str, Any]) -> None:
         payload = await submit(api.url, speak(pk, 0, tokens[0], "Sorry I am late"))
@@ -181,7 +165,7 @@ async def test_a_person_who_opens_their_stream_while_it_waits_is_told_it_is_thei
     assert snapshot["yourTurn"]["deadline"] == waiting["waiting"]["deadline"]
     assert [e["yourTurn"] for e in events[1:]] == [None] * (len(events) - 1)
     assert events[-1]["status"] == "COMPLETED"
-    assert (await read(api, pk))["turns"][0]["argument"] == "Sorry I am late"
+    assert (await episode(api.url, pk, EPISODE))["turns"][0]["argument"] == "Sorry I am late"
 
 
 async def test_two_people_in_a_simultaneous_episode_are_both_awaited_each_turn(
@@ -201,14 +185,16 @@ async def test_two_people_in_a_simultaneous_episode_are_both_awaited_each_turn(
         maxTurns=2,
     )
     for turn in (0, 1):
-        found = await until(api, pk, lambda e, t=turn: (e["waiting"] or {}).get("turn") == t)
+        found = await wait_for(
+            api.url, pk, lambda e, t=turn: (e["waiting"] or {}).get("turn") == t, query=EPISODE
+        )
         assert found["waiting"]["seats"] == [0, 1], found
         first = await submit(api.url, speak(pk, 1, tokens[1], f"Seat 1 at {turn}"))
         assert first["userErrors"] == [] and first["episode"]["status"] == "WAITING", first
-        assert (await read(api, pk))["waiting"]["seats"] == [0]
+        assert (await episode(api.url, pk, EPISODE))["waiting"]["seats"] == [0]
         second = await submit(api.url, speak(pk, 0, tokens[0], f"Seat 0 at {turn}"))
         assert second["userErrors"] == [] and second["sequence"] is not None, second
-    final = await until(api, pk, status_is(*TERMINAL))
+    final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     assert final["status"] == "COMPLETED", final
     assert sorted((t["turn"], t["agentIndex"]) for t in final["turns"]) == [
         (turn, seat) for turn in (0, 1) for seat in (0, 1, 2)
@@ -227,7 +213,7 @@ async def test_a_seat_that_never_answers_leaves_and_the_episode_goes_on(
     pk, _, names = await human_episode(
         api, fake_llm, "people-leave", episodes, agents=3, seatDeadlineSeconds=1, maxTurns=4
     )
-    final = await until(api, pk, status_is(*TERMINAL))
+    final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     assert final["status"] == "COMPLETED", final
     first, *rest = final["turns"]
     assert (first["turn"], first["agentIndex"], first["actionType"]) == (0, 0, "LEAVE")
@@ -251,7 +237,7 @@ async def test_a_seat_that_never_answers_is_played_by_the_stand_in(
         onSeatTimeout="STAND_IN",
         standInModel=stand_in,
     )
-    final = await until(api, pk, status_is(*TERMINAL))
+    final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     assert final["status"] == "COMPLETED", final
     assert turns_of(final) == [(0, 0, "SPEAK"), (1, 1, "SPEAK"), (2, 0, "SPEAK")]
     seat_0 = [t["argument"] for t in final["turns"] if t["agentIndex"] == 0]
@@ -268,7 +254,7 @@ async def test_a_seat_that_never_answers_fails_the_episode_with_the_reason(
     pk, _, names = await human_episode(
         api, fake_llm, "people-fail", episodes, seatDeadlineSeconds=1, onSeatTimeout="FAIL"
     )
-    final = await until(api, pk, status_is(*TERMINAL))
+    final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     reason = f"{names[0]} did not act before the deadline of turn 0: the episode failed"
     assert final["status"] == "FAILED" and final["error"] == reason, final
     assert final["statusHistory"][-1]["reason"] == reason
@@ -283,16 +269,18 @@ async def test_a_worker_killed_while_an_episode_waits_loses_nothing(
 ) -> None:
     pk, tokens, _ = await human_episode(api, fake_llm, "people-kill-waiting", episodes)
     with worker_process(env, tmp_path / "w1.log") as doomed:
-        waiting = await until(api, pk, status_is("WAITING"))
+        waiting = await wait_for(api.url, pk, status_is("WAITING"), query=EPISODE)
         doomed.kill()
     await asyncio.sleep(2.5)  # longer than the lease: nothing of the episode was the worker's
-    assert await read(api, pk) == waiting
+    assert await episode(api.url, pk, EPISODE) == waiting
     with worker_process(env, tmp_path / "w2.log"):
         for turn in (0, 2):
-            await until(api, pk, lambda e, t=turn: (e["waiting"] or {}).get("turn") == t)
+            await wait_for(
+                api.url, pk, lambda e, t=turn: (e["waiting"] or {}).get("turn") == t, query=EPISODE
+            )
             payload = await submit(api.url, speak(pk, 0, tokens[0], f"Still here at {turn}"))
             assert payload["userErrors"] == [], payload
-        final = await until(api, pk, status_is(*TERMINAL))
+        final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     assert final["status"] == "COMPLETED", final
     assert turns_of(final) == [(0, 0, "SPEAK"), (1, 1, "SPEAK"), (2, 0, "SPEAK")]
     reasons = [h["reason"] or "" for h in final["statusHistory"]]
@@ -326,7 +314,7 @@ async def test_a_worker_killed_mid_turn_after_a_person_acted_keeps_their_turn(
         doomed.kill()
     with worker_process(env, tmp_path / "w2.log"):
         await asyncio.wait_for(following, 90)
-    final = await read(api, pk)
+    final = await episode(api.url, pk, EPISODE)
     assert final["status"] == "COMPLETED", final
     assert asked == [0, 2]  # turn 0 was asked once, never again
     assert turns_of(final) == [(0, 0, "SPEAK"), (1, 1, "SPEAK"), (2, 0, "SPEAK")]
@@ -358,7 +346,7 @@ async def test_wrong_or_missing_seat_tokens_and_actions_not_allowed_change_nothi
     pk, tokens, names = await human_episode(
         api, fake_llm, "people-refusals", episodes, agents=3, humanSeats=[0, 1]
     )
-    await until(api, pk, status_is("WAITING"))
+    await wait_for(api.url, pk, status_is("WAITING"), query=EPISODE)
     before = await record(redis_client, pk)
     cases = [
         (speak(pk, 0, tokens[1], "Not my token"), "FORBIDDEN", ["input", "seatToken"]),
@@ -382,10 +370,10 @@ async def test_wrong_or_missing_seat_tokens_and_actions_not_allowed_change_nothi
 
     # Seat 0 acts; the episode now waits for seat 1, and seat 0 is refused: not its turn.
     assert (await submit(api.url, speak(pk, 0, tokens[0], "My turn")))["userErrors"] == []
-    await until(api, pk, lambda e: (e["waiting"] or {}).get("seats") == [1])
+    await wait_for(api.url, pk, lambda e: (e["waiting"] or {}).get("seats") == [1], query=EPISODE)
     again = await submit(api.url, speak(pk, 0, tokens[0], "Again"))
     assert codes(again) == ["CONFLICT"], again
-    assert [t["agentIndex"] for t in (await read(api, pk))["turns"]] == [0]
+    assert [t["agentIndex"] for t in (await episode(api.url, pk, EPISODE))["turns"]] == [0]
 
 
 async def test_two_people_racing_for_one_seat_make_exactly_one_turn(
@@ -393,14 +381,14 @@ async def test_two_people_racing_for_one_seat_make_exactly_one_turn(
 ) -> None:
     pk, tokens, _ = await human_episode(api, fake_llm, "people-race", episodes)
     with worker_process(env, tmp_path / "w.log"):
-        await until(api, pk, status_is("WAITING"))
+        await wait_for(api.url, pk, status_is("WAITING"), query=EPISODE)
     racers = [submit(api.url, speak(pk, 0, tokens[0], f"Racer {i}")) for i in range(24)]
     payloads = await asyncio.gather(*racers)
     won = [p for p in payloads if p["sequence"] is not None]
     assert len(won) == 1 and won[0]["userErrors"] == [], payloads
     lost = [p for p in payloads if p["sequence"] is None]
     assert all(codes(p) == ["CONFLICT"] for p in lost), lost
-    final = await read(api, pk)
+    final = await episode(api.url, pk, EPISODE)
     assert final["status"] == "QUEUED" and len(final["turns"]) == 1, final
     winner = final["turns"][0]
     assert winner["sequence"] == won[0]["sequence"] and winner["argument"].startswith("Racer ")
@@ -419,22 +407,24 @@ async def test_pause_and_resume_across_a_worker_restart(
     pk, _ = await start_with_seats(api.url, variables)
     episodes.append(pk)
     with worker_process(env, tmp_path / "w1.log") as doomed:
-        await until(api, pk, lambda e: e["status"] == "RUNNING" and len(e["turns"]) >= 1)
+        await wait_for(
+            api.url, pk, lambda e: e["status"] == "RUNNING" and len(e["turns"]) >= 1, query=EPISODE
+        )
         asked = await control(api.url, "pauseSimulation", pk)
         assert asked["userErrors"] == [], asked
         assert asked["episode"]["status"] in ("RUNNING", "PAUSED"), asked
-        paused = await until(api, pk, status_is("PAUSED"))
+        paused = await wait_for(api.url, pk, status_is("PAUSED"), query=EPISODE)
         doomed.kill()
     kept = paused["turns"]
     assert 1 <= len(kept) < 6 and paused["pauseAt"] is None
     with worker_process(env, tmp_path / "w2.log"):
         await asyncio.sleep(1.5)  # a new worker leaves a paused episode alone
-        assert (await read(api, pk))["turns"] == kept
+        assert (await episode(api.url, pk, EPISODE))["turns"] == kept
         resumed = await control(api.url, "resumeSimulation", pk)
         assert resumed["userErrors"] == [], resumed
         # Queued again; the worker may have taken it already when the reply reads it.
         assert resumed["episode"]["status"] in ("QUEUED", "RUNNING", "EVALUATING"), resumed
-        final = await until(api, pk, status_is(*TERMINAL))
+        final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     assert final["status"] == "COMPLETED", final
     assert final["turns"][: len(kept)] == kept  # every earlier turn kept as it was
     assert [t["turn"] for t in final["turns"]] == list(range(6))
@@ -462,19 +452,21 @@ async def test_steps_play_one_turn_each_and_the_last_one_ends_the_episode(
     episodes.append(pk)
     paused = await control(api.url, "pauseSimulation", pk)
     if paused["episode"]["status"] != "PAUSED":  # the worker was quicker: it pauses at turn 1
-        await until(api, pk, status_is("PAUSED"))
-    played = len((await read(api, pk))["turns"])
+        await wait_for(api.url, pk, status_is("PAUSED"), query=EPISODE)
+    played = len((await episode(api.url, pk, EPISODE))["turns"])
     assert played <= 1
     while played < 2:
         stepped = await control(api.url, "stepSimulation", pk)
         assert stepped["userErrors"] == [], stepped
         assert stepped["episode"]["status"] in ("QUEUED", "RUNNING", "PAUSED"), stepped
-        found = await until(api, pk, lambda e: e["status"] == "PAUSED" and e["pauseAt"] is None)
+        found = await wait_for(
+            api.url, pk, lambda e: e["status"] == "PAUSED" and e["pauseAt"] is None, query=EPISODE
+        )
         assert len(found["turns"]) == played + 1, found
         played += 1
     last = await control(api.url, "stepSimulation", pk)
     assert last["userErrors"] == [], last
-    final = await until(api, pk, status_is(*TERMINAL))
+    final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     assert final["status"] == "COMPLETED" and len(final["turns"]) == 3, final
     after_last = [h["status"] for h in final["statusHistory"]][-4:]
     assert after_last == ["QUEUED", "RUNNING", "EVALUATING", "COMPLETED"]
@@ -508,11 +500,13 @@ async def test_injected_messages_reach_their_agents_from_the_next_turn(
     fake_llm.delay = 0.2
     with worker_process(env, tmp_path / "w.log"):
         assert (await control(api.url, "resumeSimulation", pk))["userErrors"] == []
-        running = await until(api, pk, lambda e: e["status"] == "RUNNING" and e["turns"])
+        running = await wait_for(
+            api.url, pk, lambda e: e["status"] == "RUNNING" and e["turns"], query=EPISODE
+        )
         sent_at = len(running["turns"])
         while_running = await inject(api.url, pk, "Note while running: for Ava0", [names[0]])
         assert while_running["userErrors"] == [], while_running
-        final = await until(api, pk, status_is(*TERMINAL))
+        final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     assert final["status"] == "COMPLETED", final
 
     notes = {m["text"]: m for m in final["environmentMessages"]}
@@ -546,7 +540,7 @@ async def test_injected_messages_reach_their_agents_from_the_next_turn(
 
     refused = await inject(api.url, pk, "Too late")
     assert codes(refused) == ["CONFLICT"] and "COMPLETED" in refused["userErrors"][0]["message"]
-    assert len((await read(api, pk))["environmentMessages"]) == 3
+    assert len((await episode(api.url, pk, EPISODE))["environmentMessages"]) == 3
 
 
 # --- refusals -------------------------------------------------------------------------------------
@@ -586,11 +580,11 @@ async def test_control_in_a_status_where_it_makes_no_sense_is_a_conflict_that_ch
     with worker_process(env, tmp_path / "w.log"):
         pk, _ = await start_with_seats(api.url, variables)
         episodes.append(pk)
-        await until(api, pk, status_is("RUNNING"))
+        await wait_for(api.url, pk, status_is("RUNNING"), query=EPISODE)
         resumed = await control(api.url, "resumeSimulation", pk)
         assert codes(resumed) == ["CONFLICT"], resumed
         assert "the episode is RUNNING" in resumed["userErrors"][0]["message"]
-        final = await until(api, pk, status_is(*TERMINAL))
+        final = await wait_for(api.url, pk, status_is(*TERMINAL), query=EPISODE)
     assert final["status"] == "COMPLETED" and len(final["turns"]) == 4, final
     assert [h["status"] for h in final["statusHistory"]] == [
         "QUEUED",

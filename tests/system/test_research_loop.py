@@ -4,11 +4,11 @@ and the experiment finished after a restart without duplicates, the table of mea
 against a computation of its own, a re-judging with a custom dimension list, and an export
 imported into an empty Parley that gives the same results."""
 
-import asyncio
 import json
 import math
 import statistics
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,10 @@ import redis.asyncio as redis
 from scipy import stats
 
 from bench.support.fake_llm import FakeLLM
-from bench.support.processes import api_process, parley_env, worker_process
-from bench.support.simulation import post
+from bench.support.polling import eventually
+from bench.support.processes import api_process, parley_env, run, worker_process
+from bench.support.simulation import CREATE_DIMENSION_LIST, post
 from parley.storage.embedded import EmbeddedRedis
-from tests.system.test_exchange_cli import run
 from tests.system.test_experiments import Cli, progress
 
 RESULTS = """
@@ -34,12 +34,6 @@ query($id: ID!, $evaluation: ID) {
 }"""
 SLOTS = """
 query($id: ID!) { experiment(id: $id) { slots(first: 100) { nodes { episode { id } } } } }"""
-DIMENSIONS = """
-mutation($input: CreateEvaluationDimensionListInput!) {
-  createEvaluationDimensionList(input: $input) {
-    evaluationDimensionList { id } userErrors { message }
-  }
-}"""
 REJUDGE = """
 mutation($input: RejudgeEpisodesInput!) {
   rejudgeEpisodes(input: $input) { rejudging { id episodes } userErrors { message } }
@@ -96,16 +90,6 @@ async def stored_episodes(url: str, experiment_id: str) -> list[dict[str, Any]]:
     return [d for d in documents if d and d.get("experiment_id") == experiment_id]
 
 
-async def running(url: str, experiment_id: str, count: int) -> None:
-    """Wait until `count` of the experiment's episodes are RUNNING."""
-    for _ in range(900):
-        episodes = await stored_episodes(url, experiment_id)
-        if sum(e["status"] == "RUNNING" for e in episodes) >= count:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"fewer than {count} episodes of {experiment_id} started")
-
-
 def reference(episodes: list[dict[str, Any]], model: str) -> tuple[int, float, float]:
     """(count, mean, 95% margin) of the overall scores of `model`'s seats, computed here."""
     scores = [
@@ -143,7 +127,11 @@ async def test_design_run_kill_resume_results_rejudge_export_import(
         fake_llm.delay = 600
         try:
             with worker_process(env, tmp_path / "w1.log", concurrency=3) as doomed:
-                await running(source_url, pk, 3)
+                await eventually(
+                    partial(stored_episodes, source_url, pk),
+                    lambda episodes: sum(e["status"] == "RUNNING" for e in episodes) >= 3,
+                    timeout=90,
+                )
                 doomed.kill()
         finally:
             fake_llm.delay = 0.05
@@ -177,7 +165,7 @@ async def test_design_run_kill_resume_results_rejudge_export_import(
 
         listed = await post(
             api.url,
-            DIMENSIONS,
+            CREATE_DIMENSION_LIST,
             {
                 "input": {
                     "name": "loop-warmth",
@@ -195,12 +183,12 @@ async def test_design_run_kill_resume_results_rejudge_export_import(
         assert queued["userErrors"] == [] and queued["rejudging"]["episodes"] == total
         rejudging = queued["rejudging"]["id"]
         with worker_process(env, tmp_path / "w3.log", concurrency=6):
-            for _ in range(600):
-                counts = (await post(api.url, REJUDGING, {"id": rejudging}))["rejudging"]
-                if counts["progress"]["completed"] == total:
-                    break
-                await asyncio.sleep(0.1)
-        assert counts["progress"] == {"queued": 0, "running": 0, "completed": total, "failed": 0}
+            read = await eventually(
+                partial(post, api.url, REJUDGING, {"id": rejudging}),
+                lambda data: data["rejudging"]["progress"]["completed"] == total,
+            )
+        judged = read["rejudging"]["progress"]
+        assert judged == {"queued": 0, "running": 0, "completed": total, "failed": 0}
         variables = {"id": pk, "evaluation": rejudging}
         rejudged = (await post(api.url, RESULTS, variables))["episodeResults"]["groups"]
         assert {d["dimension"] for g in rejudged for d in g["dimensions"]} == {"overall", "warmth"}

@@ -6,7 +6,6 @@ recorded with what it reported, which is what the stored counts must add up to.
 
 import asyncio
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 import redis.asyncio as redis
 
 from bench.support.fake_llm import FakeLLM, RecordedRequest
-from bench.support.processes import api_process, parley_env, worker_process
+from bench.support.processes import PARLEY, api_process, parley_env, worker_process
 from bench.support.simulation import make_world, post, start, start_input, wait_for
 from parley.engine.usage import estimate_prompt, estimate_text
 from parley.storage.models import EpisodeLog
@@ -248,9 +247,7 @@ async def test_bad_prices_stop_start_up_with_one_clear_line(
     args = {"serve": ["serve", "--port", "1"], "worker": ["worker"]}
     async with unchanged():
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "parley.graph.cli",
+            *PARLEY,
             *args[command],
             env=env,
             stdout=asyncio.subprocess.PIPE,

@@ -1,6 +1,7 @@
 """Through real processes: API servers, workers, websockets, a worker killed mid-episode."""
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +9,7 @@ import httpx
 import pytest
 
 from bench.support.fake_llm import FakeLLM
+from bench.support.polling import eventually
 from bench.support.processes import api_process, parley_env, worker_process
 from bench.support.simulation import (
     EVENTS,
@@ -19,6 +21,7 @@ from bench.support.simulation import (
     start,
     start_input,
     wait_for,
+    websocket_transport,
 )
 
 CANCEL = """
@@ -39,6 +42,14 @@ async def metrics(base_url: str) -> dict[str, Any]:
     async with httpx.AsyncClient() as http:
         found: dict[str, Any] = (await http.get(f"{base_url}/metrics")).json()
         return found
+
+
+async def completed(url: str, tag: str, model: str) -> str:
+    """An episode of a new world (`make_world(tag)`) started and played to COMPLETED: its id."""
+    scenario, agents = await make_world(tag)
+    episode_id = await start(url, start_input(scenario, agents, model))
+    await wait_for(url, episode_id, lambda e: e["status"] == "COMPLETED")
+    return episode_id
 
 
 def statuses(events: list[dict[str, Any]]) -> list[str]:
@@ -150,10 +161,8 @@ async def test_cancel_running_keeps_partial_transcript(
 async def test_subscribing_after_completion_gets_the_snapshot(
     env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
-    scenario, agents = await make_world("late")
     with api_process(env, tmp_path / "api.log") as api:
-        episode_id = await start(api.url, start_input(scenario, agents, fake_llm.model_name()))
-        await wait_for(api.url, episode_id, lambda e: e["status"] == "COMPLETED")
+        episode_id = await completed(api.url, "late", fake_llm.model_name())
         events = await asyncio.wait_for(collect(api.url, STATUS, episode_id), 10)
         with pytest.raises(Exception, match="no episode with id"):
             await asyncio.wait_for(collect(api.url, STATUS, "no-such-episode"), 10)
@@ -177,11 +186,11 @@ async def test_disconnected_subscriber_leaves_nothing_behind(
         task.cancel()  # the client goes away mid-stream
         with pytest.raises(asyncio.CancelledError):
             await task
-        for _ in range(50):
-            after = await metrics(api.url)
-            if after["subscribers"] == 0 and after["tasks"] <= baseline["tasks"]:
-                break
-            await asyncio.sleep(0.1)
+        after = await eventually(
+            partial(metrics, api.url),
+            lambda now: now["subscribers"] == 0 and now["tasks"] <= baseline["tasks"],
+            timeout=5,
+        )
         gone = await redis_client.pubsub_numsub(episode_channel(episode_id))
         await post(api.url, CANCEL, {"id": episode_id})
     assert during["subscribers"] == 1 and numsub[0][1] == 1
@@ -196,14 +205,9 @@ async def test_legacy_graphql_ws_protocol_is_served(
     from gql import Client, GraphQLRequest
     from gql.transport.websockets import WebsocketsTransport
 
-    scenario, agents = await make_world("legacy")
     with api_process(env, tmp_path / "api.log") as api:
-        episode_id = await start(api.url, start_input(scenario, agents, fake_llm.model_name()))
-        await wait_for(api.url, episode_id, lambda e: e["status"] == "COMPLETED")
-        transport = WebsocketsTransport(
-            url=api.url.replace("http://", "ws://") + "/graphql",
-            subprotocols=[WebsocketsTransport.APOLLO_SUBPROTOCOL],
-        )
+        episode_id = await completed(api.url, "legacy", fake_llm.model_name())
+        transport = websocket_transport(api.url, WebsocketsTransport.APOLLO_SUBPROTOCOL)
         async with Client(transport=transport) as session:
             request = GraphQLRequest(STATUS, variable_values={"id": episode_id})
             events = [r async for r in session.subscribe(request)]
