@@ -15,6 +15,7 @@ from parley.storage import (
     relationships,
     results_index,
     seats,
+    studies,
 )
 from parley.storage.scripts import LUA, VOCABULARY, Script, vocabulary_prelude
 
@@ -27,6 +28,7 @@ MODULES = (
     relationships,
     results_index,
     seats,
+    studies,
 )
 QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 CALL = re.compile(r"redis\.call\(\s*'([^']*)'")

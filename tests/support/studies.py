@@ -1,0 +1,53 @@
+"""Completed episodes to rate, written as a worker leaves them (a model and judge named, scores
+and the judge's reasoning stored), so that a test can check a rater sees none of that."""
+
+import time
+
+from bench.support.simulation import make_world
+from parley.engine.types import ActionType
+from parley.storage.models import AgentProfile, EpisodeLog, EpisodeStatus, StoredTurn
+
+MODEL = "custom/rated-model@http://127.0.0.1:9"
+JUDGE_REASONING = "The judge thought the first agent was evasive."
+SECRET = "hides a second passport"
+JUDGE_SCORE = 7.25
+
+
+async def finished_episodes(tag: str, count: int, agents: int = 2) -> list[str]:
+    """`count` COMPLETED episodes of one new world with `agents` agents (each with a secret);
+    their ids, in order."""
+    scenario, people = await make_world(tag, agents)
+    for pk in people:
+        agent = await AgentProfile.get(pk)
+        agent.secret = SECRET
+        agent.public_info = f"{agent.first_name} works on the third floor."
+        await agent.save()
+    names = [f"Ava{i} {tag}" for i in range(agents)]
+    made = []
+    for n in range(count):
+        turns = [
+            StoredTurn(
+                turn=t,
+                agent_index=t % agents,
+                agent_name=names[t % agents],
+                action_type=ActionType.SPEAK,
+                argument=f"Line {t} of episode {n}.",
+                sequence=t + 2,
+            )
+            for t in range(3)
+        ]
+        scores = {"believability": JUDGE_SCORE, "overall_score": JUDGE_SCORE}
+        episode = EpisodeLog(
+            environment=scenario,
+            agents=people,
+            tag=tag,
+            models=[MODEL] * (agents + 1),
+            status=EpisodeStatus.COMPLETED,
+            turns=turns,
+            rewards=[(JUDGE_SCORE, scores)] * agents,
+            reasoning=JUDGE_REASONING,
+            created_at=time.time(),
+        )
+        await episode.save()
+        made.append(str(episode.pk))
+    return made
