@@ -2,6 +2,7 @@
 and the judge's reasoning stored), so that a test can check a rater sees none of that."""
 
 import time
+from typing import Any
 
 from bench.support.simulation import make_world
 from parley.engine.types import ActionType
@@ -51,3 +52,64 @@ async def finished_episodes(tag: str, count: int, agents: int = 2) -> list[str]:
         await episode.save()
         made.append(str(episode.pk))
     return made
+
+
+CREATE_STUDY = """
+mutation($input: CreateRatingStudyInput!) {
+  createRatingStudy(input: $input) {
+    study { id name ratersPerEpisode showsSecrets rubric { name rangeLow rangeHigh }
+            raters { rater name annotatorId assigned rated } }
+    raterLinks { rater name token }
+    userErrors { field message code }
+  }
+}"""
+ASSIGNMENT = """
+query($study: ID!, $rater: Int!, $token: String!, $position: Int) {
+  raterAssignment(studyId: $study, rater: $rater, raterToken: $token, position: $position) {
+    studyName rater raterName rated rubric { name rangeLow rangeHigh }
+    current {
+      position revision scenario
+      agents { name age occupation genderPronoun publicInfo personality goal secret }
+      turns { turn speaker actionType text to }
+      saved { scores { agent dimension score } reasoning }
+      draft { scores { agent dimension score } reasoning }
+    }
+  }
+}"""
+SAVE = """
+mutation($input: SaveRatingInput!) {
+  saveRating(input: $input) { stored revision rated total userErrors { field message code } }
+}"""
+DRAFT = """
+mutation($input: SaveRatingDraftInput!) {
+  saveRatingDraft(input: $input) { stored userErrors { field message code } }
+}"""
+STUDY = """
+query($id: ID!) {
+  ratingStudy(id: $id) {
+    id name closedAt progress { assigned rated finished }
+    raters { rater name annotatorId assigned rated goldRated goldFlagged }
+    episodes { episodeId gold raters ratedBy }
+    goldChecks { rater episodeId flagged misses { agent dimension expected given } }
+    ratings { rater episodeId annotationId reasoning scores { agent dimension score } }
+  }
+}"""
+RENEW = """
+mutation($study: ID!, $rater: Int!) {
+  renewRaterLink(input: {studyId: $study, rater: $rater}) {
+    raterLink { rater name token } userErrors { field message code }
+  }
+}"""
+CLOSE = """
+mutation($id: ID!) {
+  closeRatingStudy(input: {id: $id}) { study { id closedAt } userErrors { field message code } }
+}"""
+
+
+def full_scores(rubric: list[dict[str, Any]], agents: int, pick: int = 0) -> list[dict[str, Any]]:
+    """Every agent on every dimension: `pick` steps above each range's low end (capped)."""
+    return [
+        {"agent": a, "dimension": d["name"], "score": min(d["rangeLow"] + pick, d["rangeHigh"])}
+        for a in range(agents)
+        for d in rubric
+    ]
