@@ -16,9 +16,10 @@ from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
 from parley.lifecycle import studies as service
-from parley.lifecycle.studies import RaterView, Rating, RatingTask, StudyStatus
-from parley.resolvers import study_plan
+from parley.lifecycle.studies import RaterView, Rating, RatingTask
+from parley.resolvers import study_plan, study_status
 from parley.resolvers.blind import BlindAgent, BlindTurn
+from parley.resolvers.study_status import StudyStatus
 from parley.storage import models
 from parley.storage.studies import GoldMiss as StoredGoldMiss
 
@@ -277,9 +278,9 @@ class RaterAssignment:
 
 
 @strawberry.type(description="How far one rater has got.")
-@shows(service.RaterProgress, held_as="progress")
+@shows(study_status.RaterProgress, held_as="progress")
 class StudyRater:
-    progress: strawberry.Private[service.RaterProgress]
+    progress: strawberry.Private[study_status.RaterProgress]
 
     rater = stored("The rater (0-based).")
     name = stored("The rater's name.")
@@ -295,9 +296,9 @@ class StudyRater:
 
 
 @strawberry.type(description="One episode of a study and its raters.")
-@shows(service.EpisodeProgress, held_as="progress")
+@shows(study_status.EpisodeProgress, held_as="progress")
 class StudyEpisode:
-    progress: strawberry.Private[service.EpisodeProgress]
+    progress: strawberry.Private[study_status.EpisodeProgress]
 
     @strawberry.field(description="The episode.")
     def episode_id(self) -> strawberry.ID:
@@ -321,7 +322,7 @@ class GoldMiss:
 
 @strawberry.type(description="How a rater's rating of a gold episode compares with the expected.")
 class GoldCheck:
-    result: strawberry.Private[service.GoldResult]
+    result: strawberry.Private[study_status.GoldResult]
 
     @strawberry.field(description="The rater (0-based).")
     def rater(self) -> int:
@@ -349,7 +350,7 @@ class RatingScore:
 
 @strawberry.type(description="A saved rating: a Sotopia AnnotationForEpisode record.")
 class StudyRating:
-    rating: strawberry.Private[service.StudyRating]
+    rating: strawberry.Private[study_status.StudyRating]
 
     @strawberry.field(description="The rater (0-based).")
     def rater(self) -> int:

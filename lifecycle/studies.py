@@ -33,33 +33,38 @@ from parley.core.errors import (
     searchable_tag,
 )
 from parley.core.limits import (
-    LIST_MAX,
-    NAME_MAX,
     STUDY_EPISODES_MAX,
-    STUDY_GOLD_MAX,
-    STUDY_RATERS_MAX,
-    Name,
     Reasoning,
     RecordId,
-    ShortText,
     has_utf8_form,
 )
-from parley.engine.types import SOTOPIA_DIMENSIONS, DimensionSpec
+from parley.engine.types import DimensionSpec
 from parley.lifecycle.seats import MAX_TOKEN_LENGTH, new_token, token_hash
 from parley.resolvers import study_plan
 from parley.resolvers.blind import BlindEpisode, blind_episode, needs_secrets
-from parley.resolvers.dimensions import dimensions_of, get_dimension_list
 from parley.resolvers.episodes import EPISODES, episode_query
 from parley.resolvers.keyset import SortOrder, newest_first
 from parley.resolvers.pagination import Page, fetch_page
 from parley.resolvers.search import search
+from parley.resolvers.study_fields import (
+    SCORES_MAX,
+    DraftScoreFields,
+    EpisodeChoice,
+    ScoreFields,
+    StudyFields,
+    count_errors,
+    gold_episodes,
+    named_at,
+    rubric,
+    score_errors,
+)
+from parley.resolvers.study_status import StudyRating, StudyStatus, study_status
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import (
     AnnotationForEpisode,
     Annotator,
     EpisodeLog,
     EpisodeStatus,
-    ExpectedScore,
     GoldEpisode,
     RatingStudy,
     StudyItem,
@@ -68,7 +73,6 @@ from parley.storage.models import (
 from parley.storage.records import get_or_none, storable
 from parley.storage.studies import (
     DraftScore,
-    GoldMiss,
     RatingDraft,
     StudyStore,
     slot,
@@ -77,54 +81,9 @@ from parley.storage.tracking import TrackedDocuments
 from parley.storage.vocabulary import RatingRefusal
 
 STUDIES = newest_first("rating studies")
-SCORES_MAX = 1_000
-"""Scores one rating may send (every agent of an episode on every dimension)."""
-
-
-class EpisodeChoice(BaseModel, extra="forbid"):
-    """Which episodes a study rates: exactly one of the three."""
-
-    ids: Annotated[list[RecordId], Field(max_length=STUDY_EPISODES_MAX)] | None = None
-    experiment_id: RecordId | None = None
-    tag: ShortText | None = None
-
-
-class ExpectedFields(BaseModel, extra="forbid"):
-    agent: Annotated[int, Field(ge=0)]
-    dimension: Name
-    score: Annotated[float, Field(allow_inf_nan=False)]
-
-
-class GoldFields(BaseModel, extra="forbid"):
-    episode_id: RecordId
-    expected: Annotated[list[ExpectedFields], Field(min_length=1, max_length=LIST_MAX)]
-    tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1.0
-
-
-class StudyFields(BaseModel, extra="forbid"):
-    name: Name
-    episodes: EpisodeChoice
-    evaluation_dimension_list_id: RecordId | None = None
-    raters: Annotated[int, Field(ge=1, le=STUDY_RATERS_MAX)]
-    rater_names: Annotated[list[Name], Field(max_length=STUDY_RATERS_MAX)] = []
-    raters_per_episode: Annotated[int, Field(ge=1, le=STUDY_RATERS_MAX)] = 1
-    gold: Annotated[list[GoldFields], Field(max_length=STUDY_GOLD_MAX)] = []
 
 
 RaterToken = Annotated[str, Field(max_length=MAX_TOKEN_LENGTH)]
-Dimension = Annotated[str, Field(max_length=NAME_MAX)]
-
-
-class ScoreFields(BaseModel, extra="forbid"):
-    agent: Annotated[int, Field(ge=0)]
-    dimension: Dimension
-    score: int
-
-
-class DraftScoreFields(BaseModel, extra="forbid"):
-    agent: Annotated[int, Field(ge=0)]
-    dimension: Dimension
-    score: int | None = None
 
 
 class RaterFields(BaseModel, extra="forbid"):
@@ -219,58 +178,6 @@ class Saved:
     total: int
 
 
-@dataclass(frozen=True)
-class RaterProgress:
-    rater: int
-    name: str
-    annotator_id: str
-    assigned: int
-    rated: int
-    gold_rated: int
-    gold_flagged: int
-
-
-@dataclass(frozen=True)
-class EpisodeProgress:
-    number: int
-    episode_id: str
-    gold: bool
-    raters: list[int]
-    rated_by: list[int]
-
-
-@dataclass(frozen=True)
-class GoldResult:
-    rater: int
-    episode_id: str
-    misses: list[GoldMiss]
-
-
-@dataclass(frozen=True)
-class StudyStatus:
-    raters: list[RaterProgress]
-    episodes: list[EpisodeProgress]
-    gold: list[GoldResult]
-    """Every saved rating of a gold episode, flagged or not."""
-
-    @property
-    def assigned(self) -> int:
-        return sum(r.assigned for r in self.raters)
-
-    @property
-    def rated(self) -> int:
-        return sum(r.rated for r in self.raters)
-
-
-@dataclass(frozen=True)
-class StudyRating:
-    """A saved rating, for the study's researcher (and the agreement statistics)."""
-
-    rater: int
-    episode_id: str
-    annotation: AnnotationForEpisode
-
-
 TOKEN_REFUSED = "wrong or missing rater token for this rater"
 CLOSED = "this study is closed: its ratings are kept, and no more are taken"
 STALE = (
@@ -287,48 +194,6 @@ def _refusal(refusal: RatingRefusal) -> UserError:
             return UserError(["input", "revision"], STALE, ErrorCode.CONFLICT)
         case _:  # a study that is gone is refused as a wrong token: nothing is said of it
             return UserError(["input", "raterToken"], TOKEN_REFUSED, ErrorCode.FORBIDDEN)
-
-
-def score_errors(
-    scores: Sequence[ScoreFields | DraftScoreFields],
-    agents: int,
-    rubric: Sequence[DimensionSpec],
-    complete: bool,
-) -> list[UserError]:
-    """What is wrong with a rating's scores for an episode of `agents` agents: an agent or a
-    dimension it does not have, a score off its dimension's range, a score given twice, and
-    (when `complete`) a score missing."""
-    ranges = {d.name: d for d in rubric}
-    errors: list[UserError] = []
-    seen: set[tuple[int, str]] = set()
-    for i, given in enumerate(scores):
-        at = ["input", "scores", str(i)]
-        dimension = ranges.get(given.dimension)
-        if given.agent >= agents:
-            message = f"the episode has {agents} agents: there is no agent {given.agent + 1}"
-            errors.append(UserError([*at, "agent"], message, ErrorCode.INVALID))
-        elif dimension is None:
-            message = f"the rubric has no dimension {given.dimension!r}"
-            errors.append(UserError([*at, "dimension"], message, ErrorCode.INVALID))
-        elif (given.agent, given.dimension) in seen:
-            message = f"agent {given.agent + 1} is scored on {given.dimension} twice"
-            errors.append(UserError(at, message, ErrorCode.INVALID))
-        elif given.score is not None and not (
-            dimension.range_low <= given.score <= dimension.range_high
-        ):
-            message = (
-                f"{given.dimension} is scored from {dimension.range_low} to "
-                f"{dimension.range_high}, not {given.score}"
-            )
-            errors.append(UserError([*at, "score"], message, ErrorCode.INVALID))
-        seen.add((given.agent, given.dimension))
-    if complete and not errors:
-        missing = [(a, d.name) for a in range(agents) for d in rubric if (a, d.name) not in seen]
-        errors += [
-            UserError(["input", "scores"], f"agent {a + 1} has no score on {d}", ErrorCode.INVALID)
-            for a, d in missing[:10]
-        ]
-    return errors
 
 
 def _rating(
@@ -362,7 +227,7 @@ class Studies:
             valid = StudyFields(**fields)
         except ValidationError as err:
             return None, [], from_validation(err)
-        errors = _counts(valid)
+        errors = count_errors(valid)
         if errors:
             return None, [], errors
         chosen, errors = await self._chosen(valid.episodes)
@@ -376,14 +241,14 @@ class Studies:
         agents, errors = await self._rateable(episode_ids, chosen, gold_ids)
         if errors:
             return None, [], errors
-        rubric, errors = await _rubric(valid.evaluation_dimension_list_id)
+        dimensions, errors = await rubric(valid.evaluation_dimension_list_id)
         if errors:
             return None, [], errors
         numbers = {pk: n for n, pk in enumerate(episode_ids)}
-        gold, errors = _gold(valid.gold, numbers, agents, rubric)
+        gold, errors = gold_episodes(valid.gold, numbers, agents, dimensions)
         if errors:
             return None, [], errors
-        study, tokens, annotators = _made(valid, episode_ids, len(chosen), gold, rubric)
+        study, tokens, annotators = _made(valid, episode_ids, len(chosen), gold, dimensions)
         if not await self.store.create(study, annotators):
             message = "the study could not be stored: send it again"
             return None, [], [UserError(["input"], message, ErrorCode.CONFLICT)]
@@ -448,7 +313,7 @@ class Studies:
         found: dict[str, int] = {}
         errors: list[UserError] = []
         for pk, held, status in zip(episode_ids, agents, statuses, strict=True):
-            at = _where(pk, chosen, gold_ids)
+            at = named_at(pk, chosen, gold_ids)
             if not held:
                 errors.append(UserError(at, f"no episode with id {pk!r}", ErrorCode.NOT_FOUND))
                 continue
@@ -647,41 +512,7 @@ class Studies:
 
     async def status(self, study: RatingStudy) -> StudyStatus:
         """Where each rater and each episode of a study is, and every gold check."""
-        state = await self.store.state(str(study.pk))
-        gold = {g.episode for g in study.gold}
-        raters: list[RaterProgress] = []
-        given: dict[int, list[int]] = {n: [] for n in range(len(study.episode_ids))}
-        rated_by: dict[int, list[int]] = {n: [] for n in range(len(study.episode_ids))}
-        results: list[GoldResult] = []
-        for number, rater in enumerate(study.raters):
-            gold_rated = flagged = 0
-            for item in rater.items:
-                given[item.episode].append(number)
-                where = slot(number, item.episode)
-                if state.revisions.get(where, 0) > 0:
-                    rated_by[item.episode].append(number)
-                check = state.gold.get(where)
-                if check is not None:
-                    gold_rated += 1
-                    flagged += check.flagged
-                    pk = study.episode_ids[item.episode]
-                    results.append(GoldResult(number, pk, check.misses))
-            raters.append(
-                RaterProgress(
-                    number,
-                    rater.name,
-                    rater.annotator_id,
-                    len(rater.items),
-                    state.rated.get(number, 0),
-                    gold_rated,
-                    flagged,
-                )
-            )
-        episodes = [
-            EpisodeProgress(n, pk, n in gold, sorted(given[n]), sorted(rated_by[n]))
-            for n, pk in enumerate(study.episode_ids)
-        ]
-        return StudyStatus(raters, episodes, results)
+        return study_status(study, await self.store.state(str(study.pk)))
 
     async def ratings(self, study: RatingStudy) -> list[StudyRating]:
         """Every rating saved so far, by rater and in each rater's order: the table agreement
@@ -700,84 +531,6 @@ class Studies:
             for (number, item), annotation in zip(saved, found, strict=True)
             if annotation is not None
         ]
-
-
-def _where(pk: str, chosen: list[str], gold_ids: list[str]) -> list[str]:
-    """The input field that named episode `pk`."""
-    if pk in chosen:
-        return ["input", "episodes"]
-    return ["input", "gold", str(gold_ids.index(pk)), "episodeId"]
-
-
-def _counts(valid: StudyFields) -> list[UserError]:
-    errors: list[UserError] = []
-    if valid.raters_per_episode > valid.raters:
-        message = (
-            f"each episode cannot have {valid.raters_per_episode} raters when the study has "
-            f"{valid.raters}"
-        )
-        errors.append(UserError(["input", "ratersPerEpisode"], message, ErrorCode.INVALID))
-    if len(valid.rater_names) > valid.raters:
-        message = f"{len(valid.rater_names)} names for {valid.raters} raters"
-        errors.append(UserError(["input", "raterNames"], message, ErrorCode.INVALID))
-    return errors
-
-
-async def _rubric(list_id: str | None) -> tuple[list[DimensionSpec], list[UserError]]:
-    """The dimensions of the list (Sotopia's seven without one), as they are now."""
-    if list_id is None:
-        return list(SOTOPIA_DIMENSIONS), []
-    record = await get_dimension_list(list_id)
-    if record is None:
-        return [], [not_found("evaluation dimension list", list_id, "evaluationDimensionListId")]
-    dimensions = [DimensionSpec.model_validate(d.model_dump()) for d in await dimensions_of(record)]
-    if not dimensions:
-        message = f"evaluation dimension list {list_id!r} has no dimensions"
-        return [], [UserError(["input", "evaluationDimensionListId"], message, ErrorCode.INVALID)]
-    return dimensions, []
-
-
-def _gold(
-    given: list[GoldFields],
-    numbers: dict[str, int],
-    agents: dict[str, int],
-    rubric: list[DimensionSpec],
-) -> tuple[list[GoldEpisode], list[UserError]]:
-    """The gold episodes, each expected score naming an agent of its episode and a dimension of
-    the rubric, within its range."""
-    ranges = {d.name: d for d in rubric}
-    errors: list[UserError] = []
-    twice = sorted(
-        {g.episode_id for g in given if [h.episode_id for h in given].count(g.episode_id) > 1}
-    )
-    if twice:
-        message = f"episode {twice[0]!r} is a gold episode twice"
-        return [], [UserError(["input", "gold"], message, ErrorCode.INVALID)]
-    for i, one in enumerate(given):
-        for j, expected in enumerate(one.expected):
-            at = ["input", "gold", str(i), "expected", str(j)]
-            dimension = ranges.get(expected.dimension)
-            if expected.agent >= agents[one.episode_id]:
-                message = f"episode {one.episode_id!r} has no agent {expected.agent + 1}"
-                errors.append(UserError([*at, "agent"], message, ErrorCode.INVALID))
-            elif dimension is None:
-                message = f"the rubric has no dimension {expected.dimension!r}"
-                errors.append(UserError([*at, "dimension"], message, ErrorCode.INVALID))
-            elif not dimension.range_low <= expected.score <= dimension.range_high:
-                message = (
-                    f"{expected.dimension} is scored from {dimension.range_low} to "
-                    f"{dimension.range_high}, not {expected.score:g}"
-                )
-                errors.append(UserError([*at, "score"], message, ErrorCode.INVALID))
-    gold = [
-        GoldEpisode(
-            episode=numbers[g.episode_id],
-            expected=[ExpectedScore(**e.model_dump()) for e in g.expected],
-            tolerance=g.tolerance,
-        )
-        for g in given
-    ]
-    return gold, errors
 
 
 def _made(
