@@ -437,6 +437,10 @@ class RatingStudy:
         found = await info.context.services.studies.ratings(self.record)
         return [StudyRating(rating=r) for r in found]
 
+    # The place for agreement statistics between the raters, and between them and the judge
+    # (Krippendorff's alpha, ICC, Pearson and Spearman with intervals, Kendall's tau): a field
+    # computed from `ratings` above, by episode, agent and dimension.
+
 
 @strawberry.type(description="Result of createRatingStudy.")
 class CreateRatingStudyPayload:
@@ -513,8 +517,9 @@ class StudyQuery:
 
     @strawberry.field(
         description="What a rater rates, for the holder of the rater's token (what the rating "
-        "page reads): the episode at `position` in their order, else the first not rated yet; "
-        "null with a wrong token or id, or once the study is closed."
+        "page reads): the episode at `position` in their order (from 0), else (none asked, or "
+        "none there) the first not rated yet; null with a wrong token or id, or once the study "
+        "is closed."
     )
     async def rater_assignment(
         self,

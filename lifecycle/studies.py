@@ -366,11 +366,9 @@ class Studies:
         items = study.raters[rater].items
         state = await self.store.state(study_id)
         rated = [state.revisions.get(slot(rater, item.episode), 0) > 0 for item in items]
-        if position is None:
+        if position is None or not 0 <= position < len(items):
             position = next((p for p, done in enumerate(rated) if not done), None)
-        task = None
-        if position is not None and 0 <= position < len(items):
-            task = await self._task(study, rater, position)
+        task = None if position is None else await self._task(study, rater, position)
         return RaterView(study, rater, rated, task)
 
     async def _task(self, study: RatingStudy, rater: int, position: int) -> RatingTask | None:

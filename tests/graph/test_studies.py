@@ -198,6 +198,8 @@ async def test_a_rating_is_saved_once_and_the_next_episode_comes(
     assert annotation["rewards"][0] == [mean, {**believability, "overall_score": mean}]
     nxt = await assignment(gql, pk, 0, token)
     assert nxt is not None and nxt["rated"] == [True, False] and nxt["current"]["position"] == 1
+    beyond = await assignment(gql, pk, 0, token, 99)  # no such episode: the next one to rate
+    assert beyond is not None and beyond["current"]["position"] == 1
     again = await assignment(gql, pk, 0, token, 0)
     assert again is not None and again["current"]["saved"]["reasoning"] == "Both were fair."
     assert {
