@@ -30,3 +30,14 @@ def has_utf8_form(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+STUDY_RATERS_MAX = 50
+"""Raters of one rating study."""
+STUDY_EPISODES_MAX = 500
+"""Episodes of one rating study, its gold episodes included."""
+STUDY_GOLD_MAX = 20
+"""Gold episodes of one rating study (every rater rates each of them)."""
+REASONING_MAX = 5_000
+"""Characters of a rater's reasoning about one episode."""
+Reasoning = Annotated[str, StringConstraints(max_length=REASONING_MAX)]

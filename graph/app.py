@@ -49,6 +49,7 @@ from parley.graph.exchange import exchange_routes
 from parley.graph.fanout import Disconnected, Fanout, Subscribe
 from parley.graph.http_timeouts import BodyDeadline
 from parley.graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
+from parley.graph.rater_access import rater_connection
 from parley.graph.request_ids import RequestIds
 from parley.graph.schema import Limits, build_schema, validation_rules
 from parley.graph.seat_access import (
@@ -72,6 +73,7 @@ from parley.graph.subscription import event_content, shared_event
 from parley.graph.webapp import APP_PATH, webapp_routes
 from parley.lifecycle.seats import SeatHolder
 from parley.lifecycle.services import Services, open_services
+from parley.lifecycle.studies import RaterHolder
 from parley.lifecycle.worker import Worker, WorkerConfig, running_worker
 from parley.resolvers import client_json
 
@@ -354,30 +356,35 @@ class GraphQLApp(GraphQL[Context, None]):
     def names_its_operation(
         self, context: Context, query: str | None, operation_name: str | None
     ) -> bool:
-        """Under a seat credential, a document of several operations must say which one runs."""
-        return not context.seat_only or names_its_operation(query, operation_name, self.max_tokens)
+        """Under a seat's or a rater's credential, a document of several operations must say
+        which one runs."""
+        return not context.scoped or names_its_operation(query, operation_name, self.max_tokens)
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return graphiql_page(request)
 
     async def get_context(self, request: Any, response: Any) -> Context:
         services: Services = request.app.state.services
-        seat: SeatHolder | None = request.scope.get("state", {}).get("seat")
-        return Context(services=services, seat=seat)
+        state = request.scope.get("state", {})
+        seat: SeatHolder | None = state.get("seat")
+        rater: RaterHolder | None = state.get("rater")
+        return Context(services=services, seat=seat, rater=rater)
 
     async def on_ws_connect(self, context: Context) -> UnsetType:
         """Accept (an acknowledgement without payload) only a connection_init with a valid token,
-        or with the token of a seat (then only that seat's fields may be used)."""
+        or with the token of a seat or a rater (then only its own fields may be used)."""
         params = context.connection_params
         if not self.checker.accepts_connection_params(params):
-            token = seat_connection(params)
+            seat_token, rater_token = seat_connection(params), rater_connection(params)
+            services = context.services
             try:
-                holder = await context.services.seats.holder(token) if token else None
+                seat = await services.seats.holder(seat_token) if seat_token else None
+                rater = await services.studies.holder(rater_token) if rater_token else None
             except (redis.RedisError, OSError) as err:
                 raise StorageUnavailable(err) from err
-            if holder is None:
+            if seat is None and rater is None:
                 raise ConnectionRejectionError({"message": "a valid token is required"})
-            context.seat = holder
+            context.seat, context.rater = seat, None if seat is not None else rater
         no_payload: UnsetType = UNSET
         return no_payload
 
@@ -390,6 +397,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
     async def seat_holder(token: str) -> SeatHolder | None:
         services: Services = app.state.services
         return await services.seats.holder(token)
+
+    async def rater_holder(token: str) -> RaterHolder | None:
+        services: Services = app.state.services
+        return await services.studies.holder(token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -481,7 +492,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
             ),
             Middleware(BodySizeLimit, limit=settings.max_body_bytes),
             Middleware(BodyDeadline, timeout=settings.body_timeout),
-            Middleware(BearerAuth, checker=checker, open_prefixes=open_prefixes, seats=seat_holder),
+            Middleware(
+                BearerAuth,
+                checker=checker,
+                open_prefixes=open_prefixes,
+                seats=seat_holder,
+                raters=rater_holder,
+            ),
         ],
     )
     return app

@@ -8,6 +8,7 @@ from strawberry.types import Info as StrawberryInfo
 
 from parley.lifecycle.seats import SeatHolder
 from parley.lifecycle.services import Services
+from parley.lifecycle.studies import RaterHolder
 from parley.resolvers.agents import get_agents
 from parley.resolvers.scenarios import get_scenarios
 from parley.storage.models import AgentProfile, EnvironmentProfile
@@ -21,12 +22,19 @@ class Context:
     connection_params: dict[str, Any] | None = None
     seat: SeatHolder | None = None
     """Authorized by a seat credential alone: only that seat's fields (graph/seat_access.py)."""
+    rater: RaterHolder | None = None
+    """Authorized by a rater credential alone: only that rater's fields (graph/rater_access.py)."""
     agents: DataLoader[str, AgentProfile | None] = field(init=False)
     scenarios: DataLoader[str, EnvironmentProfile | None] = field(init=False)
 
     @property
     def seat_only(self) -> bool:
         return self.seat is not None
+
+    @property
+    def scoped(self) -> bool:
+        """Authorized by a seat's or a rater's credential alone."""
+        return self.seat is not None or self.rater is not None
 
     def __post_init__(self) -> None:
         async def load(pks: list[str]) -> list[AgentProfile | None]:

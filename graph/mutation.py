@@ -25,6 +25,7 @@ from parley.graph.payloads import (
 from parley.graph.rejudge import RejudgeMutation
 from parley.graph.seat_types import SeatToken
 from parley.graph.seats import SeatMutation
+from parley.graph.studies import StudyMutation
 from parley.graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
 from parley.lifecycle import start as simulations
 from parley.resolvers import agents, dimensions, relationships, scenarios
@@ -47,7 +48,7 @@ def deleted(pk: str, errors: Sequence[object]) -> strawberry.ID | None:
 
 
 @strawberry.type(description="Change the stored world.")
-class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation):
+class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation, StudyMutation):
     @strawberry.mutation(description="Create an agent.")
     async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
         record, errors = await agents.create_agent(fields_of(input))

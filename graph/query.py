@@ -15,6 +15,7 @@ from parley.graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, 
 from parley.graph.rejudge import RejudgeQuery
 from parley.graph.results import ResultsQuery
 from parley.graph.seats import SeatQuery
+from parley.graph.studies import StudyQuery
 from parley.graph.types import (
     AGENT_READS,
     RELATIONSHIP_READS,
@@ -44,7 +45,7 @@ def relationship_terms(f: RelationshipFilter) -> dict[str, Any]:
 
 
 @strawberry.type(description="Read the stored world.")
-class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery):
+class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery, StudyQuery):
     @strawberry.field(description="One agent by id; null if there is none.")
     async def agent(self, id: strawberry.ID) -> Agent | None:
         record = await agents.get_agent(id)

@@ -1,4 +1,5 @@
-"""What a person holding only a seat token may ask: their seat, nothing else.
+"""What a person holding only a seat token may ask: their seat, nothing else (and, judged the
+same way, what a rater token may ask: graph/rater_access.py).
 
 Where the API has tokens, a participant is not given one: the seat page sends
 `Authorization: Seat <seat token>` (a websocket, `{"seatToken": …}` in connection_init). The
@@ -15,8 +16,9 @@ several operations must name the one to run (`names_its_operation`), so that no 
 can take another for it.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from graphql import (
     GraphQLError,
@@ -30,7 +32,7 @@ from graphql.execution.values import get_argument_values
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from parley.graph.context import Context
-from parley.lifecycle.seats import SeatHolder
+from parley.graph.rater_access import RATER_FIELDS, RATER_REFUSED
 
 SEAT_SCHEME = "seat"
 
@@ -42,6 +44,18 @@ class SeatField:
 
     episode: tuple[str, ...]
     seat: tuple[str, ...]
+
+    @property
+    def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return self.episode, self.seat
+
+
+class ScopedField(Protocol):
+    """Where a root field's arguments name the record a scoped credential opens and the one
+    part of it (a seat of an episode, a rater of a study)."""
+
+    @property
+    def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]: ...
 
 
 SEAT_FIELDS: dict[OperationType, dict[str, SeatField]] = {
@@ -56,7 +70,8 @@ REFUSED = (
     "other operations need an API token"
 )
 NAME_THE_OPERATION = (
-    "with a seat token, a document of several operations needs operationName to say which to run"
+    "with a seat or rater token, a document of several operations needs operationName to say "
+    "which to run"
 )
 
 
@@ -85,12 +100,17 @@ def seat_connection(params: object) -> str | None:
     return None
 
 
-def within(executor: Executor[Any], holder: SeatHolder) -> bool:
-    """Whether every root field the executor's operation runs is one of SEAT_FIELDS naming
-    `holder`'s episode and seat (fields skipped by @skip or @include do not run)."""
+def within(
+    executor: Executor[Any],
+    fields: Mapping[OperationType, Mapping[str, ScopedField]],
+    owner: tuple[object, object],
+) -> bool:
+    """Whether every root field the executor's operation runs is one of `fields` naming
+    `owner` (an episode and seat, a study and rater) in its arguments (fields skipped by @skip
+    or @include do not run)."""
     schema, operation = executor.schema, executor.operation
     root = schema.get_root_type(operation.operation)
-    allowed = SEAT_FIELDS.get(operation.operation, {})
+    allowed = fields.get(operation.operation, {})
     if root is None:
         return False
     try:
@@ -116,8 +136,8 @@ def within(executor: Executor[Any], holder: SeatHolder) -> bool:
                 )
             except GraphQLError:
                 return False
-            named = (argument(arguments, field.episode), argument(arguments, field.seat))
-            if named != (holder.episode_id, holder.seat):
+            first, second = field.paths
+            if (argument(arguments, first), argument(arguments, second)) != owner:
                 return False
     return True
 
@@ -129,8 +149,23 @@ def argument(arguments: dict[str, Any], path: tuple[str, ...]) -> object:
     return value
 
 
+def refused(executor: Executor[Any]) -> GraphQLError | None:
+    """Why the scoped credential the request holds (a seat's, a rater's) does not grant the
+    executor's operation; None when it does, or when the request holds none."""
+    context = executor.context_value
+    if not isinstance(context, Context):
+        return None
+    seat, rater = context.seat, context.rater
+    if seat is not None and not within(executor, SEAT_FIELDS, (seat.episode_id, seat.seat)):
+        return refusal(REFUSED)
+    if rater is not None and not within(executor, RATER_FIELDS, (rater.study_id, rater.rater)):
+        return refusal(RATER_REFUSED)
+    return None
+
+
 class SeatScopedExecutor(StrawberryGraphQLCoreExecutionContext):
-    """graphql-core's executor, refusing an operation that a seat credential does not grant.
+    """graphql-core's executor, refusing an operation that a seat (or rater) credential does
+    not grant.
 
     `build` is where graphql-core picks the operation to run (the one named, or Strawberry's
     choice when none is: the first) and coerces its variables, for every request; an operation
@@ -140,9 +175,6 @@ class SeatScopedExecutor(StrawberryGraphQLCoreExecutionContext):
     @classmethod
     def build(cls, *args: Any, **kwargs: Any) -> list[GraphQLError] | Executor[Any]:
         built = super().build(*args, **kwargs)
-        if isinstance(built, Executor):
-            context = built.context_value
-            holder = context.seat if isinstance(context, Context) else None
-            if holder is not None and not within(built, holder):
-                return [refusal(REFUSED)]
+        if isinstance(built, Executor) and (error := refused(built)) is not None:
+            return [error]
         return built

@@ -19,12 +19,16 @@ from strawberry.http.websocket_origin import (
 
 from parley.core.limits import has_utf8_form
 from parley.graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, unavailable_message
+from parley.graph.rater_access import RATER_SCHEME
 from parley.graph.seat_access import SEAT_SCHEME
 from parley.graph.settings import split
 from parley.lifecycle.seats import SeatHolder
+from parley.lifecycle.studies import RaterHolder
 
 SeatLookup = Callable[[str], Awaitable[SeatHolder | None]]
 """The seat a seat token is the token of (lifecycle/seats.py `Seats.holder`), or None."""
+RaterLookup = Callable[[str], Awaitable[RaterHolder | None]]
+"""The rater a rater token is the token of (lifecycle/studies.py `Studies.holder`), or None."""
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 """Probes answer without a token (they reveal nothing)."""
 PAGE_PATHS = frozenset({"/", "/graphql"})
@@ -164,8 +168,8 @@ class BearerAuth:
     """Every HTTP request needs a valid token, except the probes and the GraphiQL page itself
     with its assets under `open_prefixes` (a browser loads them without headers; its requests
     then carry the header set in GraphiQL). A GraphQL request may instead carry the token of a
-    seat that `seats` knows (graph/seat_access.py). Websockets are checked at `connection_init`
-    by the GraphQL app.
+    seat that `seats` knows (graph/seat_access.py), or of a rater that `raters` knows
+    (graph/rater_access.py). Websockets are checked at `connection_init` by the GraphQL app.
     """
 
     def __init__(
@@ -174,11 +178,13 @@ class BearerAuth:
         checker: TokenChecker,
         open_prefixes: tuple[str, ...] = (),
         seats: SeatLookup | None = None,
+        raters: RaterLookup | None = None,
     ) -> None:
         self.app = app
         self.checker = checker
         self.open_prefixes = open_prefixes
         self.seats = seats
+        self.raters = raters
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.checker.enabled or self._open(scope):
@@ -189,15 +195,17 @@ class BearerAuth:
         if self.checker.accepts_header(authorization):
             await self.app(scope, receive, send)
             return
-        scheme, _, seat_token = authorization.partition(" ")
-        if scheme.lower() == SEAT_SCHEME and scope["path"] == "/graphql" and self.seats:
+        scheme, _, scoped_token = authorization.partition(" ")
+        lookups = {SEAT_SCHEME: ("seat", self.seats), RATER_SCHEME: ("rater", self.raters)}
+        kind, lookup = lookups.get(scheme.lower(), ("", None))
+        if lookup is not None and scope["path"] == "/graphql":
             try:
-                holder = await self.seats(seat_token.strip())
+                holder = await lookup(scoped_token.strip())
             except (redis.RedisError, OSError) as err:
                 await send_unavailable(send, err)
                 return
-            if holder is not None:  # then only that seat's own fields (graph/seat_access.py)
-                scope.setdefault("state", {})["seat"] = holder
+            if holder is not None:  # then only its own fields (graph/seat_access.py)
+                scope.setdefault("state", {})[kind] = holder
                 await self.app(scope, receive, send)
                 return
         message = "a valid bearer token is required (Authorization: Bearer <token>)"

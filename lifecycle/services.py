@@ -19,6 +19,7 @@ from parley.lifecycle.control import RunControl
 from parley.lifecycle.follow import EventHub
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.settings import RunSettings
+from parley.lifecycle.studies import Studies
 from parley.storage import seats as seat_writes
 from parley.storage.episode_store import DEFAULT_RETENTION, EpisodeStore
 from parley.storage.events_log import EventsLog
@@ -41,6 +42,11 @@ class Services:
     def seats(self) -> Seats:
         """People's actions, seat claims and the deadline sweep (its scripts registered once)."""
         return Seats(self.client, self.store)
+
+    @cached_property
+    def studies(self) -> Studies:
+        """Rating studies: making them, and what a rater reads and writes."""
+        return Studies(self.client)
 
     @cached_property
     def documents(self) -> TrackedDocuments:

@@ -16,6 +16,7 @@ from redis.backoff import NoBackoff
 from parley.storage import keys
 from parley.storage.models import MODELS
 from parley.storage.results_index import ResultsIndex
+from parley.storage.studies import create_annotation_index
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,7 @@ async def prepare(client: redis.Redis) -> None:
 async def create_indexes(client: redis.Redis) -> None:
     """Create (or update) Parley's indexes, and wait until they cover the stored records."""
     await Migrator().run()
+    await create_annotation_index(client)
     await wait_indexed(client)  # the stored dimension names are read through their index
     await ResultsIndex(client).prepare()
     await wait_indexed(client)

@@ -7,6 +7,7 @@ each model's `model_key_prefix`); everything Parley adds starts with `parley:`.
 SOTOPIA_PROFILES_MODULE = "sotopia.database.persistent_profile"
 SOTOPIA_LOGS_MODULE = "sotopia.database.logs"
 SOTOPIA_DIMENSIONS_MODULE = "sotopia.database.evaluation_dimensions"
+SOTOPIA_ANNOTATORS_MODULE = "sotopia.database.annotators"
 """Sotopia's module paths, the middle of its record keys (`:<module>.<Class>:<pk>`)."""
 
 
@@ -126,3 +127,53 @@ def draft_job_parts(job_id: str) -> str:
     """A hash from a draft job's part number to that part's outcome (JSON), and from
     `starts:<part>` to how many times a worker began it."""
     return f"parley:draft-job-parts:{job_id}"
+
+
+def annotation(pk: str) -> str:
+    """A person's rating of an episode, as Sotopia stores one (`AnnotationForEpisode`, JSON)."""
+    return f":{SOTOPIA_LOGS_MODULE}.AnnotationForEpisode:{pk}"
+
+
+def annotator(pk: str) -> str:
+    """A person who rates episodes, as Sotopia stores one (`Annotator`, JSON)."""
+    return f":{SOTOPIA_ANNOTATORS_MODULE}.Annotator:{pk}"
+
+
+ANNOTATION_INDEX = f":{SOTOPIA_LOGS_MODULE}.AnnotationForEpisode:index"
+"""Sotopia's own index over ratings, by its name and schema (storage/studies.py), so that
+Sotopia's `AnnotationForEpisode.find()` reads the ratings Parley stores."""
+ANNOTATION_INDEX_HASH = f"{ANNOTATION_INDEX}:hash"
+"""Where Sotopia's index migrator keeps the SHA-1 of that index's schema."""
+
+RATING_STUDIES = ("parley", "rating-study")
+"""Rating study records (redis-om's global and model key prefixes):
+`parley:rating-study:<id>`, indexed as `parley:RatingStudy:index`."""
+
+
+def rater_token(token_hash: str) -> str:
+    """The rater a rater token belongs to, by the SHA-256 of the token (hex), as a JSON pair
+    `[study id, rater]`: how a rater credential is found without the token being stored."""
+    return f"parley:rater-token:{token_hash}"
+
+
+def study_ratings(study_id: str) -> str:
+    """A hash from a rater's episode (`<rater>:<episode number>`) to how many times its rating
+    was saved: the revision a draft or a new save must be based on."""
+    return f"parley:study-ratings:{study_id}"
+
+
+def study_progress(study_id: str) -> str:
+    """A hash from a rater's number to how many of their episodes they have rated."""
+    return f"parley:study-progress:{study_id}"
+
+
+def study_drafts(study_id: str) -> str:
+    """A hash from a rater's episode (`<rater>:<episode number>`) to the rating they are
+    typing (JSON), until they save it."""
+    return f"parley:study-drafts:{study_id}"
+
+
+def study_gold(study_id: str) -> str:
+    """A hash from a rater's gold episode (`<rater>:<episode number>`) to how their saved
+    rating compares with the expected scores (JSON)."""
+    return f"parley:study-gold:{study_id}"

@@ -12,7 +12,7 @@ from typing import Any
 from aredis_om import Field, JsonModel
 from pydantic import BaseModel, ConfigDict
 
-from parley.engine.types import Injection, RelationshipType, Turn, TurnOrder
+from parley.engine.types import DimensionSpec, Injection, RelationshipType, Turn, TurnOrder
 from parley.storage import keys
 
 __all__ = ["RelationshipType", "TurnOrder"]
@@ -373,6 +373,87 @@ class Experiment(ListedRecord, index=True):
         index_name = keys.index_name("Experiment")
 
 
+class AnnotationForEpisode(BaseModel):
+    """A person's rating of an episode, stored as Sotopia stores one (`keys.annotation`), for
+    Sotopia's aggregation to read: the scores in the shape of an episode's `rewards`."""
+
+    pk: str
+    episode: str
+    """The episode rated."""
+    annotator_id: str
+    """The `Annotator` who rated it."""
+    rewards: list[tuple[float, dict[str, float]] | float]
+    reasoning: str
+
+
+class Annotator(BaseModel):
+    """A person who rates episodes, as Sotopia stores one (`keys.annotator`)."""
+
+    pk: str
+    name: str
+    email: str = ""
+
+
+class StudyItem(BaseModel):
+    """One episode a rater rates: its number in the study's episode list, and the id of the
+    AnnotationForEpisode its rating is saved as."""
+
+    episode: int
+    annotation: str
+
+
+class StudyRater(BaseModel):
+    """A person who rates a study's episodes, through a link that holds their token."""
+
+    name: str
+    annotator_id: str
+    token_hash: str
+    """SHA-256 of the rater's token, hex (the token is shown once)."""
+    items: list[StudyItem]
+    """The rater's episodes in the order the rater sees them (shuffled, seeded by the rater)."""
+
+
+class ExpectedScore(BaseModel):
+    """What a rater should give one agent of a gold episode on one dimension."""
+
+    agent: int
+    dimension: str
+    score: float
+
+
+class GoldEpisode(BaseModel):
+    """An episode every rater rates, with the scores expected of them: a rater further off any
+    of them than `tolerance` is flagged (never stopped)."""
+
+    episode: int
+    """Its number in the study's episode list."""
+    expected: list[ExpectedScore]
+    tolerance: float
+
+
+class RatingStudy(ListedRecord, index=True):
+    """Episodes that people rate on a rubric, blind, each by several raters. Where each rater
+    is (their saved ratings, drafts and gold checks) is kept beside it (`keys.study_ratings`,
+    `keys.study_progress`, `keys.study_drafts`, `keys.study_gold`); the ratings themselves are
+    Sotopia's AnnotationForEpisode records."""
+
+    name: str = Field(index=True, description="Name of the study.")
+    episode_ids: list[str] = stored([], "The episodes rated, gold ones included.")
+    gold: list[GoldEpisode] = stored([], "The gold episodes and their expected scores.")
+    raters_per_episode: int = stored(1, "How many raters rate each episode (gold: every one).")
+    evaluation_dimension_list_id: str | None = stored(None, "The rubric's list; None: Sotopia's.")
+    rubric: list[DimensionSpec] = stored([], "The dimensions each agent is rated on.")
+    shows_secrets: bool = stored(False, "Whether raters see the agents' secrets.")
+    raters: list[StudyRater] = stored([], "The raters, by number.")
+    created_at: float = Field(default=0.0, index=True, sortable=True)
+    closed_at: float | None = stored(None, "When it was closed: its links open nothing since.")
+
+    class Meta:
+        global_key_prefix = keys.RATING_STUDIES[0]
+        model_key_prefix = keys.RATING_STUDIES[1]
+        index_name = keys.index_name("RatingStudy")
+
+
 MODELS: tuple[type[Record], ...] = (
     EpisodeLog,
     AgentProfile,
@@ -381,6 +462,7 @@ MODELS: tuple[type[Record], ...] = (
     CustomEvaluationDimension,
     CustomEvaluationDimensionList,
     Experiment,
+    RatingStudy,
 )
 LISTED: tuple[type[ListedRecord], ...] = (
     EpisodeLog,
@@ -388,5 +470,6 @@ LISTED: tuple[type[ListedRecord], ...] = (
     EnvironmentProfile,
     RelationshipProfile,
     Experiment,
+    RatingStudy,
 )
 """The records list queries page through (their stored JSON may be held: storage/tracking.py)."""

@@ -32,9 +32,11 @@ from parley.storage.models import (
     Evaluation,
     EvaluationStatus,
     HumanSeat,
+    RatingStudy,
     SeatTimeout,
     StoredInjection,
     StoredTurn,
+    StudyRater,
     Waiting,
 )
 from parley.storage.vocabulary import (
@@ -42,6 +44,7 @@ from parley.storage.vocabulary import (
     AttemptMode,
     ImportOutcome,
     PauseMode,
+    RatingRefusal,
     RelationshipRefusal,
 )
 
@@ -85,6 +88,9 @@ VOCABULARY: dict[str, dict[str, str]] = {
     "ACT_REFUSAL": _values(ActRefusal),
     "IMPORT_OUTCOME": _values(ImportOutcome),
     "RELATIONSHIP_REFUSAL": _values(RelationshipRefusal),
+    "STUDY": _paths(RatingStudy),
+    "RATER": _paths(StudyRater, ""),
+    "RATING_REFUSAL": _values(RatingRefusal),
 }
 """Every name a script may use for a value Python declares: the statuses, the record fields'
 JSON paths (`EPISODE.status` is `$.status`; `SEAT.token_hash` is `.token_hash`, to follow a path

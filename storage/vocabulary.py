@@ -39,3 +39,15 @@ class RelationshipRefusal(StrEnum):
     AGENT = "agent"
     PAIR = "pair"
     ID = "id"
+
+
+class RatingRefusal(StrEnum):
+    """Why a rater's rating or draft was not stored."""
+
+    GONE = "gone"
+    """No such study."""
+    TOKEN = "token"
+    """The token is not that rater's."""
+    CLOSED = "closed"
+    STALE = "stale"
+    """Saved meanwhile (another tab or device): not at the revision it was based on."""

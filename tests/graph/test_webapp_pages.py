@@ -30,6 +30,7 @@ from tests.graph.test_webapp import CREATE_EXPERIMENT, MODEL, OTHER_MODEL, Servi
 from tests.support.browser import DESKTOP, PHONE, WAIT_MS, AppPage
 from tests.support.games import EXAMPLES, game_lines
 from tests.support.server import CANCEL, serve
+from tests.support.studies import CREATE_STUDY
 
 browser = test_webapp.browser
 service = test_webapp.service
@@ -135,6 +136,8 @@ class World:
     """The WAITING episode and the token of its seat 0, played by a person."""
     game: str
     """A queued episode of a social game (Spyfall)."""
+    study: tuple[str, str]
+    """A rating study of the completed episode and the token of its rater 0."""
 
 
 CREATE_AGENT = """mutation ($input: CreateAgentInput!) {
@@ -226,6 +229,8 @@ async def world(
         "FAILED": await copied(done, EpisodeStatus.FAILED, reason=FAILURE, error=FAILURE),
         "CANCELLED": cancelled,
     }
+    study_input = {"name": tag, "episodes": {"ids": [done]}, "raters": 1}
+    study = (await post(service.url, CREATE_STUDY, {"input": study_input}))["createRatingStudy"]
     return World(
         tag=tag,
         agent=agents[0],
@@ -235,6 +240,7 @@ async def world(
         episodes=episodes,
         seat=(seat_episode, seat_token),
         game=game,
+        study=(study["study"]["id"], study["raterLinks"][0]["token"]),
     )
 
 
@@ -260,6 +266,9 @@ def visits(world: World) -> list[Visit]:
         Visit("describe-draft", "#/describe", ".draft-form .goal-preview .goal-hint", draft),
         Visit("seat", f"#/seat/{seat_episode}/0?token={seat_token}", ".me .goal-hint"),
         Visit("experiments", "#/experiments", "table.experiments tbody tr"),
+        Visit("studies", "#/studies", "table.studies tbody tr"),
+        Visit("study", f"#/studies/{world.study[0]}", "table.study-raters tbody tr"),
+        Visit("rate", f"#/rate/{world.study[0]}/0?token={world.study[1]}", ".rated-agent .goal"),
         Visit("experiment", f"#/experiments/{world.experiment}", "figure.interval-chart"),
         Visit("agents", "#/agents", "table.records tbody tr"),
         Visit("agent", f"#/agents/{agent}", "table.episodes .overall-scores"),

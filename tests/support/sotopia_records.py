@@ -225,3 +225,40 @@ def with_ids(suffix: str) -> list[str]:
     for _, doc in RECORDS:
         text = text.replace(doc["pk"], doc["pk"][:-2] + suffix)
     return text.splitlines()
+
+
+ANNOTATOR: dict[str, Any] = {
+    "pk": "01HB2QK1F6XJ4Q6M5W9R8ZXA06",
+    "name": "Ingrid Solberg",
+    "email": "ingrid@example.org",
+}
+ANNOTATION: dict[str, Any] = {
+    "pk": "01HB2QK9T3V7C2N8P4D6YGXA07",
+    "episode": EPISODE["pk"],
+    "annotator_id": ANNOTATOR["pk"],
+    "rewards": [
+        [3.0, {**DIMENSIONS, "goal": 7.0, "overall_score": 3.0}],
+        [2.0, {**DIMENSIONS, "overall_score": 2.0}],
+    ],
+    "reasoning": "Nora kept to the limit; Emil found a way aboard anyway.",
+}
+"""A person's rating and the person, as Sotopia stores them (`AnnotationForEpisode`,
+`Annotator`): JSON in the field order of their declarations, `pk` first."""
+ANNOTATION_KEY = f"{LOGS}.AnnotationForEpisode:{ANNOTATION['pk']}"
+ANNOTATOR_KEY = f":sotopia.database.annotators.Annotator:{ANNOTATOR['pk']}"
+ANNOTATION_INDEX_HASH = "0ae4afaafc88b3f6fa5871067b687ec9158ac022"
+"""The SHA-1 Sotopia's migrator keeps of its AnnotationForEpisode index's schema."""
+
+
+def annotations_of(episode: str) -> list[str]:
+    """The command Sotopia's `AnnotationForEpisode.find(AnnotationForEpisode.episode ==
+    episode).all()` sends (redis-om 0.3.2: a TAG query on its own index, in pages of 1000), for
+    an id of letters and digits (which it does not escape)."""
+    return [
+        "FT.SEARCH",
+        f"{LOGS}.AnnotationForEpisode:index",
+        f"@episode:{{{episode}}}",
+        "LIMIT",
+        "0",
+        "1000",
+    ]

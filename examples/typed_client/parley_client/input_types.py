@@ -119,6 +119,27 @@ class CreateExperimentInput(BaseModel):
     "What it runs."
 
 
+class CreateRatingStudyInput(BaseModel):
+    """A new rating study."""
+
+    name: str
+    "Its name."
+    episodes: "StudyEpisodesInput"
+    "The episodes to rate."
+    evaluation_dimension_list_id: Optional[str] = Field(
+        alias="evaluationDimensionListId", default=None
+    )
+    "The rubric's dimensions (default: Sotopia's seven)."
+    raters: int
+    "How many people rate (each gets a link)."
+    rater_names: list[str] = Field(alias="raterNames", default_factory=lambda: [])
+    "Their names, in order (default: Rater 1, 2, ...)."
+    raters_per_episode: int = Field(alias="ratersPerEpisode", default=1)
+    "How many raters rate each episode (the load is balanced)."
+    gold: list["GoldEpisodeInput"] = Field(default_factory=lambda: [])
+    "Gold episodes: every rater rates each of them."
+
+
 class CreateRelationshipInput(BaseModel):
     """A relationship between two existing, different agents."""
 
@@ -194,6 +215,17 @@ class DraftRelationshipInput(BaseModel):
     "Position of the second agent."
 
 
+class DraftScoreInput(BaseModel):
+    """One score of a rating being typed; empty while not chosen."""
+
+    agent: int
+    "The agent (0-based)."
+    dimension: str
+    "The dimension."
+    score: Optional[int] = None
+    "Within its range, or null."
+
+
 class DraftWorldInput(BaseModel):
     """What to draft: a world of agents, scenarios and relationships."""
 
@@ -263,6 +295,17 @@ class EvaluationDimensionInput(BaseModel):
     "Highest score."
 
 
+class ExpectedScoreInput(BaseModel):
+    """A score a rater is expected to give on a gold episode."""
+
+    agent: int
+    "The agent (0-based, in the episode's order)."
+    dimension: str
+    "A dimension of the study's rubric."
+    score: float
+    "The expected score, within its range."
+
+
 class ExperimentDesignInput(BaseModel):
     """What an experiment runs; it expands into episode slots."""
 
@@ -302,6 +345,17 @@ class ExperimentIdInput(BaseModel):
     "The experiment."
 
 
+class GoldEpisodeInput(BaseModel):
+    """An episode every rater rates, with the scores expected of them."""
+
+    episode_id: str = Field(alias="episodeId")
+    "A completed episode."
+    expected: list["ExpectedScoreInput"]
+    "The expected scores."
+    tolerance: float = 1
+    "How far a rater's score may be from the expected one before the rater is flagged (a flag only: the rating is kept)."
+
+
 class InjectEventInput(BaseModel):
     """A message from the environment to some or all agents."""
 
@@ -322,6 +376,40 @@ class ModelSelectionInput(BaseModel):
     "The fixed partner model."
     seats: Optional[list[list[str]]] = None
     "Explicit (seat 1, seat 2) model assignments."
+
+
+class RaterInput(BaseModel):
+    """One rater of a study."""
+
+    study_id: str = Field(alias="studyId")
+    "The study."
+    rater: int
+    "The rater (0-based)."
+
+
+class RatingScoreInput(BaseModel):
+    """One score of a rating."""
+
+    agent: int
+    "The agent (0-based)."
+    dimension: str
+    "The dimension."
+    score: int
+    "Within the dimension's range."
+
+
+class RatingStudyFilter(BaseModel):
+    """Narrows a list of rating studies."""
+
+    name: Optional[str] = None
+    "Name (letter case ignored)."
+
+
+class RatingStudyIdInput(BaseModel):
+    """Which rating study."""
+
+    id: str
+    "The study."
 
 
 class RejudgeEpisodesInput(BaseModel):
@@ -363,6 +451,44 @@ class SaveDraftInput(BaseModel):
     "Scenarios, as for createScenario."
     relationships: list["DraftRelationshipInput"] = Field(default_factory=lambda: [])
     "Relationships between these agents, by position."
+
+
+class SaveRatingDraftInput(BaseModel):
+    """What a rater has typed so far for one of their episodes."""
+
+    study_id: str = Field(alias="studyId")
+    "The study."
+    rater: int
+    "The rater (0-based)."
+    rater_token: str = Field(alias="raterToken")
+    "The rater's token (from their link)."
+    position: int
+    "Which of the rater's episodes (0-based)."
+    revision: int = 0
+    "The episode's revision the draft was made from (RatingTask)."
+    scores: list["DraftScoreInput"] = Field(default_factory=lambda: [])
+    "The scores chosen so far."
+    reasoning: str = ""
+    "The reasoning so far."
+
+
+class SaveRatingInput(BaseModel):
+    """A rater's whole rating of one of their episodes."""
+
+    study_id: str = Field(alias="studyId")
+    "The study."
+    rater: int
+    "The rater (0-based)."
+    rater_token: str = Field(alias="raterToken")
+    "The rater's token (from their link)."
+    position: int
+    "Which of the rater's episodes (0-based)."
+    revision: int = 0
+    "The episode's revision the rating was made from (RatingTask)."
+    scores: list["RatingScoreInput"]
+    "Every agent on every dimension of the rubric."
+    reasoning: str = ""
+    "Why, in a few words."
 
 
 class ScenarioFilter(BaseModel):
@@ -441,6 +567,17 @@ class StartSimulationInput(BaseModel):
     "What happens to a seat that does not act in time."
     stand_in_model: Optional[str] = Field(alias="standInModel", default=None)
     "The model that acts for a timed-out seat under STAND_IN (default: the judge's)."
+
+
+class StudyEpisodesInput(BaseModel):
+    """Which episodes a study rates: exactly one of ids, experimentId or tag; completed episodes only."""
+
+    ids: Optional[list[str]] = None
+    "In this order."
+    experiment_id: Optional[str] = Field(alias="experimentId", default=None)
+    "The episodes now filling the experiment's slots."
+    tag: Optional[str] = None
+    "Every episode with this tag."
 
 
 class SubmitActionInput(BaseModel):
@@ -558,5 +695,9 @@ class UsageFilter(BaseModel):
 
 CreateEvaluationDimensionListInput.model_rebuild()
 CreateExperimentInput.model_rebuild()
+CreateRatingStudyInput.model_rebuild()
 ExperimentDesignInput.model_rebuild()
+GoldEpisodeInput.model_rebuild()
 SaveDraftInput.model_rebuild()
+SaveRatingDraftInput.model_rebuild()
+SaveRatingInput.model_rebuild()

@@ -12,7 +12,7 @@ export const token = {
 export class ApiError extends Error {
   /**
    * kind: "auth" (a token is missing or refused), "seat" (the seat token the tab sent instead is
-   * not a seat's), "unavailable", "graphql" or "network".
+   * not a seat's), "rater" (likewise a rater's), "unavailable", "graphql" or "network".
    */
   constructor(message, kind, code = null) {
     super(message);
@@ -33,6 +33,7 @@ export class Api {
     this.tokensRequired = tokensRequired; // the server said (in its page) that it has tokens
     this.onAuthError = () => {};
     this.seatToken = null; // on a seat's page: sent when there is no API token (a participant's)
+    this.raterToken = null; // on a rater's page: likewise
   }
 
   /** Whether requests beyond a seat's own may be sent: the server is open, or a token is held. */
@@ -51,13 +52,15 @@ export class Api {
     const value = token.get();
     if (value) headers.authorization = "Bearer " + value;
     else if (this.seatToken) headers.authorization = "Seat " + this.seatToken;
+    else if (this.raterToken) headers.authorization = "Rater " + this.raterToken;
     return headers;
   }
 
   connectionParams() {
     const value = token.get();
     if (value) return { authorization: "Bearer " + value };
-    return this.seatToken ? { seatToken: this.seatToken } : {};
+    if (this.seatToken) return { seatToken: this.seatToken };
+    return this.raterToken ? { raterToken: this.raterToken } : {};
   }
 
   /** Run a query or mutation; its data, or an ApiError. */
@@ -74,6 +77,9 @@ export class Api {
     }
     if (response.status === 401 && !token.get() && this.seatToken) {
       throw new ApiError("The server does not know this seat token.", "seat"); // the seat page says so
+    }
+    if (response.status === 401 && !token.get() && this.raterToken) {
+      throw new ApiError("The server does not know this rater token.", "rater"); // the rating page says so
     }
     if (response.status === 401) {
       const error = new ApiError(token.get() ? TOKEN_REFUSED : "This server needs a token.", "auth");

@@ -3,6 +3,7 @@
 import { Api, ApiError, TOKEN_REFUSED, token } from "./api.js";
 import { clear, currentRoute, h } from "./dom.js";
 import { loadOperations } from "./operations.js";
+import { RATE_ROUTE, raterTokenOf } from "./pages/rate.js";
 import { SEAT_ROUTE, seatTokenOf } from "./pages/seat.js";
 import { ROUTES } from "./routes.js";
 
@@ -36,7 +37,9 @@ async function render(api) {
   setConnection("ended");
   const [path, query] = currentRoute();
   api.seatToken = seatTokenOf(path, query);
-  if (!api.mayRead() && !SEAT_ROUTE.test(path)) return tokenGate(api, null); // a seat's page asks for its own
+  api.raterToken = raterTokenOf(path, query);
+  const ownToken = SEAT_ROUTE.test(path) || RATE_ROUTE.test(path); // a seat's or a rater's page asks for its own
+  if (!api.mayRead() && !ownToken) return tokenGate(api, null);
   for (const [pattern, page, section] of ROUTES) {
     const match = pattern.exec(path);
     if (!match) continue;
@@ -122,6 +125,7 @@ async function start() {
   };
   window.addEventListener("hashchange", () => render(api));
   api.seatToken = seatTokenOf(...currentRoute()); // a participant's link needs no API token
+  api.raterToken = raterTokenOf(...currentRoute()); // nor does a rater's
   await enter(api);
 }
 

@@ -6,8 +6,10 @@ import { describePage } from "./pages/describe.js";
 import { episodePage } from "./pages/episode.js";
 import { episodesPage } from "./pages/episodes.js";
 import { experimentRoutes } from "./pages/experiments.js";
+import { RATE_ROUTE, ratePage } from "./pages/rate.js";
 import { SEAT_ROUTE, seatPage } from "./pages/seat.js";
 import { startPage } from "./pages/start.js";
+import { studyRoutes } from "./pages/studies.js";
 import { worldRoutes } from "./pages/world.js";
 
 export const ROUTES = [
@@ -16,6 +18,8 @@ export const ROUTES = [
   [/^\/start$/, startPage, "start"],
   [/^\/describe$/, describePage, "describe"],
   [SEAT_ROUTE, seatPage, "episodes"],
+  [RATE_ROUTE, ratePage, "studies"],
   ...experimentRoutes,
+  ...studyRoutes,
   ...worldRoutes,
 ];

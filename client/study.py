@@ -1,0 +1,240 @@
+"""`parley study create [STUDY.toml]`: make a rating study on a local or remote Parley and print
+each rater's link (its token is shown this once); `parley study status ID`: how far each rater
+has got, and the raters a gold episode flagged.
+
+Talks to the server only over GraphQL over HTTP, as `parley experiment` does. Exit status: 0
+(for status: every rating is in), 1 (status: ratings are still missing), 2 on an error.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from parley.client.experiment import DEFAULT_URL, CommandError, Remote, camel, user_errors
+from parley.client.server_url import server_root
+
+DONE, MISSING, ERROR = 0, 1, 2
+CREATE = """
+mutation($input: CreateRatingStudyInput!) {
+  createRatingStudy(input: $input) {
+    study { id name raters { rater name assigned } }
+    raterLinks { rater name token }
+    userErrors { field message code }
+  }
+}"""
+STATUS = """
+query($id: ID!) {
+  ratingStudy(id: $id) {
+    id name closedAt
+    progress { assigned rated finished }
+    raters { rater name assigned rated goldRated goldFlagged }
+    goldChecks { rater episodeId flagged misses { agent dimension expected given } }
+  }
+}"""
+FILE_KEYS = frozenset(
+    {
+        "name",
+        "episodes",
+        "raters",
+        "rater_names",
+        "raters_per_episode",
+        "evaluation_dimension_list_id",
+        "gold",
+    }
+)
+
+
+def graphql_input(value: Any) -> Any:
+    """A study as TOML holds it (snake_case) as the GraphQL input (camelCase)."""
+    if isinstance(value, dict):
+        return {camel(k): graphql_input(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [graphql_input(v) for v in value]
+    return value
+
+
+def read_study(path: Path) -> dict[str, Any]:
+    """A study file's fields (snake_case, as written)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise CommandError(f"cannot read {path}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise CommandError(f"{path} is not valid TOML: {err}") from None
+    unknown = set(data) - FILE_KEYS
+    if unknown:
+        raise CommandError(f"{path}: unknown keys {sorted(unknown)}")
+    return data
+
+
+def study_input(args: argparse.Namespace) -> dict[str, Any]:
+    """The createRatingStudy input: the file's fields, with the options given over them."""
+    fields = read_study(args.file) if args.file else {}
+    chosen = {
+        "ids": args.episodes.split(",") if args.episodes else None,
+        "experiment_id": args.experiment,
+        "tag": args.tag,
+    }
+    if any(value is not None for value in chosen.values()):
+        fields["episodes"] = {k: v for k, v in chosen.items() if v is not None}
+    options = {
+        "name": args.name,
+        "raters": args.raters,
+        "rater_names": args.rater_names.split(",") if args.rater_names else None,
+        "raters_per_episode": args.raters_per_episode,
+        "evaluation_dimension_list_id": args.dimensions,
+    }
+    fields |= {k: v for k, v in options.items() if v is not None}
+    missing = [k for k in ("name", "episodes", "raters") if k not in fields]
+    if missing:
+        said = ", ".join(
+            f"--{k}" if k != "episodes" else "--episodes, --experiment or --tag" for k in missing
+        )
+        raise CommandError(f"a study needs {said} (or the same in a study file)")
+    given: dict[str, Any] = graphql_input(fields)
+    return given
+
+
+def rater_link(url: str, study: str, rater: int, token: str) -> str:
+    """The address of a rater's page, with their token."""
+    return f"{server_root(url)}/#/rate/{study}/{rater}?token={token}"
+
+
+async def create(remote: Remote, args: argparse.Namespace) -> int:
+    made = (await remote.execute(CREATE, {"input": study_input(args)}))["createRatingStudy"]
+    if made["userErrors"]:
+        raise user_errors(made["userErrors"])
+    study = made["study"]
+    links = [
+        {**link, "url": rater_link(args.url, study["id"], link["rater"], link["token"])}
+        for link in made["raterLinks"]
+    ]
+    if args.json:
+        print(json.dumps({"id": study["id"], "name": study["name"], "links": links}, indent=2))
+        return DONE
+    assigned = {r["rater"]: r["assigned"] for r in study["raters"]}
+    print(f"rating study {study['id']} ({study['name']}): {len(links)} raters", flush=True)
+    print("Each link holds its rater's token and is shown only now; send each to its rater:")
+    for link in links:
+        print(f"  {link['name']} ({assigned[link['rater']]} episodes): {link['url']}")
+    return DONE
+
+
+def status_table(study: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    progress = study["progress"]
+    table = Table(title=f"{study['name']}: {progress['rated']} of {progress['assigned']} ratings")
+    for column in ("rater", "rated", "gold rated", "gold flagged"):
+        table.add_column(column, justify="left" if column == "rater" else "right")
+    for rater in study["raters"]:
+        table.add_row(
+            f"{rater['rater'] + 1}. {rater['name']}",
+            f"{rater['rated']}/{rater['assigned']}",
+            str(rater["goldRated"]),
+            str(rater["goldFlagged"]),
+        )
+    return table
+
+
+def flags(study: dict[str, Any]) -> list[str]:
+    """One line per gold check that flagged its rater."""
+    names = {r["rater"]: r["name"] for r in study["raters"]}
+    lines = []
+    for check in study["goldChecks"]:
+        if not check["flagged"]:
+            continue
+        misses = "; ".join(
+            f"agent {m['agent'] + 1} {m['dimension']} {m['given']:g} (expected {m['expected']:g})"
+            for m in check["misses"]
+        )
+        lines.append(
+            f"{names[check['rater']]} is far off on gold episode {check['episodeId']}: {misses}"
+        )
+    return lines
+
+
+async def status(remote: Remote, args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    study = (await remote.execute(STATUS, {"id": args.id}))["ratingStudy"]
+    if study is None:
+        raise CommandError(f"no rating study with id {args.id!r}")
+    if args.json:
+        print(json.dumps(study, indent=2), flush=True)
+    else:
+        console = Console(width=None if os.isatty(1) else 200)
+        console.print(status_table(study))
+        for line in flags(study):
+            console.print(line)
+        if study["closedAt"]:
+            console.print(f"closed at {study['closedAt']}: its links open nothing")
+    return DONE if study["progress"]["finished"] else MISSING
+
+
+async def run(args: argparse.Namespace) -> int:
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+        remote = Remote(http, args.url, args.token)
+        if args.study_command == "create":
+            return await create(remote, args)
+        return await status(remote, args)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(run(args))
+    except CommandError as err:
+        print(f"parley: {err}", file=sys.stderr, flush=True)
+        return ERROR
+
+
+def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    study = commands.add_parser("study", help="make rating studies and follow their raters")
+    actions = study.add_subparsers(dest="study_command", required=True, metavar="ACTION")
+    create_ = actions.add_parser(
+        "create",
+        help="make a rating study and print each rater's link",
+        description="Make a rating study of completed episodes and print each rater's link "
+        "(its token is shown only now). The study comes from a file, from the options, or "
+        "from both (the options win); gold episodes only from a file.",
+    )
+    create_.add_argument("file", nargs="?", type=Path, metavar="STUDY.toml", help="a study file")
+    create_.add_argument("--name", help="the study's name")
+    create_.add_argument("--episodes", metavar="ID,ID", help="the episodes, by id")
+    create_.add_argument("--experiment", metavar="ID", help="an experiment's episodes")
+    create_.add_argument("--tag", help="the episodes with this tag")
+    create_.add_argument("--raters", type=int, help="how many raters")
+    create_.add_argument("--rater-names", metavar="NAME,NAME", help="their names, in order")
+    create_.add_argument(
+        "--raters-per-episode", type=int, help="raters of each episode (default 1)"
+    )
+    create_.add_argument(
+        "--dimensions", metavar="LIST_ID", help="a dimension list (default: Sotopia's seven)"
+    )
+    create_.add_argument("--json", action="store_true", help="print the study and links as JSON")
+    status_ = actions.add_parser(
+        "status",
+        help="how far each rater has got, and who a gold episode flagged",
+        description="Print each rater's progress and the raters a gold episode flagged. Exit "
+        "status: 0 when every rating is in, 1 while some are missing, 2 on an error.",
+    )
+    status_.add_argument("id", metavar="ID", help="the study's id")
+    status_.add_argument("--json", action="store_true", help="print the study as JSON")
+    for command in (create_, status_):
+        command.add_argument(
+            "--url",
+            default=os.environ.get("PARLEY_URL", DEFAULT_URL),
+            help=f"the Parley server (default $PARLEY_URL or {DEFAULT_URL})",
+        )
+        command.add_argument(
+            "--token",
+            default=os.environ.get("PARLEY_TOKEN"),
+            help="the server's access token, if it needs one (default $PARLEY_TOKEN)",
+        )

@@ -1,0 +1,323 @@
+"""Rating studies: the study record, its raters' credential keys, and each rating saved as
+Sotopia's AnnotationForEpisode, with the progress, draft and gold check beside it. Saving a
+rating is one script (storage/lua/save_rating.lua) that checks the rater's token and the
+revision the rating was based on, so two tabs of one rater never lose or double a rating.
+
+Sotopia's own index over ratings is made here too, with Sotopia's name and schema (its
+migrator's hash beside it), so that Sotopia's `AnnotationForEpisode.find()` reads them.
+"""
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import redis.asyncio as redis
+from pydantic import BaseModel
+
+from parley.storage import keys
+from parley.storage.models import AnnotationForEpisode, Annotator, RatingStudy
+from parley.storage.scripts import Script
+from parley.storage.vocabulary import RatingRefusal
+
+ANNOTATION_SCHEMA = (
+    f"ON JSON PREFIX 1 {keys.annotation('')} SCHEMA $.pk AS pk TAG SEPARATOR | $.episode AS "
+    "episode TAG SEPARATOR | $.annotator_id AS annotator_id TAG SEPARATOR | $.annotator_id AS "
+    "annotator_id_fts TEXT  "
+)
+"""The schema Sotopia 0.1.5's migrator gives its AnnotationForEpisode index (redis-om 0.3.2),
+byte for byte: the SHA-1 it keeps of it is the one it compares."""
+
+
+class GoldMiss(BaseModel):
+    """A score of a gold episode further from the expected one than the tolerance."""
+
+    agent: int
+    dimension: str
+    expected: float
+    given: float
+
+
+class GoldCheck(BaseModel):
+    """How a rater's saved rating of a gold episode compares with the expected scores."""
+
+    misses: list[GoldMiss] = []
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.misses)
+
+
+class DraftScore(BaseModel):
+    agent: int
+    dimension: str
+    score: int | None = None
+
+
+class RatingDraft(BaseModel):
+    """What a rater has typed for an episode and not saved yet."""
+
+    scores: list[DraftScore] = []
+    reasoning: str = ""
+
+
+def slot(rater: int, episode: int) -> str:
+    """A rater's episode, as the study's hashes name it."""
+    return f"{rater}:{episode}"
+
+
+def rater_entry(study_id: str, rater: int) -> str:
+    """The value of a rater's `keys.rater_token` key."""
+    return json.dumps([study_id, rater])
+
+
+class RatingKeys(NamedTuple):
+    study: str
+    annotation: str
+    ratings: str
+    progress: str
+    drafts: str
+    gold: str
+
+
+class RatingArgs(NamedTuple):
+    rater: int
+    slot: str
+    token_hash: str
+    revision: int
+    body: str
+    gold: str
+
+
+class DraftKeys(NamedTuple):
+    study: str
+    ratings: str
+    drafts: str
+
+
+class DraftArgs(NamedTuple):
+    rater: int
+    slot: str
+    token_hash: str
+    revision: int
+    body: str
+
+
+class RenewKeys(NamedTuple):
+    study: str
+    old: str
+    token: str
+
+
+class RenewArgs(NamedTuple):
+    rater: int
+    old_hash: str
+    token_hash: str
+    entry: str
+
+
+class StudyKeys(NamedTuple):
+    study: str
+
+
+class CloseArgs(NamedTuple):
+    now: float
+
+
+RATER_CHECK = ("json", "rater")
+SAVE = Script("save_rating", RatingKeys, RatingArgs, RATER_CHECK)
+DRAFT = Script("save_rating_draft", DraftKeys, DraftArgs, RATER_CHECK)
+RENEW = Script("renew_rater", RenewKeys, RenewArgs, ("json",))
+CLOSE = Script("close_study", StudyKeys, CloseArgs)
+
+
+class Saved(NamedTuple):
+    """What a save or a draft did: stored (then the revision it is at, and for a save the
+    episodes the rater has rated), or refused (why, and the stored revision)."""
+
+    refusal: RatingRefusal | None
+    revision: int
+    rated: int = 0
+
+
+@dataclass(frozen=True)
+class StudyState:
+    """Where every rater of a study is."""
+
+    revisions: dict[str, int] = field(default_factory=dict)
+    """By slot: how many times its rating was saved (absent: never)."""
+    rated: dict[int, int] = field(default_factory=dict)
+    """By rater: how many of their episodes they have rated."""
+    gold: dict[str, GoldCheck] = field(default_factory=dict)
+    """By slot of a gold episode rated."""
+
+
+class StudyStore:
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    async def create(self, study: RatingStudy, annotators: Sequence[Annotator]) -> bool:
+        """Store a new study, its raters as Sotopia Annotators and their credential keys, all at
+        once; False (nothing written) when its id is taken."""
+        pk = str(study.pk)
+        key = RatingStudy.make_primary_key(pk)
+        async with self.client.pipeline(transaction=True) as pipe:
+            await pipe.watch(key)
+            if await pipe.exists(key):
+                return False
+            pipe.multi()  # type: ignore[no-untyped-call]
+            pipe.json().set(key, "$", study.model_dump(mode="json"))
+            for annotator in annotators:
+                pipe.json().set(keys.annotator(annotator.pk), "$", annotator.model_dump())
+            for number, rater in enumerate(study.raters):
+                pipe.set(keys.rater_token(rater.token_hash), rater_entry(pk, number))
+            try:
+                await pipe.execute()
+            except redis.WatchError:
+                return False
+        return True
+
+    async def get(self, pk: str) -> RatingStudy | None:
+        raw: Any = await self.client.json().get(RatingStudy.make_primary_key(pk), "$")
+        return RatingStudy.model_validate(raw[0]) if raw else None
+
+    async def rater_of(self, token_hash: str) -> tuple[str, int] | None:
+        """The (study id, rater) a token's hash is keyed to, if any (to be checked against the
+        study: a key may outlive its study)."""
+        entry = await self.client.get(keys.rater_token(token_hash))
+        try:
+            study_id, rater = json.loads(entry) if entry else (None, None)
+        except (ValueError, TypeError):
+            return None
+        if not isinstance(study_id, str) or not isinstance(rater, int):
+            return None
+        return study_id, rater
+
+    async def save_rating(
+        self,
+        study_id: str,
+        rater: int,
+        episode: int,
+        token_hash: str,
+        revision: int,
+        annotation: AnnotationForEpisode,
+        gold: GoldCheck | None,
+    ) -> Saved:
+        """Save rater `rater`'s rating of study episode `episode`, based on `revision`."""
+        reply: list[Any] = await SAVE(
+            self.client,
+            RatingKeys(
+                RatingStudy.make_primary_key(study_id),
+                keys.annotation(annotation.pk),
+                keys.study_ratings(study_id),
+                keys.study_progress(study_id),
+                keys.study_drafts(study_id),
+                keys.study_gold(study_id),
+            ),
+            RatingArgs(
+                rater,
+                slot(rater, episode),
+                token_hash,
+                revision,
+                annotation.model_dump_json(),
+                gold.model_dump_json() if gold is not None else "",
+            ),
+        )
+        if int(reply[0]) == 1:
+            return Saved(None, int(reply[1]), int(reply[2]))
+        return Saved(RatingRefusal(reply[1]), int(reply[2]))
+
+    async def save_draft(
+        self,
+        study_id: str,
+        rater: int,
+        episode: int,
+        token_hash: str,
+        revision: int,
+        draft: RatingDraft,
+    ) -> Saved:
+        reply: list[Any] = await DRAFT(
+            self.client,
+            DraftKeys(
+                RatingStudy.make_primary_key(study_id),
+                keys.study_ratings(study_id),
+                keys.study_drafts(study_id),
+            ),
+            DraftArgs(rater, slot(rater, episode), token_hash, revision, draft.model_dump_json()),
+        )
+        if int(reply[0]) == 1:
+            return Saved(None, int(reply[1]))
+        return Saved(RatingRefusal(reply[1]), int(reply[2]))
+
+    async def renew(self, study_id: str, rater: int, old_hash: str, token_hash: str) -> int:
+        """Replace rater `rater`'s token: 1, 0 when it changed meanwhile, -1 when the study is
+        gone, -2 when it has no such rater."""
+        done = await RENEW(
+            self.client,
+            RenewKeys(
+                RatingStudy.make_primary_key(study_id),
+                keys.rater_token(old_hash),
+                keys.rater_token(token_hash),
+            ),
+            RenewArgs(rater, old_hash, token_hash, rater_entry(study_id, rater)),
+        )
+        return int(done)
+
+    async def close(self, study_id: str, now: float) -> int:
+        """1 closed now, 0 closed already, -1 no such study."""
+        done = await CLOSE(
+            self.client, StudyKeys(RatingStudy.make_primary_key(study_id)), CloseArgs(now)
+        )
+        return int(done)
+
+    async def state(self, study_id: str) -> StudyState:
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.hgetall(keys.study_ratings(study_id))
+            pipe.hgetall(keys.study_progress(study_id))
+            pipe.hgetall(keys.study_gold(study_id))
+            revisions, rated, gold = await pipe.execute()
+        return StudyState(
+            revisions={k: int(v) for k, v in revisions.items()},
+            rated={int(k): int(v) for k, v in rated.items()},
+            gold={k: GoldCheck.model_validate_json(v) for k, v in gold.items()},
+        )
+
+    async def rater_state(
+        self, study_id: str, rater: int, episode: int
+    ) -> tuple[int, RatingDraft | None]:
+        """The revision of a rater's episode, and their draft of it, if any."""
+        where = slot(rater, episode)
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.hget(keys.study_ratings(study_id), where)
+            pipe.hget(keys.study_drafts(study_id), where)
+            revision, draft = await pipe.execute()
+        return int(revision or 0), RatingDraft.model_validate_json(draft) if draft else None
+
+    async def annotations(self, pks: Sequence[str]) -> list[AnnotationForEpisode | None]:
+        """The AnnotationForEpisode records of these ids (None where there is none)."""
+        if not pks:
+            return []
+        raw: Any = await self.client.json().mget([keys.annotation(pk) for pk in pks], "$")
+        return [AnnotationForEpisode.model_validate(r[0]) if r else None for r in raw]
+
+
+def schema_hash(schema: str) -> str:
+    """What Sotopia's migrator keeps of an index's schema to tell whether it changed."""
+    return hashlib.sha1(schema.encode("utf-8")).hexdigest()
+
+
+async def create_annotation_index(client: redis.Redis) -> bool:
+    """Make Sotopia's index over ratings, with its name and schema and the hash its migrator
+    keeps, unless an index of that name exists (Sotopia's, made by an import of Sotopia, or one
+    of its older versions, which is left as it is); whether it was made."""
+    try:
+        await client.execute_command(  # type: ignore[no-untyped-call]
+            "FT.CREATE", keys.ANNOTATION_INDEX, *ANNOTATION_SCHEMA.split()
+        )
+    except redis.ResponseError as err:
+        if "already exists" in str(err).lower():
+            return False
+        raise
+    await client.set(keys.ANNOTATION_INDEX_HASH, schema_hash(ANNOTATION_SCHEMA))
+    return True
