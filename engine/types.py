@@ -198,6 +198,12 @@ class Panel(BaseModel):
     def of(cls, model: str) -> Panel:
         return cls(judges=[JudgeSpec(model=model)])
 
+    @classmethod
+    def stored(cls, label: str, judges: list[JudgeSpec], aggregate: Aggregate) -> Panel:
+        """A record's panel: its judges, or the judge its `label` names in a record stored
+        without them (by Sotopia, or before panels)."""
+        return cls(judges=judges, aggregate=aggregate) if judges else cls.of(label)
+
     def runs(self) -> list[tuple[str, int]]:
         """(model, repeat) of every judge run, in the panel's order."""
         return [(j.model, repeat) for j in self.judges for repeat in range(j.repeats)]

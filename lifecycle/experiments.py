@@ -20,7 +20,7 @@ from parley.core.limits import Name, ShortText
 from parley.lifecycle import failpoints
 from parley.lifecycle import start as simulations
 from parley.lifecycle.services import Services
-from parley.resolvers.experiment_design import plan
+from parley.resolvers.experiment_design import Design, plan
 from parley.resolvers.keyset import SortOrder, newest_first
 from parley.resolvers.pagination import Page, fetch_page
 from parley.storage import keys
@@ -96,8 +96,8 @@ async def create_experiment(
     if created:
         return record, []
     existing = await store.get(pk)
-    if existing is not None and existing.design == record.design:
-        return existing, []
+    if existing is not None and Design.model_validate(existing.design) == design:
+        return existing, []  # (compared as designs: one stored before panels has fewer keys)
     message = f"an experiment named {valid.name!r} with tag {valid.tag!r} has another design"
     return None, [UserError(["input", "name"], message, ErrorCode.CONFLICT)]
 
@@ -131,11 +131,12 @@ def slot_request(
     experiment: Experiment, slot: ExperimentSlot, number: int, previous: str
 ) -> dict[str, Any]:
     design = experiment.design
+    judged = Design.model_validate(design)  # one stored before panels names its judge alone
     request: dict[str, Any] = {
         "scenario_id": slot.scenario_id,
         "agent_ids": slot.agent_ids,
         "agent_models": slot.agent_models,
-        "judge_model": design["judge_model"],
+        **judged.model_dump(mode="json", include={"judge_model", "judges", "judge_aggregate"}),
         "max_turns": design["max_turns"],
         "turn_order": design["turn_order"],
         "tag": experiment.tag,
