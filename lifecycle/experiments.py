@@ -127,16 +127,29 @@ async def list_experiments(
     return await fetch_page(query, EXPERIMENTS, first, after, order, documents=documents)
 
 
+JUDGING = {"judge_model", "judges", "judge_aggregate"}
+
+
+def judging(experiment: Experiment) -> dict[str, Any]:
+    """Who judges the experiment's episodes, as a start request names them (a design stored
+    before panels names its judge model alone)."""
+    return Design.model_validate(experiment.design).model_dump(mode="json", include=JUDGING)
+
+
 def slot_request(
-    experiment: Experiment, slot: ExperimentSlot, number: int, previous: str
+    experiment: Experiment,
+    slot: ExperimentSlot,
+    number: int,
+    previous: str,
+    judges: dict[str, Any],
 ) -> dict[str, Any]:
+    """The start request of a slot; `judges` is the experiment's `judging`."""
     design = experiment.design
-    judged = Design.model_validate(design)  # one stored before panels names its judge alone
     request: dict[str, Any] = {
         "scenario_id": slot.scenario_id,
         "agent_ids": slot.agent_ids,
         "agent_models": slot.agent_models,
-        **judged.model_dump(mode="json", include={"judge_model", "judges", "judge_aggregate"}),
+        **judges,
         "max_turns": design["max_turns"],
         "turn_order": design["turn_order"],
         "tag": experiment.tag,
@@ -171,6 +184,7 @@ async def start_experiment(
     if experiment is None:
         return None, 0, [not_found("experiment", pk)]
     store = ExperimentStore(services.client)
+    judges = judging(experiment)
     queued = 0
     plan: list[ExperimentSlot] = []
     again: set[int] | None = None
@@ -184,7 +198,9 @@ async def start_experiment(
         again = set()
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
-            batch = [slot_request(experiment, plan[n], n, previous) for n, previous in chunk]
+            batch = [
+                slot_request(experiment, plan[n], n, previous, judges) for n, previous in chunk
+            ]
             started = await simulations.start_many(services, batch)
             episodes, errors = started.episodes, started.errors
             if errors:

@@ -29,7 +29,7 @@ from parley.resolvers.results import GroupBy, Results, ResultsFilter
 from parley.storage import keys
 from parley.storage.evaluations import store_evaluation
 from parley.storage.events import NOT_JUDGED
-from parley.storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus
+from parley.storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus, Experiment
 from parley.storage.records import get_or_none
 from tests.support.server import GraphQLClient
 
@@ -593,3 +593,34 @@ async def test_a_panels_runs_travel_through_an_export_and_back(
     assert imported == {**record, "starts": 0}  # (its worker's starts are the old server's)
     assert imported["models"][0] == label(fake_llm, "MEDIAN")
     assert await rejudge.get_rejudging(services.client, rejudging.id) == rejudging
+
+
+async def test_a_design_stored_before_panels_still_starts_with_its_judge(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    """Its stored design has no `judges` or `judge_aggregate`: the same design created again
+    is the same experiment (not a CONFLICT), and its episodes are judged by its judge model."""
+    tag = f"panel-{uuid.uuid4().hex[:8]}"
+    fields = await world(services, tag)
+    model = fake_llm.model_name()
+    design = {
+        "scenarios": {"ids": [fields["scenario_id"]]},
+        "agents": {"pairs": [fields["agent_ids"]]},
+        "models": {"seats": [[model, model]]},
+        "max_turns": 2,
+        "judge_model": model,
+    }
+    experiment, _ = await create_experiment(services, {"name": tag, "tag": tag, "design": design})
+    assert experiment is not None
+    key = Experiment.make_primary_key(str(experiment.pk))
+    for name in ("judges", "judge_aggregate"):
+        assert await services.client.json().delete(key, f"$.design.{name}") == 1
+    again, errors = await create_experiment(services, {"name": tag, "tag": tag, "design": design})
+    assert not errors and again is not None and again.pk == experiment.pk
+    assert "judges" not in again.design
+    _, queued, errors = await start_experiment(services, str(experiment.pk))
+    assert not errors and queued == 1
+    await burst(services)
+    [episode] = await EpisodeLog.find(EpisodeLog.experiment_id == str(experiment.pk)).all()
+    assert episode.models == [model, model, model] and episode.panel().label() == model
+    assert episode.status == Status.COMPLETED and len(episode.judge_runs) == 1
