@@ -336,7 +336,9 @@ async def test_a_rejudging_by_a_panel_is_kept_beside_the_original(
     )
     assert not errors and rejudging is not None
     assert rejudging.judge_model == label(fake_llm, "MEDIAN")
-    assert await rejudge.get_rejudging(services.client, rejudging.id) == rejudging
+    restored = await rejudge.get_rejudging(services.client, rejudging.id)
+    assert restored is not None and restored.panel() == rejudging.panel()
+    assert (restored.judge_model, restored.episodes) == (rejudging.judge_model, 1)
     await burst(services)
 
     episode = await EpisodeLog.get(pk)
