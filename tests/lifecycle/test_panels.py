@@ -626,3 +626,52 @@ async def test_a_design_stored_before_panels_still_starts_with_its_judge(
     [episode] = await EpisodeLog.find(EpisodeLog.experiment_id == str(experiment.pk)).all()
     assert episode.models == [model, model, model] and episode.panel().label() == model
     assert episode.status == Status.COMPLETED and len(episode.judge_runs) == 1
+
+
+async def test_a_record_judged_before_panels_shows_its_one_judge_run(
+    gql: GraphQLClient, redis_client: redis.Redis
+) -> None:
+    """Sotopia's records (and Parley's before panels) store no runs: their judge's scores and
+    reasoning are shown as its one run, and a failed judge's bare 0.0 as a failed run."""
+    pk = f"panel-sotopia-{uuid.uuid4().hex[:8]}"
+    reward = [4.0, {"goal": 6.0, "secret": 2.0, "overall_score": 4.0}]
+    document = {
+        "pk": pk,
+        "environment": "env",
+        "agents": ["a", "b"],
+        "models": ["gpt-4o", "m0", "m1"],
+        "messages": [],
+        "reasoning": "Agent 1 comments: fine",
+        "rewards": [reward, reward],
+    }
+    await redis_client.json().set(EpisodeLog.make_primary_key(pk), "$", document)
+    await redis_client.json().set(
+        EpisodeLog.make_primary_key(f"{pk}-0"),
+        "$",
+        {**document, "pk": f"{pk}-0", "rewards": [0.0, 0.0]},
+    )
+    query = """query($id: ID!) { episode(id: $id) {
+      judgeModel judges { model repeats } judgeAggregate judgeRunsCounted judgeRunsFailed
+      judgeRuns { model repeat status reasoning error rewards { overall } } } }"""
+    shown = (await gql.data(query, {"id": pk}))["episode"]
+    assert shown == {
+        "judgeModel": "gpt-4o",
+        "judges": [{"model": "gpt-4o", "repeats": 1}],
+        "judgeAggregate": "MEAN",
+        "judgeRunsCounted": 1,
+        "judgeRunsFailed": 0,
+        "judgeRuns": [
+            {
+                "model": "gpt-4o",
+                "repeat": 0,
+                "status": "COMPLETED",
+                "reasoning": "Agent 1 comments: fine",
+                "error": None,
+                "rewards": [{"overall": 4.0}, {"overall": 4.0}],
+            }
+        ],
+    }
+    unscored = (await gql.data(query, {"id": f"{pk}-0"}))["episode"]
+    assert (unscored["judgeRunsCounted"], unscored["judgeRunsFailed"]) == (0, 1)
+    assert unscored["judgeRuns"][0]["status"] == "FAILED"
+    await redis_client.delete(*(EpisodeLog.make_primary_key(k) for k in (pk, f"{pk}-0")))
