@@ -634,8 +634,8 @@ async def test_a_record_judged_before_panels_shows_its_one_judge_run(
     """Sotopia's records (and Parley's before panels) store no runs: their judge's scores and
     reasoning are shown as its one run, and a failed judge's bare 0.0 as a failed run."""
     pk = f"panel-sotopia-{uuid.uuid4().hex[:8]}"
-    reward = [4.0, {"goal": 6.0, "secret": 2.0, "overall_score": 4.0}]
-    document = {
+    reward: list[Any] = [4.0, {"goal": 6.0, "secret": 2.0, "overall_score": 4.0}]
+    document: dict[str, Any] = {
         "pk": pk,
         "environment": "env",
         "agents": ["a", "b"],
