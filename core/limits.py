@@ -7,6 +7,8 @@ from pydantic import Field, StringConstraints
 NAME_MAX = 200
 TEXT_MAX = 20_000
 LIST_MAX = 50
+MAX_JUDGE_RUNS = 10
+"""Most judge runs one evaluation makes: a panel's judges, each times its repeats."""
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX)]
 ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=NAME_MAX)]

@@ -20,9 +20,9 @@ from parley.engine.errors import (
 from parley.engine.game_prompts import game_action_schema, notices_text, phase_text, rules_text
 from parley.engine.games import GameState, game_rules, result_text
 from parley.engine.generation import Repair, ask, hotter
-from parley.engine.judge import evaluate
 from parley.engine.llm import ChatRequest, LLMRouter
 from parley.engine.models import ModelInfo
+from parley.engine.panel import OnRuns, PanelEvaluation, judge_panel
 from parley.engine.parsing import InvalidOutput, parse_action, parse_text_action
 from parley.engine.prompts import (
     ACTION_SCHEMA_NAME,
@@ -50,8 +50,8 @@ from parley.engine.types import (
     AgentAction,
     EpisodeLogParts,
     EpisodeSetup,
-    Evaluation,
     Injection,
+    JudgeRun,
     Suspended,
     TerminationKind,
     Transcript,
@@ -468,11 +468,16 @@ class Played:
     """A whole episode: its conversation, and its evaluation or why the judge gave none."""
 
     transcript: Transcript
-    judged: Evaluation | JudgeFailed
+    judged: PanelEvaluation | JudgeFailed
 
     @property
-    def evaluation(self) -> Evaluation | None:
-        return self.judged if isinstance(self.judged, Evaluation) else None
+    def evaluation(self) -> PanelEvaluation | None:
+        return self.judged if isinstance(self.judged, PanelEvaluation) else None
+
+    @property
+    def runs(self) -> list[JudgeRun]:
+        """Every judge run, each with its scores or why it gave none."""
+        return self.judged.runs
 
     @property
     def unjudged(self) -> str | None:
@@ -497,20 +502,25 @@ async def play(
     on_judging: OnJudging | None = None,
     history: Sequence[Turn] = (),
     control: Control | None = None,
+    judged: Sequence[JudgeRun] = (),
+    on_runs: OnRuns | None = None,
 ) -> Played:
-    """The conversation, then the judge: the engine's one entry for running an episode.
+    """The conversation, then the judges: the engine's one entry for running an episode.
 
-    `on_turn` sees each new turn as it happens and `on_judging` the transcript before the judge
-    starts; `history` is what an earlier attempt played and `control` what is said before each
-    turn (see `simulate`, and EpisodeSuspended). Raises EpisodeFailed when an agent cannot
-    produce valid output; a judge that gives no scores fails nothing: the conversation is
-    returned with the reason (`Played.unjudged`), to be judged again later.
+    `on_turn` sees each new turn as it happens, `on_judging` the transcript before the judges
+    start and `on_runs` the panel's progress after each judge run; `history` is what an earlier
+    attempt played, `judged` the judge runs it stored, and `control` what is said before each
+    turn (see `simulate`, `judge_panel` and EpisodeSuspended). Raises EpisodeFailed when an
+    agent cannot produce valid output; judges that give no scores fail nothing: the
+    conversation is returned with the reason (`Played.unjudged`), to be judged again later.
     """
     transcript = await simulate(setup, llm, on_turn, history, control)
     if on_judging is not None:
         await on_judging(transcript)
     try:
-        judged: Evaluation | JudgeFailed = await evaluate(setup, transcript, llm)
+        evaluation: PanelEvaluation | JudgeFailed = await judge_panel(
+            setup, transcript, llm, judged, on_runs
+        )
     except JudgeFailed as failed:
-        judged = failed
-    return Played(transcript, judged)
+        evaluation = failed
+    return Played(transcript, evaluation)

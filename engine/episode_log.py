@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from parley.engine.types import EpisodeLogParts, Evaluation, Transcript
+from typing import Protocol
+
+from parley.engine.types import EpisodeLogParts, Reward, Transcript
 
 
-def episode_log_parts(transcript: Transcript, evaluation: Evaluation | None) -> EpisodeLogParts:
+class Judgement(Protocol):
+    """What an evaluation gives an EpisodeLog (a judge's, or a panel's)."""
+
+    reasoning: str
+    rewards_prompt: str
+
+    def rewards(self) -> list[Reward]: ...
+
+
+def episode_log_parts(transcript: Transcript, evaluation: Judgement | None) -> EpisodeLogParts:
     """messages/rewards/reasoning/rewards_prompt shaped as Sotopia stores them.
 
     rewards[i] = [overall, {dims..., overall_score}]; without an evaluation (the judge gave

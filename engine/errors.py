@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from parley.engine.stats import GenerationStats
 
 if TYPE_CHECKING:
-    from parley.engine.types import Suspended
+    from parley.engine.types import JudgeErrorCode, JudgeRun, Suspended
 
 
 class EngineError(Exception):
@@ -26,6 +26,10 @@ class LLMError(EngineError):
 
 class LLMTransportError(LLMError):
     """The endpoint could not be reached or kept failing."""
+
+
+class LLMTimeout(LLMTransportError):
+    """The endpoint's last try timed out (what a busy machine's embedded model does)."""
 
 
 class LLMOutputError(LLMError):
@@ -46,7 +50,20 @@ class EpisodeFailed(EngineError):
 
 
 class JudgeFailed(EpisodeFailed):
-    """The judge gave no valid scores. The conversation stands: it can be judged again."""
+    """The judge gave no valid scores. The conversation stands: it can be judged again.
+
+    `code` says why; `runs` holds a panel's judge runs, each with its own reason."""
+
+    def __init__(
+        self,
+        reason: str,
+        stats: GenerationStats,
+        code: JudgeErrorCode,
+        runs: list[JudgeRun] | None = None,
+    ) -> None:
+        super().__init__(reason, stats)
+        self.code = code
+        self.runs = runs or []
 
 
 class EpisodeSuspended(EngineError):

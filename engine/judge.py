@@ -8,6 +8,7 @@ from parley.engine.errors import (
     JudgeFailed,
     LLMError,
     LLMOutputError,
+    LLMTimeout,
     UnknownModelError,
     gather_or_fail,
 )
@@ -43,6 +44,7 @@ from parley.engine.types import (
     DimensionSpec,
     EpisodeSetup,
     Evaluation,
+    JudgeErrorCode,
     Transcript,
 )
 
@@ -193,8 +195,19 @@ class _Judge:
 
     def failed(self, name: str, exc: LLMError) -> JudgeFailed:
         return JudgeFailed(
-            f"judge {self.info.name} gave no valid scores for {name}: {exc}", self.stats
+            f"judge {self.info.name} gave no valid scores for {name}: {exc}",
+            self.stats,
+            error_code(exc),
         )
+
+
+def error_code(exc: LLMError) -> JudgeErrorCode:
+    """Why a model call gave nothing usable, as a judge's failure says it."""
+    if isinstance(exc, LLMOutputError):
+        return JudgeErrorCode.INVALID_OUTPUT
+    if isinstance(exc, LLMTimeout):
+        return JudgeErrorCode.TIMEOUT
+    return JudgeErrorCode.UNAVAILABLE
 
 
 def _evaluation(name: str, scores: dict[str, DimensionScore], comment: str = "") -> AgentEvaluation:
@@ -215,13 +228,16 @@ def _reasoning(termination: str, agents: list[AgentEvaluation]) -> str:
     return text
 
 
-async def evaluate(setup: EpisodeSetup, transcript: Transcript, llm: LLMRouter) -> Evaluation:
-    """Score every agent on every dimension; raises JudgeFailed, with the reason, rather than
-    invent scores (whatever went wrong: an unusable model, answers, or its endpoint)."""
+async def evaluate(
+    setup: EpisodeSetup, transcript: Transcript, llm: LLMRouter, model: str | None = None
+) -> Evaluation:
+    """Score every agent on every dimension, by `model` (the setup's judge model by default);
+    raises JudgeFailed, with the reason, rather than invent scores (whatever went wrong: an
+    unusable model, answers, or its endpoint)."""
     try:
-        info = llm.resolve(setup.judge_model)
+        info = llm.resolve(model or setup.judge_model)
     except UnknownModelError as exc:
-        raise JudgeFailed(str(exc), GenerationStats()) from exc
+        raise JudgeFailed(str(exc), GenerationStats(), JudgeErrorCode.UNKNOWN_MODEL) from exc
     judge = _Judge(setup, transcript, llm, info)
     try:
         if info.judge_mode == "per_episode":
@@ -230,7 +246,8 @@ async def evaluate(setup: EpisodeSetup, transcript: Transcript, llm: LLMRouter) 
             history = judge_history(setup, transcript) if info.judge_mode == "per_agent" else ""
             agents = await gather_or_fail(judge.agent(i, history) for i in range(len(setup.agents)))
     except LLMError as exc:  # the whole-episode request itself (per agent: judge.failed)
-        raise JudgeFailed(f"judge {info.name} gave no valid scores: {exc}", judge.stats) from exc
+        reason = f"judge {info.name} gave no valid scores: {exc}"
+        raise JudgeFailed(reason, judge.stats, error_code(exc)) from exc
     return Evaluation(
         agents=agents,
         reasoning=_reasoning(transcript.termination_reason, agents),

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from parley.core.backoff import Backoff
 from parley.engine.chat_client import ChatClient, ChatError
-from parley.engine.errors import LLMTransportError, LocalModelError, UnknownModelError
+from parley.engine.errors import LLMTimeout, LLMTransportError, LocalModelError, UnknownModelError
 from parley.engine.limiter import AdaptiveLimit
 from parley.engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
 from parley.engine.models import (
@@ -234,13 +234,14 @@ class ModelRegistry:
                 counter = _ERROR_COUNTERS[exc.kind]
                 setattr(stats, counter, getattr(stats, counter) + 1)
                 error = exc.message if exc.kind != "server" else f"HTTP {exc.status}"
+                failed = LLMTimeout if exc.kind == "timeout" else LLMTransportError
                 retry_after = exc.retry_after
             delay = Backoff(policy.base_delay, policy.max_delay, jitter=True).delay(attempt)
             if retry_after is not None:
                 delay = min(max(delay, retry_after), policy.max_delay)
             if attempt >= policy.max_attempts or spent + delay > policy.budget_seconds:
                 stats.failures += 1
-                raise LLMTransportError(f"{model}: {error} (after {attempt} attempts)")
+                raise failed(f"{model}: {error} (after {attempt} attempts)")
             stats.retries += 1
             spent += delay
             await asyncio.sleep(delay)

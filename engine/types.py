@@ -173,6 +173,97 @@ SOTOPIA_DIMENSIONS: list[DimensionSpec] = [
 ]
 
 
+class Aggregate(StrEnum):
+    """How a judge panel's scores make one per agent and dimension."""
+
+    MEAN = "MEAN"
+    MEDIAN = "MEDIAN"
+
+
+class JudgeSpec(BaseModel):
+    """One judge of a panel: a model, asked `repeats` times."""
+
+    model: str
+    repeats: int = Field(default=1, ge=1)
+
+
+class Panel(BaseModel):
+    """The judges of an evaluation and how their scores are aggregated; a model alone is the
+    panel of one judge."""
+
+    judges: list[JudgeSpec] = Field(min_length=1)
+    aggregate: Aggregate = Aggregate.MEAN
+
+    @classmethod
+    def of(cls, model: str) -> Panel:
+        return cls(judges=[JudgeSpec(model=model)])
+
+    @classmethod
+    def stored(cls, label: str, judges: list[JudgeSpec], aggregate: Aggregate) -> Panel:
+        """A record's panel: its judges, or the judge its `label` names in a record stored
+        without them (by Sotopia, or before panels)."""
+        return cls(judges=judges, aggregate=aggregate) if judges else cls.of(label)
+
+    def runs(self) -> list[tuple[str, int]]:
+        """(model, repeat) of every judge run, in the panel's order."""
+        return [(j.model, repeat) for j in self.judges for repeat in range(j.repeats)]
+
+    def label(self) -> str:
+        """The panel where one judge model's name is stored (Sotopia's `models[0]`, results'
+        judge): the model itself for a panel of one run, else every judge with its repeats
+        and the aggregate, e.g. `panel(MEDIAN): a x2, b`."""
+        runs = self.runs()
+        if len(runs) == 1:
+            return runs[0][0]
+        judges = ", ".join(
+            j.model if j.repeats == 1 else f"{j.model} x{j.repeats}" for j in self.judges
+        )
+        return f"panel({self.aggregate.value}): {judges}"
+
+
+class JudgeErrorCode(StrEnum):
+    """Why a judge gave no valid scores."""
+
+    UNKNOWN_MODEL = "UNKNOWN_MODEL"
+    """The model is not known (or not usable) here any more."""
+    TIMEOUT = "TIMEOUT"
+    """Its requests kept timing out (a busy or slow endpoint)."""
+    UNAVAILABLE = "UNAVAILABLE"
+    """Its endpoint kept failing or refused the request."""
+    INVALID_OUTPUT = "INVALID_OUTPUT"
+    """Its answers never gave a usable score, re-asked included."""
+
+
+Reward = tuple[float, dict[str, float]]
+"""One agent's scores as Sotopia stores them: [overall, {dimension: score, overall_score}]."""
+
+
+class JudgeRun(BaseModel):
+    """One judge run of a panel: its scores per agent, or why it gave none."""
+
+    model: str
+    repeat: int = 0
+    """Which of the model's repeats, from 0."""
+    rewards: list[Reward] = Field(default_factory=list)
+    reasoning: str = ""
+    error: str | None = None
+    code: JudgeErrorCode | None = None
+    """Why it failed, when it did."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated_tokens: int = 0
+    """How many of its tokens were estimated (the provider sent no count for them)."""
+
+    @property
+    def counted(self) -> bool:
+        """Whether its scores count in the panel's aggregate."""
+        return self.error is None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.model, self.repeat)
+
+
 class EpisodeSetup(BaseModel):
     """Everything one episode needs.
 
@@ -196,6 +287,8 @@ class EpisodeSetup(BaseModel):
     """Seats a person plays: the episode suspends when one has to act and no action is given."""
     stand_ins: list[tuple[int, int]] = Field(default_factory=list)
     """(seat, turn) pairs of human seats whose model (`agent_models`) acts in that turn."""
+    panel: Panel | None = None
+    """The judges, when more than `judge_model` alone judges (then its first judge's model)."""
 
     @model_validator(mode="after")
     def _check(self) -> EpisodeSetup:
@@ -214,6 +307,10 @@ class EpisodeSetup(BaseModel):
         if len(set(dims)) != len(dims) or OVERALL_SCORE in dims:
             raise ValueError(f"dimension names must be distinct and not {OVERALL_SCORE!r}")
         return self
+
+    def judges(self) -> Panel:
+        """The panel that judges the episode (`judge_model` alone unless `panel` is set)."""
+        return self.panel or Panel.of(self.judge_model)
 
     def relationship_between(self, i: int, j: int) -> RelationshipType:
         a, b = self.agents[i].pk, self.agents[j].pk

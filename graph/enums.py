@@ -3,7 +3,13 @@
 import strawberry
 
 from parley.core.errors import ErrorCode
-from parley.engine.types import ActionType, RelationshipType, TurnOrder
+from parley.engine.types import (
+    ActionType,
+    Aggregate,
+    JudgeErrorCode,
+    RelationshipType,
+    TurnOrder,
+)
 from parley.resolvers.keyset import SortOrder
 from parley.storage.events import EventKind
 from parley.storage.models import EpisodeStatus, EvaluationStatus, Redelivery, SeatTimeout
@@ -23,6 +29,13 @@ strawberry.enum(ActionType, description="What an agent did on its turn (Sotopia'
 strawberry.enum(TurnOrder, description="Who acts when.")
 strawberry.enum(SortOrder, description="Which way a list runs along its sort key.")
 strawberry.enum(
+    Aggregate,
+    name="JudgeAggregate",
+    description="How a judge panel's scores make one per agent and dimension: their MEAN or "
+    "MEDIAN over the judge runs that gave scores; the overall is the mean of the dimensions.",
+)
+strawberry.enum(JudgeErrorCode, description="Why a judge run gave no valid scores.")
+strawberry.enum(
     EventKind,
     name="EpisodeEventKind",
     description="SNAPSHOT is the state when a subscription starts; then STATUS, TURN and "
@@ -31,10 +44,12 @@ strawberry.enum(
 
 __all__ = [
     "ActionType",
+    "Aggregate",
     "EpisodeStatus",
     "ErrorCode",
     "EvaluationStatus",
     "EventKind",
+    "JudgeErrorCode",
     "Redelivery",
     "RelationshipType",
     "SeatTimeout",

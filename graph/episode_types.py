@@ -6,9 +6,12 @@ from datetime import UTC, datetime
 import strawberry
 
 from parley.engine.models import ModelInfo
+from parley.engine.types import JudgeRun as StoredRun
+from parley.engine.types import JudgeSpec
 from parley.graph.context import Info
 from parley.graph.enums import (
     EpisodeStatus,
+    EvaluationStatus,
     EventKind,
 )
 from parley.graph.errors import UserInputError
@@ -27,10 +30,16 @@ from parley.graph.seat_types import (
 )
 from parley.graph.types import Agent, Relationship, Scenario, load_agent, primary_key
 from parley.graph.usage_types import ModelUsage
-from parley.resolvers import episodes, games, perspective, relationships, transcript
+from parley.resolvers import episodes, games, panels, perspective, relationships, transcript
 from parley.resolvers.names import agent_name
 from parley.storage import models
 from parley.storage.events import EpisodeEvent as StoredEvent
+
+RUNS_READ = (
+    "judge_runs", "status", "rewards", "reasoning", "judge_error", "models", "judges",
+    "judge_aggregate", "agents",
+)  # fmt: skip
+"""What an episode's judge runs are read from (one stored before panels: its own fields)."""
 
 
 def when(seconds: float | None) -> datetime | None:
@@ -107,6 +116,47 @@ def rewards_of(
     return out
 
 
+@strawberry.type(description="One judge of a panel: a model, asked `repeats` times.")
+@shows(JudgeSpec)
+class Judge:
+    record: strawberry.Private[JudgeSpec]
+
+    model = stored("The judge model.")
+    repeats = stored("How many times it judges the episode, each a judge run of its own.")
+
+
+@strawberry.type(
+    description="One judge run of an evaluation: a judge's scores per agent, or why it gave "
+    "none (then it is left out of the aggregate)."
+)
+@shows(StoredRun)
+class JudgeRun:
+    record: strawberry.Private[StoredRun]
+    agents: strawberry.Private[list[str]]
+
+    model = stored("The judge model.")
+    repeat = stored("Which of the model's repeats, from 0.")
+
+    @strawberry.field(description="COMPLETED with scores, or FAILED (see error and code).")
+    def status(self) -> EvaluationStatus:
+        return EvaluationStatus.COMPLETED if self.record.counted else EvaluationStatus.FAILED
+
+    @strawberry.field(description="Its scores per agent; empty when it FAILED.")
+    def rewards(self) -> list[Reward]:
+        return rewards_of(list(self.record.rewards), self.agents)
+
+    reasoning = stored("Its reasoning (Sotopia's comment string).")
+    error = stored("Why it gave no valid scores, if it did not.")
+    code = stored("Why it gave no valid scores, as a code.")
+    prompt_tokens = stored("Prompt tokens it spent.")
+    completion_tokens = stored("Completion tokens it spent.")
+    estimated_tokens = stored("How many of its tokens are estimates (no count from the provider).")
+
+
+def judge_runs(runs: list[StoredRun], agents: list[str]) -> list[JudgeRun]:
+    return [JudgeRun(record=run, agents=agents) for run in runs]
+
+
 @strawberry.type(description="A later judgement of a finished episode (one re-judging's).")
 @shows(models.Evaluation)
 class Evaluation:
@@ -117,7 +167,13 @@ class Evaluation:
     def id(self) -> strawberry.ID:
         return strawberry.ID(self.record.id)
 
-    judge_model = stored("The judge model.")
+    judge_model = stored("The judge model; for a panel of more than one run, its label.")
+
+    @strawberry.field(description="The judges: the judge model alone, or a panel.")
+    def judges(self) -> list[Judge]:
+        return [Judge(record=judge) for judge in self.record.panel().judges]
+
+    judge_aggregate = stored("How the judge runs' scores make `rewards`.")
 
     evaluation_dimension_list_id = stored(
         "The dimensions judged; null for Sotopia's seven.", optional_id
@@ -125,12 +181,27 @@ class Evaluation:
 
     status = stored("Where this evaluation is.")
 
-    @strawberry.field(description="The scores per agent, once COMPLETED.")
+    @strawberry.field(
+        description="The scores per agent, once COMPLETED: the aggregate of the judge runs "
+        "that gave scores."
+    )
     def rewards(self) -> list[Reward]:
         return rewards_of(self.record.rewards, self.agents)
 
-    reasoning = stored("The judge's reasoning.")
-    error = stored("Why it FAILED, if it did.")
+    @strawberry.field(description="Each judge run so far, in the panel's order.")
+    def judge_runs(self) -> list[JudgeRun]:
+        return judge_runs(panels.evaluation_runs(self.record), self.agents)
+
+    @strawberry.field(description="Judge runs whose scores `rewards` aggregates.")
+    def judge_runs_counted(self) -> int:
+        return sum(run.counted for run in panels.evaluation_runs(self.record))
+
+    @strawberry.field(description="Judge runs that gave no valid scores (left out).")
+    def judge_runs_failed(self) -> int:
+        return sum(not run.counted for run in panels.evaluation_runs(self.record))
+
+    reasoning = stored("The judges' reasoning.")
+    error = stored("Why it FAILED, if it did (every judge run failed).")
     created_at = stored("When it was queued.", when)
     finished_at = stored("When it ended.", when)
 
@@ -238,10 +309,23 @@ class Episode:
     def agent_classes(self) -> list[str]:
         return list(self.record.agent_classes or [])
 
-    @strawberry.field(description="Model of the judge.", metadata=reading("models"))
+    @strawberry.field(
+        description="Model of the judge; for a panel of more than one judge run, its label "
+        "(as results group by it).",
+        metadata=reading("models"),
+    )
     def judge_model(self) -> str | None:
         models = self.record.models or []
         return models[0] if models else None
+
+    @strawberry.field(
+        description="The judges: the judge model alone, or a panel.",
+        metadata=reading("models", "judges", "judge_aggregate"),
+    )
+    def judges(self) -> list[Judge]:
+        return [Judge(record=judge) for judge in self.record.panel().judges]
+
+    judge_aggregate = stored("How the judge runs' scores make `rewards`.")
 
     turn_order = stored("How turns are ordered.")
 
@@ -270,11 +354,32 @@ class Episode:
         return [[list(m) for m in turn] for turn in self.record.messages]
 
     @strawberry.field(
-        description="The judge's scores per agent, once COMPLETED.",
+        description="The judge's scores per agent, once COMPLETED (a panel's: the aggregate "
+        "of its judge runs that gave scores).",
         metadata=reading("rewards", "agents"),
     )
     def rewards(self) -> list[Reward]:
         return rewards_of(self.record.rewards, self.record.agents)
+
+    @strawberry.field(
+        description="Each judge run so far, in the panel's order (stored as each ends).",
+        metadata=reading(*RUNS_READ),
+    )
+    def judge_runs(self) -> list[JudgeRun]:
+        return judge_runs(panels.episode_runs(self.record), self.record.agents)
+
+    @strawberry.field(
+        description="Judge runs whose scores `rewards` aggregates.", metadata=reading(*RUNS_READ)
+    )
+    def judge_runs_counted(self) -> int:
+        return sum(run.counted for run in panels.episode_runs(self.record))
+
+    @strawberry.field(
+        description="Judge runs that gave no valid scores (left out of `rewards`).",
+        metadata=reading(*RUNS_READ),
+    )
+    def judge_runs_failed(self) -> int:
+        return sum(not run.counted for run in panels.episode_runs(self.record))
 
     @strawberry.field(
         description="Later judgements (re-judgings), oldest first; `rewards` stays the "
@@ -347,6 +452,8 @@ class Episode:
             "agents",
             "environment",
             "models",
+            "judges",
+            "judge_aggregate",
             "max_turns",
             "turn_order",
             "evaluation_dimension_list_id",

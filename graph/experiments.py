@@ -11,10 +11,11 @@ import strawberry
 
 from parley.graph.connection import AFTER, FIRST, Connection, list_field, to_connection
 from parley.graph.context import Info
-from parley.graph.enums import EpisodeStatus, SortOrder, TurnOrder
+from parley.graph.enums import Aggregate, EpisodeStatus, SortOrder, TurnOrder
 from parley.graph.episode_types import Episode, when
 from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
+from parley.graph.inputs import AGGREGATE, JUDGES, JudgeInput
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError, primary_key
 from parley.lifecycle import experiments as service
@@ -77,7 +78,11 @@ class ExperimentDesignInput:
     turn_order: TurnOrder = strawberry.field(
         default=TurnOrder.ROUND_ROBIN, description="Who acts when."
     )
-    judge_model: str | None = strawberry.field(default=None, description="Model of the judge.")
+    judge_model: str | None = strawberry.field(
+        default=None, description="Model of the judge (default: the embedded model)."
+    )
+    judges: list[JudgeInput] | None = strawberry.field(default=None, description=JUDGES)
+    judge_aggregate: Aggregate = strawberry.field(default=Aggregate.MEAN, description=AGGREGATE)
     evaluation_dimension_list_id: strawberry.ID | None = strawberry.field(
         default=None, description="Custom dimensions (default: Sotopia's seven)."
     )

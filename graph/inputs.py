@@ -5,7 +5,14 @@ from typing import Any
 
 import strawberry
 
-from parley.graph.enums import EpisodeStatus, Redelivery, RelationshipType, SeatTimeout, TurnOrder
+from parley.graph.enums import (
+    Aggregate,
+    EpisodeStatus,
+    Redelivery,
+    RelationshipType,
+    SeatTimeout,
+    TurnOrder,
+)
 from parley.graph.fields import creates, updates
 from parley.resolvers.agents import AGENT
 from parley.resolvers.relationships import RELATIONSHIP
@@ -168,6 +175,23 @@ class EpisodeFilter:
     )
 
 
+@strawberry.input(description="One judge of a panel: a model, asked `repeats` times.")
+class JudgeInput:
+    model: str = strawberry.field(description="The judge model.")
+    repeats: int = strawberry.field(
+        default=1,
+        description="How many times it judges, each a judge run of its own; a panel makes at "
+        "most 10 runs.",
+    )
+
+
+JUDGES = (
+    "A panel of judges instead of judgeModel (give one or the other): each judge's runs are "
+    "made at once, and their scores aggregated per agent and dimension."
+)
+AGGREGATE = "How a panel's scores make one per agent and dimension."
+
+
 @strawberry.input(description="A simulation to run: who meets where, which models, how long.")
 class StartSimulationInput:
     scenario_id: strawberry.ID = strawberry.field(description="The scenario.")
@@ -181,6 +205,8 @@ class StartSimulationInput:
     judge_model: str | None = strawberry.field(
         default=None, description="Model of the judge (default: the embedded model)."
     )
+    judges: list[JudgeInput] | None = strawberry.field(default=None, description=JUDGES)
+    judge_aggregate: Aggregate = strawberry.field(default=Aggregate.MEAN, description=AGGREGATE)
     max_turns: int = strawberry.field(default=20, description="Turn limit, 1..100.")
     turn_order: TurnOrder = strawberry.field(
         default=TurnOrder.ROUND_ROBIN, description="Who acts when."
@@ -215,14 +241,14 @@ class StartSimulationInput:
     stand_in_model: str | None = strawberry.field(
         default=None,
         description="The model that acts for a timed-out seat under STAND_IN (default: the "
-        "judge's).",
+        "judge's, or the first judge's of a panel).",
     )
 
 
 def simulation_fields(data: StartSimulationInput) -> dict[str, Any]:
     """The request as resolvers/ validates it (defaults left to it, enums as values)."""
     values = provided(data)
-    for name in ("agent_models", "judge_model", "stand_in_model"):
+    for name in ("agent_models", "judge_model", "judges", "stand_in_model"):
         if values.get(name) is None:
             values.pop(name, None)
     return values

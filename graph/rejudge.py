@@ -3,8 +3,10 @@
 import strawberry
 
 from parley.graph.context import Info
-from parley.graph.episode_types import optional_id, when
+from parley.graph.enums import Aggregate
+from parley.graph.episode_types import Judge, optional_id, when
 from parley.graph.fields import shows, stored, wrapped
+from parley.graph.inputs import AGGREGATE, JUDGES, JudgeInput, provided
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
 from parley.lifecycle import rejudge
@@ -26,7 +28,11 @@ class RejudgeEpisodesInput:
         default=None,
         description="Every episode with exactly this tag (case counts; all must be COMPLETED).",
     )
-    judge_model: str = strawberry.field(description="The judge model.")
+    judge_model: str | None = strawberry.field(
+        default=None, description="The judge model (default: the embedded model)."
+    )
+    judges: list[JudgeInput] | None = strawberry.field(default=None, description=JUDGES)
+    judge_aggregate: Aggregate = strawberry.field(default=Aggregate.MEAN, description=AGGREGATE)
     evaluation_dimension_list_id: strawberry.ID | None = strawberry.field(
         default=None, description="The dimensions to score; Sotopia's seven when omitted."
     )
@@ -52,7 +58,13 @@ class Rejudging:
     def id(self) -> strawberry.ID:
         return strawberry.ID(self.record.id)
 
-    judge_model = stored("The judge model.")
+    judge_model = stored("The judge model; for a panel of more than one run, its label.")
+
+    @strawberry.field(description="The judges: the judge model alone, or a panel.")
+    def judges(self) -> list[Judge]:
+        return [Judge(record=judge) for judge in self.record.panel().judges]
+
+    judge_aggregate = stored("How the judge runs' scores make each evaluation's rewards.")
 
     evaluation_dimension_list_id = stored(
         "The dimensions scored; null for Sotopia's seven.", optional_id
@@ -89,7 +101,7 @@ class RejudgeMutation:
     )
     async def rejudge_episodes(self, info: Info, input: RejudgeEpisodesInput) -> RejudgePayload:
         services = info.context.services
-        fields = {k: v for k, v in vars(input).items() if v is not None}
+        fields = {k: v for k, v in provided(input).items() if v is not None}
         record, errors = await rejudge.queue(
             services.client, services.jobs, services.models, fields
         )

@@ -20,7 +20,7 @@ from parley.core.limits import Name, ShortText
 from parley.lifecycle import failpoints
 from parley.lifecycle import start as simulations
 from parley.lifecycle.services import Services
-from parley.resolvers.experiment_design import plan
+from parley.resolvers.experiment_design import Design, plan
 from parley.resolvers.keyset import newest_first
 from parley.resolvers.pagination import Page, PageArgs, fetch_page
 from parley.resolvers.search import tag_terms
@@ -95,8 +95,8 @@ async def create_experiment(
     if created:
         return record, []
     existing = await store.get(pk)
-    if existing is not None and existing.design == record.design:
-        return existing, []
+    if existing is not None and Design.model_validate(existing.design) == design:
+        return existing, []  # (compared as designs: one stored before panels has fewer keys)
     message = f"an experiment named {valid.name!r} with tag {valid.tag!r} has another design"
     return None, [UserError(["input", "name"], message, ErrorCode.CONFLICT)]
 
@@ -115,15 +115,29 @@ async def list_experiments(
     return await fetch_page(query, EXPERIMENTS, **page)
 
 
+JUDGING = {"judge_model", "judges", "judge_aggregate"}
+
+
+def judging(experiment: Experiment) -> dict[str, Any]:
+    """Who judges the experiment's episodes, as a start request names them (a design stored
+    before panels names its judge model alone)."""
+    return Design.model_validate(experiment.design).model_dump(mode="json", include=JUDGING)
+
+
 def slot_request(
-    experiment: Experiment, slot: ExperimentSlot, number: int, previous: str
+    experiment: Experiment,
+    slot: ExperimentSlot,
+    number: int,
+    previous: str,
+    judges: dict[str, Any],
 ) -> dict[str, Any]:
+    """The start request of a slot; `judges` is the experiment's `judging`."""
     design = experiment.design
     request: dict[str, Any] = {
         "scenario_id": slot.scenario_id,
         "agent_ids": slot.agent_ids,
         "agent_models": slot.agent_models,
-        "judge_model": design["judge_model"],
+        **judges,
         "max_turns": design["max_turns"],
         "turn_order": design["turn_order"],
         "tag": experiment.tag,
@@ -158,6 +172,7 @@ async def start_experiment(
     if experiment is None:
         return None, 0, [not_found("experiment", pk)]
     store = ExperimentStore(services.client)
+    judges = judging(experiment)
     queued = 0
     plan: list[ExperimentSlot] = []
     again: set[int] | None = None
@@ -171,7 +186,9 @@ async def start_experiment(
         again = set()
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
-            batch = [slot_request(experiment, plan[n], n, previous) for n, previous in chunk]
+            batch = [
+                slot_request(experiment, plan[n], n, previous, judges) for n, previous in chunk
+            ]
             started = await simulations.start_many(services, batch)
             episodes, errors = started.episodes, started.errors
             if errors:

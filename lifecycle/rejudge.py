@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 from ulid import ULID
 
 from parley.core.errors import (
@@ -27,11 +27,11 @@ from parley.core.errors import (
     validated,
 )
 from parley.core.limits import RecordId, ShortText
-from parley.engine.errors import EpisodeFailed, UnknownModelError
-from parley.engine.judge import evaluate
+from parley.engine.errors import JudgeFailed
 from parley.engine.llm import LLMRouter, ModelCatalog
+from parley.engine.panel import PanelProgress, judge_panel
 from parley.engine.stats import GenerationStats
-from parley.engine.types import Transcript
+from parley.engine.types import Aggregate, JudgeRun, JudgeSpec, Panel, Transcript
 from parley.lifecycle.jobs import crash_reason
 from parley.resolvers.dimensions import (
     dimensions_of,
@@ -40,6 +40,7 @@ from parley.resolvers.dimensions import (
     names_problem,
 )
 from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.resolvers.panels import PanelFields
 from parley.resolvers.results import WHOLE, aggregate_rows, tag_query
 from parley.resolvers.transcript import episode_turns
 from parley.storage import keys
@@ -54,19 +55,19 @@ from parley.storage.models import (
 from parley.storage.records import get_or_none, storable
 
 log = logging.getLogger(__name__)
+JUDGES = TypeAdapter(list[JudgeSpec])
 MAX_EPISODES_PER_REJUDGING = 10_000
 """Most episodes one re-judging takes, named or found by experiment or tag."""
 BATCH = 500
 EPISODE_FIELDS = ("status", "environment", "agents", "tag", "experiment_id", "models")
 
 
-class RejudgeFields(BaseModel, extra="forbid"):
+class RejudgeFields(PanelFields, extra="forbid"):
     episode_ids: Annotated[list[RecordId], Field(max_length=MAX_EPISODES_PER_REJUDGING)] | None = (
         None
     )
     experiment_id: RecordId | None = None
     tag: ShortText | None = None
-    judge_model: ShortText
     evaluation_dimension_list_id: RecordId | None = None
 
     @model_validator(mode="after")
@@ -81,9 +82,15 @@ class RejudgeFields(BaseModel, extra="forbid"):
 class Rejudging:
     id: str
     judge_model: str
+    """The judge, or the panel's label."""
     evaluation_dimension_list_id: str | None
     episodes: int
     created_at: float
+    judges: list[JudgeSpec]
+    judge_aggregate: Aggregate
+
+    def panel(self) -> Panel:
+        return Panel.stored(self.judge_model, self.judges, self.judge_aggregate)
 
 
 def _error(field: str, message: str, code: ErrorCode = ErrorCode.INVALID) -> UserError:
@@ -155,11 +162,7 @@ async def queue(
             searchable_tag(valid.tag)
         except BadArgument as err:
             return None, [_error("tag", str(err))]
-    errors = []
-    try:
-        models.resolve(valid.judge_model)
-    except UnknownModelError as err:
-        errors.append(_error("judgeModel", str(err)))
+    errors = valid.judge_errors(models, ["input"])
     names = await _dimension_names(valid.evaluation_dimension_list_id)
     if names is None:
         message = f"no evaluation dimension list with id {valid.evaluation_dimension_list_id!r}"
@@ -204,18 +207,23 @@ async def queue(
     errors = await index_dimensions(client, names, ["input", "evaluationDimensionListId"])
     if errors:
         return None, errors
+    panel = valid.panel()
     rejudging = Rejudging(
         id=str(ULID()),
-        judge_model=valid.judge_model,
+        judge_model=panel.label(),
         evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
         episodes=len(ids),
         created_at=time.time(),
+        judges=panel.judges,
+        judge_aggregate=panel.aggregate,
     )
     queued = Evaluation(
         id=rejudging.id,
         judge_model=rejudging.judge_model,
         evaluation_dimension_list_id=rejudging.evaluation_dimension_list_id,
         created_at=rejudging.created_at,
+        judges=rejudging.judges,
+        judge_aggregate=rejudging.judge_aggregate,
     )
     chosen: list[tuple[str, dict[str, Any]]] = []
     for pk in ids:
@@ -239,6 +247,9 @@ async def get_rejudging(client: redis.Redis, rejudging_id: str) -> Rejudging | N
         evaluation_dimension_list_id=stored["evaluation_dimension_list_id"] or None,
         episodes=int(stored["episodes"]),
         created_at=float(stored["created_at"]),
+        # (a re-judging stored before panels has neither: its judge alone)
+        judges=JUDGES.validate_json(stored.get("judges") or "[]"),
+        judge_aggregate=Aggregate(stored.get("judge_aggregate") or Aggregate.MEAN),
     )
 
 
@@ -278,7 +289,8 @@ class Rejudger:
         return await store_evaluation(self.client, episode_id, entry, count_start, fills)
 
     async def run(self, episode_id: str, rejudging_id: str) -> None:
-        """Judge once more; the evaluation ends COMPLETED with its scores or FAILED with why."""
+        """Judge once more; the evaluation ends COMPLETED with its scores or FAILED with why.
+        Each judge run is stored as it ends: a run taken over keeps them and makes the rest."""
         episode = await get_or_none(EpisodeLog, episode_id)
         entry = next(
             (e for e in (episode.evaluations if episode else []) if e.id == rejudging_id), None
@@ -294,15 +306,21 @@ class Rejudger:
         if starts > self.max_attempts:
             await self._fail(episode_id, running, f"worker lost {starts - 1} times")
             return
+
+        async def on_runs(progress: PanelProgress) -> None:
+            nonlocal running
+            running = running.model_copy(update={"judge_runs": progress.runs})
+            await self._store(episode_id, running)
+
         try:
             setup = await _setup(episode, entry)
             transcript = stored_transcript(episode, [a.name for a in setup.agents])
-            judged = await evaluate(setup, transcript, self.llm)
+            judged = await judge_panel(setup, transcript, self.llm, entry.judge_runs, on_runs)
         except SetupFailed as err:
             await self._fail(episode_id, running, str(err))
             return
-        except EpisodeFailed as err:
-            await self._fail(episode_id, running, err.reason)
+        except JudgeFailed as err:
+            await self._fail(episode_id, running, err.reason, err.runs)
             return
         except redis.RedisError:
             raise  # left for redelivery
@@ -315,6 +333,7 @@ class Rejudger:
                 "status": EvaluationStatus.COMPLETED,
                 "rewards": judged.rewards(),
                 "reasoning": judged.reasoning,
+                "judge_runs": judged.runs,
                 "finished_at": time.time(),
             }
         )
@@ -322,10 +341,17 @@ class Rejudger:
         await self._store(episode_id, done, fills=fills)
         log.info("re-judged", extra={"episode": episode_id, "rejudging": rejudging_id})
 
-    async def _fail(self, episode_id: str, entry: Evaluation, reason: str) -> None:
-        failed = entry.model_copy(
-            update={"status": EvaluationStatus.FAILED, "error": reason, "finished_at": time.time()}
-        )
+    async def _fail(
+        self, episode_id: str, entry: Evaluation, reason: str, runs: list[JudgeRun] | None = None
+    ) -> None:
+        update: dict[str, Any] = {
+            "status": EvaluationStatus.FAILED,
+            "error": reason,
+            "finished_at": time.time(),
+        }
+        if runs is not None:
+            update["judge_runs"] = runs
+        failed = entry.model_copy(update=update)
         await self._store(episode_id, failed)
         log.info("re-judging failed: %s", reason, extra={"episode": episode_id})
 
@@ -336,8 +362,9 @@ class SetupFailed(Exception):
 
 def completes(episode: EpisodeLog, entry: Evaluation) -> bool:
     """Whether an evaluation is the judgement an episode left without scores never got: its
-    own judge on its own dimensions. Then its scores become the episode's (results and
-    experiments count them); any other evaluation stays beside the episode's own."""
+    own judge (or panel: both are named by the panel's label) on its own dimensions. Then its
+    scores become the episode's (results and experiments count them); any other evaluation
+    stays beside the episode's own."""
     own_judge = episode.models[0] if episode.models else None
     return (
         episode.judge_error is not None
@@ -351,6 +378,8 @@ async def _setup(episode: EpisodeLog, entry: Evaluation) -> Any:
     judged = episode.model_copy(
         update={
             "models": [entry.judge_model, *models[1:]],
+            "judges": entry.judges,
+            "judge_aggregate": entry.judge_aggregate,
             "evaluation_dimension_list_id": entry.evaluation_dimension_list_id,
             # Sotopia's records keep no turn limit: the turns played stand in for it.
             "max_turns": episode.max_turns or max(1, len(episode_turns(episode))),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 from ulid import ULID
 
 from parley.core.errors import ErrorCode, UserError, not_found, validated
@@ -25,6 +25,7 @@ from parley.lifecycle.services import Services
 from parley.resolvers.agents import agent_names
 from parley.resolvers.dimensions import list_problem
 from parley.resolvers.names import same_names
+from parley.resolvers.panels import PanelFields
 from parley.storage.episode_store import initial_history
 from parley.storage.models import (
     AgentProfile,
@@ -47,11 +48,10 @@ HUMAN = "human"
 """The model name Sotopia stores for a seat a person plays (its agent class: HumanAgent)."""
 
 
-class SimulationFields(BaseModel, extra="forbid"):
+class SimulationFields(PanelFields, extra="forbid"):
     scenario_id: RecordId
     agent_ids: Annotated[list[RecordId], Field(min_length=2, max_length=MAX_AGENTS)]
     agent_models: Annotated[list[ShortText], Field(max_length=MAX_AGENTS)] = [DEFAULT_MODEL]
-    judge_model: ShortText = DEFAULT_MODEL
     max_turns: Annotated[int, Field(ge=1, le=100)] = 20
     turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
     evaluation_dimension_list_id: RecordId | None = None
@@ -86,7 +86,7 @@ class SimulationFields(BaseModel, extra="forbid"):
 
     def stand_in(self) -> str:
         """The model that acts for a person who timed out (under STAND_IN)."""
-        return self.stand_in_model or self.judge_model
+        return self.stand_in_model or self.first_judge()
 
 
 Reference = tuple[type[Record], str]
@@ -130,7 +130,6 @@ def model_errors(
     if len(valid.agent_models) == 1:
         played = played[:1] and [0]  # one model for every seat a model plays
     named = [(["agentModels", str(i)], valid.agent_models[i]) for i in played]
-    named.append((["judgeModel"], valid.judge_model))
     if valid.human_seats and valid.on_seat_timeout == SeatTimeout.STAND_IN:
         named.append((["standInModel"], valid.stand_in()))
     for path, name in named:
@@ -138,7 +137,7 @@ def model_errors(
             models.resolve(name)
         except UnknownModelError as err:
             errors.append(UserError([*prefix, *path], str(err), ErrorCode.INVALID))
-    return errors
+    return errors + valid.judge_errors(models, prefix)
 
 
 async def names_of(client: redis.Redis, valids: Sequence[SimulationFields]) -> dict[str, str]:
@@ -204,12 +203,15 @@ def seat_tokens(valid: SimulationFields) -> dict[int, str]:
 def new_episode(valid: SimulationFields, tokens: dict[int, str]) -> EpisodeLog:
     now = time.time()
     humans = set(valid.human_seats)
+    panel = valid.panel()
     return EpisodeLog(
         pk=str(ULID()),
         environment=valid.scenario_id,
         agents=valid.agent_ids,
         tag=valid.tag,
-        models=[valid.judge_model, *valid.models_per_agent()],
+        models=[panel.label(), *valid.models_per_agent()],
+        judges=panel.judges,
+        judge_aggregate=panel.aggregate,
         agent_classes=[
             "HumanAgent" if i in humans else "LLMAgent" for i in range(len(valid.agent_ids))
         ],

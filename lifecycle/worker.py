@@ -28,6 +28,7 @@ from parley.core.backoff import Backoff
 from parley.engine.episode import HistoryMismatch, Played, play
 from parley.engine.errors import EpisodeFailed, EpisodeSuspended
 from parley.engine.limiter import INITIAL
+from parley.engine.panel import PanelProgress
 from parley.engine.stats import GenerationStats
 from parley.engine.types import (
     EpisodeSetup,
@@ -475,6 +476,8 @@ class Worker:
             return True
         parts = played.log_parts()
         unjudged = played.unjudged
+        # A panel resumed with every run that scored kept: the prompt its progress stored.
+        prompt = parts.rewards_prompt or ("" if unjudged else episode.rewards_prompt)
         finished = await self._durably(
             lambda: self.store.transition(
                 episode_id,
@@ -486,7 +489,8 @@ class Worker:
                     "messages": parts.messages,
                     "rewards": parts.rewards,
                     "reasoning": parts.reasoning,
-                    "rewards_prompt": parts.rewards_prompt,
+                    "rewards_prompt": prompt,
+                    "judge_runs": [run.model_dump(mode="json") for run in played.runs],
                     "judge_error": unjudged,
                     "generation_stats": played.stats.model_dump(),
                     **self._usage(spent, played.stats.usage),
@@ -583,12 +587,15 @@ class Worker:
         history: list[StoredTurn],
         spent: Usage,
     ) -> Played | None:
-        """Play the episode, storing each new turn (with the tokens spent so far) and the move
-        to EVALUATING as it goes; None when it failed (and was stored as FAILED) or was parked
-        (WAITING for a person, or PAUSED)."""
+        """Play the episode, storing each new turn (with the tokens spent so far), the move
+        to EVALUATING and each judge run as it goes; None when it failed (and was stored as
+        FAILED) or was parked (WAITING for a person, or PAUSED). A resumed episode keeps the
+        judge runs its earlier attempt stored (a restarted one has none)."""
         episode_id = str(episode.pk)
         control = self.control.of_attempt(episode, attempt)
         self.controls[episode_id] = control
+        judged = episode.judge_runs if history else []
+        conversation = GenerationStats()
 
         async def on_turn(event: TurnEvent) -> None:
             turn = event.turn.model_dump(mode="json", exclude_none=True)  # no phase: no game
@@ -603,6 +610,8 @@ class Worker:
                 raise Fenced
 
         async def on_judging(transcript: Transcript) -> None:
+            nonlocal conversation
+            conversation = transcript.stats
             moved = await self._durably(
                 lambda: self.store.transition(
                     episode_id,
@@ -620,8 +629,20 @@ class Worker:
             if not moved.ok:
                 raise Fenced
 
+        async def on_runs(progress: PanelProgress) -> None:
+            fields = {
+                "judge_runs": [run.model_dump(mode="json") for run in progress.runs],
+                **self._usage(spent, merged(conversation.usage, progress.stats.usage)),
+            }
+            if progress.rewards_prompt:
+                fields["rewards_prompt"] = progress.rewards_prompt
+            if not await self._durably(lambda: self.store.mark(episode_id, attempt, fields)):
+                raise Fenced
+
         try:
-            return await play(setup, self.llm, on_turn, on_judging, history, control)
+            return await play(
+                setup, self.llm, on_turn, on_judging, history, control, judged, on_runs
+            )
         except EpisodeSuspended as suspended:
             await self._park(episode, attempt, suspended.state, spent)
             return None

@@ -43,12 +43,14 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
         models = list(episode.models or [])
         models += [""] * (1 + len(agents) - len(models))  # a record that names no models
         humans = [seat.seat for seat in episode.human_seats]
-        stand_in = episode.stand_in_model or models[0]
+        panel = episode.panel()  # models[0] names it: a judge, or a panel's label
+        stand_in = episode.stand_in_model or panel.judges[0].model
         return EpisodeSetup(
             scenario=ScenarioSpec.model_validate(scenario.model_dump()),
             agents=[AgentSpec.model_validate(a.model_dump()) for a in agents],
             relationships=[RelationshipSpec.model_validate(r.model_dump()) for r in relationships],
-            judge_model=models[0],
+            judge_model=panel.judges[0].model,
+            panel=panel,
             agent_models=[stand_in if i in humans else m for i, m in enumerate(models[1:])],
             # Sotopia stores no turn limit: its episodes are read with as many as they played
             max_turns=episode.max_turns or max(len(episode.messages), 1),

@@ -23,9 +23,9 @@ from parley.core.errors import ErrorCode, UserError, validated
 from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
-from parley.engine.models import DEFAULT_MODEL
 from parley.engine.types import TurnOrder
 from parley.resolvers.names import agent_name, same_names
+from parley.resolvers.panels import PanelFields
 from parley.resolvers.search import tag_terms
 from parley.storage.models import (
     AgentProfile,
@@ -99,14 +99,13 @@ class ModelSelection(BaseModel, extra="forbid"):
         return self
 
 
-class Design(BaseModel, extra="forbid"):
+class Design(PanelFields, extra="forbid"):
     scenarios: ScenarioSelection
     agents: AgentSelection
     models: ModelSelection
     repeats: Annotated[int, Field(ge=1, le=100)] = 1
     max_turns: Annotated[int, Field(ge=1, le=100)] = 20
     turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
-    judge_model: ShortText = DEFAULT_MODEL
     evaluation_dimension_list_id: RecordId | None = None
 
 
@@ -228,7 +227,7 @@ def expand(design: Design, world: World) -> tuple[list[ExperimentSlot], list[Use
 
 
 def model_errors(design: Design, models: ModelCatalog) -> list[UserError]:
-    named: list[tuple[list[str], str]] = [(["judgeModel"], design.judge_model)]
+    named: list[tuple[list[str], str]] = []
     choice = design.models
     for i, name in enumerate(choice.compare or []):
         named.append((["models", "compare", str(i)], name))
@@ -242,7 +241,7 @@ def model_errors(design: Design, models: ModelCatalog) -> list[UserError]:
             models.resolve(name)
         except UnknownModelError as err:
             errors.append(UserError(["input", "design", *path], str(err), ErrorCode.INVALID))
-    return errors
+    return design.judge_errors(models, ["input", "design"]) + errors
 
 
 async def read_many[R: Record](client: redis.Redis, model: type[R], pks: list[str]) -> list[R]:

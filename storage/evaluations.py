@@ -88,6 +88,8 @@ def rejudging_fields(entry: Evaluation) -> dict[FieldT, EncodableT]:
     """The stored re-judging an evaluation belongs to (its count of episodes apart)."""
     return {
         "judge_model": entry.judge_model,
+        "judges": json.dumps([judge.model_dump() for judge in entry.judges]),
+        "judge_aggregate": entry.judge_aggregate.value,
         "evaluation_dimension_list_id": entry.evaluation_dimension_list_id or "",
         "created_at": entry.created_at,
     }

@@ -12,7 +12,17 @@ from typing import Any
 from aredis_om import Field, JsonModel
 from pydantic import BaseModel, ConfigDict
 
-from parley.engine.types import DimensionSpec, Injection, RelationshipType, Turn, TurnOrder
+from parley.engine.types import (
+    Aggregate,
+    DimensionSpec,
+    Injection,
+    JudgeRun,
+    JudgeSpec,
+    Panel,
+    RelationshipType,
+    Turn,
+    TurnOrder,
+)
 from parley.storage import keys
 
 __all__ = ["RelationshipType", "TurnOrder"]
@@ -257,13 +267,23 @@ class Evaluation(BaseModel):
 
     id: str
     judge_model: str
+    """The judge, or a panel's label (engine.types.Panel.label)."""
     evaluation_dimension_list_id: str | None = None
     status: EvaluationStatus = EvaluationStatus.QUEUED
     rewards: list[tuple[float, dict[str, float]] | float] = []
+    """The aggregate of the judge runs that gave scores."""
     reasoning: str = ""
     error: str | None = None
     created_at: float = 0.0
     finished_at: float | None = None
+    judges: list[JudgeSpec] = []
+    """The panel's judges; empty in an evaluation stored before panels: `judge_model` alone."""
+    judge_aggregate: Aggregate = Aggregate.MEAN
+    judge_runs: list[JudgeRun] = []
+    """Each judge run so far, with its scores or why it gave none."""
+
+    def panel(self) -> Panel:
+        return Panel.stored(self.judge_model, self.judges, self.judge_aggregate)
 
 
 class EpisodeLog(ListedRecord, index=True):
@@ -318,6 +338,13 @@ class EpisodeLog(ListedRecord, index=True):
         description="US dollars, when every model used has prices.",
     )
     evaluations: list[Evaluation] = []
+    judges: list[JudgeSpec] = []
+    """The judge panel; empty in a record Sotopia (or Parley before panels) wrote: the judge
+    is `models[0]` alone. For a panel of more than one judge run, `models[0]` is its label."""
+    judge_aggregate: Aggregate = Aggregate.MEAN
+    judge_runs: list[JudgeRun] = []
+    """Each judge run so far (stored as each ends, so a new attempt keeps them): its scores,
+    which `rewards` aggregates, or why it gave none."""
     human_seats: list[HumanSeat] = []
     seat_deadline_seconds: float = 300.0
     """How long a human seat has for its turn."""
@@ -336,6 +363,9 @@ class EpisodeLog(ListedRecord, index=True):
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     finished_at: float | None = None
+
+    def panel(self) -> Panel:
+        return Panel.stored((self.models or [""])[0], self.judges, self.judge_aggregate)
 
     class Meta:
         model_key_prefix = f"{keys.SOTOPIA_LOGS_MODULE}.EpisodeLog"

@@ -64,6 +64,8 @@ class Rule(BaseModel):
     """'action' matches JSON and text action requests; 'text_action' only text ones."""
     contains: list[str] = Field(default_factory=list)
     """Substrings that must all occur in the request's messages."""
+    model: str | None = None
+    """The model the request names (`custom/<model>@...`'s <model>); None = any."""
     times: int | None = 1
     """How many requests this rule answers; None = all of them."""
     status: int = 200
@@ -77,6 +79,8 @@ class Rule(BaseModel):
     repeat of its earlier line, once it has said it); other requests as usual."""
     usage: bool | None = None
     """Send `usage` with the answer; None = as the server does (`FakeLLM.usage`)."""
+    score: int | None = None
+    """Answer a judge request with this score on every dimension (kept within its range)."""
 
     @classmethod
     def leave(cls, agent: str, turn: int | None = None) -> Rule:
@@ -159,19 +163,22 @@ def classify(body: dict[str, Any]) -> tuple[Kind, dict[str, Any] | None, str]:
     return "other", None, text
 
 
-def sample(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
-    """A valid value for the simple schemas the engine sends (integers mid-range)."""
+def sample(
+    schema: dict[str, Any], root: dict[str, Any] | None = None, score: int | None = None
+) -> Any:
+    """A valid value for the simple schemas the engine sends (integers mid-range, or `score`
+    kept within their range)."""
     root = root or schema
     if "$ref" in schema:  # "#/$defs/<name>"
-        return sample(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root)
+        return sample(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root, score)
     kind = schema.get("type")
     if "enum" in schema:
         return schema["enum"][0]
     if kind == "object":
-        return {k: sample(v, root) for k, v in schema.get("properties", {}).items()}
+        return {k: sample(v, root, score) for k, v in schema.get("properties", {}).items()}
     if kind == "integer":
         low, high = int(schema.get("minimum", 0)), int(schema.get("maximum", 10))
-        return (low + high) // 2
+        return (low + high) // 2 if score is None else min(high, max(low, score))
     if kind == "number":
         return 0.0
     if kind == "array":
@@ -358,7 +365,7 @@ class FakeLLM:
         world's tag: the session's other episodes may reach this server too)."""
         return [r for r in self.requests if r.kind == kind and mentioning in r.text]
 
-    def _take_rule(self, kind: Kind, text: str) -> Rule | None:
+    def _take_rule(self, kind: Kind, text: str, model: str) -> Rule | None:
         with self._lock:
             for rule in self._rules:
                 wanted = rule.kind
@@ -367,6 +374,8 @@ class FakeLLM:
                 if wanted not in ("any", "action") and wanted != kind:
                     continue
                 if not all(s in text for s in rule.contains):
+                    continue
+                if rule.model is not None and rule.model != model:
                     continue
                 if rule.times is not None:
                     rule.times -= 1
@@ -426,7 +435,7 @@ class FakeLLM:
     async def _answer(self, request: Request) -> Response:
         body = await request.json()
         kind, schema, text = classify(body)
-        rule = self._take_rule(kind, text) or self._fault()
+        rule = self._take_rule(kind, text, str(body.get("model", ""))) or self._fault()
         status = rule.status if rule else 200
         with self._lock:
             peer = f"{request.client.host}:{request.client.port}" if request.client else ""
@@ -448,6 +457,8 @@ class FakeLLM:
                 status_code=status,
             )
         content = rule.content if rule and rule.content is not None else None
+        if content is None and rule is not None and rule.score is not None and schema:
+            content = json.dumps(sample(schema, score=rule.score)) if kind == "judge" else None
         if content is None:
             answer_of = repeated_answer if rule is not None and rule.repeat else default_answer
             content = answer_of(kind, schema, text)

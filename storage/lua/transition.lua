@@ -27,6 +27,7 @@ if mode ~= ATTEMPT_MODE.none then
     redis.call('JSON.SET', K.episode, EPISODE.turns, '[]')
     redis.call('JSON.SET', K.episode, EPISODE.messages, '[]')
     redis.call('JSON.SET', K.episode, EPISODE.rewards, '[]')
+    redis.call('JSON.SET', K.episode, EPISODE.judge_runs, '[]')
     redis.call('JSON.SET', K.episode, EPISODE.progress, 0)
   else
     local turns = doc.turns or {}

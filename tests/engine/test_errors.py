@@ -6,6 +6,7 @@ import pytest
 
 from parley.engine.errors import EpisodeFailed, JudgeFailed, gather_or_fail
 from parley.engine.stats import GenerationStats
+from parley.engine.types import JudgeErrorCode
 
 
 async def value(v: int, delay: float) -> int:
@@ -30,7 +31,7 @@ async def test_the_first_failure_is_raised_unwrapped_and_the_others_are_cancelle
 
     async def fails() -> int:
         await asyncio.sleep(0.01)
-        raise JudgeFailed("no scores", GenerationStats(requests=4))
+        raise JudgeFailed("no scores", GenerationStats(requests=4), JudgeErrorCode.TIMEOUT)
 
     with pytest.raises(EpisodeFailed) as caught:
         await gather_or_fail([slow(), fails()])

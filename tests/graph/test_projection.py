@@ -45,7 +45,11 @@ EPISODE = {
     "relationships": "relationships { id relationship }",
     "turns": "turns { turn agentIndex speaker actionType argument to phase sequence at }",
     "rewards": "rewards { agentIndex agent { id } overall dimensions { dimension score } }",
-    "evaluations": "evaluations { id judgeModel status rewards { agent { id } overall } error }",
+    "evaluations": "evaluations { id judgeModel status rewards { agent { id } overall } error "
+    "judges { model repeats } judgeRuns { model status } judgeRunsCounted }",
+    "judges": "judges { model repeats }",
+    "judgeRuns": "judgeRuns { model repeat status rewards { agentIndex overall } reasoning error "
+    "code promptTokens completionTokens estimatedTokens }",
     "usage": "usage { model promptTokens completionTokens estimated cost }",
     "humanSeats": "humanSeats { seat claimed }",
     "waiting": "waiting { turn seats deadline }",

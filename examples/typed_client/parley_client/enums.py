@@ -50,6 +50,18 @@ class EvaluationStatus(str, Enum):
     FAILED = "FAILED"
 
 
+class JudgeAggregate(str, Enum):
+    MEAN = "MEAN"
+    MEDIAN = "MEDIAN"
+
+
+class JudgeErrorCode(str, Enum):
+    UNKNOWN_MODEL = "UNKNOWN_MODEL"
+    TIMEOUT = "TIMEOUT"
+    UNAVAILABLE = "UNAVAILABLE"
+    INVALID_OUTPUT = "INVALID_OUTPUT"
+
+
 class Redelivery(str, Enum):
     RESUME = "RESUME"
     RESTART = "RESTART"

@@ -10,6 +10,7 @@ from .enums import (
     ActionType,
     AgentSampling,
     EpisodeStatus,
+    JudgeAggregate,
     Redelivery,
     RelationshipType,
     SeatTimeout,
@@ -322,7 +323,13 @@ class ExperimentDesignInput(BaseModel):
     turn_order: TurnOrder = Field(alias="turnOrder", default=TurnOrder.ROUND_ROBIN)
     "Who acts when."
     judge_model: Optional[str] = Field(alias="judgeModel", default=None)
-    "Model of the judge."
+    "Model of the judge (default: the embedded model)."
+    judges: Optional[list["JudgeInput"]] = None
+    "A panel of judges instead of judgeModel (give one or the other): each judge's runs are made at once, and their scores aggregated per agent and dimension."
+    judge_aggregate: JudgeAggregate = Field(
+        alias="judgeAggregate", default=JudgeAggregate.MEAN
+    )
+    "How a panel's scores make one per agent and dimension."
     evaluation_dimension_list_id: Optional[str] = Field(
         alias="evaluationDimensionListId", default=None
     )
@@ -365,6 +372,15 @@ class InjectEventInput(BaseModel):
     "What the environment says."
     to: list[str] = Field(default_factory=lambda: [])
     "Agent names it is for; empty: everyone."
+
+
+class JudgeInput(BaseModel):
+    """One judge of a panel: a model, asked `repeats` times."""
+
+    model: str
+    "The judge model."
+    repeats: int = 1
+    "How many times it judges, each a judge run of its own; a panel makes at most 10 runs."
 
 
 class ModelSelectionInput(BaseModel):
@@ -421,8 +437,14 @@ class RejudgeEpisodesInput(BaseModel):
     "Every episode of this experiment (all must be COMPLETED)."
     tag: Optional[str] = None
     "Every episode with exactly this tag (case counts; all must be COMPLETED)."
-    judge_model: str = Field(alias="judgeModel")
-    "The judge model."
+    judge_model: Optional[str] = Field(alias="judgeModel", default=None)
+    "The judge model (default: the embedded model)."
+    judges: Optional[list["JudgeInput"]] = None
+    "A panel of judges instead of judgeModel (give one or the other): each judge's runs are made at once, and their scores aggregated per agent and dimension."
+    judge_aggregate: JudgeAggregate = Field(
+        alias="judgeAggregate", default=JudgeAggregate.MEAN
+    )
+    "How a panel's scores make one per agent and dimension."
     evaluation_dimension_list_id: Optional[str] = Field(
         alias="evaluationDimensionListId", default=None
     )
@@ -541,6 +563,12 @@ class StartSimulationInput(BaseModel):
     "One model for all agents or one per agent (default: the embedded model)."
     judge_model: Optional[str] = Field(alias="judgeModel", default=None)
     "Model of the judge (default: the embedded model)."
+    judges: Optional[list["JudgeInput"]] = None
+    "A panel of judges instead of judgeModel (give one or the other): each judge's runs are made at once, and their scores aggregated per agent and dimension."
+    judge_aggregate: JudgeAggregate = Field(
+        alias="judgeAggregate", default=JudgeAggregate.MEAN
+    )
+    "How a panel's scores make one per agent and dimension."
     max_turns: int = Field(alias="maxTurns", default=20)
     "Turn limit, 1..100."
     turn_order: TurnOrder = Field(alias="turnOrder", default=TurnOrder.ROUND_ROBIN)
@@ -566,7 +594,7 @@ class StartSimulationInput(BaseModel):
     )
     "What happens to a seat that does not act in time."
     stand_in_model: Optional[str] = Field(alias="standInModel", default=None)
-    "The model that acts for a timed-out seat under STAND_IN (default: the judge's)."
+    "The model that acts for a timed-out seat under STAND_IN (default: the judge's, or the first judge's of a panel)."
 
 
 class StudyEpisodesInput(BaseModel):
@@ -698,6 +726,8 @@ CreateExperimentInput.model_rebuild()
 CreateRatingStudyInput.model_rebuild()
 ExperimentDesignInput.model_rebuild()
 GoldEpisodeInput.model_rebuild()
+RejudgeEpisodesInput.model_rebuild()
 SaveDraftInput.model_rebuild()
 SaveRatingDraftInput.model_rebuild()
 SaveRatingInput.model_rebuild()
+StartSimulationInput.model_rebuild()

@@ -26,15 +26,15 @@ async function untilJudged(api, rejudging, note) {
   }
 }
 
-// Judge an episode that completed without scores again, with its own judge and dimensions:
+// Judge an episode that completed without scores again, with its own judges and dimensions:
 // the scores that judgement gives become the episode's. Follows the re-judging to its end, then
 // `reload()`s the page's episode and says so if the judge failed again.
 async function judgeAgain(api, state, { button, note, section, reload }) {
   button.disabled = true;
   note.replaceChildren("Asking for a new judgement…");
   try {
-    const { id, judgeModel, evaluationDimensionListId } = state.episode;
-    const input = { episodeIds: [id], judgeModel, evaluationDimensionListId };
+    const { id, judges, judgeAggregate, evaluationDimensionListId } = state.episode;
+    const input = { episodeIds: [id], judges, judgeAggregate, evaluationDimensionListId };
     const result = (await api.request("RejudgeEpisode", { input })).rejudgeEpisodes;
     if (result.userErrors.length) {
       note.replaceChildren(errorLine(result.userErrors.map((e) => e.message).join("; ")));
