@@ -1,6 +1,7 @@
 """`parley study create [STUDY.toml]`: make a rating study on a local or remote Parley and print
 each rater's link (its token is shown this once); `parley study status ID`: how far each rater
-has got, and the raters a gold episode flagged.
+has got, and the raters a gold episode flagged; `parley study results ID`: how far the raters
+agree with each other and with the judge.
 
 Talks to the server only over GraphQL over HTTP, as `parley experiment` does. Exit status: 0
 (for status: every rating is in), 1 (status: ratings are still missing), 2 on an error.
@@ -36,6 +37,19 @@ query($id: ID!) {
     goldChecks { rater episodeId flagged misses { agent dimension expected given } }
   }
 }"""
+ESTIMATE = "{ n estimate low high resamples reason }"
+RESULTS = f"""
+query($id: ID!) {{
+  ratingStudy(id: $id) {{
+    id name
+    agreement {{
+      dimension
+      humans {{ raters alpha {ESTIMATE} icc1 {ESTIMATE} icck {ESTIMATE} iccDropped }}
+      judgeVsHumans {{ judge pearson {ESTIMATE} spearman {ESTIMATE} }}
+      rankings {{ judge tau {ESTIMATE} models {{ model humanMean judgeMean }} }}
+    }}
+  }}
+}}"""
 FILE_KEYS = frozenset(
     {
         "name",
@@ -177,6 +191,70 @@ async def status(remote: Remote, args: argparse.Namespace) -> int:
     return DONE if study["progress"]["finished"] else MISSING
 
 
+def estimate(figure: dict[str, Any]) -> str:
+    """A figure as `0.62 [0.41, 0.80]`, or why it has no estimate or interval."""
+    if figure["estimate"] is None:
+        return f"- ({figure['reason']})"
+    if figure["low"] is None:
+        return f"{figure['estimate']:.3f} ({figure['reason']})"
+    return f"{figure['estimate']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]"
+
+
+def results_tables(study: dict[str, Any]) -> list[Any]:
+    """Between the raters; each judge against them; each judge's ranking of the models."""
+    from rich.table import Table
+
+    humans = Table(title=f"{study['name']}: agreement between the raters (95% intervals)")
+    for column in ("dimension", "raters", "units", "alpha", "ICC(2,1)", "ICC(2,k)"):
+        humans.add_column(column, justify="left" if column == "dimension" else "right")
+    judges = Table(title="Each judge against the raters' mean score")
+    for column in ("dimension", "judge", "units", "pearson r", "spearman rho"):
+        judges.add_column(column, justify="right" if column == "units" else "left")
+    rankings = Table(title="Each judge's ranking of the models against the raters'")
+    for column in ("dimension", "judge", "kendall tau", "model: raters / judge"):
+        rankings.add_column(column)
+    for found in study["agreement"]:
+        name, rated = found["dimension"], found["humans"]
+        humans.add_row(
+            name,
+            str(rated["raters"]),
+            str(rated["alpha"]["n"]),
+            estimate(rated["alpha"]),
+            estimate(rated["icc1"]),
+            estimate(rated["icck"]),
+        )
+        for judge in found["judgeVsHumans"]:
+            judges.add_row(
+                name,
+                judge["judge"],
+                str(judge["pearson"]["n"]),
+                estimate(judge["pearson"]),
+                estimate(judge["spearman"]),
+            )
+        for ranked in found["rankings"]:
+            means = ", ".join(
+                f"{m['model']}: {m['humanMean']:.2f} / {m['judgeMean']:.2f}"
+                for m in ranked["models"]
+            )
+            rankings.add_row(name, ranked["judge"], estimate(ranked["tau"]), means)
+    return [humans, judges, rankings]
+
+
+async def results(remote: Remote, args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    study = (await remote.execute(RESULTS, {"id": args.id}))["ratingStudy"]
+    if study is None:
+        raise CommandError(f"no rating study with id {args.id!r}")
+    if args.json:
+        print(json.dumps(study, indent=2), flush=True)
+        return DONE
+    console = Console(width=None if os.isatty(1) else 200)
+    for table in results_tables(study):
+        console.print(table)
+    return DONE
+
+
 async def run(args: argparse.Namespace) -> int:
     import aiohttp
 
@@ -184,6 +262,8 @@ async def run(args: argparse.Namespace) -> int:
         remote = Remote(http, args.url, args.token)
         if args.study_command == "create":
             return await create(remote, args)
+        if args.study_command == "results":
+            return await results(remote, args)
         return await status(remote, args)
 
 
@@ -227,7 +307,16 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     status_.add_argument("id", metavar="ID", help="the study's id")
     status_.add_argument("--json", action="store_true", help="print the study as JSON")
-    for command in (create_, status_):
+    results_ = actions.add_parser(
+        "results",
+        help="how far the raters agree with each other and with the judge",
+        description="Print, per dimension and overall, Krippendorff's alpha and ICC between the "
+        "raters, each judge's Pearson and Spearman correlation with their mean score, and "
+        "Kendall's tau between the models' rankings, each with its 95% interval.",
+    )
+    results_.add_argument("id", metavar="ID", help="the study's id")
+    results_.add_argument("--json", action="store_true", help="print the figures as JSON")
+    for command in (create_, status_, results_):
         command.add_argument(
             "--url",
             default=os.environ.get("PARLEY_URL", DEFAULT_URL),

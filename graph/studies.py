@@ -14,6 +14,7 @@ from parley.graph.episode_types import optional_id, when
 from parley.graph.experiments import plain
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
+from parley.graph.study_agreement import DimensionAgreement
 from parley.graph.types import UserError
 from parley.lifecycle import studies as service
 from parley.lifecycle.studies import RaterView, Rating, RatingTask
@@ -437,9 +438,15 @@ class RatingStudy:
         found = await info.context.services.studies.ratings(self.record)
         return [StudyRating(rating=r) for r in found]
 
-    # The place for agreement statistics between the raters, and between them and the judge
-    # (Krippendorff's alpha, ICC, Pearson and Spearman with intervals, Kendall's tau): a field
-    # computed from `ratings` above, by episode, agent and dimension.
+    @strawberry.field(
+        description="How far the raters agree with each other and with the judge, per dimension "
+        "of the rubric and overall (`overall_score`), from the ratings saved so far; a unit is "
+        "one agent of one episode. Bootstrap intervals are seeded by the study: the same "
+        "ratings give the same figures."
+    )
+    async def agreement(self, info: Info) -> list[DimensionAgreement]:
+        found = await info.context.services.studies.agreement(self.record)
+        return [DimensionAgreement.of(d) for d in found]
 
 
 @strawberry.type(description="Result of createRatingStudy.")

@@ -14,6 +14,7 @@ when it arrives, and nothing else (graph/rater_access.py).
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
 from collections.abc import Sequence
@@ -40,12 +41,13 @@ from parley.core.limits import (
 )
 from parley.engine.types import DimensionSpec
 from parley.lifecycle.seats import MAX_TOKEN_LENGTH, new_token, token_hash
-from parley.resolvers import study_plan
+from parley.resolvers import study_agreement, study_plan
 from parley.resolvers.blind import BlindEpisode, blind_episode, needs_secrets
 from parley.resolvers.episodes import EPISODES, episode_query
 from parley.resolvers.keyset import SortOrder, newest_first
 from parley.resolvers.pagination import Page, PageArgs, fetch_page
 from parley.resolvers.search import search
+from parley.resolvers.study_agreement import DimensionAgreement
 from parley.resolvers.study_fields import (
     SCORES_MAX,
     DraftScoreFields,
@@ -527,6 +529,17 @@ class Studies:
             StudyRating(number, study.episode_ids[item.episode], annotation)
             for (number, item), annotation in zip(saved, found, strict=True)
             if annotation is not None
+        ]
+
+    async def agreement(self, study: RatingStudy) -> list[DimensionAgreement]:
+        """How far the raters agree with each other and with the judge, per dimension of the
+        rubric and overall, from the ratings saved so far."""
+        ratings = await self.ratings(study)
+        found = await asyncio.gather(*(get_or_none(EpisodeLog, pk) for pk in study.episode_ids))
+        episodes = {str(e.pk): e for e in found if e is not None}
+        return [
+            study_agreement.agreement(study, table)
+            for table in study_agreement.tables(study, ratings, episodes)
         ]
 
 

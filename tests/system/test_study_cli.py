@@ -130,6 +130,7 @@ async def test_a_study_made_from_the_command_line_is_followed_to_its_end(
         ),
         (["create", "--name", "n", "--raters", "0", "--tag", "x"], "input.raters:"),
         (["status", "no-such-study"], "no rating study with id 'no-such-study'"),
+        (["results", "no-such-study"], "no rating study with id 'no-such-study'"),
     ],
 )
 async def test_a_mistake_is_said_in_one_line_with_status_2(

@@ -43,6 +43,16 @@ class EpisodeStatus(str, Enum):
     CANCELLED = "CANCELLED"
 
 
+class EstimateReason(str, Enum):
+    TOO_FEW_UNITS = "TOO_FEW_UNITS"
+    TOO_FEW_RATERS = "TOO_FEW_RATERS"
+    TOO_FEW_MODELS = "TOO_FEW_MODELS"
+    NO_VARIATION = "NO_VARIATION"
+    NO_RESIDUAL = "NO_RESIDUAL"
+    UNBOUNDED = "UNBOUNDED"
+    NO_RESAMPLE = "NO_RESAMPLE"
+
+
 class EvaluationStatus(str, Enum):
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"

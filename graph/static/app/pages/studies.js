@@ -140,6 +140,62 @@ function goldFlags(study) {
   );
 }
 
+const REASONS = {
+  TOO_FEW_UNITS: "too few units",
+  TOO_FEW_RATERS: "too few raters",
+  TOO_FEW_MODELS: "too few models",
+  NO_VARIATION: "no variation",
+  NO_RESIDUAL: "no residual",
+  UNBOUNDED: "unbounded",
+  NO_RESAMPLE: "no resample",
+};
+
+function estimate(figure) {
+  const why = figure.reason ? ` (${REASONS[figure.reason] ?? figure.reason})` : "";
+  if (figure.estimate === null) return h("td", { class: "estimate missing" }, `—${why}`);
+  const value = figure.estimate.toFixed(2);
+  const interval = figure.low === null ? why : ` [${figure.low.toFixed(2)}, ${figure.high.toFixed(2)}]`;
+  return h("td", { class: "estimate", title: `n = ${figure.n}` }, value, h("span", { class: "interval" }, interval));
+}
+
+function figureTable(kind, caption, columns, rows) {
+  return h(
+    "div",
+    { class: "scroll-x" },
+    h(
+      "table",
+      { class: `agreement ${kind}` },
+      h("caption", {}, caption),
+      h("thead", {}, h("tr", {}, columns.map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows),
+    ),
+  );
+}
+
+function agreementTables(agreement) {
+  const name = (d) => h("th", { scope: "row" }, words(d.dimension));
+  const humans = agreement.map((d) =>
+    h("tr", { dataset: { dimension: d.dimension } }, name(d), h("td", {}, `${d.humans.alpha.n}`), estimate(d.humans.alpha), estimate(d.humans.icc1), estimate(d.humans.icck)),
+  );
+  const judges = agreement.flatMap((d) =>
+    d.judgeVsHumans.map((j) => h("tr", { dataset: { dimension: d.dimension, judge: j.judge } }, name(d), h("td", {}, j.judge), estimate(j.pearson), estimate(j.spearman))),
+  );
+  const models = (r) => r.models.map((m) => `${m.model}: ${m.humanMean.toFixed(2)} / ${m.judgeMean.toFixed(2)}`).join("; ");
+  const rankings = agreement.flatMap((d) =>
+    d.rankings.map((r) => h("tr", { dataset: { dimension: d.dimension, judge: r.judge } }, name(d), h("td", {}, r.judge), estimate(r.tau), h("td", {}, models(r)))),
+  );
+  return [
+    figureTable("humans", "Between the raters (95% intervals)", ["Dimension", "Units", "Krippendorff's α", "ICC(2,1)", "ICC(2,k)"], humans),
+    figureTable("judges", "Each judge against the raters' mean score", ["Dimension", "Judge", "Pearson's r", "Spearman's ρ"], judges),
+    figureTable("rankings", "Each judge's ranking of the models against the raters'", ["Dimension", "Judge", "Kendall's τ", "Model: raters / judge"], rankings),
+  ];
+}
+
+async function drawAgreement(api, id, box) {
+  const study = (await api.request("StudyAgreement", { id })).ratingStudy;
+  if (study) append(clear(box), agreementTables(study.agreement));
+}
+
 function closeControl(api, study, notes) {
   if (study.closedAt) return h("p", { class: "closed" }, `Closed ${when(study.closedAt)}: its links open nothing; its ratings are kept.`);
   const close = h("button", { type: "button", class: "danger" }, "Close the study");
@@ -183,6 +239,7 @@ export async function studyPage({ api, main, errorBox }, id) {
     links: h("div", { class: "rater-links", "aria-live": "polite" }),
     episodes: h("div", { class: "episodes-box" }),
     flags: h("div", { class: "flags-box" }),
+    agreement: h("div", { class: "agreement-box", "aria-live": "polite" }),
   };
   const notes = h("div", { class: "form-errors", "aria-live": "polite" });
   append(main, [
@@ -195,8 +252,8 @@ export async function studyPage({ api, main, errorBox }, id) {
     parts.links,
     h("h2", {}, "Gold episodes"),
     parts.flags,
-    // Agreement between raters (Krippendorff's α, ICC, correlations with their intervals) is
-    // to be drawn here, from the study's `ratings`, once the API computes it.
+    h("h2", {}, "Agreement"),
+    parts.agreement,
     h("h2", {}, "Episodes"),
     parts.episodes,
     h("h2", {}, "Rubric"),
@@ -205,6 +262,7 @@ export async function studyPage({ api, main, errorBox }, id) {
     notes,
   ]);
   drawStudy(api, study, parts);
+  await drawAgreement(api, id, parts.agreement);
   // Live: the study is read again every few seconds while its page is open and the tab shown,
   // and drawn again when it changed (a rater's "New link" button keeps the focus).
   let shown = JSON.stringify(study);
@@ -213,9 +271,12 @@ export async function studyPage({ api, main, errorBox }, id) {
     try {
       const again = (await api.request("StudyDetail", { id })).ratingStudy;
       if (!again || JSON.stringify(again) === shown) return;
+      const newRatings = again.progress.rated !== JSON.parse(shown).progress.rated;
       shown = JSON.stringify(again);
       const focused = document.activeElement?.closest("tr[data-rater]")?.dataset.rater;
       drawStudy(api, again, parts);
+      // The figures are read again only when a rating came: they cost more than the rest.
+      if (newRatings) await drawAgreement(api, id, parts.agreement);
       if (focused !== undefined) parts.raters.querySelector(`tr[data-rater="${focused}"] button`)?.focus();
     } catch (error) {
       clear(notes).append(errorBox(error));

@@ -1,0 +1,197 @@
+"""How far a study's raters agree with each other and with the judge, per dimension of its
+rubric and overall.
+
+A dimension's table has a row per unit, one agent of one study episode, and a column per
+rater who has saved a rating (None where they gave that unit no score). The same units are
+scored by the episode's judge (its `rewards`) and, when the judge was a panel of more than
+one run, by each judge run that gave scores, named `model#repeat`. The judges are compared
+with the raters' mean score of each unit; the models (the agents' models, `models[1:]` of
+an episode as Sotopia stores them) are ranked by both.
+
+Bootstrap intervals are drawn from a generator seeded by the study id, the dimension and the
+figure, so the same ratings give the same intervals every time.
+"""
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from parley.engine.types import OVERALL_SCORE
+from parley.resolvers.agreement import (
+    Agreement,
+    Icc,
+    Ranking,
+    alpha,
+    icc,
+    pearson,
+    ranking,
+    spearman,
+)
+from parley.resolvers.study_status import StudyRating
+from parley.storage.models import EpisodeLog, RatingStudy
+
+JUDGE = "judge"
+"""The name of the episodes' own judge (their `rewards`) among the sources compared."""
+
+PLACES = 12
+"""The decimals a mean of scores is rounded to."""
+
+Rewards = Sequence[tuple[float, dict[str, float]] | float]
+
+
+@dataclass(frozen=True)
+class RatingTable:
+    """One dimension's scores of a study's units, by every source."""
+
+    dimension: str
+    units: list[tuple[str, int]]
+    """(episode id, agent) of each row."""
+    raters: list[int]
+    """The study's raters, one per column of `humans`."""
+    humans: list[list[float | None]]
+    judges: dict[str, list[float | None]]
+    """By judge: its score of each unit."""
+    models: list[str]
+    """The model that played each unit's agent ("" when the episode does not say)."""
+
+    def human_mean(self) -> list[float | None]:
+        """The raters' mean score of each unit (None where none scored it), to `PLACES`
+        decimals: a rating's overall score is itself a rounded mean, and units whose means are
+        equal must tie in a ranking, not be ordered by rounding error."""
+        return [_mean([s for s in row if s is not None]) for row in self.humans]
+
+
+@dataclass(frozen=True)
+class JudgeVsHumans:
+    judge: str
+    pearson: Agreement
+    spearman: Agreement
+
+
+@dataclass(frozen=True)
+class JudgeRanking:
+    judge: str
+    ranking: Ranking
+    """`first` is the raters' mean of each model, `second` the judge's."""
+
+
+@dataclass(frozen=True)
+class DimensionAgreement:
+    dimension: str
+    alpha: Agreement
+    icc: Icc
+    judges: list[JudgeVsHumans]
+    rankings: list[JudgeRanking]
+
+
+def tables(
+    study: RatingStudy, ratings: Sequence[StudyRating], episodes: Mapping[str, EpisodeLog]
+) -> list[RatingTable]:
+    """A table per dimension of the rubric, then one of the overall score."""
+    units = [
+        (pk, agent)
+        for pk in dict.fromkeys(study.episode_ids)
+        if pk in episodes
+        for agent in range(len(episodes[pk].agents))
+    ]
+    raters = sorted({r.rater for r in ratings})
+    column = {rater: n for n, rater in enumerate(raters)}
+    rows: dict[str, list[int]] = {}
+    for row, (pk, _) in enumerate(units):
+        rows.setdefault(pk, []).append(row)
+    runs = _runs(episodes.values())
+    found = []
+    for dimension in [*(d.name for d in study.rubric), OVERALL_SCORE]:
+        humans: list[list[float | None]] = [[None] * len(raters) for _ in units]
+        for rating in ratings:
+            for row in rows.get(rating.episode_id, []):
+                score = _score(rating.annotation.rewards, units[row][1], dimension)
+                humans[row][column[rating.rater]] = score
+        judges = {JUDGE: [_score(episodes[pk].rewards, a, dimension) for pk, a in units]}
+        for name in runs:
+            judges[name] = [
+                _score(_run_rewards(episodes[pk], name), a, dimension) for pk, a in units
+            ]
+        models = [_model(episodes[pk], agent) for pk, agent in units]
+        found.append(RatingTable(dimension, units, raters, humans, judges, models))
+    return found
+
+
+def agreement(study: RatingStudy, table: RatingTable) -> DimensionAgreement:
+    """Every figure of one table."""
+    study_id = str(study.pk)
+    mean = table.human_mean()
+    episodes = [pk for pk, _ in table.units]
+    return DimensionAgreement(
+        dimension=table.dimension,
+        alpha=alpha(table.humans, rng=seeded(study_id, table.dimension, "alpha")),
+        icc=icc(table.humans),
+        judges=[
+            JudgeVsHumans(judge, pearson(mean, scores), spearman(mean, scores))
+            for judge, scores in table.judges.items()
+        ],
+        rankings=[
+            JudgeRanking(
+                judge,
+                ranking(
+                    mean,
+                    scores,
+                    table.models,
+                    episodes,
+                    rng=seeded(study_id, table.dimension, "ranking", judge),
+                ),
+            )
+            for judge, scores in table.judges.items()
+        ],
+    )
+
+
+def seeded(*parts: str) -> np.random.Generator:
+    """A generator whose seed is a hash of `parts`."""
+    digest = hashlib.sha256("\x00".join(parts).encode("utf-8")).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+
+
+def _score(rewards: Rewards, agent: int, dimension: str) -> float | None:
+    if agent >= len(rewards):
+        return None
+    reward = rewards[agent]
+    if isinstance(reward, float | int):
+        return float(reward) if dimension == OVERALL_SCORE else None
+    score = reward[1].get(dimension)
+    if score is None and dimension == OVERALL_SCORE:
+        return float(reward[0])
+    return None if score is None else float(score)
+
+
+def _runs(episodes: Iterable[EpisodeLog]) -> list[str]:
+    """The judge runs of the panels (of more than one run) the episodes were judged by."""
+    names: dict[str, None] = {}
+    for episode in episodes:
+        counted = [run for run in episode.judge_runs if run.counted]
+        if len(counted) > 1:
+            names.update((_run_name(run.model, run.repeat), None) for run in counted)
+    return list(names)
+
+
+def _run_name(model: str, repeat: int) -> str:
+    return f"{model}#{repeat}"
+
+
+def _run_rewards(episode: EpisodeLog, name: str) -> Rewards:
+    for run in episode.judge_runs:
+        if run.counted and _run_name(run.model, run.repeat) == name:
+            return run.rewards
+    return []
+
+
+def _model(episode: EpisodeLog, agent: int) -> str:
+    models = episode.models or []
+    return models[agent + 1] if agent + 1 < len(models) else ""
+
+
+def _mean(scores: Sequence[float]) -> float | None:
+    return round(math.fsum(scores) / len(scores), PLACES) if scores else None
