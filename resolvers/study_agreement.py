@@ -3,8 +3,9 @@ rubric and overall.
 
 A dimension's table has a row per unit, one agent of one study episode, and a column per
 rater who has saved a rating (None where they gave that unit no score). The same units are
-scored by the episode's judge (its `rewards`) and, when the judge was a panel of more than
-one run, by each judge run that gave scores, named `model#repeat`. The judges are compared
+scored by the episode's judge (its `rewards`) and, once some episode's judge was a panel of
+more than one run, by each judge run that gave scores, named `model#repeat` (the same name in
+every episode judged by that model). The judges are compared
 with the raters' mean score of each unit; the models (the agents' models, `models[1:]` of
 an episode as Sotopia stores them) are ranked by both.
 
@@ -156,11 +157,11 @@ def seeded(*parts: str) -> np.random.Generator:
 
 
 def _score(rewards: Rewards, agent: int, dimension: str) -> float | None:
-    if agent >= len(rewards):
+    """An agent's score on a dimension; None where there is none (a bare number is Sotopia's
+    reward of a judge that gave no scores)."""
+    reward = rewards[agent] if agent < len(rewards) else None
+    if reward is None or isinstance(reward, float | int):
         return None
-    reward = rewards[agent]
-    if isinstance(reward, float | int):
-        return float(reward) if dimension == OVERALL_SCORE else None
     score = reward[1].get(dimension)
     if score is None and dimension == OVERALL_SCORE:
         return float(reward[0])

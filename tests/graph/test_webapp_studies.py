@@ -248,6 +248,14 @@ async def test_the_study_page_follows_the_raters_flags_gold_renews_a_link_and_cl
         await expect(page.locator('table.study-raters tr[data-rater="2"] .gold-flag')).to_have_text(
             "1 flagged"
         )
+        dimensions = await page.locator("ul.rubric li").count() + 1  # and the overall score
+        humans = page.locator("table.agreement.humans tbody tr")
+        await expect(humans).to_have_count(dimensions)
+        # One rater so far: no unit has two scores, and the page says so.
+        await expect(humans.last).to_have_attribute("data-dimension", "overall_score")
+        await expect(humans.last).to_contain_text("too few units")
+        judged = page.locator('table.agreement.judges tbody tr[data-judge="judge"]')
+        await expect(judged).to_have_count(dimensions)
         await snap(researcher, shots, "study-page")
 
         await (
