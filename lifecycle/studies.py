@@ -533,14 +533,19 @@ class Studies:
 
     async def agreement(self, study: RatingStudy) -> list[DimensionAgreement]:
         """How far the raters agree with each other and with the judge, per dimension of the
-        rubric and overall, from the ratings saved so far."""
+        rubric and overall, from the ratings saved so far. Computed off the event loop: the
+        bootstraps of a study of hundreds of episodes take seconds."""
         ratings = await self.ratings(study)
         found = await asyncio.gather(*(get_or_none(EpisodeLog, pk) for pk in study.episode_ids))
         episodes = {str(e.pk): e for e in found if e is not None}
-        return [
-            study_agreement.agreement(study, table)
-            for table in study_agreement.tables(study, ratings, episodes)
-        ]
+
+        def computed() -> list[DimensionAgreement]:
+            return [
+                study_agreement.agreement(study, table)
+                for table in study_agreement.tables(study, ratings, episodes)
+            ]
+
+        return await asyncio.to_thread(computed)
 
 
 def _made(
