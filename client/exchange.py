@@ -7,6 +7,7 @@ from typing import IO, TYPE_CHECKING
 
 from parley.client.server_url import refusal, server_root
 from parley.core.import_report import ImportReport
+from parley.core.media_types import EXPORT_MEDIA_TYPES
 
 if TYPE_CHECKING:
     import aiohttp
@@ -33,6 +34,8 @@ async def remote_export(
         ):
             if response.status != 200:
                 raise ExchangeError(refusal(url, response.status, await response.text()))
+            if response.content_type not in EXPORT_MEDIA_TYPES.values():
+                raise ExchangeError(_not_parleys(url, response.status, await response.read()))
             async for chunk in response.content.iter_chunked(1 << 16):
                 sink.write(chunk)
     except (aiohttp.ClientError, TimeoutError) as err:
@@ -104,5 +107,14 @@ async def _post(
         return await _post(http, url, lines[half:], first, limit, report)
     if status != 200:
         raise ExchangeError(refusal(url, status, body.decode(errors="replace")))
-    report.add(ImportReport.from_json(json.loads(body)), line_offset=first)
+    try:
+        answered = ImportReport.from_json(json.loads(body))
+    except (ValueError, TypeError, KeyError):
+        raise ExchangeError(_not_parleys(url, status, body)) from None
+    report.add(answered, line_offset=first)
     return first + len(lines), limit
+
+
+def _not_parleys(url: str, status: int, body: bytes) -> str:
+    """What is said of an answer no Parley gives (a proxy's page, another service)."""
+    return refusal(url, status, f"not an answer of Parley's: {body.decode(errors='replace')}")

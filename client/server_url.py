@@ -18,7 +18,8 @@ def server_root(url: str) -> str:
 
 def refusal(url: str, status: int, body: str) -> str:
     """What a command says when the server at `url` answers `status` with `body`: the messages
-    of an `{"errors": [...]}` body, not its JSON, and for a 401 how to give a token."""
+    of an `{"errors": [...]}` body, not its JSON, and for a 401 how to give a token; in one
+    line (an error page's line breaks and indentation become single spaces)."""
     if status == 401:
         return f"{url} answered 401: it needs a valid access token; {TOKEN_HINT}"
     try:
@@ -27,4 +28,4 @@ def refusal(url: str, status: int, body: str) -> str:
         messages = []
     if messages:
         return "; ".join(messages)
-    return f"{url} answered {status}: {body.strip()[:300]}"
+    return f"{url} answered {status}: {' '.join(body.split())[:300]}"

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from parley.core.errors import BadArgument
+from parley.core.media_types import EXPORT_MEDIA_TYPES
 from parley.graph.errors import (
     BAD_USER_INPUT,
     RETRY_AFTER_SECONDS,
@@ -26,7 +27,6 @@ from parley.resolvers import exporter
 from parley.resolvers.importer import import_lines
 from parley.storage.outages import is_outage
 
-MEDIA_TYPES = {exporter.Format.JSONL: "application/x-ndjson", exporter.Format.CSV: "text/csv"}
 IMPORT_MEDIA_TYPES = (
     "application/x-ndjson",
     "application/jsonl",
@@ -77,7 +77,7 @@ async def export_records(request: Request) -> Response:
     name = "parley-export." + form.value
     return StreamingResponse(
         body(),
-        media_type=f"{MEDIA_TYPES[form]}; charset=utf-8",
+        media_type=f"{EXPORT_MEDIA_TYPES[form]}; charset=utf-8",
         headers={"content-disposition": f'attachment; filename="{name}"'},
     )
 

@@ -186,7 +186,7 @@ class RunControl:
             return None, errors
         episode = await get_or_none(EpisodeLog, request.episode_id)
         if episode is None:
-            return None, [not_found("episode", request.episode_id)]
+            return None, [not_found("episode", request.episode_id, "episodeId")]
         names = await agent_names(self.client, episode.agents)
         errors = [
             UserError(
@@ -205,7 +205,7 @@ class RunControl:
         sequence, status = await control_writes.inject(self.client, request.episode_id, stored)
         if sequence is None:
             if not status:
-                return None, [not_found("episode", request.episode_id)]
+                return None, [not_found("episode", request.episode_id, "episodeId")]
             what = "its conversation is over"
             return None, [_conflict(Status(status), what)]
         stored = stored.model_copy(update={"sequence": sequence})

@@ -193,7 +193,7 @@ class Seats:
     async def claim(self, episode_id: str, seat: int) -> tuple[str | None, list[UserError]]:
         """A token for an open seat; the seat is then closed to other claims."""
         if not storable(episode_id):
-            return None, [not_found("episode", episode_id)]
+            return None, [not_found("episode", episode_id, "episodeId")]
         token = new_token()
         digest = token_hash(token)
         done = await seat_writes.claim(self.client, episode_id, seat, digest)
@@ -204,7 +204,7 @@ class Seats:
                 message = "this seat was claimed already"
                 return None, [UserError(["input", "seat"], message, ErrorCode.CONFLICT)]
             case -1:
-                return None, [not_found("episode", episode_id)]
+                return None, [not_found("episode", episode_id, "episodeId")]
             case _:
                 message = f"seat {seat} is not a human seat of this episode"
                 return None, [UserError(["input", "seat"], message, ErrorCode.INVALID)]
@@ -269,7 +269,7 @@ class Seats:
 
 def _refusal(refusal: ActRefusal, episode_id: str, status: str = "") -> UserError:
     if refusal == ActRefusal.GONE:
-        return not_found("episode", episode_id)
+        return not_found("episode", episode_id, "episodeId")
     if refusal == ActRefusal.STATUS:
         message = f"the episode is {status}, not waiting for this seat"
         return UserError(["input", "seat"], message, ErrorCode.CONFLICT)

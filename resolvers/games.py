@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 
 from parley.core.errors import ErrorCode, UserError, camel
-from parley.core.limits import TEXT_MAX
+from parley.core.limits import TEXT_MAX, has_utf8_form
 from parley.engine.games import GameError, GameRules, GameState, game_problems, game_rules, replay
 from parley.engine.types import ActionType, AgentAction, EpisodeSetup
 from parley.resolvers.transcript import episode_turns
@@ -19,8 +19,12 @@ _NAMED_KEYS = frozenset({"teams", "roles"})
 
 
 def _bounded(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`value`, if Redis can store it: short enough, and no string in it (a key either) with a
+    lone surrogate, which JSON carries but has no UTF-8 form."""
     if value is not None and len(json.dumps(value)) > TEXT_MAX:
         raise ValueError(f"at most {TEXT_MAX} characters of JSON")
+    if value is not None and not has_utf8_form(json.dumps(value, ensure_ascii=False)):
+        raise ValueError("must be text (UTF-8): a lone surrogate has no UTF-8 form to store")
     return value
 
 
