@@ -6,6 +6,7 @@ per field: `draft.agents.0.firstName` for what a model drafted, `input.agents.0.
 what a client asks to save.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -175,32 +176,37 @@ def draft_check(seats: int | None) -> Any:
     return check
 
 
-def model_errors(models: ModelCatalog, model: str) -> list[UserError]:
+INPUT: Sequence[str] = ("input",)
+"""Where a mutation that takes one `input` argument names its fields; mutations that take their
+arguments at the top name them by the argument alone (`()`)."""
+
+
+def model_errors(models: ModelCatalog, model: str, at: Sequence[str] = INPUT) -> list[UserError]:
     try:
         models.resolve(model)
     except UnknownModelError as err:
-        return [UserError(["input", "model"], str(err), ErrorCode.INVALID)]
+        return [UserError([*at, "model"], str(err), ErrorCode.INVALID)]
     return []
 
 
 def _request[F: DraftRequest](
-    models: ModelCatalog, schema: type[F], fields: dict[str, Any]
+    models: ModelCatalog, schema: type[F], fields: dict[str, Any], at: Sequence[str] = INPUT
 ) -> tuple[F | None, list[UserError]]:
     """`fields` as `schema`, asking a model `models` knows; or why not."""
-    valid, errors = validated(schema, fields)
-    if valid is not None and (errors := model_errors(models, valid.model)):
+    valid, errors = validated(schema, fields, at)
+    if valid is not None and (errors := model_errors(models, valid.model, at)):
         return None, errors
     return valid, errors
 
 
 async def _ask(
-    llm: LLMRouter, model: str, spec: DraftSpec, seats: int | None
+    llm: LLMRouter, model: str, spec: DraftSpec, seats: int | None, at: Sequence[str] = INPUT
 ) -> tuple[Drafted | None, list[UserError]]:
     try:
         outcome = await draft_world(llm, model, spec, draft_check(seats))
     except LLMError as err:
         message = f"the model gave no usable draft: {err}"
-        return None, [UserError(["input", "model"], message, ErrorCode.INVALID)]
+        return None, [UserError([*at, "model"], message, ErrorCode.INVALID)]
     return Drafted(outcome.draft, _invalid("draft", outcome.problems), outcome.stats), []
 
 
@@ -225,10 +231,12 @@ async def draft_world_from(
 async def draft_agents(
     llm: LLMRouter, fields: dict[str, Any]
 ) -> tuple[Drafted | None, list[UserError]]:
-    valid, errors = _request(llm, DraftAgentsFields, fields)
+    """Agent profiles; the mutation takes its arguments at the top."""
+    valid, errors = _request(llm, DraftAgentsFields, fields, ())
     if valid is None:
         return None, errors
-    return await _ask(llm, valid.model, DraftSpec(prompt=valid.prompt, agents=valid.count), None)
+    spec = DraftSpec(prompt=valid.prompt, agents=valid.count)
+    return await _ask(llm, valid.model, spec, None, ())
 
 
 def cast_line(agent: AgentProfile) -> str:
@@ -243,10 +251,12 @@ def cast_line(agent: AgentProfile) -> str:
     return ", ".join(parts)
 
 
-async def cast_of(client: redis.Redis, agent_ids: list[str]) -> tuple[list[str], list[UserError]]:
+async def cast_of(
+    client: redis.Redis, agent_ids: list[str], at: Sequence[str] = INPUT
+) -> tuple[list[str], list[UserError]]:
     found = await get_agents(client, agent_ids)
     errors = [
-        UserError(["input", "agentIds", str(i)], f"no agent with id {pk!r}", ErrorCode.NOT_FOUND)
+        UserError([*at, "agentIds", str(i)], f"no agent with id {pk!r}", ErrorCode.NOT_FOUND)
         for i, (pk, agent) in enumerate(zip(agent_ids, found, strict=True))
         if agent is None
     ]
@@ -254,25 +264,30 @@ async def cast_of(client: redis.Redis, agent_ids: list[str]) -> tuple[list[str],
 
 
 async def checked_cast(
-    client: redis.Redis, models: ModelCatalog, model: str, agent_ids: list[str] | None
+    client: redis.Redis,
+    models: ModelCatalog,
+    model: str,
+    agent_ids: list[str] | None,
+    at: Sequence[str] = INPUT,
 ) -> tuple[list[str], list[UserError]]:
     """The stored agents who take the seats (none when not given), and what is wrong with the
     model or the agents."""
-    errors = model_errors(models, model)
+    errors = model_errors(models, model, at)
     if agent_ids is None:
         return [], errors
-    cast, missing = await cast_of(client, agent_ids)
+    cast, missing = await cast_of(client, agent_ids, at)
     return cast, errors + missing
 
 
 async def draft_scenarios(
     client: redis.Redis, llm: LLMRouter, fields: dict[str, Any]
 ) -> tuple[Drafted | None, list[UserError]]:
-    """Scenarios for the given agents (a goal each, in their order), or for two seats."""
-    valid, errors = validated(DraftScenariosFields, fields)
+    """Scenarios for the given agents (a goal each, in their order), or for two seats; the
+    mutation takes its arguments at the top."""
+    valid, errors = validated(DraftScenariosFields, fields, ())
     if valid is None:
         return None, errors
-    cast, errors = await checked_cast(client, llm, valid.model, valid.agent_ids)
+    cast, errors = await checked_cast(client, llm, valid.model, valid.agent_ids, ())
     if errors:
         return None, errors
     seats = len(cast) if cast else 2
@@ -283,7 +298,7 @@ async def draft_scenarios(
         cast=cast,
         relationship=valid.relationship,
     )
-    return await _ask(llm, valid.model, spec, seats)
+    return await _ask(llm, valid.model, spec, seats, ())
 
 
 class SaveFields(BaseModel, extra="forbid"):

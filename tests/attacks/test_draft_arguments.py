@@ -1,6 +1,6 @@
 """draftAgents and draftScenarios take their arguments at the top (`prompt`, `count`,
-`agentIds`, `model`), with no `input`; a refused one is named under an `input` they do not
-have (["input", "count"]), so a client cannot point at the argument from the path alone."""
+`agentIds`, `model`), with no `input`: a refused one is named by its own path (["count"]), not
+under an `input` they do not have."""
 
 from typing import Any
 
@@ -21,11 +21,6 @@ CASES = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="draftAgents/draftScenarios name their top-level arguments under 'input' "
-    "(pinned by tests/resolvers/test_drafts.py); left for a decision on the paths",
-)
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_a_refused_argument_is_named_by_its_own_path(
     gql: GraphQLClient, unchanged: Any, case: str

@@ -153,7 +153,7 @@ async def test_unknown_models_and_counts_out_of_range_are_refused_without_a_requ
     assert too_many["userErrors"][0]["field"] == ["input", "agents"]
     assert "must be at most 6" in too_many["userErrors"][0]["message"]
     assert no_scenario["userErrors"][0]["field"] == ["input", "scenarios"]
-    assert agents["userErrors"][0]["field"] == ["input", "count"]
+    assert agents["userErrors"][0]["field"] == ["count"]
     assert empty["userErrors"][0]["field"] == ["input", "prompt"]
     assert fake_llm.requests == []
 
@@ -177,7 +177,7 @@ async def test_agents_and_scenarios_are_drafted_alone(
     assert "1. Maya Okafor, 25 years old, Nurse" in asked and "3. Priya Raman" in asked
     missing = {**variables, "agentIds": [ids[0], "no-such-agent"]}
     refused = (await gql.data(DRAFT_SCENARIOS, missing))["draftScenarios"]
-    assert refused["userErrors"][0]["field"] == ["input", "agentIds", "1"]
+    assert refused["userErrors"][0]["field"] == ["agentIds", "1"]
     assert refused["userErrors"][0]["code"] == "NOT_FOUND"
 
 
