@@ -12,11 +12,11 @@ import asyncio
 import json
 import os
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from parley.client.experiment import DEFAULT_URL, CommandError, Remote, camel, user_errors
+from parley.client.command import CommandError, add_server_options, read_toml
+from parley.client.experiment import Remote, camel, user_errors
 from parley.client.server_url import server_root
 
 DONE, MISSING, ERROR = 0, 1, 2
@@ -74,16 +74,7 @@ def graphql_input(value: Any) -> Any:
 
 def read_study(path: Path) -> dict[str, Any]:
     """A study file's fields (snake_case, as written)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise CommandError(f"cannot read {path}: {err}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise CommandError(f"{path} is not valid TOML: {err}") from None
-    unknown = set(data) - FILE_KEYS
-    if unknown:
-        raise CommandError(f"{path}: unknown keys {sorted(unknown)}")
-    return data
+    return read_toml(path, FILE_KEYS)
 
 
 def study_input(args: argparse.Namespace) -> dict[str, Any]:
@@ -317,13 +308,4 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     results_.add_argument("id", metavar="ID", help="the study's id")
     results_.add_argument("--json", action="store_true", help="print the figures as JSON")
     for command in (create_, status_, results_):
-        command.add_argument(
-            "--url",
-            default=os.environ.get("PARLEY_URL", DEFAULT_URL),
-            help=f"the Parley server (default $PARLEY_URL or {DEFAULT_URL})",
-        )
-        command.add_argument(
-            "--token",
-            default=os.environ.get("PARLEY_TOKEN"),
-            help="the server's access token, if it needs one (default $PARLEY_TOKEN)",
-        )
+        add_server_options(command)
