@@ -88,10 +88,14 @@ class DraftScoreInput:
     score: int | None = strawberry.field(default=None, description="Within its range, or null.")
 
 
-@strawberry.input(description="A rater's whole rating of one of their episodes.")
-class SaveRatingInput:
+@strawberry.input(description="One rater of a study.")
+class RaterInput:
     study_id: strawberry.ID = strawberry.field(description="The study.")
     rater: int = strawberry.field(description="The rater (0-based).")
+
+
+@strawberry.input(description="A rater's whole rating of one of their episodes.")
+class SaveRatingInput(RaterInput):
     rater_token: str = strawberry.field(description="The rater's token (from their link).")
     position: int = strawberry.field(description="Which of the rater's episodes (0-based).")
     revision: int = strawberry.field(
@@ -104,9 +108,7 @@ class SaveRatingInput:
 
 
 @strawberry.input(description="What a rater has typed so far for one of their episodes.")
-class SaveRatingDraftInput:
-    study_id: strawberry.ID = strawberry.field(description="The study.")
-    rater: int = strawberry.field(description="The rater (0-based).")
+class SaveRatingDraftInput(RaterInput):
     rater_token: str = strawberry.field(description="The rater's token (from their link).")
     position: int = strawberry.field(description="Which of the rater's episodes (0-based).")
     revision: int = strawberry.field(
@@ -116,12 +118,6 @@ class SaveRatingDraftInput:
         default_factory=list, description="The scores chosen so far."
     )
     reasoning: str = strawberry.field(default="", description="The reasoning so far.")
-
-
-@strawberry.input(description="One rater of a study.")
-class RaterInput:
-    study_id: strawberry.ID = strawberry.field(description="The study.")
-    rater: int = strawberry.field(description="The rater (0-based).")
 
 
 @strawberry.input(description="Which rating study.")
