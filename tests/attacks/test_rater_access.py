@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-import httpx
 import pytest
 from graphql import parse, validate
 
@@ -32,13 +31,13 @@ from tests.support.scoped_access import (
     opened,
     refused_by_transport,
     run_matrix,
+    shut_at_the_door,
     start,
     token_paths,
 )
 from tests.support.server import (
     LEGACY_WS,
     TRANSPORT_WS,
-    close_code,
     graphql,
     send,
     serve,
@@ -126,10 +125,7 @@ async def test_a_rater_token_that_opens_nothing_opens_no_websocket(
     world: World, protocol: str, kind: str
 ) -> None:
     token = {"forged": "x" * 32, "revoked": world.revoked, "expired": world.expired}[kind]
-    async with socket(world.url, protocol) as ws:
-        assert not await opened(ws, {"raterToken": token})
-        code, _ = await close_code(ws)
-    assert code == (4403 if protocol == TRANSPORT_WS else 1011)
+    assert await shut_at_the_door(world.url, protocol, {"raterToken": token})
 
 
 async def test_another_studys_rater_reads_nothing_of_this_one(world: World) -> None:
@@ -215,12 +211,7 @@ async def test_without_tokens_a_rater_header_is_meaningless(
     redis_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     async with serve(redis_url, tmp_path_factory.mktemp("open-raters")) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-            response = await client.post(
-                "/graphql",
-                json={"query": "{ agents(first: 1) { totalCount } }"},
-                headers={"authorization": "Rater made-up"},
-            )
+        response = await http(url, "{ agents(first: 1) { totalCount } }", "Rater made-up")
         assert response.status_code == 200 and "totalCount" in response.json()["data"]["agents"]
 
 

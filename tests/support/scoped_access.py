@@ -23,6 +23,8 @@ from tests.support.server import LEGACY_WS, TRANSPORT_WS, WAIT, close_code, rece
 
 SCHEMA = build_schema()._schema
 ROOTS = root_fields(SCHEMA)
+DOOR: dict[str, int] = {TRANSPORT_WS: 4403, LEGACY_WS: 1011}
+"""The close code of a websocket refused at connection_init, by protocol."""
 REFUSALS = (REFUSED, RATER_REFUSED)
 """The words of every scoped credential's refusal."""
 
@@ -94,6 +96,16 @@ async def opened(ws: ClientConnection, payload: dict[str, Any]) -> bool:
                 return False
     except ConnectionClosed:
         return False
+
+
+async def shut_at_the_door(url: str, protocol: str, payload: dict[str, Any]) -> bool:
+    """Whether a websocket offering `payload` in connection_init is refused and closed with
+    the protocol's refusal code."""
+    async with socket(url, protocol) as ws:
+        if await opened(ws, payload):
+            return False
+        code, _ = await close_code(ws)
+    return code == DOOR[protocol]
 
 
 def start(protocol: str, operation_id: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +205,7 @@ async def over_websocket(
     async with socket(url, protocol) as ws:
         if not await opened(ws, connection_init):
             code, reason = await close_code(ws)
-            door = code == (4403 if protocol == TRANSPORT_WS else 1011)
+            door = code == DOOR[protocol]
             outcome = Outcome.AT_THE_DOOR if door else Outcome.OTHER
             return {name: (outcome, f"closed {code} {reason}") for name in names}
         for number, name in enumerate(names):
