@@ -14,18 +14,17 @@ import asyncio
 import json
 import os
 import sys
-import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parley.client.command import CommandError, add_server_options, read_toml
 from parley.client.server_url import TOKEN_HINT, refusal, server_root
 
 if TYPE_CHECKING:
     import aiohttp
 
 COMPLETED, UNFINISHED, ERROR, DETACHED = 0, 1, 2, 130
-DEFAULT_URL = "http://127.0.0.1:8000"
 RECONNECTS = 5
 FORBIDDEN = 4403
 """The close code of a graphql-transport-ws connection refused for its token."""
@@ -82,13 +81,10 @@ def stored_spelling(value: str) -> str:
     return value.lower().replace("_", "-")
 
 
+DESIGN_KEYS = frozenset({"name", "tag", "design"})
 ENUMS = {"sample": enum_name, "turn_order": enum_name}
 """Design values given as Parley's stored spelling ("uniform", "round-robin") that GraphQL
 takes as enum names."""
-
-
-class CommandError(RuntimeError):
-    """A failure to report in one line and exit with status 2."""
 
 
 def camel(name: str) -> str:
@@ -109,15 +105,7 @@ def graphql_design(value: Any, key: str = "") -> Any:
 
 def read_design(path: Path) -> dict[str, Any]:
     """The createExperiment input a design file describes."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise CommandError(f"cannot read {path}: {err}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise CommandError(f"{path} is not valid TOML: {err}") from None
-    unknown = set(data) - {"name", "tag", "design"}
-    if unknown:
-        raise CommandError(f"{path}: unknown top-level keys {sorted(unknown)}")
+    data = read_toml(path, DESIGN_KEYS, "unknown top-level keys")
     if not isinstance(data.get("name"), str) or not isinstance(data.get("design"), dict):
         raise CommandError(f"{path} needs a name and a [design] table")
     problems = design_problems(data["design"])
@@ -483,14 +471,4 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "--json", action="store_true", help="print the rows as JSON instead of a table"
     )
     for command in (run, watch, results):
-        command.add_argument(
-            "--url",
-            default=os.environ.get("PARLEY_URL", DEFAULT_URL),
-            help="the Parley server: its address or its /graphql address (default $PARLEY_URL "
-            f"or {DEFAULT_URL})",
-        )
-        command.add_argument(
-            "--token",
-            default=os.environ.get("PARLEY_TOKEN"),
-            help="the server's access token, if it needs one (default $PARLEY_TOKEN)",
-        )
+        add_server_options(command)

@@ -12,12 +12,15 @@ import asyncio
 import json
 import os
 import sys
-import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from parley.client.experiment import DEFAULT_URL, CommandError, Remote, camel, user_errors
+from parley.client.command import CommandError, add_server_options, read_toml
+from parley.client.experiment import Remote, camel, user_errors
 from parley.client.server_url import server_root
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 DONE, MISSING, ERROR = 0, 1, 2
 CREATE = """
@@ -74,16 +77,7 @@ def graphql_input(value: Any) -> Any:
 
 def read_study(path: Path) -> dict[str, Any]:
     """A study file's fields (snake_case, as written)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise CommandError(f"cannot read {path}: {err}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise CommandError(f"{path} is not valid TOML: {err}") from None
-    unknown = set(data) - FILE_KEYS
-    if unknown:
-        raise CommandError(f"{path}: unknown keys {sorted(unknown)}")
-    return data
+    return read_toml(path, FILE_KEYS)
 
 
 def study_input(args: argparse.Namespace) -> dict[str, Any]:
@@ -173,21 +167,32 @@ def flags(study: dict[str, Any]) -> list[str]:
     return lines
 
 
-async def status(remote: Remote, args: argparse.Namespace) -> int:
+async def fetched(remote: Remote, query: str, study_id: str) -> dict[str, Any]:
+    """The study `query` reads, refused when there is none."""
+    study: dict[str, Any] | None = (await remote.execute(query, {"id": study_id}))["ratingStudy"]
+    if study is None:
+        raise CommandError(f"no rating study with id {study_id!r}")
+    return study
+
+
+def console() -> "Console":
+    """Where tables go: as wide as the terminal, or 200 columns into a pipe or a file."""
     from rich.console import Console
 
-    study = (await remote.execute(STATUS, {"id": args.id}))["ratingStudy"]
-    if study is None:
-        raise CommandError(f"no rating study with id {args.id!r}")
+    return Console(width=None if os.isatty(1) else 200)
+
+
+async def status(remote: Remote, args: argparse.Namespace) -> int:
+    study = await fetched(remote, STATUS, args.id)
     if args.json:
         print(json.dumps(study, indent=2), flush=True)
     else:
-        console = Console(width=None if os.isatty(1) else 200)
-        console.print(status_table(study))
+        shown = console()
+        shown.print(status_table(study))
         for line in flags(study):
-            console.print(line)
+            shown.print(line)
         if study["closedAt"]:
-            console.print(f"closed at {study['closedAt']}: its links open nothing")
+            shown.print(f"closed at {study['closedAt']}: its links open nothing")
     return DONE if study["progress"]["finished"] else MISSING
 
 
@@ -241,17 +246,13 @@ def results_tables(study: dict[str, Any]) -> list[Any]:
 
 
 async def results(remote: Remote, args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    study = (await remote.execute(RESULTS, {"id": args.id}))["ratingStudy"]
-    if study is None:
-        raise CommandError(f"no rating study with id {args.id!r}")
+    study = await fetched(remote, RESULTS, args.id)
     if args.json:
         print(json.dumps(study, indent=2), flush=True)
         return DONE
-    console = Console(width=None if os.isatty(1) else 200)
+    shown = console()
     for table in results_tables(study):
-        console.print(table)
+        shown.print(table)
     return DONE
 
 
@@ -317,13 +318,4 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     results_.add_argument("id", metavar="ID", help="the study's id")
     results_.add_argument("--json", action="store_true", help="print the figures as JSON")
     for command in (create_, status_, results_):
-        command.add_argument(
-            "--url",
-            default=os.environ.get("PARLEY_URL", DEFAULT_URL),
-            help=f"the Parley server (default $PARLEY_URL or {DEFAULT_URL})",
-        )
-        command.add_argument(
-            "--token",
-            default=os.environ.get("PARLEY_TOKEN"),
-            help="the server's access token, if it needs one (default $PARLEY_TOKEN)",
-        )
+        add_server_options(command)

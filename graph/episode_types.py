@@ -46,8 +46,12 @@ def when(seconds: float | None) -> datetime | None:
     return datetime.fromtimestamp(seconds, UTC) if seconds else None
 
 
+def an_id(value: str) -> strawberry.ID:
+    return strawberry.ID(value)
+
+
 def optional_id(value: str | None) -> strawberry.ID | None:
-    return None if value is None else strawberry.ID(value)
+    return None if value is None else an_id(value)
 
 
 @strawberry.type(description="One status change of an episode.")

@@ -11,31 +11,17 @@ study, who may only read their assignment (`raterAssignment`), keep a draft
 (`RATER_FIELDS`); every other root field needs an API token.
 """
 
-from dataclasses import dataclass
-
 from graphql import OperationType
+
+from parley.graph.scoped_fields import ScopedField, offered_token
 
 RATER_SCHEME = "rater"
 
-
-@dataclass(frozen=True)
-class RaterField:
-    """A root field a rater credential may use: where its arguments name the study and the
-    rater (a path through input objects), which must be the credential's own."""
-
-    study: tuple[str, ...]
-    rater: tuple[str, ...]
-
-    @property
-    def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return self.study, self.rater
-
-
-RATER_FIELDS: dict[OperationType, dict[str, RaterField]] = {
-    OperationType.QUERY: {"raterAssignment": RaterField(("studyId",), ("rater",))},
+RATER_FIELDS: dict[OperationType, dict[str, ScopedField]] = {
+    OperationType.QUERY: {"raterAssignment": ScopedField(("studyId",), ("rater",))},
     OperationType.MUTATION: {
-        "saveRating": RaterField(("input", "studyId"), ("input", "rater")),
-        "saveRatingDraft": RaterField(("input", "studyId"), ("input", "rater")),
+        "saveRating": ScopedField(("input", "studyId"), ("input", "rater")),
+        "saveRatingDraft": ScopedField(("input", "studyId"), ("input", "rater")),
     },
 }
 """Every root field a rater credential may use; any other needs an API token."""
@@ -47,7 +33,4 @@ RATER_REFUSED = (
 
 def rater_connection(params: object) -> str | None:
     """The rater token a websocket connection_init payload offers, if any."""
-    if isinstance(params, dict) and isinstance(params.get("raterToken"), str):
-        token: str = params["raterToken"]
-        return token
-    return None
+    return offered_token(params, "raterToken")

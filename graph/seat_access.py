@@ -17,8 +17,7 @@ can take another for it.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from graphql import (
     GraphQLError,
@@ -33,35 +32,17 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from parley.graph.context import Context
 from parley.graph.rater_access import RATER_FIELDS, RATER_REFUSED
+from parley.graph.scoped_fields import ScopedField, offered_token
 
 SEAT_SCHEME = "seat"
 
 
-@dataclass(frozen=True)
-class SeatField:
-    """A root field a seat credential may use: where its arguments name the episode and the
-    seat (a path through input objects), which must be the credential's own."""
-
-    episode: tuple[str, ...]
-    seat: tuple[str, ...]
-
-    @property
-    def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return self.episode, self.seat
-
-
-class ScopedField(Protocol):
-    """Where a root field's arguments name the record a scoped credential opens and the one
-    part of it (a seat of an episode, a rater of a study)."""
-
-    @property
-    def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]: ...
-
-
-SEAT_FIELDS: dict[OperationType, dict[str, SeatField]] = {
-    OperationType.QUERY: {"seatView": SeatField(("episodeId",), ("seat",))},
-    OperationType.MUTATION: {"submitAction": SeatField(("input", "episodeId"), ("input", "seat"))},
-    OperationType.SUBSCRIPTION: {"episodeEvents": SeatField(("id",), ("as",))},
+SEAT_FIELDS: dict[OperationType, dict[str, ScopedField]] = {
+    OperationType.QUERY: {"seatView": ScopedField(("episodeId",), ("seat",))},
+    OperationType.MUTATION: {
+        "submitAction": ScopedField(("input", "episodeId"), ("input", "seat"))
+    },
+    OperationType.SUBSCRIPTION: {"episodeEvents": ScopedField(("id",), ("as",))},
 }
 """Every root field a seat credential may use; any other needs an API token."""
 FORBIDDEN = {"code": "FORBIDDEN"}
@@ -94,10 +75,7 @@ def names_its_operation(query: str | None, operation_name: str | None, max_token
 
 def seat_connection(params: object) -> str | None:
     """The seat token a websocket connection_init payload offers, if any."""
-    if isinstance(params, dict) and isinstance(params.get("seatToken"), str):
-        token: str = params["seatToken"]
-        return token
-    return None
+    return offered_token(params, "seatToken")
 
 
 def within(

@@ -10,7 +10,7 @@ import strawberry
 from parley.engine.types import DimensionSpec
 from parley.graph.connection import list_field
 from parley.graph.context import Info
-from parley.graph.episode_types import optional_id, when
+from parley.graph.episode_types import an_id, optional_id, when
 from parley.graph.experiments import plain
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.payloads import user_errors
@@ -88,10 +88,14 @@ class DraftScoreInput:
     score: int | None = strawberry.field(default=None, description="Within its range, or null.")
 
 
-@strawberry.input(description="A rater's whole rating of one of their episodes.")
-class SaveRatingInput:
+@strawberry.input(description="One rater of a study.")
+class RaterInput:
     study_id: strawberry.ID = strawberry.field(description="The study.")
     rater: int = strawberry.field(description="The rater (0-based).")
+
+
+@strawberry.input(description="A rater's whole rating of one of their episodes.")
+class SaveRatingInput(RaterInput):
     rater_token: str = strawberry.field(description="The rater's token (from their link).")
     position: int = strawberry.field(description="Which of the rater's episodes (0-based).")
     revision: int = strawberry.field(
@@ -104,9 +108,7 @@ class SaveRatingInput:
 
 
 @strawberry.input(description="What a rater has typed so far for one of their episodes.")
-class SaveRatingDraftInput:
-    study_id: strawberry.ID = strawberry.field(description="The study.")
-    rater: int = strawberry.field(description="The rater (0-based).")
+class SaveRatingDraftInput(RaterInput):
     rater_token: str = strawberry.field(description="The rater's token (from their link).")
     position: int = strawberry.field(description="Which of the rater's episodes (0-based).")
     revision: int = strawberry.field(
@@ -116,12 +118,6 @@ class SaveRatingDraftInput:
         default_factory=list, description="The scores chosen so far."
     )
     reasoning: str = strawberry.field(default="", description="The reasoning so far.")
-
-
-@strawberry.input(description="One rater of a study.")
-class RaterInput:
-    study_id: strawberry.ID = strawberry.field(description="The study.")
-    rater: int = strawberry.field(description="The rater (0-based).")
 
 
 @strawberry.input(description="Which rating study.")
@@ -166,18 +162,17 @@ class GivenScore:
 
 
 @strawberry.type(description="A rating as its rater gave it (saved, or a draft).")
+@shows(Rating)
 class GivenRating:
-    given: strawberry.Private[Rating]
+    record: strawberry.Private[Rating]
 
     @strawberry.field(description="Its scores.")
     def scores(self) -> list[GivenScore]:
         return [
-            GivenScore(agent=a, dimension=d, score=s) for (a, d), s in self.given.scores.items()
+            GivenScore(agent=a, dimension=d, score=s) for (a, d), s in self.record.scores.items()
         ]
 
-    @strawberry.field(description="Its reasoning.")
-    def reasoning(self) -> str:
-        return self.given.reasoning
+    reasoning = stored("Its reasoning.")
 
 
 @strawberry.type(description="An agent of an episode, as a rater sees it.")
@@ -215,67 +210,58 @@ class RatedTurn:
 
 
 @strawberry.type(description="One episode to rate: what happened, and the rating so far.")
+@shows(RatingTask)
 class RatingTaskType:
-    task: strawberry.Private[RatingTask]
+    record: strawberry.Private[RatingTask]
 
-    @strawberry.field(description="Its place in the rater's order (0-based).")
-    def position(self) -> int:
-        return self.task.position
-
-    @strawberry.field(
-        description="How many times its rating was saved: send it back with a save or a draft."
-    )
-    def revision(self) -> int:
-        return self.task.revision
+    position = stored("Its place in the rater's order (0-based).")
+    revision = stored("How many times its rating was saved: send it back with a save or a draft.")
 
     @strawberry.field(description="The situation, as every agent knew it.")
     def scenario(self) -> str:
-        return self.task.episode.scenario
+        return self.record.episode.scenario
 
     @strawberry.field(description="The agents, in order.")
     def agents(self) -> list[RatedAgent]:
-        return [RatedAgent(agent=a) for a in self.task.episode.agents]
+        return [RatedAgent(agent=a) for a in self.record.episode.agents]
 
     @strawberry.field(description="The whole conversation, in order.")
     def turns(self) -> list[RatedTurn]:
-        return [RatedTurn(item=t) for t in self.task.episode.turns]
+        return [RatedTurn(item=t) for t in self.record.episode.turns]
 
     @strawberry.field(description="The rating saved; null before the first save.")
     def saved(self) -> GivenRating | None:
-        return None if self.task.saved is None else GivenRating(given=self.task.saved)
+        return wrapped(GivenRating, self.record.saved)
 
     @strawberry.field(description="What was typed and not saved yet; null if nothing.")
     def draft(self) -> GivenRating | None:
-        return None if self.task.draft is None else GivenRating(given=self.task.draft)
+        return wrapped(GivenRating, self.record.draft)
 
 
 @strawberry.type(description="What a rater rates: the rubric, their episodes, one at a time.")
+@shows(RaterView)
 class RaterAssignment:
-    view: strawberry.Private[RaterView]
+    record: strawberry.Private[RaterView]
 
     @strawberry.field(description="The study's name.")
     def study_name(self) -> str:
-        return self.view.study.name
+        return self.record.study.name
 
-    @strawberry.field(description="The rater (0-based).")
-    def rater(self) -> int:
-        return self.view.rater
+    rater = stored("The rater (0-based).")
 
     @strawberry.field(description="The rater's name.")
     def rater_name(self) -> str:
-        return self.view.name
+        return self.record.name
 
     @strawberry.field(description="The dimensions to rate each agent on.")
     def rubric(self) -> list[RubricDimension]:
-        return rubric_of(self.view.study)
+        return rubric_of(self.record.study)
 
-    @strawberry.field(description="Whether each of the rater's episodes is rated, in order.")
-    def rated(self) -> list[bool]:
-        return self.view.rated
+    rated = stored("Whether each of the rater's episodes is rated, in order.")
 
     @strawberry.field(description="The episode asked for, else the first not rated yet.")
     def current(self) -> RatingTaskType | None:
-        return None if self.view.task is None else RatingTaskType(task=self.view.task)
+        return wrapped(RatingTaskType, self.record.task)
 
 
 @strawberry.type(description="How far one rater has got.")
@@ -286,9 +272,7 @@ class StudyRater:
     rater = stored("The rater (0-based).")
     name = stored("The rater's name.")
 
-    @strawberry.field(description="The Sotopia Annotator record of the rater.")
-    def annotator_id(self) -> strawberry.ID:
-        return strawberry.ID(self.progress.annotator_id)
+    annotator_id = stored("The Sotopia Annotator record of the rater.", an_id)
 
     assigned = stored("Episodes given to the rater, gold ones included.")
     rated = stored("Of those, the ones rated.")
@@ -301,9 +285,7 @@ class StudyRater:
 class StudyEpisode:
     progress: strawberry.Private[study_status.EpisodeProgress]
 
-    @strawberry.field(description="The episode.")
-    def episode_id(self) -> strawberry.ID:
-        return strawberry.ID(self.progress.episode_id)
+    episode_id = stored("The episode.", an_id)
 
     gold = stored("A gold episode: every rater rates it.")
     raters = stored("The raters it was given to.")
@@ -322,16 +304,12 @@ class GoldMiss:
 
 
 @strawberry.type(description="How a rater's rating of a gold episode compares with the expected.")
+@shows(study_status.GoldResult, held_as="result")
 class GoldCheck:
     result: strawberry.Private[study_status.GoldResult]
 
-    @strawberry.field(description="The rater (0-based).")
-    def rater(self) -> int:
-        return self.result.rater
-
-    @strawberry.field(description="The gold episode.")
-    def episode_id(self) -> strawberry.ID:
-        return strawberry.ID(self.result.episode_id)
+    rater = stored("The rater (0-based).")
+    episode_id = stored("The gold episode.", an_id)
 
     @strawberry.field(description="Some score is further off than the tolerance.")
     def flagged(self) -> bool:
@@ -350,16 +328,12 @@ class RatingScore:
 
 
 @strawberry.type(description="A saved rating: a Sotopia AnnotationForEpisode record.")
+@shows(study_status.StudyRating, held_as="rating")
 class StudyRating:
     rating: strawberry.Private[study_status.StudyRating]
 
-    @strawberry.field(description="The rater (0-based).")
-    def rater(self) -> int:
-        return self.rating.rater
-
-    @strawberry.field(description="The episode rated.")
-    def episode_id(self) -> strawberry.ID:
-        return strawberry.ID(self.rating.episode_id)
+    rater = stored("The rater (0-based).")
+    episode_id = stored("The episode rated.", an_id)
 
     @strawberry.field(description="The AnnotationForEpisode record's id.")
     def annotation_id(self) -> strawberry.ID:
@@ -537,7 +511,7 @@ class StudyQuery:
         position: int | None = None,
     ) -> RaterAssignment | None:
         view = await info.context.services.studies.view(str(study_id), rater, rater_token, position)
-        return None if view is None else RaterAssignment(view=view)
+        return wrapped(RaterAssignment, view)
 
 
 @strawberry.type

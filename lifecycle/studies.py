@@ -76,6 +76,7 @@ from parley.storage.records import get_or_none, storable
 from parley.storage.studies import (
     DraftScore,
     RatingDraft,
+    RatingTarget,
     StudyStore,
     slot,
 )
@@ -185,6 +186,13 @@ STALE = (
     "this episode's rating was saved meanwhile (from another tab or device): load it again to "
     "see the saved one"
 )
+
+
+def _target(fields: RaterFields, item: StudyItem) -> RatingTarget:
+    """Where a writer's rating or draft of their item goes."""
+    return RatingTarget(
+        fields.study_id, fields.rater, item.episode, token_hash(fields.rater_token), fields.revision
+    )
 
 
 def _refusal(refusal: RatingRefusal) -> UserError:
@@ -387,11 +395,12 @@ class Studies:
         return RatingTask(position, revision, shown, saved, stored_draft)
 
     async def _writer(
-        self, fields: RaterFields
+        self, fields: RatingFields | DraftFields, complete: bool
     ) -> tuple[RatingStudy | None, StudyItem | None, int, list[UserError]]:
         """The study, the rater's item at the position, and the episode's number of agents, or
-        why they may not write. The token is checked first: a wrong one is refused alike
-        whether the study, the rater and the position exist or not."""
+        why they may not write (scores included: all of them when `complete`). The token is
+        checked first: a wrong one is refused alike whether the study, the rater and the
+        position exist or not."""
         study = await self.get(fields.study_id)
         if study is None or not token_matches(study, fields.rater, fields.rater_token):
             return None, None, 0, [_refusal(RatingRefusal.TOKEN)]
@@ -409,6 +418,9 @@ class Studies:
         if not agents:
             message = "this episode was deleted since the study was made"
             return None, None, 0, [UserError(["input", "position"], message, ErrorCode.NOT_FOUND)]
+        errors = score_errors(fields.scores, len(agents[0]), study.rubric, complete=complete)
+        if errors:
+            return None, None, 0, errors
         return study, item, len(agents[0]), []
 
     async def rate(self, fields: dict[str, Any]) -> tuple[Saved | None, list[UserError]]:
@@ -419,13 +431,10 @@ class Studies:
             request = RatingFields(**fields)
         except ValidationError as err:
             return None, from_validation(err)
-        study, item, agents, errors = await self._writer(request)
+        study, item, agents, errors = await self._writer(request, complete=True)
         if errors:
             return None, errors
         assert study is not None and item is not None
-        errors = score_errors(request.scores, agents, study.rubric, complete=True)
-        if errors:
-            return None, errors
         scores = {(s.agent, s.dimension): s.score for s in request.scores}
         annotation = AnnotationForEpisode(
             pk=item.annotation,
@@ -436,15 +445,7 @@ class Studies:
         )
         gold = next((g for g in study.gold if g.episode == item.episode), None)
         check = study_plan.gold_check(gold, scores) if gold is not None else None
-        done = await self.store.save_rating(
-            request.study_id,
-            request.rater,
-            item.episode,
-            token_hash(request.rater_token),
-            request.revision,
-            annotation,
-            check,
-        )
+        done = await self.store.save_rating(_target(request, item), annotation, check)
         if done.refusal is not None:
             return None, [_refusal(done.refusal)]
         total = len(study.raters[request.rater].items)
@@ -457,25 +458,15 @@ class Studies:
             request = DraftFields(**fields)
         except ValidationError as err:
             return False, from_validation(err)
-        study, item, agents, errors = await self._writer(request)
+        _, item, _, errors = await self._writer(request, complete=False)
         if errors:
             return False, errors
-        assert study is not None and item is not None
-        errors = score_errors(request.scores, agents, study.rubric, complete=False)
-        if errors:
-            return False, errors
+        assert item is not None
         draft = RatingDraft(
             scores=[DraftScore(**s.model_dump()) for s in request.scores],
             reasoning=request.reasoning,
         )
-        done = await self.store.save_draft(
-            request.study_id,
-            request.rater,
-            item.episode,
-            token_hash(request.rater_token),
-            request.revision,
-            draft,
-        )
+        done = await self.store.save_draft(_target(request, item), draft)
         if done.refusal is not None:
             return False, [_refusal(done.refusal)]
         return True, []

@@ -132,6 +132,22 @@ RENEW = Script("renew_rater", RenewKeys, RenewArgs, ("json",))
 CLOSE = Script("close_study", StudyKeys, CloseArgs)
 
 
+@dataclass(frozen=True)
+class RatingTarget:
+    """What a rating or a draft is written to: rater `rater`'s study episode `episode`, by the
+    holder of the token of this hash, based on `revision`."""
+
+    study_id: str
+    rater: int
+    episode: int
+    token_hash: str
+    revision: int
+
+    @property
+    def slot(self) -> str:
+        return slot(self.rater, self.episode)
+
+
 class Saved(NamedTuple):
     """What a save or a draft did: stored (then the revision it is at, and for a save the
     episodes the rater has rated), or refused (why, and the stored revision)."""
@@ -195,16 +211,10 @@ class StudyStore:
         return study_id, rater
 
     async def save_rating(
-        self,
-        study_id: str,
-        rater: int,
-        episode: int,
-        token_hash: str,
-        revision: int,
-        annotation: AnnotationForEpisode,
-        gold: GoldCheck | None,
+        self, target: RatingTarget, annotation: AnnotationForEpisode, gold: GoldCheck | None
     ) -> Saved:
-        """Save rater `rater`'s rating of study episode `episode`, based on `revision`."""
+        """Save a rater's rating of one of their study episodes."""
+        study_id = target.study_id
         reply: list[Any] = await SAVE(
             self.client,
             RatingKeys(
@@ -216,10 +226,10 @@ class StudyStore:
                 keys.study_gold(study_id),
             ),
             RatingArgs(
-                rater,
-                slot(rater, episode),
-                token_hash,
-                revision,
+                target.rater,
+                target.slot,
+                target.token_hash,
+                target.revision,
                 annotation.model_dump_json(),
                 gold.model_dump_json() if gold is not None else "",
             ),
@@ -228,15 +238,8 @@ class StudyStore:
             return Saved(None, int(reply[1]), int(reply[2]))
         return Saved(RatingRefusal(reply[1]), int(reply[2]))
 
-    async def save_draft(
-        self,
-        study_id: str,
-        rater: int,
-        episode: int,
-        token_hash: str,
-        revision: int,
-        draft: RatingDraft,
-    ) -> Saved:
+    async def save_draft(self, target: RatingTarget, draft: RatingDraft) -> Saved:
+        study_id = target.study_id
         reply: list[Any] = await DRAFT(
             self.client,
             DraftKeys(
@@ -244,7 +247,13 @@ class StudyStore:
                 keys.study_ratings(study_id),
                 keys.study_drafts(study_id),
             ),
-            DraftArgs(rater, slot(rater, episode), token_hash, revision, draft.model_dump_json()),
+            DraftArgs(
+                target.rater,
+                target.slot,
+                target.token_hash,
+                target.revision,
+                draft.model_dump_json(),
+            ),
         )
         if int(reply[0]) == 1:
             return Saved(None, int(reply[1]))

@@ -4,36 +4,43 @@ runs only its own seat's fields of its own episode, on the operation that actual
 HTTP POST and GET and both websocket protocols. Then the whole matrix: every root field of the
 schema, under every kind of credential, over every transport."""
 
-import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-import httpx
 import pytest
-from graphql import GraphQLInputObjectType, GraphQLNonNull, OperationType, parse, validate
-from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed
+from graphql import OperationType, parse, validate
 
 from bench.support.fake_llm import FakeLLM
 from bench.support.people import START_WITH_SEATS
 from bench.support.simulation import make_world, start_input
-from parley.graph.app import SUBSCRIPTIONS_OVER_WEBSOCKETS
-from parley.graph.schema import build_schema
 from parley.graph.seat_access import NAME_THE_OPERATION, REFUSED, SEAT_FIELDS
 from parley.storage.models import AgentProfile
-from tests.support.operations import Path, RootField, document, root_fields
+from tests.support.operations import Path, RootField, document
+from tests.support.scoped_access import (
+    ROOTS,
+    SCHEMA,
+    Outcome,
+    Transport,
+    answer,
+    assert_as_expected,
+    http,
+    messages,
+    opened,
+    refused_by_transport,
+    run_matrix,
+    shut_at_the_door,
+    start,
+    token_paths,
+)
 from tests.support.server import (
     CANCEL,
     LEGACY_WS,
     TRANSPORT_WS,
-    WAIT,
-    close_code,
     graphql,
-    receive,
     send,
     serve,
     socket,
@@ -48,7 +55,6 @@ query B { __typename }"""
 STREAM_SECRETS = """
 subscription S($id: ID!) { episodeEvents(id: $id) { kind episode { agents { secret } } } }
 query B { __typename }"""
-SCHEMA = build_schema()._schema
 
 
 @dataclass(frozen=True)
@@ -93,77 +99,19 @@ async def world(
             await graphql(url, CANCEL, {"id": pk}, API_TOKEN)
 
 
-async def http(
-    world: World,
-    query: str,
-    authorization: str | None,
-    variables: dict[str, Any] | None = None,
-    operation_name: str | None = None,
-    method: str = "POST",
-    client: httpx.AsyncClient | None = None,
-) -> httpx.Response:
-    headers = {"authorization": authorization} if authorization else {}
-    body: dict[str, Any] = {"query": query, "variables": variables or {}}
-    if operation_name:
-        body["operationName"] = operation_name
-    if client is None:
-        async with httpx.AsyncClient(base_url=world.url, timeout=30) as client:
-            return await http(
-                world, query, authorization, variables, operation_name, method, client
-            )
-    if method == "GET":
-        params = {**body, "variables": json.dumps(body["variables"])}
-        return await client.get("/graphql", params=params, headers=headers)
-    return await client.post("/graphql", json=body, headers=headers)
-
-
-def messages(body: dict[str, Any]) -> list[str]:
-    return [error["message"] for error in body.get("errors") or []]
-
-
-async def answer(ws: ClientConnection, operation_id: str) -> dict[str, Any]:
-    """The first message about `operation_id` (keep-alives and others' skipped)."""
-    while True:
-        message = await receive(ws)
-        if message.get("id") == operation_id:
-            return message
-
-
-async def opened(ws: ClientConnection, payload: dict[str, Any]) -> bool:
-    """Send connection_init; whether it was acknowledged (else the server refused it)."""
-    await send(ws, {"type": "connection_init", "payload": payload})
-    try:
-        while True:
-            message = await receive(ws)
-            if message["type"] == "connection_ack":
-                return True
-            if message["type"] == "connection_error":
-                return False
-    except ConnectionClosed:
-        return False
-
-
-def start(protocol: str, operation_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-    kind = "subscribe" if protocol == TRANSPORT_WS else "start"
-    return {"id": operation_id, "type": kind, "payload": payload}
-
-
 # The reported defects
 
 
 @pytest.mark.parametrize("method", ["POST", "GET"])
 async def test_a_made_up_seat_token_opens_nothing_over_http(world: World, method: str) -> None:
-    response = await http(world, SECRETS, "Seat x", {"tag": world.tag}, method=method)
+    response = await http(world.url, SECRETS, "Seat x", {"tag": world.tag}, method=method)
     assert response.status_code == 401, response.text
     assert SECRET not in response.text
 
 
 @pytest.mark.parametrize("protocol", [TRANSPORT_WS, LEGACY_WS])
 async def test_a_made_up_seat_token_opens_no_websocket(world: World, protocol: str) -> None:
-    async with socket(world.url, protocol) as ws:
-        assert not await opened(ws, {"seatToken": "x"})
-        code, _ = await close_code(ws)
-    assert code == (4403 if protocol == TRANSPORT_WS else 1011)
+    assert await shut_at_the_door(world.url, protocol, {"seatToken": "x"})
 
 
 @pytest.mark.parametrize("method", ["POST", "GET"])
@@ -172,13 +120,13 @@ async def test_a_seat_cannot_run_the_first_of_several_operations(world: World, m
     the named one is what is judged."""
     seat = f"Seat {world.tokens[0]}"
     tag = {"tag": world.tag}
-    unnamed = (await http(world, SECRETS, seat, tag, method=method)).json()
+    unnamed = (await http(world.url, SECRETS, seat, tag, method=method)).json()
     assert unnamed.get("data") is None and messages(unnamed) == [NAME_THE_OPERATION], unnamed
-    named = (await http(world, SECRETS, seat, tag, operation_name="A", method=method)).json()
+    named = (await http(world.url, SECRETS, seat, tag, operation_name="A", method=method)).json()
     assert named.get("data") is None and messages(named) == [REFUSED], named
-    harmless = (await http(world, SECRETS, seat, tag, operation_name="B", method=method)).json()
+    harmless = (await http(world.url, SECRETS, seat, tag, operation_name="B", method=method)).json()
     assert harmless == {"data": {"__typename": "Query"}}
-    allowed = (await http(world, SECRETS, f"Bearer {API_TOKEN}", tag, "A", method)).json()
+    allowed = (await http(world.url, SECRETS, f"Bearer {API_TOKEN}", tag, "A", method)).json()
     assert [a["secret"] for a in allowed["data"]["agents"]["nodes"]] == [SECRET, SECRET]
 
 
@@ -213,14 +161,16 @@ async def test_a_seat_credential_reaches_only_its_own_seat(world: World) -> None
     """Holding seat 0's credential and seat 1's token (or the other episode's) reads neither;
     naming an episode that does not exist is refused in the same words."""
     seat = f"Seat {world.tokens[0]}"
-    own = await http(world, **seat_view(world.episode, 0, world.tokens[0]), authorization=seat)
+    own = await http(world.url, **seat_view(world.episode, 0, world.tokens[0]), authorization=seat)
     assert own.json()["data"]["seatView"]["goal"], own.text
     for episode, number, token in (
         (world.episode, 1, world.tokens[1]),
         (world.other, 0, world.other_token),
         ("no-such-episode", 0, world.tokens[0]),
     ):
-        body = (await http(world, **seat_view(episode, number, token), authorization=seat)).json()
+        body = (
+            await http(world.url, **seat_view(episode, number, token), authorization=seat)
+        ).json()
         assert body == {
             "data": None,
             "errors": [{"message": REFUSED, "extensions": {"code": "FORBIDDEN"}}],
@@ -229,7 +179,7 @@ async def test_a_seat_credential_reaches_only_its_own_seat(world: World) -> None
     mutation($input: SubmitActionInput!) { submitAction(input: $input) { userErrors { code } } }"""
     action = {"episodeId": world.episode, "seat": 1, "seatToken": world.tokens[1]}
     body = (
-        await http(world, act, seat, {"input": {**action, "actionType": "NONE"}}, method="POST")
+        await http(world.url, act, seat, {"input": {**action, "actionType": "NONE"}}, method="POST")
     ).json()
     assert messages(body) == [REFUSED]
 
@@ -250,14 +200,14 @@ async def test_a_root_field_in_a_fragment_or_alias_is_judged_as_run(
     world: World, hidden: str
 ) -> None:
     variables = {"id": world.episode, "seat": 0, "token": world.tokens[0]}
-    body = (await http(world, hidden, f"Seat {world.tokens[0]}", variables)).json()
+    body = (await http(world.url, hidden, f"Seat {world.tokens[0]}", variables)).json()
     assert body.get("data") is None and messages(body) == [REFUSED], body
 
 
 async def test_a_root_field_that_is_skipped_does_not_run_and_is_not_judged(world: World) -> None:
     skipped = f"{VIEW_VARIABLES} {{ {OWN_VIEW} agents @skip(if: true) {{ totalCount }} }}"
     variables = {"id": world.episode, "seat": 0, "token": world.tokens[0]}
-    body = (await http(world, skipped, f"Seat {world.tokens[0]}", variables)).json()
+    body = (await http(world.url, skipped, f"Seat {world.tokens[0]}", variables)).json()
     assert body["data"] == {"seatView": {"agentName": body["data"]["seatView"]["agentName"]}}
 
 
@@ -266,12 +216,7 @@ async def test_without_tokens_a_seat_header_is_meaningless(
 ) -> None:
     """The default server is open: a Seat header neither opens nor closes anything."""
     async with serve(redis_url, tmp_path_factory.mktemp("open")) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-            response = await client.post(
-                "/graphql",
-                json={"query": "{ agents(first: 1) { totalCount } }"},
-                headers={"authorization": "Seat made-up"},
-            )
+        response = await http(url, "{ agents(first: 1) { totalCount } }", "Seat made-up")
         assert response.status_code == 200 and "totalCount" in response.json()["data"]["agents"]
         async with socket(url) as ws:
             assert await opened(ws, {"seatToken": "made-up"})
@@ -292,35 +237,13 @@ class Credential(StrEnum):
     API_TOKEN = "an API token"
 
 
-class Transport(StrEnum):
-    POST = "HTTP POST"
-    GET = "HTTP GET"
-    TRANSPORT_WS = "graphql-transport-ws"
-    LEGACY_WS = "graphql-ws"
-
-
-class Outcome(StrEnum):
-    AT_THE_DOOR = "refused before any operation (HTTP 401, websocket closed at connection_init)"
-    REFUSED = "refused as outside the credential's scope (FORBIDDEN), nothing run"
-    RUNS = "run: its resolver answered"
-    NOT_OVER_GET = "refused by Strawberry: a GET carries only queries (HTTP 400)"
-    SUBSCRIPTIONS_ONLY = "refused by Strawberry: graphql-ws carries only subscriptions"
-    WEBSOCKETS_ONLY = "refused: subscriptions are served over websockets only"
-    OTHER = "anything else (a document the schema refuses, a crash)"
-
-
 def expected(root: RootField, credential: Credential, transport: Transport) -> Outcome:
     """The one declaration of who may run what: SEAT_FIELDS for a seat credential of that seat,
     an API token for everything, nothing without either."""
     if credential in (Credential.NONE, Credential.WRONG_BEARER, Credential.MADE_UP_SEAT):
         return Outcome.AT_THE_DOOR
-    over_http = transport in (Transport.POST, Transport.GET)
-    if root.operation == OperationType.SUBSCRIPTION and over_http:
-        return Outcome.WEBSOCKETS_ONLY
-    if root.operation == OperationType.MUTATION and transport == Transport.GET:
-        return Outcome.NOT_OVER_GET
-    if root.operation != OperationType.SUBSCRIPTION and transport == Transport.LEGACY_WS:
-        return Outcome.SUBSCRIPTIONS_ONLY
+    if (refused := refused_by_transport(root, transport)) is not None:
+        return refused
     if credential == Credential.API_TOKEN:
         return Outcome.RUNS
     if credential == Credential.RIGHT_SEAT and root.name in SEAT_FIELDS[root.operation]:
@@ -332,25 +255,15 @@ def seat_token(world: World, credential: Credential) -> str:
     return world.other_token if credential == Credential.OTHER_SEAT else world.tokens[0]
 
 
-def token_paths(root: RootField) -> Iterator[Path]:
-    """Where a field takes a seat token: an argument or an input field named seatToken."""
-    for name, argument in root.field.args.items():
-        if name == "seatToken":
-            yield (name,)
-        inner = (
-            argument.type.of_type if isinstance(argument.type, GraphQLNonNull) else argument.type
-        )
-        if isinstance(inner, GraphQLInputObjectType) and "seatToken" in inner.fields:
-            yield (name, "seatToken")
-
-
 def matrix_document(world: World, root: RootField, credential: Credential) -> str:
     """A seat field names seat 0 of the first episode with the credential's seat token, as its
     holder would; any other field gets values that name no record."""
     declared = SEAT_FIELDS.get(root.operation, {}).get(root.name)
-    given: dict[Path, object] = {path: seat_token(world, credential) for path in token_paths(root)}
+    given: dict[Path, object] = {
+        path: seat_token(world, credential) for path in token_paths(root, "seatToken")
+    }
     if declared:
-        given |= {declared.episode: world.episode, declared.seat: 0}
+        given |= {declared.record: world.episode, declared.part: 0}
     return document(root, given)
 
 
@@ -376,125 +289,24 @@ def connection_init(world: World, credential: Credential) -> dict[str, Any]:
     }[credential]
 
 
-def judged(result: dict[str, Any]) -> Outcome:
-    """A GraphQL result: refused in the seat's words, or run (data, an error of a field, or an
-    error coded by a resolver), or neither."""
-    errors = result.get("errors") or []
-    if any(e.get("message") == REFUSED for e in errors):
-        coded = all((e.get("extensions") or {}).get("code") == "FORBIDDEN" for e in errors)
-        return Outcome.REFUSED if coded and result.get("data") is None else Outcome.OTHER
-    if any(e.get("message") == SUBSCRIPTIONS_OVER_WEBSOCKETS for e in errors):
-        return Outcome.WEBSOCKETS_ONLY
-    if result.get("data") is not None or any(
-        "path" in e or (e.get("extensions") or {}).get("code") for e in errors
-    ):
-        return Outcome.RUNS
-    return Outcome.OTHER
-
-
-def refusal(payload: dict[str, Any] | list[dict[str, Any]]) -> Outcome:
-    """A websocket `error` message's payload (a list of errors, one in graphql-ws): the seat's
-    refusal, or graphql-ws's refusal of a query or mutation (which the error policy masks as an
-    unexpected error when Strawberry raises it as an exception)."""
-    errors = payload if isinstance(payload, list) else [payload]
-    said = [e.get("message", "") for e in errors]
-    if said == [REFUSED]:
-        return Outcome.REFUSED
-    if len(said) == 1 and (said[0] == "Unexpected error." or "are not allowed" in said[0]):
-        return Outcome.SUBSCRIPTIONS_ONLY
-    return Outcome.OTHER
-
-
-async def over_http(
-    world: World,
-    credential: Credential,
-    transport: Transport,
-    root: RootField,
-    client: httpx.AsyncClient,
-) -> tuple[Outcome, str]:
-    query = matrix_document(world, root, credential)
-    method = "GET" if transport == Transport.GET else "POST"
-    response = await http(
-        world, query, authorization(world, credential), method=method, client=client
-    )
-    if response.status_code == 401:
-        return Outcome.AT_THE_DOOR, response.text
-    if response.status_code == 400 and "mutations are not allowed" in response.text:
-        return Outcome.NOT_OVER_GET, response.text
-    if response.status_code != 200:
-        return Outcome.OTHER, f"{response.status_code} {response.text}"
-    return judged(response.json()), response.text
-
-
-async def over_websocket(
-    world: World, credential: Credential, transport: Transport, roots: list[RootField]
-) -> dict[str, tuple[Outcome, str]]:
-    """Every field as one operation of one connection: each one's first answer judged."""
-    protocol = TRANSPORT_WS if transport == Transport.TRANSPORT_WS else LEGACY_WS
-    found: dict[str, tuple[Outcome, str]] = {}
-    async with socket(world.url, protocol) as ws:
-        if not await opened(ws, connection_init(world, credential)):
-            code, reason = await close_code(ws)
-            door = code == (4403 if protocol == TRANSPORT_WS else 1011)
-            return {
-                root.name: (
-                    Outcome.AT_THE_DOOR if door else Outcome.OTHER,
-                    f"closed {code} {reason}",
-                )
-                for root in roots
-            }
-        for number, root in enumerate(roots):
-            query = matrix_document(world, root, credential)
-            await send(ws, start(protocol, str(number), {"query": query}))
-        while len(found) < len(roots):
-            async with asyncio.timeout(WAIT * 2):
-                message = await receive(ws)
-            if "id" not in message or roots[int(message["id"])].name in found:
-                continue
-            root = roots[int(message["id"])]
-            payload: Any = message.get("payload")
-            if message["type"] in ("next", "data"):
-                found[root.name] = (judged(payload), json.dumps(message))
-                stop = "complete" if protocol == TRANSPORT_WS else "stop"
-                await send(ws, {"id": message["id"], "type": stop})
-            elif message["type"] == "error":
-                found[root.name] = (refusal(payload), json.dumps(message))
-            else:
-                found[root.name] = (Outcome.OTHER, json.dumps(message))
-    return found
-
-
-ROOTS = root_fields(SCHEMA)
-
-
 @pytest.mark.parametrize("transport", list(Transport))
 @pytest.mark.parametrize("credential", list(Credential))
 async def test_every_root_field_under_every_credential(
     world: World, credential: Credential, transport: Transport
 ) -> None:
-    if transport in (Transport.POST, Transport.GET):
-        async with httpx.AsyncClient(base_url=world.url, timeout=30) as client:
-            results = [
-                await over_http(world, credential, transport, root, client) for root in ROOTS
-            ]
-        found = {root.name: result for root, result in zip(ROOTS, results, strict=True)}
-    else:
-        found = await over_websocket(world, credential, transport, ROOTS)
-    wrong = {
-        f"{root.operation.value} {root.name}": (
-            expected(root, credential, transport),
-            found[root.name],
-        )
-        for root in ROOTS
-        if found[root.name][0] != expected(root, credential, transport)
-    }
-    assert wrong == {}
-    if credential == Credential.RIGHT_SEAT:  # and what runs answers with the seat's own data
-        for root in ROOTS:
-            if found[root.name][0] == Outcome.RUNS:
-                answered = json.loads(found[root.name][1])
-                data = answered.get("payload", answered)["data"]
-                assert data[root.name] is not None, (root.name, answered)
+    found = await run_matrix(
+        world.url,
+        transport,
+        authorization(world, credential),
+        connection_init(world, credential),
+        lambda root: matrix_document(world, root, credential),
+        REFUSED,
+    )
+    assert_as_expected(
+        found,
+        lambda root: expected(root, credential, transport),
+        own=credential == Credential.RIGHT_SEAT,  # what runs answers with the seat's own data
+    )
 
 
 def test_the_matrix_covers_every_root_field_with_a_valid_document() -> None:
@@ -507,7 +319,7 @@ def test_the_matrix_covers_every_root_field_with_a_valid_document() -> None:
     for operation, fields in SEAT_FIELDS.items():
         for name, declared in fields.items():
             assert (operation, name) in roots, f"{operation.value} {name} is not a root field"
-            for path in (declared.episode, declared.seat):
+            for path in declared.paths:
                 argument = roots[operation, name].field.args.get(path[0])
                 assert argument is not None, (name, path)
     world = World("", "an-episode", {0: "a-token"}, "another", "another-token")

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.simulation import make_world
-from parley.core.errors import ErrorCode
+from parley.core.errors import ErrorCode, UserError
 from parley.core.limits import MAX_JUDGE_RUNS
 from parley.engine.types import JudgeErrorCode, JudgeRun
 from parley.lifecycle import rejudge, start
@@ -100,6 +100,33 @@ async def started(services: Services, fields: dict[str, Any], fake: FakeLLM) -> 
     episode, errors = await start.start(services, values)
     assert not errors and episode is not None, errors
     return str(episode.pk)
+
+
+async def judged_by_one(services: Services, fake: FakeLLM) -> tuple[str, dict[str, Any], str]:
+    """A new world's tag and fields, and an episode of it judged by one judge (the fake)."""
+    tag = f"panel-{uuid.uuid4().hex[:8]}"
+    fields = await world(services, tag)
+    pk = await started(services, {**fields, "judge_model": fake.model_name()}, fake)
+    await burst(services)
+    return tag, fields, pk
+
+
+async def rejudged_by_panel(
+    services: Services, fields: dict[str, Any], pk: str, fake: FakeLLM, **more: Any
+) -> tuple[rejudge.Rejudging | None, list[UserError]]:
+    """Episode `pk` queued to be judged again by the panel `judges` makes, on the world's
+    dimensions (with `more` of the rejudging's fields)."""
+    return await rejudge.queue(
+        services.client,
+        services.jobs,
+        services.models,
+        {
+            "episode_ids": [pk],
+            "judges": judges(fake),
+            "evaluation_dimension_list_id": fields["evaluation_dimension_list_id"],
+            **more,
+        },
+    )
 
 
 class SotopiaEpisodeLog(BaseModel):
@@ -314,25 +341,14 @@ async def test_an_experiment_judges_each_episode_with_its_panel(
 async def test_a_rejudging_by_a_panel_is_kept_beside_the_original(
     services: Services, fake_llm: FakeLLM
 ) -> None:
-    tag = f"panel-{uuid.uuid4().hex[:8]}"
-    fields = await world(services, tag)
-    pk = await started(services, {**fields, "judge_model": fake_llm.model_name()}, fake_llm)
-    await burst(services)
+    tag, fields, pk = await judged_by_one(services, fake_llm)
     original = await EpisodeLog.get(pk)
     [run] = original.judge_runs  # one judge: the panel of one run
     assert run.model == fake_llm.model_name() and run.rewards == original.rewards
     script(fake_llm)
 
-    rejudging, errors = await rejudge.queue(
-        services.client,
-        services.jobs,
-        services.models,
-        {
-            "episode_ids": [pk],
-            "judges": judges(fake_llm),
-            "judge_aggregate": "MEDIAN",
-            "evaluation_dimension_list_id": fields["evaluation_dimension_list_id"],
-        },
+    rejudging, errors = await rejudged_by_panel(
+        services, fields, pk, fake_llm, judge_aggregate="MEDIAN"
     )
     assert not errors and rejudging is not None
     assert rejudging.judge_model == label(fake_llm, "MEDIAN")
@@ -358,16 +374,9 @@ async def test_a_rejudging_by_a_panel_is_kept_beside_the_original(
 async def test_a_rejudging_taken_over_mid_panel_keeps_the_runs_it_stored(
     services: Services, fake_llm: FakeLLM
 ) -> None:
-    tag = f"panel-{uuid.uuid4().hex[:8]}"
-    fields = await world(services, tag)
-    pk = await started(services, {**fields, "judge_model": fake_llm.model_name()}, fake_llm)
-    await burst(services)
+    _, fields, pk = await judged_by_one(services, fake_llm)
     script(fake_llm)
-    rejudging, _ = await rejudge.queue(
-        services.client, services.jobs, services.models,
-        {"episode_ids": [pk], "judges": judges(fake_llm),
-         "evaluation_dimension_list_id": fields["evaluation_dimension_list_id"]},
-    )  # fmt: skip
+    rejudging, _ = await rejudged_by_panel(services, fields, pk, fake_llm)
     assert rejudging is not None
     [job] = await services.jobs.read("dead-worker", 1, block_ms=100)
     assert job.detail == rejudging.id
@@ -399,11 +408,7 @@ async def test_an_unjudged_episode_gets_its_scores_from_its_own_panel_again(
     assert (await EpisodeLog.get(pk)).judge_error
     fake_llm.reset()
     script(fake_llm)
-    rejudging, errors = await rejudge.queue(
-        services.client, services.jobs, services.models,
-        {"episode_ids": [pk], "judges": judges(fake_llm),
-         "evaluation_dimension_list_id": fields["evaluation_dimension_list_id"]},
-    )  # fmt: skip
+    rejudging, errors = await rejudged_by_panel(services, fields, pk, fake_llm)
     assert not errors and rejudging is not None
     await burst(services)
     episode = await EpisodeLog.get(pk)
@@ -446,10 +451,7 @@ def filled(value: Any, fake: FakeLLM) -> Any:
 async def test_a_bad_panel_is_refused_where_it_is_and_nothing_is_written(
     services: Services, fake_llm: FakeLLM, unchanged: Any, panel: Any, where: Any, says: str
 ) -> None:
-    tag = f"panel-{uuid.uuid4().hex[:8]}"
-    fields = await world(services, tag)
-    [pk] = [await started(services, {**fields, "judge_model": fake_llm.model_name()}, fake_llm)]
-    await burst(services)
+    tag, fields, pk = await judged_by_one(services, fake_llm)
     panel = filled(panel, fake_llm)
     model = fake_llm.model_name()
     design = {
@@ -561,11 +563,7 @@ async def test_a_panels_runs_travel_through_an_export_and_back(
     script(fake_llm)
     pk = await started(services, {**fields, "judges": judges(fake_llm)}, fake_llm)
     await burst(services)
-    rejudging, _ = await rejudge.queue(
-        services.client, services.jobs, services.models,
-        {"episode_ids": [pk], "judges": judges(fake_llm), "judge_aggregate": "MEDIAN",
-         "evaluation_dimension_list_id": fields["evaluation_dimension_list_id"]},
-    )  # fmt: skip
+    rejudging, _ = await rejudged_by_panel(services, fields, pk, fake_llm, judge_aggregate="MEDIAN")
     assert rejudging is not None
     await burst(services)
     before = await EpisodeLog.get(pk)

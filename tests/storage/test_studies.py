@@ -28,6 +28,7 @@ from parley.storage.studies import (
     GoldCheck,
     GoldMiss,
     RatingDraft,
+    RatingTarget,
     Saved,
     StudyStore,
     create_annotation_index,
@@ -102,11 +103,9 @@ async def save(
 ) -> Saved:
     """Rater `rater`'s rating of `episode` (by default their own, with their token)."""
     return await store.save_rating(
-        str(study.pk),
-        rater,
-        episode,
-        TOKENS[rater] if token is None else token,
-        revision,
+        RatingTarget(
+            str(study.pk), rater, episode, TOKENS[rater] if token is None else token, revision
+        ),
         annotation or rating(study, min(rater, 1), episode, goal),
         gold,
     )
@@ -199,15 +198,19 @@ async def test_a_draft_is_kept_until_a_save_and_one_sent_before_it_is_dropped(
     study = await new_study(redis_client)
     store, pk = StudyStore(redis_client), str(study.pk)
     typed = RatingDraft(scores=[DraftScore(agent=0, dimension="goal", score=3)], reasoning="so far")
-    assert (await store.save_draft(pk, 0, 1, TOKENS[0], 0, typed)).refusal is None
+    assert (await store.save_draft(RatingTarget(pk, 0, 1, TOKENS[0], 0), typed)).refusal is None
     assert await store.rater_state(pk, 0, 1) == (0, typed)
-    assert (await store.save_draft(pk, 0, 1, TOKENS[1], 0, typed)).refusal == RatingRefusal.TOKEN
+    assert (
+        await store.save_draft(RatingTarget(pk, 0, 1, TOKENS[1], 0), typed)
+    ).refusal == RatingRefusal.TOKEN
     await save(store, study, 0, 1)
     assert await store.rater_state(pk, 0, 1) == (1, None)  # the save took the draft away
-    late = await store.save_draft(pk, 0, 1, TOKENS[0], 0, typed)  # sent before the save
+    late = await store.save_draft(
+        RatingTarget(pk, 0, 1, TOKENS[0], 0), typed
+    )  # sent before the save
     assert (late.refusal, late.revision) == (RatingRefusal.STALE, 1)
     assert await store.rater_state(pk, 0, 1) == (1, None)
-    assert (await store.save_draft(pk, 0, 1, TOKENS[0], 1, typed)).refusal is None
+    assert (await store.save_draft(RatingTarget(pk, 0, 1, TOKENS[0], 1), typed)).refusal is None
 
 
 async def test_a_gold_check_is_kept_with_its_rating(redis_client: redis.Redis) -> None:

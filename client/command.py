@@ -1,0 +1,46 @@
+"""What the `parley experiment` and `parley study` commands share: their one-line failure, the
+options that name the server, and how they read a TOML file."""
+
+import argparse
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+class CommandError(RuntimeError):
+    """A failure to report in one line and exit with status 2."""
+
+
+def read_toml(
+    path: Path, keys: frozenset[str], unknown_keys: str = "unknown keys"
+) -> dict[str, Any]:
+    """A TOML file's tables, refused when it cannot be read or parsed or holds a top-level key
+    not in `keys` (said as `unknown_keys`)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise CommandError(f"cannot read {path}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise CommandError(f"{path} is not valid TOML: {err}") from None
+    unknown = set(data) - keys
+    if unknown:
+        raise CommandError(f"{path}: {unknown_keys} {sorted(unknown)}")
+    return data
+
+
+def add_server_options(command: argparse.ArgumentParser) -> None:
+    """--url and --token, from $PARLEY_URL and $PARLEY_TOKEN unless given."""
+    command.add_argument(
+        "--url",
+        default=os.environ.get("PARLEY_URL", DEFAULT_URL),
+        help="the Parley server: its address or its /graphql address (default $PARLEY_URL "
+        f"or {DEFAULT_URL})",
+    )
+    command.add_argument(
+        "--token",
+        default=os.environ.get("PARLEY_TOKEN"),
+        help="the server's access token, if it needs one (default $PARLEY_TOKEN)",
+    )
