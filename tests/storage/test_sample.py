@@ -1,13 +1,17 @@
 """Sample data: loads, is idempotent, and `parley seed` works as a command."""
 
+import ast
+import asyncio
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from parley.storage import keys, sample
 from parley.storage.models import AgentProfile, RelationshipProfile
 from tests.support.server import GraphQLClient
+from tests.support.spare_redis import spare_redis
 
 
 def test_sample_data_is_well_formed() -> None:
@@ -39,8 +43,9 @@ async def test_seed_is_idempotent(redis_client: Any, gql: GraphQLClient) -> None
     assert conflict["createRelationship"]["userErrors"] == [{"code": "CONFLICT"}]
 
 
-def test_seed_command(redis_url: str) -> None:
-    env = {**os.environ, "REDIS_URL": redis_url}
+def seed_command(redis_url: str, data_dir: Path) -> dict[str, int]:
+    """What `parley seed` says it added."""
+    env = {**os.environ, "REDIS_URL": redis_url, "PARLEY_DATA_DIR": str(data_dir)}
     done = subprocess.run(
         [sys.executable, "-m", "parley.graph.cli", "seed"],
         env=env,
@@ -49,4 +54,16 @@ def test_seed_command(redis_url: str) -> None:
         timeout=60,
         check=True,
     )
-    assert "'agents': 0" in done.stdout
+    added: dict[str, int] = ast.literal_eval(done.stdout)
+    return added
+
+
+async def test_seed_command_loads_the_whole_sample_once(tmp_path: Path) -> None:
+    """On a database of its own, so what it adds does not hang on what other tests seeded."""
+    data = sample.sample_data()
+    whole = {name: len(data[name]) for name in ("agents", "scenarios", "relationships")}
+    async with spare_redis(tmp_path / "redis") as (url, _):
+        first = await asyncio.to_thread(seed_command, url, tmp_path / "data")
+        again = await asyncio.to_thread(seed_command, url, tmp_path / "data")
+    assert first == whole
+    assert again == dict.fromkeys(whole, 0)
