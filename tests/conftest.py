@@ -91,6 +91,15 @@ def fake_llm_server() -> Iterator[FakeLLM]:
 
 
 @pytest.fixture
+def own_fake_llm() -> Iterator[FakeLLM]:
+    """A fake server of the test's own, for a test that counts what reaches it (requests at once,
+    their peak, a rate): the shared one may still be answering requests other modules left
+    behind (a killed worker's, held by a long delay)."""
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture
 def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
     """The shared fake server with no rules, no recorded requests and no delay."""
     fake_llm_server.reset()

@@ -1,4 +1,7 @@
-"""The fake server itself: delay, control over HTTP, use from another process."""
+"""The fake server itself: delay, control over HTTP, use from another process.
+
+Each test has a fake of its own (`own_fake_llm`): requests other modules left in the shared one
+would count against a limit set here."""
 
 from __future__ import annotations
 
@@ -25,22 +28,22 @@ print(json.dumps([r["choices"][0]["message"]["content"] for r in (first, second)
 """
 
 
-async def test_other_process_can_script_and_call(fake_llm: FakeLLM) -> None:
+async def test_other_process_can_script_and_call(own_fake_llm: FakeLLM) -> None:
     result = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-c", CLIENT, fake_llm.base_url],
+        [sys.executable, "-c", CLIENT, own_fake_llm.base_url],
         capture_output=True,
         text=True,
         timeout=30,
         check=True,
     )
     assert json.loads(result.stdout) == ["scripted", "OK"]
-    assert [r.kind for r in fake_llm.requests] == ["other", "other"]
+    assert [r.kind for r in own_fake_llm.requests] == ["other", "other"]
 
 
-async def test_fixed_delay_and_models(fake_llm: FakeLLM) -> None:
-    fake_llm.delay = 0.2
-    async with httpx.AsyncClient(base_url=fake_llm.base_url) as client:
+async def test_fixed_delay_and_models(own_fake_llm: FakeLLM) -> None:
+    own_fake_llm.delay = 0.2
+    async with httpx.AsyncClient(base_url=own_fake_llm.base_url) as client:
         assert (await client.get("/models")).json()["data"][0]["id"] == "fake"
         started = time.perf_counter()
         body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
@@ -49,39 +52,41 @@ async def test_fixed_delay_and_models(fake_llm: FakeLLM) -> None:
     assert response.json()["choices"][0]["message"]["content"] == "OK"
 
 
-async def test_a_limit_on_requests_at_once_answers_429_beyond_it(fake_llm: FakeLLM) -> None:
-    fake_llm.delay = 1.0
-    fake_llm.limit = RateLimit(in_flight=2)
+async def test_a_limit_on_requests_at_once_answers_429_beyond_it(own_fake_llm: FakeLLM) -> None:
+    own_fake_llm.delay = 1.0
+    own_fake_llm.limit = RateLimit(in_flight=2)
     body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
-    async with httpx.AsyncClient(base_url=fake_llm.base_url, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=own_fake_llm.base_url, timeout=30) as client:
         answers = await asyncio.gather(
             *(client.post("/chat/completions", json=body) for _ in range(5))
         )
-        stats = (await client.get(fake_llm.base_url.removesuffix("/v1") + "/_fake/stats")).json()
+        stats = (
+            await client.get(own_fake_llm.base_url.removesuffix("/v1") + "/_fake/stats")
+        ).json()
     assert sorted(a.status_code for a in answers) == [200, 200, 429, 429, 429]
     assert not any("retry-after" in a.headers for a in answers)
     assert stats == {"in_flight": 0, "peak_in_flight": 2, "served": 2, "rejected": 3}
 
 
-async def test_a_limit_per_second_says_when_to_come_back(fake_llm: FakeLLM) -> None:
-    fake_llm.limit = RateLimit(per_second=2)
+async def test_a_limit_per_second_says_when_to_come_back(own_fake_llm: FakeLLM) -> None:
+    own_fake_llm.limit = RateLimit(per_second=2)
     body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
-    async with httpx.AsyncClient(base_url=fake_llm.base_url, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=own_fake_llm.base_url, timeout=30) as client:
         answers = [await client.post("/chat/completions", json=body) for _ in range(3)]
     assert [a.status_code for a in answers] == [200, 200, 429]
     refused = answers[2].headers
     assert refused["retry-after"] == "1"
     assert 0 < int(refused["retry-after-ms"]) <= 1000
-    assert fake_llm.rejected == 1
+    assert own_fake_llm.rejected == 1
 
 
-async def test_a_limit_at_once_can_say_retry_after(fake_llm: FakeLLM) -> None:
-    fake_llm.delay = 1.0
-    fake_llm.limit = RateLimit(in_flight=1, retry_after=0.25)
+async def test_a_limit_at_once_can_say_retry_after(own_fake_llm: FakeLLM) -> None:
+    own_fake_llm.delay = 1.0
+    own_fake_llm.limit = RateLimit(in_flight=1, retry_after=0.25)
     body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
-    async with httpx.AsyncClient(base_url=fake_llm.base_url, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=own_fake_llm.base_url, timeout=30) as client:
         first = asyncio.create_task(client.post("/chat/completions", json=body))
-        while fake_llm.in_flight == 0:  # noqa: ASYNC110 - set in the server's thread
+        while own_fake_llm.in_flight == 0:  # noqa: ASYNC110 - set in the server's thread
             await asyncio.sleep(0.01)
         refused = await client.post("/chat/completions", json=body)
         assert (await first).status_code == 200

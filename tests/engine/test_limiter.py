@@ -240,53 +240,53 @@ def test_bad_bounds_are_refused() -> None:
 
 
 async def test_over_http_a_busy_endpoint_gets_fewer_calls_and_each_succeeds(
-    fake_llm: FakeLLM, tmp_path: Path
+    own_fake_llm: FakeLLM, tmp_path: Path
 ) -> None:
-    fake_llm.delay = 0.05
-    fake_llm.limit = RateLimit(in_flight=4)
+    own_fake_llm.delay = 0.05
+    own_fake_llm.limit = RateLimit(in_flight=4)
     retry = RetryPolicy(max_attempts=30, base_delay=0.01, max_delay=0.05)
     registry = ModelRegistry(None, tmp_path, retry=retry)
     stats = GenerationStats()
     try:
-        model = fake_llm.model_name()
+        model = own_fake_llm.model_name()
         replies = await asyncio.gather(*(registry.complete(model, HELLO, stats) for _ in range(40)))
-        limit = registry.limits()[fake_llm.base_url]
+        limit = registry.limits()[own_fake_llm.base_url]
     finally:
         await registry.aclose()
     assert replies == ["OK"] * 40
-    assert fake_llm.rejected > 0
-    assert limit.overloads == fake_llm.rejected == stats.rate_limited
+    assert own_fake_llm.rejected > 0
+    assert limit.overloads == own_fake_llm.rejected == stats.rate_limited
     assert limit.limit < INITIAL  # cut from its first limit
     assert registry.capacity() == 0  # closed: no endpoint in use
 
 
 async def test_over_http_retry_after_holds_every_call_to_the_endpoint(
-    fake_llm: FakeLLM, tmp_path: Path
+    own_fake_llm: FakeLLM, tmp_path: Path
 ) -> None:
-    fake_llm.limit = RateLimit(per_second=5)
+    own_fake_llm.limit = RateLimit(per_second=5)
     retry = RetryPolicy(max_attempts=8, base_delay=0.01, max_delay=0.05)
     registry = ModelRegistry(None, tmp_path, retry=retry)
     stats = GenerationStats()
     try:
-        model = fake_llm.model_name()
+        model = own_fake_llm.model_name()
         replies = await asyncio.gather(*(registry.complete(model, HELLO, stats) for _ in range(10)))
     finally:
         await registry.aclose()
     # Retrying every 50 ms without waiting for the second to pass would use up 8 attempts.
     assert replies == ["OK"] * 10
-    assert 5 <= fake_llm.rejected < 20
+    assert 5 <= own_fake_llm.rejected < 20
 
 
 async def test_over_http_waiting_for_a_place_does_not_use_up_a_calls_retries(
-    fake_llm: FakeLLM, tmp_path: Path
+    own_fake_llm: FakeLLM, tmp_path: Path
 ) -> None:
     """Six calls share one place (as episodes share the embedded model's slots); each call's
     first answer is an HTTP 500. The last waits about a second for its place, longer than the
     retry budget: it is still retried, since its time in the queue is not time spent."""
-    fake_llm.delay = 0.2
-    fake_llm.add_rule(Rule(status=500, times=6))
+    own_fake_llm.delay = 0.2
+    own_fake_llm.add_rule(Rule(status=500, times=6))
     models = tmp_path / "models.json"
-    entry = {"name": "one", "base_url": fake_llm.base_url, "model": "fake"}
+    entry = {"name": "one", "base_url": own_fake_llm.base_url, "model": "fake"}
     models.write_text(
         json.dumps({"models": [{**entry, "max_concurrency": 1, "min_concurrency": 1}]})
     )
@@ -299,4 +299,4 @@ async def test_over_http_waiting_for_a_place_does_not_use_up_a_calls_retries(
         await registry.aclose()
     assert replies == ["OK"] * 6
     assert stats.server_errors == 6 and stats.retries == 6 and stats.failures == 0
-    assert fake_llm.peak_in_flight == 1
+    assert own_fake_llm.peak_in_flight == 1

@@ -8,12 +8,16 @@ for as long as the client waits. The sequence cursors of `episodeStatus` and `ep
 held to digits 0-9 the same way, and a replay Redis refuses ends its stream with an error."""
 
 import uuid
+from collections.abc import Iterator
 
 import pytest
 import redis.asyncio as redis
 
+from bench.support.processes import ApiProcess, embedded_env
+from bench.support.simulation import START, start_input
 from parley.storage import keys
-from tests.support.server import init, queued_episode, receive, send, socket
+from parley.storage.sample import sample_data
+from tests.support.server import graphql, init, receive, send, socket
 
 UPDATES = "subscription($after: String) { episodeUpdates(after: $after) { kind cursor } }"
 
@@ -45,12 +49,31 @@ async def test_a_cursor_after_which_nothing_can_be_read_is_refused(
     assert codes == ["BAD_USER_INPUT"], message
 
 
+@pytest.fixture(scope="module")
+def untrimmed_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`parley serve` on a database of its own with the sample data: an events log nothing has
+    trimmed, which the session's is not (a test keeping events for a millisecond trims it, and
+    then "0-0" is rightly an expired cursor)."""
+    data = tmp_path_factory.mktemp("untrimmed")
+    api = ApiProcess(embedded_env(data), data / "api.log", "--no-worker", seed=True)
+    try:
+        yield api.url
+    finally:
+        api.stop()
+
+
 @pytest.mark.parametrize("after", ["0", "0-0"])
-async def test_the_cursors_parley_gives_resume_a_stream(api_url: str, after: str) -> None:
+async def test_the_cursors_parley_gives_resume_a_stream(untrimmed_api: str, after: str) -> None:
     """ "0-0" is the cursor of an empty events log, and "<ms>" Redis reads as "<ms>-0"."""
     tag = f"attack-cursor-{uuid.uuid4().hex[:8]}"
+    world = sample_data()
+    scenario = world["scenarios"][0]["pk"]
+    agents = [agent["pk"] for agent in world["agents"][:2]]
+    variables = {"input": start_input(scenario, agents, "local/gemma-3-270m", tag=tag)}
+    started = (await graphql(untrimmed_api, START, variables))["startSimulation"]
+    assert started["userErrors"] == [] and started["episode"]["status"] == "QUEUED", started
     query = "subscription($t: String, $a: String) { episodeUpdates(tag: $t, after: $a) { kind } }"
-    async with queued_episode(api_url, "local/gemma-3-270m", tag), socket(api_url) as ws:
+    async with socket(untrimmed_api) as ws:
         await init(ws)
         request = {"query": query, "variables": {"t": tag, "a": after}}
         await send(ws, {"id": "1", "type": "subscribe", "payload": request})

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
 from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.processes import ApiProcess, parley_env, worker_process
@@ -47,6 +47,17 @@ SPYFALL_VOTES = ["Dex Moreau", "Dex Moreau", "Dex Moreau", "Lena Brooks", "Dex M
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def sample_agent_box(page: Page, name: str) -> Locator:
+    """The start form's checkbox of the sample agent `name`, found by the agent's id: a label
+    may name others too (the fake LLM drafts agents with the sample's names)."""
+    [pk] = [
+        agent["pk"]
+        for agent in sample.sample_data()["agents"]
+        if f"{agent['first_name']} {agent['last_name']}" == name
+    ]
+    return page.locator(f"#agentIds-{pk}")
 
 
 class Service:
@@ -520,8 +531,8 @@ async def test_field_errors_from_the_start_form_sit_next_to_their_fields(
         agents_error = page.locator('[data-field="agentIds"] .field-error')
         await expect(agents_error).to_have_text("Pick at least two agents.")
         assert not [r for r in tab.requests if "StartSimulation" in (r.post_data or "")]
-        await page.get_by_label("Priya Raman").check()
-        await page.get_by_label("Ezra Whitlock").check()
+        await sample_agent_box(page, "Priya Raman").check()
+        await sample_agent_box(page, "Ezra Whitlock").check()
         await expect(person).to_be_visible()
         await expect(seconds).to_be_hidden()  # until a seat is ticked for a person
         await page.get_by_label("Turn limit").fill("500")

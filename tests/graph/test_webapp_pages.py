@@ -163,6 +163,15 @@ async def copied(
     return str(copy.pk)
 
 
+async def held_still(base_url: str, episode_id: str) -> str:
+    """A stored copy of a just-queued episode, with no job: a worker takes any queued job, so a
+    worker a later test of this module starts would run the original (which is cancelled)."""
+    copy = (await EpisodeLog.get(episode_id)).model_copy(update={"pk": str(ULID())})
+    await copy.save()
+    await post(base_url, CANCEL, {"id": episode_id})
+    return str(copy.pk)
+
+
 @pytest.fixture(scope="module")
 async def world(
     service: Service, fake_llm_server: FakeLLM, redis_client: Any
@@ -208,7 +217,7 @@ async def world(
             await asyncio.sleep(0.1)
         assert progress["progress"]["completed"] == progress["progress"]["total"] == 4
     fake_llm_server.reset()
-    queued = await start(service.url, first)
+    queued = await held_still(service.url, await start(service.url, first))
     paused = await start(service.url, first)
     await post(service.url, PAUSE, {"id": paused})
     cancelled = await start(service.url, first)
@@ -217,7 +226,8 @@ async def world(
     lines = game_lines("spyfall")
     players = [line["agent_id"] for line in lines if "agent_id" in line]
     (spyfall,) = [line["env_id"] for line in lines if "env_id" in line]
-    game = await start(service.url, start_input(spyfall, players, MODEL, maxTurns=40, tag=tag))
+    spyfall_input = start_input(spyfall, players, MODEL, maxTurns=40, tag=tag)
+    game = await held_still(service.url, await start(service.url, spyfall_input))
     turns = (await EpisodeLog.get(done)).turns
     episodes = {
         "QUEUED": queued,

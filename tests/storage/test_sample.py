@@ -1,12 +1,16 @@
 """Sample data: loads, is idempotent, and `parley seed` works as a command."""
 
+import ast
+import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
 from bench.support.processes import parley
 from parley.storage import keys, sample
 from parley.storage.models import AgentProfile, RelationshipProfile
 from tests.support.server import GraphQLClient
+from tests.support.spare_redis import spare_redis
 
 
 def test_sample_data_is_well_formed() -> None:
@@ -38,8 +42,21 @@ async def test_seed_is_idempotent(redis_client: Any, gql: GraphQLClient) -> None
     assert conflict["createRelationship"]["userErrors"] == [{"code": "CONFLICT"}]
 
 
-def test_seed_command(redis_url: str) -> None:
-    env = {**os.environ, "REDIS_URL": redis_url}
+def seed_command(redis_url: str, data_dir: Path) -> dict[str, int]:
+    """What `parley seed` says it added."""
+    env = {**os.environ, "REDIS_URL": redis_url, "PARLEY_DATA_DIR": str(data_dir)}
     done = parley("seed", env=env, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "'agents': 0" in done.stdout
+    added: dict[str, int] = ast.literal_eval(done.stdout)
+    return added
+
+
+async def test_seed_command_loads_the_whole_sample_once(tmp_path: Path) -> None:
+    """On a database of its own, so what it adds does not hang on what other tests seeded."""
+    data = sample.sample_data()
+    whole = {name: len(data[name]) for name in ("agents", "scenarios", "relationships")}
+    async with spare_redis(tmp_path / "redis") as (url, _):
+        first = await asyncio.to_thread(seed_command, url, tmp_path / "data")
+        again = await asyncio.to_thread(seed_command, url, tmp_path / "data")
+    assert first == whole
+    assert again == dict.fromkeys(whole, 0)
