@@ -2,16 +2,30 @@
 options that name the server, and how they read a TOML file."""
 
 import argparse
+import asyncio
 import os
+import sys
 import tomllib
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+ERROR = 2
+"""The exit status after a CommandError."""
 
 
 class CommandError(RuntimeError):
     """A failure to report in one line and exit with status 2."""
+
+
+def run_command(command: Coroutine[Any, Any, int]) -> int:
+    """The command's exit status, or ERROR once its CommandError is printed."""
+    try:
+        return asyncio.run(command)
+    except CommandError as err:
+        print(f"parley: {err}", file=sys.stderr, flush=True)
+        return ERROR
 
 
 def read_toml(

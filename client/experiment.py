@@ -13,18 +13,17 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parley.client.command import CommandError, add_server_options, read_toml
+from parley.client.command import CommandError, add_server_options, read_toml, run_command
 from parley.client.server_url import TOKEN_HINT, refusal, server_root
 
 if TYPE_CHECKING:
     import aiohttp
 
-COMPLETED, UNFINISHED, ERROR, DETACHED = 0, 1, 2, 130
+COMPLETED, UNFINISHED, DETACHED = 0, 1, 130  # and ERROR (2) after a CommandError
 RECONNECTS = 5
 FORBIDDEN = 4403
 """The close code of a graphql-transport-ws connection refused for its token."""
@@ -400,10 +399,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        return asyncio.run(run(args))
-    except CommandError as err:
-        print(f"parley: {err}", file=sys.stderr, flush=True)
-        return ERROR
+        return run_command(run(args))
     except KeyboardInterrupt:
         target = getattr(args, "id", None) or "ID"
         print(

@@ -8,21 +8,19 @@ Talks to the server only over GraphQL over HTTP, as `parley experiment` does. Ex
 """
 
 import argparse
-import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parley.client.command import CommandError, add_server_options, read_toml
+from parley.client.command import CommandError, add_server_options, read_toml, run_command
 from parley.client.experiment import Remote, camel, user_errors
 from parley.client.server_url import server_root
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-DONE, MISSING, ERROR = 0, 1, 2
+DONE, MISSING = 0, 1  # and ERROR (2) after a CommandError
 CREATE = """
 mutation($input: CreateRatingStudyInput!) {
   createRatingStudy(input: $input) {
@@ -269,11 +267,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(run(args))
-    except CommandError as err:
-        print(f"parley: {err}", file=sys.stderr, flush=True)
-        return ERROR
+    return run_command(run(args))
 
 
 def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

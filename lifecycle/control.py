@@ -109,15 +109,9 @@ class RunControl:
     async def pause(self, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
         """A queued or waiting episode pauses at once; a running one before a turn, once its
         worker notices (within about a second)."""
-        if not storable(pk):
+        result = await self._move(pk, Status.PAUSED, "paused", (Status.QUEUED, Status.WAITING))
+        if result is None:
             return None, [not_found("episode", pk)]
-        result = await self.store.transition(
-            pk,
-            Status.PAUSED,
-            reason="paused",
-            allowed_from=(Status.QUEUED, Status.WAITING),
-            fields={"pause_at": None},
-        )
         if result.ok or result.status != Status.RUNNING:
             return await self._answer(pk, result, PAUSE_FROM)
         return await self._ask_running(pk, "pause", PAUSE_FROM)
@@ -154,16 +148,21 @@ class RunControl:
         return episode, []
 
     async def resume(self, pk: str) -> tuple[EpisodeLog | None, list[UserError]]:
-        if not storable(pk):
+        result = await self._move(pk, Status.QUEUED, "resumed", (Status.PAUSED,))
+        if result is None:
             return None, [not_found("episode", pk)]
-        result = await self.store.transition(
-            pk,
-            Status.QUEUED,
-            reason="resumed",
-            allowed_from=(Status.PAUSED,),
-            fields={"pause_at": None},
-        )
         return await self._answer(pk, result, "only a paused one can resume")
+
+    async def _move(
+        self, pk: str, status: Status, reason: str, allowed_from: tuple[Status, ...]
+    ) -> TransitionResult | None:
+        """Move the episode to `status` with no step's pause left ahead; None when `pk` cannot
+        be an episode's id."""
+        if not storable(pk):
+            return None
+        return await self.store.transition(
+            pk, status, reason=reason, allowed_from=allowed_from, fields={"pause_at": None}
+        )
 
     async def _answer(
         self, pk: str, result: TransitionResult, what: str

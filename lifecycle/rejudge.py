@@ -218,14 +218,8 @@ async def queue(
         judges=panel.judges,
         judge_aggregate=panel.aggregate,
     )
-    queued = Evaluation(
-        id=rejudging.id,
-        judge_model=rejudging.judge_model,
-        evaluation_dimension_list_id=rejudging.evaluation_dimension_list_id,
-        created_at=rejudging.created_at,
-        judges=rejudging.judges,
-        judge_aggregate=rejudging.judge_aggregate,
-    )
+    # Each episode's evaluation starts as the re-judging's fields, the rest at their defaults.
+    queued = Evaluation.model_validate(rejudging, from_attributes=True)
     chosen: list[tuple[str, dict[str, Any]]] = []
     for pk in ids:
         found = episodes[pk]

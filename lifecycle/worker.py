@@ -478,25 +478,22 @@ class Worker:
         unjudged = played.unjudged
         # A panel resumed with every run that scored kept: the prompt its progress stored.
         prompt = parts.rewards_prompt or ("" if unjudged else episode.rewards_prompt)
-        finished = await self._durably(
-            lambda: self.store.transition(
-                episode_id,
-                Status.COMPLETED,
-                fence=mine,
-                owner=self.config.consumer,
-                reason=None if unjudged is None else NOT_JUDGED + unjudged,
-                fields={
-                    "messages": parts.messages,
-                    "rewards": parts.rewards,
-                    "reasoning": parts.reasoning,
-                    "rewards_prompt": prompt,
-                    "judge_runs": [run.model_dump(mode="json") for run in played.runs],
-                    "judge_error": unjudged,
-                    "generation_stats": played.stats.model_dump(),
-                    **self._usage(spent, played.stats.usage),
-                    "finished_at": time.time(),
-                },
-            )
+        finished = await self._transition(
+            episode_id,
+            Status.COMPLETED,
+            mine,
+            reason=None if unjudged is None else NOT_JUDGED + unjudged,
+            fields={
+                "messages": parts.messages,
+                "rewards": parts.rewards,
+                "reasoning": parts.reasoning,
+                "rewards_prompt": prompt,
+                "judge_runs": [run.model_dump(mode="json") for run in played.runs],
+                "judge_error": unjudged,
+                "generation_stats": played.stats.model_dump(),
+                **self._usage(spent, played.stats.usage),
+                "finished_at": time.time(),
+            },
         )
         if not finished.ok:
             raise Fenced
@@ -546,6 +543,30 @@ class Worker:
             },
         )
 
+    async def _transition(
+        self,
+        episode_id: str,
+        status: Status,
+        attempt: int,
+        *,
+        fields: dict[str, Any],
+        reason: str | None = None,
+        waiting: Waiting | None = None,
+    ) -> TransitionResult:
+        """Move an episode this worker plays as `attempt` to `status`, through a Redis outage
+        (`_durably`); fenced when another attempt has taken it over."""
+        return await self._durably(
+            lambda: self.store.transition(
+                episode_id,
+                status,
+                fence=attempt,
+                owner=self.config.consumer,
+                reason=reason,
+                waiting=waiting,
+                fields=fields,
+            )
+        )
+
     def _usage(self, spent: Usage, attempt: Usage) -> dict[str, Any]:
         return usage_fields(merged(spent, attempt), self.llm.prices)
 
@@ -564,16 +585,13 @@ class Worker:
             if paused
             else Waiting(turn=suspended.turn, seats=suspended.seats, deadline=deadline)
         )
-        moved = await self._durably(
-            lambda: self.store.transition(
-                str(episode.pk),
-                Status.PAUSED if paused else Status.WAITING,
-                fence=attempt,
-                owner=self.config.consumer,
-                reason="paused" if paused else None,
-                waiting=waiting,
-                fields=fields,
-            )
+        moved = await self._transition(
+            str(episode.pk),
+            Status.PAUSED if paused else Status.WAITING,
+            attempt,
+            reason="paused" if paused else None,
+            waiting=waiting,
+            fields=fields,
         )
         if not moved.ok:
             raise Fenced
@@ -612,19 +630,16 @@ class Worker:
         async def on_judging(transcript: Transcript) -> None:
             nonlocal conversation
             conversation = transcript.stats
-            moved = await self._durably(
-                lambda: self.store.transition(
-                    episode_id,
-                    Status.EVALUATING,
-                    fence=attempt,
-                    owner=self.config.consumer,
-                    fields={
-                        "messages": transcript.messages,
-                        "progress": transcript.turns,
-                        "termination_reason": transcript.termination_reason,
-                        **self._usage(spent, transcript.stats.usage),
-                    },
-                )
+            moved = await self._transition(
+                episode_id,
+                Status.EVALUATING,
+                attempt,
+                fields={
+                    "messages": transcript.messages,
+                    "progress": transcript.turns,
+                    "termination_reason": transcript.termination_reason,
+                    **self._usage(spent, transcript.stats.usage),
+                },
             )
             if not moved.ok:
                 raise Fenced
@@ -657,20 +672,17 @@ class Worker:
         self, episode_id: str, attempt: int, reason: str, stats: GenerationStats, spent: Usage
     ) -> None:
         log.info("episode failed: %s", reason)
-        await self._durably(
-            lambda: self.store.transition(
-                episode_id,
-                Status.FAILED,
-                fence=attempt,
-                owner=self.config.consumer,
-                reason=reason,
-                fields={
-                    "error": reason,
-                    "generation_stats": stats.model_dump(),
-                    **self._usage(spent, stats.usage),
-                    "finished_at": time.time(),
-                },
-            )
+        await self._transition(
+            episode_id,
+            Status.FAILED,
+            attempt,
+            reason=reason,
+            fields={
+                "error": reason,
+                "generation_stats": stats.model_dump(),
+                **self._usage(spent, stats.usage),
+                "finished_at": time.time(),
+            },
         )
 
 

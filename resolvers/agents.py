@@ -15,7 +15,7 @@ from parley.resolvers.relationships import relationships_of
 from parley.resolvers.search import Hit, tag_terms
 from parley.storage import relationships as relationship_writes
 from parley.storage.models import AgentProfile, RelationshipProfile
-from parley.storage.records import get_or_none, insert, storable, update_fields
+from parley.storage.records import get_many, get_or_none, insert, storable, update_fields
 
 AGENT = Exposed(
     AgentProfile,
@@ -137,11 +137,7 @@ async def delete_agent(
 
 async def get_agents(client: redis.Redis, pks: list[str]) -> list[AgentProfile | None]:
     """Several agents in one round trip, in the order asked, None where missing."""
-    if not pks:
-        return []
-    keys = [AgentProfile.make_primary_key(pk) for pk in pks]
-    documents: list[list[dict[str, Any]] | None] = await client.json().mget(keys, "$")  # type: ignore[assignment]
-    return [AgentProfile.model_validate(doc[0]) if doc else None for doc in documents]
+    return await get_many(client, AgentProfile, pks)
 
 
 async def agent_names(client: redis.Redis, pks: list[str]) -> list[str]:

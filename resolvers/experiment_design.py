@@ -36,7 +36,7 @@ from parley.storage.models import (
     RelationshipProfile,
     RelationshipType,
 )
-from parley.storage.records import exist
+from parley.storage.records import exist, get_many
 
 MAX_SLOTS = 10_000
 """Most episodes one experiment expands into."""
@@ -246,10 +246,7 @@ def model_errors(design: Design, models: ModelCatalog) -> list[UserError]:
 
 async def read_many[R: Record](client: redis.Redis, model: type[R], pks: list[str]) -> list[R]:
     """The stored records among `pks`, in one round trip."""
-    if not pks:
-        return []
-    documents: list[Any] = await client.json().mget([model.make_primary_key(pk) for pk in pks], "$")
-    return [model.model_validate(doc[0]) for doc in documents if doc]
+    return [record for record in await get_many(client, model, pks) if record is not None]
 
 
 async def load_world(client: redis.Redis, design: Design) -> tuple[World | None, list[UserError]]:

@@ -14,7 +14,7 @@ from parley.resolvers.name_search import containing
 from parley.resolvers.pagination import Page, PageArgs, fetch_hits
 from parley.resolvers.search import Hit, tag_terms
 from parley.storage.models import EnvironmentProfile, RelationshipType
-from parley.storage.records import get_or_none, insert, remove, update_fields
+from parley.storage.records import get_many, get_or_none, insert, remove, update_fields
 
 Goals = Annotated[list[RequiredText], Field(min_length=2, max_length=LIST_MAX)]
 
@@ -97,6 +97,4 @@ async def delete_scenario(pk: str) -> list[UserError]:
 
 async def get_scenarios(client: redis.Redis, pks: list[str]) -> list[EnvironmentProfile | None]:
     """Several scenarios in one round trip, in the order asked, None where missing."""
-    keys = [EnvironmentProfile.make_primary_key(pk) for pk in pks]
-    documents: list[list[dict[str, Any]] | None] = await client.json().mget(keys, "$")  # type: ignore[assignment]
-    return [EnvironmentProfile.model_validate(doc[0]) if doc else None for doc in documents]
+    return await get_many(client, EnvironmentProfile, pks)

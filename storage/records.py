@@ -27,6 +27,17 @@ async def get_or_none[R: Record](model: type[R], pk: str) -> R | None:
         return None
 
 
+async def get_many[R: Record](
+    client: redis.Redis, model: type[R], pks: list[str]
+) -> list[R | None]:
+    """Several records in one round trip, in the order asked, None where missing."""
+    if not pks:
+        return []
+    keys = [model.make_primary_key(pk) for pk in pks]
+    documents: list[Any] = await client.json().mget(keys, "$")
+    return [model.model_validate(doc[0]) if doc else None for doc in documents]
+
+
 UPDATE_ATTEMPTS = 20
 """Reads of a record an update makes while other writers keep changing it, before it gives up."""
 

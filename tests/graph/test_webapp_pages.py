@@ -271,6 +271,7 @@ def visits(world: World) -> list[Visit]:
         ],
         Visit("episode-game", f"#/episodes/{world.game}", "section.game .game-phase"),
         Visit("episode-unknown", "#/episodes/no-such-episode", "text=Episode not found"),
+        Visit("agent-unknown", "#/agents/no-such-agent", "text=Agent not found"),
         Visit("start", "#/start", "form.start-form"),
         Visit("describe", "#/describe", "form.describe-form"),
         Visit("describe-draft", "#/describe", ".draft-form .goal-preview .goal-hint", draft),

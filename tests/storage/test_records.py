@@ -21,7 +21,7 @@ import redis.asyncio as redis
 from bench.support.processes import api_process, parley_env
 from parley.core.errors import ErrorCode
 from parley.storage.models import AgentProfile, EnvironmentProfile, Record, RelationshipProfile
-from parley.storage.records import exist, insert, insert_new, remove, save_all
+from parley.storage.records import exist, get_many, insert, insert_new, remove, save_all
 from tests.support.server import GraphQLClient
 from tests.support.world import create_agents, create_scenario
 
@@ -141,3 +141,15 @@ async def test_records_saved_together_are_removed_together(redis_client: redis.R
     assert await exist(redis_client, refs) == [False, True, False]
     await remove(AgentProfile)  # nothing named: nothing removed
     assert await exist(redis_client, refs[1:2]) == [True]
+
+
+async def test_many_records_are_read_in_the_order_asked_with_none_where_missing(
+    redis_client: redis.Redis,
+) -> None:
+    first, second = scenario("one of many"), scenario("two of many")
+    await save_all(EnvironmentProfile, [first, second])
+    asked = [str(second.pk), "no-such-scenario", str(first.pk)]
+    found = await get_many(redis_client, EnvironmentProfile, asked)
+    assert [s.scenario if s else None for s in found] == ["two of many", None, "one of many"]
+    assert found[0] == second
+    assert await get_many(redis_client, EnvironmentProfile, []) == []

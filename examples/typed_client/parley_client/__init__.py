@@ -35,6 +35,7 @@ from .exceptions import (
     GraphQLClientHttpError,
     GraphQLClientInvalidResponseError,
 )
+from .fragments import EpisodeState, ProblemFields, YourTurnFields
 from .input_types import (
     AgentFilter,
     AgentSelectionInput,
@@ -150,6 +151,7 @@ __all__ = [
     "EpisodeRewardsEpisodeRewards",
     "EpisodeRewardsEpisodeRewardsAgent",
     "EpisodeRewardsEpisodeRewardsDimensions",
+    "EpisodeState",
     "EpisodeStatus",
     "EstimateReason",
     "EvaluationDimensionInput",
@@ -174,6 +176,7 @@ __all__ = [
     "ListEpisodesEpisodesPageInfo",
     "ModelSelectionInput",
     "ParleyClient",
+    "ProblemFields",
     "RaterInput",
     "RatingScoreInput",
     "RatingStudyFilter",
@@ -223,4 +226,5 @@ __all__ = [
     "WatchSeatEpisodeEventsEnvironmentMessage",
     "WatchSeatEpisodeEventsTurn",
     "WatchSeatEpisodeEventsYourTurn",
+    "YourTurnFields",
 ]

@@ -28,19 +28,27 @@ class ParleyClient(AsyncBaseClient):
             mutation StartSimulation($input: StartSimulationInput!) {
               startSimulation(input: $input) {
                 episode {
-                  id
-                  status
+                  ...EpisodeState
                 }
                 seatTokens {
                   seat
                   token
                 }
                 userErrors {
-                  field
-                  message
-                  code
+                  ...ProblemFields
                 }
               }
+            }
+
+            fragment EpisodeState on Episode {
+              id
+              status
+            }
+
+            fragment ProblemFields on UserError {
+              field
+              message
+              code
             }
             """)
         variables: dict[str, object] = {"input": input}
@@ -80,8 +88,7 @@ class ParleyClient(AsyncBaseClient):
         query = gql("""
             query EpisodeRewards($id: ID!) {
               episode(id: $id) {
-                id
-                status
+                ...EpisodeState
                 rewards {
                   agentIndex
                   agent {
@@ -95,6 +102,11 @@ class ParleyClient(AsyncBaseClient):
                 }
                 reasoning
               }
+            }
+
+            fragment EpisodeState on Episode {
+              id
+              status
             }
             """)
         variables: dict[str, object] = {"id": id}
@@ -120,11 +132,15 @@ class ParleyClient(AsyncBaseClient):
                   endCursor
                 }
                 nodes {
-                  id
-                  status
+                  ...EpisodeState
                   tag
                 }
               }
+            }
+
+            fragment EpisodeState on Episode {
+              id
+              status
             }
             """)
         variables: dict[str, object] = {
@@ -146,15 +162,23 @@ class ParleyClient(AsyncBaseClient):
               submitAction(input: $input) {
                 sequence
                 episode {
-                  id
-                  status
+                  ...EpisodeState
                 }
                 userErrors {
-                  field
-                  message
-                  code
+                  ...ProblemFields
                 }
               }
+            }
+
+            fragment EpisodeState on Episode {
+              id
+              status
+            }
+
+            fragment ProblemFields on UserError {
+              field
+              message
+              code
             }
             """)
         variables: dict[str, object] = {"input": input}
@@ -193,11 +217,15 @@ class ParleyClient(AsyncBaseClient):
                   to
                 }
                 yourTurn {
-                  turn
-                  deadline
-                  actionTypes
+                  ...YourTurnFields
                 }
               }
+            }
+
+            fragment YourTurnFields on YourTurn {
+              turn
+              deadline
+              actionTypes
             }
             """)
         variables: dict[str, object] = {
@@ -238,11 +266,15 @@ class ParleyClient(AsyncBaseClient):
                   to
                 }
                 yourTurn {
-                  turn
-                  deadline
-                  actionTypes
+                  ...YourTurnFields
                 }
               }
+            }
+
+            fragment YourTurnFields on YourTurn {
+              turn
+              deadline
+              actionTypes
             }
             """)
         variables: dict[str, object] = {

@@ -6,16 +6,14 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import EpisodeStatus
+from .fragments import EpisodeState
 
 
 class EpisodeRewards(BaseModel):
     episode: Optional["EpisodeRewardsEpisode"]
 
 
-class EpisodeRewardsEpisode(BaseModel):
-    id: str
-    status: EpisodeStatus
+class EpisodeRewardsEpisode(EpisodeState):
     rewards: list["EpisodeRewardsEpisodeRewards"]
     reasoning: str
 

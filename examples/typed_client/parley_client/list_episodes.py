@@ -6,7 +6,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import EpisodeStatus
+from .fragments import EpisodeState
 
 
 class ListEpisodes(BaseModel):
@@ -24,9 +24,7 @@ class ListEpisodesEpisodesPageInfo(BaseModel):
     end_cursor: Optional[str] = Field(alias="endCursor")
 
 
-class ListEpisodesEpisodesNodes(BaseModel):
-    id: str
-    status: EpisodeStatus
+class ListEpisodesEpisodesNodes(EpisodeState):
     tag: Optional[str]
 
 

@@ -6,7 +6,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import EpisodeStatus, UserErrorCode
+from .fragments import EpisodeState, ProblemFields
 
 
 class StartSimulation(BaseModel):
@@ -23,9 +23,7 @@ class StartSimulationStartSimulation(BaseModel):
     )
 
 
-class StartSimulationStartSimulationEpisode(BaseModel):
-    id: str
-    status: EpisodeStatus
+StartSimulationStartSimulationEpisode = EpisodeState
 
 
 class StartSimulationStartSimulationSeatTokens(BaseModel):
@@ -33,11 +31,6 @@ class StartSimulationStartSimulationSeatTokens(BaseModel):
     token: str
 
 
-class StartSimulationStartSimulationUserErrors(BaseModel):
-    field: list[str]
-    message: str
-    code: UserErrorCode
-
-
+StartSimulationStartSimulationUserErrors = ProblemFields
 StartSimulation.model_rebuild()
 StartSimulationStartSimulation.model_rebuild()

@@ -6,7 +6,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import EpisodeStatus, UserErrorCode
+from .fragments import EpisodeState, ProblemFields
 
 
 class SubmitAction(BaseModel):
@@ -19,16 +19,7 @@ class SubmitActionSubmitAction(BaseModel):
     user_errors: list["SubmitActionSubmitActionUserErrors"] = Field(alias="userErrors")
 
 
-class SubmitActionSubmitActionEpisode(BaseModel):
-    id: str
-    status: EpisodeStatus
-
-
-class SubmitActionSubmitActionUserErrors(BaseModel):
-    field: list[str]
-    message: str
-    code: UserErrorCode
-
-
+SubmitActionSubmitActionEpisode = EpisodeState
+SubmitActionSubmitActionUserErrors = ProblemFields
 SubmitAction.model_rebuild()
 SubmitActionSubmitAction.model_rebuild()

@@ -1,4 +1,4 @@
-// Pieces several pages share: episode rows, paging, field errors.
+// Pieces several pages share: episode rows, paging, field errors, the page of a missing record.
 
 import { h, when } from "../dom.js";
 import { statusBadge } from "../status.js";
@@ -98,6 +98,12 @@ export function backStack(query) {
   } catch {
     return [];
   }
+}
+
+/** Draw the page of a record that is not there: a heading, `why` (the parts of one alert) and a link onward; null. */
+export function notFound(main, heading, why, link, { alertClass = "error" } = {}) {
+  main.append(h("h1", {}, heading), h("p", { class: alertClass, role: "alert" }, ...why), h("p", {}, link));
+  return null;
 }
 
 /**

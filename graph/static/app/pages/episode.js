@@ -2,6 +2,7 @@
 
 import { h } from "../dom.js";
 import { TERMINAL } from "../status.js";
+import { notFound } from "./common.js";
 import { episodeHeader } from "./episode-header.js";
 import { injectForm } from "./episode-inject.js";
 import { followEpisode } from "./episode-live.js";
@@ -10,15 +11,6 @@ import { setupSection } from "./episode-setup.js";
 import { episodeProgress, statusTimeline } from "./episode-status.js";
 import { drawGame, gameSection } from "./game.js";
 import { transcriptSection } from "./transcript.js";
-
-function notFound(main, id) {
-  main.append(
-    h("h1", {}, "Episode not found"),
-    h("p", { class: "error", role: "alert" }, "There is no episode with the id ", h("code", {}, id), ". It may have been deleted, or the address is mistyped."),
-    h("p", {}, h("a", { href: "#/" }, "See all episodes")),
-  );
-  return null;
-}
 
 /** The page's parts over `state.episode`: `drawAll(live)` draws each again, `reload(live)` reads the episode first. */
 function episodeView(api, state) {
@@ -64,7 +56,10 @@ function layout(view) {
 
 export async function episodePage({ api, main, setConnection }, id) {
   const first = await api.request("EpisodeDetail", { id });
-  if (!first.episode) return notFound(main, id);
+  if (!first.episode) {
+    const why = ["There is no episode with the id ", h("code", {}, id), ". It may have been deleted, or the address is mistyped."];
+    return notFound(main, "Episode not found", why, h("a", { href: "#/" }, "See all episodes"));
+  }
   const state = { episode: first.episode, lists: first.evaluationDimensionLists };
   const view = episodeView(api, state);
   main.append(...layout(view));

@@ -6,6 +6,7 @@
 
 import { h } from "../dom.js";
 import { TERMINAL, statusBadge } from "../status.js";
+import { notFound } from "./common.js";
 import { actForm } from "./seat-act.js";
 import { drawBanner, drawMe, drawSeatResults } from "./seat-parts.js";
 import { seenItem } from "./transcript.js";
@@ -69,12 +70,8 @@ async function episodeGone(api, id) {
 }
 
 function noEpisode(main, id) {
-  main.append(
-    h("h1", {}, "No such episode"),
-    h("p", { class: "error seat-refused", role: "alert" }, "There is no episode ", h("code", {}, id), ": it may have been deleted."),
-    h("p", {}, h("a", { href: "#/" }, "See the episodes")),
-  );
-  return null;
+  const why = ["There is no episode ", h("code", {}, id), ": it may have been deleted."];
+  return notFound(main, "No such episode", why, h("a", { href: "#/" }, "See the episodes"), { alertClass: "error seat-refused" });
 }
 
 /** The seat's first view, or null when the page said why there is none. */

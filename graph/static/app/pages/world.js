@@ -5,7 +5,7 @@ import { agentChoice, agentFinder, choiceBox } from "../choice.js";
 import { append, h, routeLink, words } from "../dom.js";
 import { RELATIONSHIPS } from "../enums.js";
 import { goalPreview, goalView } from "../goal.js";
-import { AGENT_FIELDS, backStack, episodeTable, pageSize, pager, showFieldErrors } from "./common.js";
+import { AGENT_FIELDS, backStack, episodeTable, notFound, pageSize, pager, showFieldErrors } from "./common.js";
 
 // kind: text | textarea | int | list (comma-separated) | lines (one per line) | goals (lines,
 // each a goal shown with its hints labelled) | enum
@@ -223,7 +223,7 @@ const relationshipsPage = async ({ api, query, main }) => {
 };
 
 function missing(main, what, id, path) {
-  main.append(h("h1", {}, `${what} not found`), h("p", { class: "error", role: "alert" }, `There is no ${what.toLowerCase()} with the id `, h("code", {}, id), "."), h("p", {}, h("a", { href: `#${path}` }, "See the list")));
+  return notFound(main, `${what} not found`, [`There is no ${what.toLowerCase()} with the id `, h("code", {}, id), "."], h("a", { href: `#${path}` }, "See the list"));
 }
 
 async function agentPage({ api, main }, id) {
