@@ -20,6 +20,7 @@ from parley.lifecycle.follow import EventHub
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.settings import RunSettings
 from parley.lifecycle.studies import Studies
+from parley.lifecycle.study_figures import StudyFigures
 from parley.storage import seats as seat_writes
 from parley.storage.episode_store import DEFAULT_RETENTION, EpisodeStore
 from parley.storage.events_log import EventsLog
@@ -46,7 +47,7 @@ class Services:
     @cached_property
     def studies(self) -> Studies:
         """Rating studies: making them, and what a rater reads and writes."""
-        return Studies(self.client)
+        return Studies(self.client, StudyFigures())
 
     @cached_property
     def documents(self) -> TrackedDocuments:

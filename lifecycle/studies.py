@@ -14,7 +14,6 @@ when it arrives, and nothing else (graph/rater_access.py).
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import time
 from collections.abc import Sequence
@@ -41,7 +40,8 @@ from parley.core.limits import (
 )
 from parley.engine.types import DimensionSpec
 from parley.lifecycle.seats import MAX_TOKEN_LENGTH, new_token, token_hash
-from parley.resolvers import study_agreement, study_plan
+from parley.lifecycle.study_figures import StudyFigures
+from parley.resolvers import study_plan
 from parley.resolvers.blind import BlindEpisode, blind_episode, needs_secrets
 from parley.resolvers.episodes import EPISODES, episode_query
 from parley.resolvers.keyset import SortOrder, newest_first
@@ -219,9 +219,10 @@ def _saved(annotation: AnnotationForEpisode) -> Rating:
 class Studies:
     """Rating studies over one Redis: making them, and a rater's reads and writes."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, figures: StudyFigures) -> None:
         self.client = client
         self.store = StudyStore(client)
+        self.figures = figures
 
     async def get(self, pk: str) -> RatingStudy | None:
         return await self.store.get(pk) if storable(pk) else None
@@ -524,19 +525,11 @@ class Studies:
 
     async def agreement(self, study: RatingStudy) -> list[DimensionAgreement]:
         """How far the raters agree with each other and with the judge, per dimension of the
-        rubric and overall, from the ratings saved so far. Computed off the event loop: the
-        bootstraps of a study of hundreds of episodes take seconds."""
+        rubric and overall, from the ratings saved so far (computed again only when a rating
+        or a score changed: lifecycle/study_figures.py)."""
         ratings = await self.ratings(study)
-        found = await asyncio.gather(*(get_or_none(EpisodeLog, pk) for pk in study.episode_ids))
-        episodes = {str(e.pk): e for e in found if e is not None}
-
-        def computed() -> list[DimensionAgreement]:
-            return [
-                study_agreement.agreement(study, table)
-                for table in study_agreement.tables(study, ratings, episodes)
-            ]
-
-        return await asyncio.to_thread(computed)
+        episodes = await self.store.scored_episodes(study.episode_ids)
+        return await self.figures.of(study, ratings, episodes)
 
 
 def _made(

@@ -32,7 +32,8 @@ from parley.resolvers.agreement import (
     spearman,
 )
 from parley.resolvers.study_status import StudyRating
-from parley.storage.models import EpisodeLog, RatingStudy
+from parley.storage.models import RatingStudy
+from parley.storage.studies import ScoredEpisode
 
 JUDGE = "judge"
 """The name of the episodes' own judge (their `rewards`) among the sources compared."""
@@ -89,7 +90,7 @@ class DimensionAgreement:
 
 
 def tables(
-    study: RatingStudy, ratings: Sequence[StudyRating], episodes: Mapping[str, EpisodeLog]
+    study: RatingStudy, ratings: Sequence[StudyRating], episodes: Mapping[str, ScoredEpisode]
 ) -> list[RatingTable]:
     """A table per dimension of the rubric, then one of the overall score."""
     units = [
@@ -168,7 +169,7 @@ def _score(rewards: Rewards, agent: int, dimension: str) -> float | None:
     return None if score is None else float(score)
 
 
-def _runs(episodes: Iterable[EpisodeLog]) -> list[str]:
+def _runs(episodes: Iterable[ScoredEpisode]) -> list[str]:
     """The judge runs of the panels (of more than one run) the episodes were judged by."""
     names: dict[str, None] = {}
     for episode in episodes:
@@ -182,14 +183,14 @@ def _run_name(model: str, repeat: int) -> str:
     return f"{model}#{repeat}"
 
 
-def _run_rewards(episode: EpisodeLog, name: str) -> Rewards:
+def _run_rewards(episode: ScoredEpisode, name: str) -> Rewards:
     for run in episode.judge_runs:
         if run.counted and _run_name(run.model, run.repeat) == name:
             return run.rewards
     return []
 
 
-def _model(episode: EpisodeLog, agent: int) -> str:
+def _model(episode: ScoredEpisode, agent: int) -> str:
     models = episode.models or []
     return models[agent + 1] if agent + 1 < len(models) else ""
 
