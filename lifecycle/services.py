@@ -17,10 +17,10 @@ import redis.asyncio as redis
 from parley.engine.llm import ModelRegistry
 from parley.lifecycle.control import RunControl
 from parley.lifecycle.follow import EventHub
+from parley.lifecycle.kept_figures import KeptFigures
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.settings import RunSettings
 from parley.lifecycle.studies import Studies
-from parley.lifecycle.study_figures import StudyFigures
 from parley.storage import seats as seat_writes
 from parley.storage.episode_store import DEFAULT_RETENTION, EpisodeStore
 from parley.storage.events_log import EventsLog
@@ -45,9 +45,14 @@ class Services:
         return Seats(self.client, self.store)
 
     @cached_property
+    def figures(self) -> KeptFigures:
+        """Agreement figures, kept while what they were computed from is unchanged."""
+        return KeptFigures()
+
+    @cached_property
     def studies(self) -> Studies:
         """Rating studies: making them, and what a rater reads and writes."""
-        return Studies(self.client, StudyFigures())
+        return Studies(self.client, self.figures)
 
     @cached_property
     def documents(self) -> TrackedDocuments:

@@ -50,14 +50,24 @@ class GoldCheck(BaseModel):
         return bool(self.misses)
 
 
+class ScoredEvaluation(BaseModel):
+    """A later judgement's scores: the aggregate and each of its panel's runs."""
+
+    id: str
+    rewards: list[tuple[float, dict[str, float]] | float] = []
+    judge_runs: list[JudgeRun] = []
+
+
 class ScoredEpisode(BaseModel):
-    """What a study's agreement figures read of an episode: its agents, the models that played
-    them (Sotopia's `models`, the judge first), the judge's scores and each of its panel's runs."""
+    """What agreement figures read of an episode: its agents, the models that played them
+    (Sotopia's `models`, the judge first), the judge's scores and each of its panel's runs, and
+    the same of each later judgement."""
 
     agents: list[str] = []
     models: list[str] | None = []
     rewards: list[tuple[float, dict[str, float]] | float] = []
     judge_runs: list[JudgeRun] = []
+    evaluations: list[ScoredEvaluation] = []
 
 
 SCORED_PATHS = [f"$.{name}" for name in ScoredEpisode.model_fields]

@@ -1,13 +1,14 @@
-"""A study's agreement figures are computed once per set of tables: asked again with the same
-ratings and scores they come from what is kept, a changed rating computes them again, requests
-arriving together for one study share one computation, and the least recently asked study's
-figures go first when more are kept than the limit."""
+"""Agreement figures are computed once per set of tables: asked again with the same ratings and
+scores they come from what is kept, a changed rating or score computes them again, requests
+arriving together for one key share one computation, and the least recently asked key's figures
+go first when more are kept than the limit."""
 
 import asyncio
 
 from parley.engine.types import OVERALL_SCORE, DimensionSpec
-from parley.lifecycle.study_figures import StudyFigures
+from parley.lifecycle.kept_figures import KeptFigures
 from parley.resolvers import study_agreement
+from parley.resolvers.study_agreement import DimensionAgreement
 from parley.resolvers.study_status import StudyRating
 from parley.storage.models import AnnotationForEpisode, RatingStudy
 from parley.storage.studies import ScoredEpisode
@@ -35,6 +36,19 @@ def scored() -> dict[str, ScoredEpisode]:
     }
 
 
+async def figures_of(
+    figures: KeptFigures,
+    of: RatingStudy,
+    rated: list[StudyRating],
+    episodes: dict[str, ScoredEpisode],
+) -> list[DimensionAgreement]:
+    """As a study's figures are asked for."""
+    tables = study_agreement.tables(of, rated, episodes)
+    return await figures.of(
+        f"study:{of.pk}", tables, lambda table: study_agreement.agreement(of, table)
+    )
+
+
 def ratings(shift: int = 0) -> list[StudyRating]:
     found = []
     for rater in range(3):
@@ -52,9 +66,9 @@ def ratings(shift: int = 0) -> list[StudyRating]:
 
 
 async def test_the_same_tables_are_answered_from_what_is_kept() -> None:
-    figures = StudyFigures()
-    first = await figures.of(study(), ratings(), scored())
-    again = await figures.of(study(), ratings(), scored())
+    figures = KeptFigures()
+    first = await figures_of(figures, study(), ratings(), scored())
+    again = await figures_of(figures, study(), ratings(), scored())
     assert figures.computed == 1 and again is first
     expected = [
         study_agreement.agreement(study(), t)
@@ -64,31 +78,35 @@ async def test_the_same_tables_are_answered_from_what_is_kept() -> None:
 
 
 async def test_a_changed_rating_or_score_computes_them_again() -> None:
-    figures = StudyFigures()
-    first = await figures.of(study(), ratings(), scored())
-    changed = await figures.of(study(), ratings(shift=1), scored())
+    figures = KeptFigures()
+    first = await figures_of(figures, study(), ratings(), scored())
+    changed = await figures_of(figures, study(), ratings(shift=1), scored())
     assert figures.computed == 2 and changed != first
     rescored = scored()
     rescored["e0"] = rescored["e0"].model_copy(update={"rewards": [reward(9), reward(9)]})
-    await figures.of(study(), ratings(shift=1), rescored)
+    await figures_of(figures, study(), ratings(shift=1), rescored)
     assert figures.computed == 3
 
 
 async def test_requests_arriving_together_share_one_computation() -> None:
-    figures = StudyFigures()
-    answers = await asyncio.gather(*(figures.of(study(), ratings(), scored()) for _ in range(8)))
+    figures = KeptFigures()
+    answers = await asyncio.gather(
+        *(figures_of(figures, study(), ratings(), scored()) for _ in range(8))
+    )
     assert figures.computed == 1
     assert all(answer is answers[0] for answer in answers)
 
 
 async def test_the_least_recently_asked_study_goes_first() -> None:
-    figures = StudyFigures(kept=2)
+    figures = KeptFigures(kept=2)
     for pk in ("a", "b"):
-        await figures.of(study(pk), ratings(), scored())
-    await figures.of(study("a"), ratings(), scored())  # "a" asked again: "b" is now the oldest
-    await figures.of(study("c"), ratings(), scored())
+        await figures_of(figures, study(pk), ratings(), scored())
+    await figures_of(
+        figures, study("a"), ratings(), scored()
+    )  # "a" asked again: "b" is now the oldest
+    await figures_of(figures, study("c"), ratings(), scored())
     assert figures.computed == 3
-    await figures.of(study("a"), ratings(), scored())
+    await figures_of(figures, study("a"), ratings(), scored())
     assert figures.computed == 3
-    await figures.of(study("b"), ratings(), scored())
+    await figures_of(figures, study("b"), ratings(), scored())
     assert figures.computed == 4
