@@ -38,6 +38,10 @@ STUDY_RATERS_MAX = 50
 """Raters of one rating study."""
 STUDY_EPISODES_MAX = 500
 """Episodes of one rating study, its gold episodes included."""
+AGREEMENT_EPISODES_MAX = 5_000
+"""Episodes agreement between evaluations is measured over at once."""
+AGREEMENT_EVALUATIONS_MAX = 10
+"""Evaluations compared at once (every two of them are)."""
 STUDY_GOLD_MAX = 20
 """Gold episodes of one rating study (every rater rates each of them)."""
 REASONING_MAX = 5_000

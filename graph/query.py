@@ -9,6 +9,7 @@ from parley.graph.context import Info
 from parley.graph.drafts import DraftQuery
 from parley.graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
 from parley.graph.errors import UserInputError
+from parley.graph.evaluation_agreement import EvaluationAgreementQuery
 from parley.graph.experiments import ExperimentQuery
 from parley.graph.fields import wrapped
 from parley.graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
@@ -45,7 +46,15 @@ def relationship_terms(f: RelationshipFilter) -> dict[str, Any]:
 
 
 @strawberry.type(description="Read the stored world.")
-class Query(ExperimentQuery, ResultsQuery, RejudgeQuery, SeatQuery, DraftQuery, StudyQuery):
+class Query(
+    ExperimentQuery,
+    ResultsQuery,
+    RejudgeQuery,
+    SeatQuery,
+    DraftQuery,
+    StudyQuery,
+    EvaluationAgreementQuery,
+):
     @strawberry.field(description="One agent by id; null if there is none.")
     async def agent(self, id: strawberry.ID) -> Agent | None:
         record = await agents.get_agent(id)

@@ -58,6 +58,16 @@ class RaterAgreement:
         description="Units left out of the ICC because a rater did not score them."
     )
 
+    @classmethod
+    def of(cls, alpha: figures.Agreement, icc: figures.Icc) -> "RaterAgreement":
+        return cls(
+            raters=icc.raters,
+            alpha=Estimate.of(alpha),
+            icc1=Estimate.of(icc.single),
+            icck=Estimate.of(icc.average),
+            icc_dropped=icc.dropped,
+        )
+
 
 @strawberry.type(description="A judge's scores against the raters' mean score of each unit.")
 class JudgeVsHumans:
@@ -103,13 +113,7 @@ class DimensionAgreement:
     def of(cls, found: computed.DimensionAgreement) -> "DimensionAgreement":
         return cls(
             dimension=found.dimension,
-            humans=RaterAgreement(
-                raters=found.icc.raters,
-                alpha=Estimate.of(found.alpha),
-                icc1=Estimate.of(found.icc.single),
-                icck=Estimate.of(found.icc.average),
-                icc_dropped=found.icc.dropped,
-            ),
+            humans=RaterAgreement.of(found.alpha, found.icc),
             judge_vs_humans=[
                 JudgeVsHumans(
                     judge=j.judge, pearson=Estimate.of(j.pearson), spearman=Estimate.of(j.spearman)

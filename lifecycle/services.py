@@ -17,6 +17,7 @@ import redis.asyncio as redis
 from parley.engine.llm import ModelRegistry
 from parley.lifecycle.control import RunControl
 from parley.lifecycle.follow import EventHub
+from parley.lifecycle.kept_figures import KeptFigures
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.settings import RunSettings
 from parley.lifecycle.studies import Studies
@@ -44,9 +45,14 @@ class Services:
         return Seats(self.client, self.store)
 
     @cached_property
+    def figures(self) -> KeptFigures:
+        """Agreement figures, kept while what they were computed from is unchanged."""
+        return KeptFigures()
+
+    @cached_property
     def studies(self) -> Studies:
         """Rating studies: making them, and what a rater reads and writes."""
-        return Studies(self.client)
+        return Studies(self.client, self.figures)
 
     @cached_property
     def documents(self) -> TrackedDocuments:

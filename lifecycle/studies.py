@@ -14,7 +14,7 @@ when it arrives, and nothing else (graph/rater_access.py).
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import hmac
 import time
 from collections.abc import Sequence
@@ -26,7 +26,6 @@ from pydantic import BaseModel, Field, ValidationError
 from ulid import ULID
 
 from parley.core.errors import (
-    BadArgument,
     ErrorCode,
     UserError,
     from_validation,
@@ -40,18 +39,17 @@ from parley.core.limits import (
     has_utf8_form,
 )
 from parley.engine.types import DimensionSpec
+from parley.lifecycle.episode_choice import chosen_episodes
+from parley.lifecycle.kept_figures import KeptFigures
 from parley.lifecycle.seats import MAX_TOKEN_LENGTH, new_token, token_hash
 from parley.resolvers import study_agreement, study_plan
 from parley.resolvers.blind import BlindEpisode, blind_episode, needs_secrets
-from parley.resolvers.episodes import EPISODES, episode_query
-from parley.resolvers.keyset import SortOrder, newest_first
+from parley.resolvers.keyset import newest_first
 from parley.resolvers.pagination import Page, PageArgs, fetch_page
-from parley.resolvers.search import search
 from parley.resolvers.study_agreement import DimensionAgreement
 from parley.resolvers.study_fields import (
     SCORES_MAX,
     DraftScoreFields,
-    EpisodeChoice,
     ScoreFields,
     StudyFields,
     count_errors,
@@ -61,7 +59,6 @@ from parley.resolvers.study_fields import (
     score_errors,
 )
 from parley.resolvers.study_status import StudyRating, StudyStatus, study_status
-from parley.storage.experiments import ExperimentStore
 from parley.storage.models import (
     AnnotationForEpisode,
     Annotator,
@@ -219,9 +216,10 @@ def _saved(annotation: AnnotationForEpisode) -> Rating:
 class Studies:
     """Rating studies over one Redis: making them, and a rater's reads and writes."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, figures: KeptFigures) -> None:
         self.client = client
         self.store = StudyStore(client)
+        self.figures = figures
 
     async def get(self, pk: str) -> RatingStudy | None:
         return await self.store.get(pk) if storable(pk) else None
@@ -239,7 +237,7 @@ class Studies:
         errors = count_errors(valid)
         if errors:
             return None, [], errors
-        chosen, errors = await self._chosen(valid.episodes)
+        chosen, errors = await chosen_episodes(self.client, valid.episodes, STUDY_EPISODES_MAX)
         gold_ids = [g.episode_id for g in valid.gold]
         if errors:
             return None, [], errors
@@ -262,54 +260,6 @@ class Studies:
             message = "the study could not be stored: send it again"
             return None, [], [UserError(["input"], message, ErrorCode.CONFLICT)]
         return study, tokens, []
-
-    async def _chosen(self, choice: EpisodeChoice) -> tuple[list[str], list[UserError]]:
-        """The ids of the episodes a choice names (not yet checked to be rateable)."""
-        given = [name for name in ("ids", "experiment_id", "tag") if getattr(choice, name)]
-        if len(given) != 1:
-            message = "name the episodes by exactly one of ids, experimentId or tag"
-            return [], [UserError(["input", "episodes"], message, ErrorCode.INVALID)]
-        if choice.ids:
-            twice = sorted({pk for pk in choice.ids if choice.ids.count(pk) > 1})
-            if twice:
-                message = f"episode {twice[0]!r} is listed twice"
-                return [], [UserError(["input", "episodes", "ids"], message, ErrorCode.INVALID)]
-            return list(choice.ids), []
-        if choice.experiment_id:
-            return await self._of_experiment(choice.experiment_id)
-        assert choice.tag is not None
-        return await self._tagged(choice.tag)
-
-    async def _of_experiment(self, pk: str) -> tuple[list[str], list[UserError]]:
-        store = ExperimentStore(self.client)
-        experiment = await store.get(pk)
-        if experiment is None:
-            return [], [not_found("experiment", pk, "episodes")]
-        filled = await store.slots(pk)
-        empty = experiment.slot_count - len(filled)
-        if empty:
-            message = f"{empty} slots of experiment {pk!r} have no episode yet: start it first"
-            return [], [
-                UserError(["input", "episodes", "experimentId"], message, ErrorCode.CONFLICT)
-            ]
-        return [filled[n] for n in sorted(filled)], []
-
-    async def _tagged(self, tag: str) -> tuple[list[str], list[UserError]]:
-        at = ["input", "episodes", "tag"]
-        try:
-            query = episode_query(tag=searchable_tag(tag))
-        except BadArgument as err:
-            return [], [UserError(at, str(err), ErrorCode.INVALID)]
-        found = await search(query, EPISODES, SortOrder.ASCENDING, None, STUDY_EPISODES_MAX)
-        if found.total > STUDY_EPISODES_MAX:
-            message = (
-                f"{found.total} episodes have tag {tag!r}: a study rates at most "
-                f"{STUDY_EPISODES_MAX}"
-            )
-            return [], [UserError(at, message, ErrorCode.INVALID)]
-        if not found.total:
-            return [], [UserError(at, f"no episode has tag {tag!r}", ErrorCode.INVALID)]
-        return [str(record.pk) for record in found.records], []
 
     async def _rateable(
         self, episode_ids: list[str], chosen: list[str], gold_ids: list[str]
@@ -524,19 +474,14 @@ class Studies:
 
     async def agreement(self, study: RatingStudy) -> list[DimensionAgreement]:
         """How far the raters agree with each other and with the judge, per dimension of the
-        rubric and overall, from the ratings saved so far. Computed off the event loop: the
-        bootstraps of a study of hundreds of episodes take seconds."""
+        rubric and overall, from the ratings saved so far (computed again only when a rating
+        or a score changed: lifecycle/kept_figures.py)."""
         ratings = await self.ratings(study)
-        found = await asyncio.gather(*(get_or_none(EpisodeLog, pk) for pk in study.episode_ids))
-        episodes = {str(e.pk): e for e in found if e is not None}
-
-        def computed() -> list[DimensionAgreement]:
-            return [
-                study_agreement.agreement(study, table)
-                for table in study_agreement.tables(study, ratings, episodes)
-            ]
-
-        return await asyncio.to_thread(computed)
+        episodes = await self.store.scored_episodes(study.episode_ids)
+        tables = study_agreement.tables(study, ratings, episodes)
+        return await self.figures.of(
+            f"study:{study.pk}", tables, functools.partial(study_agreement.agreement, study)
+        )
 
 
 def _made(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parley.engine.types import OVERALL_SCORE
+from parley.engine.types import OVERALL_SCORE, JudgeRun
 from parley.resolvers.agreement import (
     Agreement,
     Icc,
@@ -32,7 +32,8 @@ from parley.resolvers.agreement import (
     spearman,
 )
 from parley.resolvers.study_status import StudyRating
-from parley.storage.models import EpisodeLog, RatingStudy
+from parley.storage.models import RatingStudy
+from parley.storage.studies import ScoredEpisode
 
 JUDGE = "judge"
 """The name of the episodes' own judge (their `rewards`) among the sources compared."""
@@ -89,7 +90,7 @@ class DimensionAgreement:
 
 
 def tables(
-    study: RatingStudy, ratings: Sequence[StudyRating], episodes: Mapping[str, EpisodeLog]
+    study: RatingStudy, ratings: Sequence[StudyRating], episodes: Mapping[str, ScoredEpisode]
 ) -> list[RatingTable]:
     """A table per dimension of the rubric, then one of the overall score."""
     units = [
@@ -103,20 +104,21 @@ def tables(
     rows: dict[str, list[int]] = {}
     for row, (pk, _) in enumerate(units):
         rows.setdefault(pk, []).append(row)
-    runs = _runs(episodes.values())
+    runs = panel_runs(e.judge_runs for e in episodes.values())
     found = []
     for dimension in [*(d.name for d in study.rubric), OVERALL_SCORE]:
         humans: list[list[float | None]] = [[None] * len(raters) for _ in units]
         for rating in ratings:
             for row in rows.get(rating.episode_id, []):
-                score = _score(rating.annotation.rewards, units[row][1], dimension)
+                score = score_of(rating.annotation.rewards, units[row][1], dimension)
                 humans[row][column[rating.rater]] = score
-        judges = {JUDGE: [_score(episodes[pk].rewards, a, dimension) for pk, a in units]}
+        judges = {JUDGE: [score_of(episodes[pk].rewards, a, dimension) for pk, a in units]}
         for name in runs:
             judges[name] = [
-                _score(_run_rewards(episodes[pk], name), a, dimension) for pk, a in units
+                score_of(run_rewards(episodes[pk].judge_runs, name), a, dimension)
+                for pk, a in units
             ]
-        models = [_model(episodes[pk], agent) for pk, agent in units]
+        models = [model_of(episodes[pk], agent) for pk, agent in units]
         found.append(RatingTable(dimension, units, raters, humans, judges, models))
     return found
 
@@ -156,7 +158,7 @@ def seeded(*parts: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "big"))
 
 
-def _score(rewards: Rewards, agent: int, dimension: str) -> float | None:
+def score_of(rewards: Rewards, agent: int, dimension: str) -> float | None:
     """An agent's score on a dimension; None where there is none (a bare number is Sotopia's
     reward of a judge that gave no scores)."""
     reward = rewards[agent] if agent < len(rewards) else None
@@ -168,28 +170,30 @@ def _score(rewards: Rewards, agent: int, dimension: str) -> float | None:
     return None if score is None else float(score)
 
 
-def _runs(episodes: Iterable[EpisodeLog]) -> list[str]:
-    """The judge runs of the panels (of more than one run) the episodes were judged by."""
+def panel_runs(judgements: Iterable[Sequence[JudgeRun]]) -> list[str]:
+    """The runs of the panels (of more than one run that gave scores) among `judgements`."""
     names: dict[str, None] = {}
-    for episode in episodes:
-        counted = [run for run in episode.judge_runs if run.counted]
+    for runs in judgements:
+        counted = [run for run in runs if run.counted]
         if len(counted) > 1:
-            names.update((_run_name(run.model, run.repeat), None) for run in counted)
+            names.update((run_name(run.model, run.repeat), None) for run in counted)
     return list(names)
 
 
-def _run_name(model: str, repeat: int) -> str:
+def run_name(model: str, repeat: int) -> str:
     return f"{model}#{repeat}"
 
 
-def _run_rewards(episode: EpisodeLog, name: str) -> Rewards:
-    for run in episode.judge_runs:
-        if run.counted and _run_name(run.model, run.repeat) == name:
+def run_rewards(runs: Sequence[JudgeRun], name: str) -> Rewards:
+    """The scores of the run `name` among `runs` (none if it gave none)."""
+    for run in runs:
+        if run.counted and run_name(run.model, run.repeat) == name:
             return run.rewards
     return []
 
 
-def _model(episode: EpisodeLog, agent: int) -> str:
+def model_of(episode: ScoredEpisode, agent: int) -> str:
+    """The model that played an agent (\"\" when the episode does not say)."""
     models = episode.models or []
     return models[agent + 1] if agent + 1 < len(models) else ""
 

@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 import redis.asyncio as redis
 from pydantic import BaseModel
 
+from parley.engine.types import JudgeRun
 from parley.storage import keys
-from parley.storage.models import AnnotationForEpisode, Annotator, RatingStudy
+from parley.storage.models import AnnotationForEpisode, Annotator, EpisodeLog, RatingStudy
 from parley.storage.scripts import Script
 from parley.storage.vocabulary import RatingRefusal
 
@@ -47,6 +48,29 @@ class GoldCheck(BaseModel):
     @property
     def flagged(self) -> bool:
         return bool(self.misses)
+
+
+class ScoredEvaluation(BaseModel):
+    """A later judgement's scores: the aggregate and each of its panel's runs."""
+
+    id: str
+    rewards: list[tuple[float, dict[str, float]] | float] = []
+    judge_runs: list[JudgeRun] = []
+
+
+class ScoredEpisode(BaseModel):
+    """What agreement figures read of an episode: its agents, the models that played them
+    (Sotopia's `models`, the judge first), the judge's scores and each of its panel's runs, and
+    the same of each later judgement."""
+
+    agents: list[str] = []
+    models: list[str] | None = []
+    rewards: list[tuple[float, dict[str, float]] | float] = []
+    judge_runs: list[JudgeRun] = []
+    evaluations: list[ScoredEvaluation] = []
+
+
+SCORED_PATHS = [f"$.{name}" for name in ScoredEpisode.model_fields]
 
 
 class DraftScore(BaseModel):
@@ -309,6 +333,21 @@ class StudyStore:
             return []
         raw: Any = await self.client.json().mget([keys.annotation(pk) for pk in pks], "$")
         return [AnnotationForEpisode.model_validate(r[0]) if r else None for r in raw]
+
+    async def scored_episodes(self, pks: Sequence[str]) -> dict[str, ScoredEpisode]:
+        """The scores of the stored episodes among `pks`, by id: only the fields agreement
+        reads, not the conversations."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for pk in pks:
+                pipe.json().get(EpisodeLog.make_primary_key(pk), *SCORED_PATHS)
+            found: list[Any] = await pipe.execute()
+        return {
+            pk: ScoredEpisode.model_validate(
+                {path[2:]: values[0] for path, values in raw.items() if values}
+            )
+            for pk, raw in zip(pks, found, strict=True)
+            if raw is not None
+        }
 
 
 def schema_hash(schema: str) -> str:

@@ -5,7 +5,8 @@ a failed run or a deleted episode adds no score."""
 from parley.engine.types import OVERALL_SCORE, DimensionSpec, JudgeRun
 from parley.resolvers.study_agreement import JUDGE, tables
 from parley.resolvers.study_status import StudyRating
-from parley.storage.models import AnnotationForEpisode, EpisodeLog, RatingStudy
+from parley.storage.models import AnnotationForEpisode, RatingStudy
+from parley.storage.studies import ScoredEpisode
 
 GOAL = DimensionSpec(name="goal", description="", range_low=0, range_high=10)
 
@@ -14,10 +15,10 @@ def reward(goal: float) -> tuple[float, dict[str, float]]:
     return (goal, {"goal": goal, OVERALL_SCORE: goal})
 
 
-def episode(pk: str, rewards: list[object], runs: list[JudgeRun]) -> EpisodeLog:
-    return EpisodeLog(
-        pk=pk,
-        environment="env",
+def episode(
+    rewards: list[tuple[float, dict[str, float]] | float], runs: list[JudgeRun]
+) -> ScoredEpisode:
+    return ScoredEpisode(
         agents=["a", "b"],
         models=["judge", "model-a", "model-b"],
         rewards=rewards,
@@ -44,10 +45,10 @@ def test_the_tables_hold_each_source_by_unit() -> None:
         JudgeRun(model="k", repeat=0, error="timed out"),
     ]
     single = [JudgeRun(model="j", repeat=0, rewards=[reward(9), reward(9)])]
-    alone = episode("e3", [reward(5), reward(5)], single)
+    alone = episode([reward(5), reward(5)], single)
     episodes = {
-        "e1": episode("e1", [reward(2), reward(3)], panel),
-        "e2": episode("e2", [0.0, 0.0], single),  # the judge gave no scores
+        "e1": episode([reward(2), reward(3)], panel),
+        "e2": episode([0.0, 0.0], single),  # the judge gave no scores
     }
     assert list(tables(study, [], {"e3": alone})[0].judges) == [JUDGE]  # no panel anywhere
     ratings = [rating(0, "e1", (5, 6)), rating(2, "e1", (7, 8)), rating(2, "e2", (1, 2))]

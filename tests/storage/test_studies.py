@@ -318,3 +318,34 @@ async def test_an_index_of_that_name_made_otherwise_is_left_alone(
     finally:
         await command(redis_client, "FT.DROPINDEX", keys.ANNOTATION_INDEX)
         assert await create_annotation_index(redis_client)
+
+
+async def test_scored_episodes_read_the_scores_of_stored_episodes_only(
+    redis_client: redis.Redis,
+) -> None:
+    """A Parley episode gives its panel's runs; Sotopia's own record (no `judge_runs`) reads
+    with none; an id not stored is left out; the conversation is not read."""
+    parley_pk, sotopia_pk = str(ULID()), str(ULID())
+    run = {"model": "j", "repeat": 1, "rewards": [[4.0, {"goal": 4.0}], [2.0, {"goal": 2.0}]]}
+    parley = {
+        **sotopia.EPISODE,
+        "pk": parley_pk,
+        "rewards": [[5.0, {"goal": 5.0}], [6.0, {"goal": 6.0}]],
+        "judge_runs": [run],
+    }
+    own = {**sotopia.EPISODE, "pk": sotopia_pk}
+    for record in (parley, own):
+        await redis_client.json().set(f"{sotopia.LOGS}.EpisodeLog:{record['pk']}", "$", record)
+
+    found = await StudyStore(redis_client).scored_episodes([parley_pk, "missing", sotopia_pk])
+
+    assert list(found) == [parley_pk, sotopia_pk]
+    assert found[parley_pk].agents == sotopia.EPISODE["agents"]
+    assert found[parley_pk].models == sotopia.EPISODE["models"]
+    assert found[parley_pk].rewards == [(5.0, {"goal": 5.0}), (6.0, {"goal": 6.0})]
+    assert [(r.model, r.repeat, r.rewards) for r in found[parley_pk].judge_runs] == [
+        ("j", 1, [(4.0, {"goal": 4.0}), (2.0, {"goal": 2.0})])
+    ]
+    assert found[sotopia_pk].judge_runs == []
+    assert found[sotopia_pk].rewards == [tuple(r) for r in sotopia.EPISODE["rewards"]]
+    assert not hasattr(found[sotopia_pk], "messages")

@@ -1,0 +1,112 @@
+"""Agreement figures are computed once per set of tables: asked again with the same ratings and
+scores they come from what is kept, a changed rating or score computes them again, requests
+arriving together for one key share one computation, and the least recently asked key's figures
+go first when more are kept than the limit."""
+
+import asyncio
+
+from parley.engine.types import OVERALL_SCORE, DimensionSpec
+from parley.lifecycle.kept_figures import KeptFigures
+from parley.resolvers import study_agreement
+from parley.resolvers.study_agreement import DimensionAgreement
+from parley.resolvers.study_status import StudyRating
+from parley.storage.models import AnnotationForEpisode, RatingStudy
+from parley.storage.studies import ScoredEpisode
+
+GOAL = DimensionSpec(name="goal", description="", range_low=0, range_high=10)
+EPISODES = [f"e{n}" for n in range(6)]
+
+
+def reward(goal: float) -> tuple[float, dict[str, float]]:
+    return (goal, {"goal": goal, OVERALL_SCORE: goal})
+
+
+def study(pk: str = "study") -> RatingStudy:
+    return RatingStudy(pk=pk, name="s", episode_ids=EPISODES, rubric=[GOAL])
+
+
+def scored() -> dict[str, ScoredEpisode]:
+    return {
+        pk: ScoredEpisode(
+            agents=["a", "b"],
+            models=["judge", f"m{n % 2}", f"m{(n + 1) % 2}"],
+            rewards=[reward(n % 10), reward((n * 3) % 10)],
+        )
+        for n, pk in enumerate(EPISODES)
+    }
+
+
+async def figures_of(
+    figures: KeptFigures,
+    of: RatingStudy,
+    rated: list[StudyRating],
+    episodes: dict[str, ScoredEpisode],
+) -> list[DimensionAgreement]:
+    """As a study's figures are asked for."""
+    tables = study_agreement.tables(of, rated, episodes)
+    return await figures.of(
+        f"study:{of.pk}", tables, lambda table: study_agreement.agreement(of, table)
+    )
+
+
+def ratings(shift: int = 0) -> list[StudyRating]:
+    found = []
+    for rater in range(3):
+        for n, pk in enumerate(EPISODES):
+            goals = [(n + rater + shift) % 10, (n * 3 + rater) % 10]
+            annotation = AnnotationForEpisode(
+                pk=f"{rater}-{pk}",
+                episode=pk,
+                annotator_id=str(rater),
+                rewards=[reward(g) for g in goals],
+                reasoning="",
+            )
+            found.append(StudyRating(rater, pk, annotation))
+    return found
+
+
+async def test_the_same_tables_are_answered_from_what_is_kept() -> None:
+    figures = KeptFigures()
+    first = await figures_of(figures, study(), ratings(), scored())
+    again = await figures_of(figures, study(), ratings(), scored())
+    assert figures.computed == 1 and again is first
+    expected = [
+        study_agreement.agreement(study(), t)
+        for t in study_agreement.tables(study(), ratings(), scored())
+    ]
+    assert first == expected
+
+
+async def test_a_changed_rating_or_score_computes_them_again() -> None:
+    figures = KeptFigures()
+    first = await figures_of(figures, study(), ratings(), scored())
+    changed = await figures_of(figures, study(), ratings(shift=1), scored())
+    assert figures.computed == 2 and changed != first
+    rescored = scored()
+    rescored["e0"] = rescored["e0"].model_copy(update={"rewards": [reward(9), reward(9)]})
+    await figures_of(figures, study(), ratings(shift=1), rescored)
+    assert figures.computed == 3
+
+
+async def test_requests_arriving_together_share_one_computation() -> None:
+    figures = KeptFigures()
+    answers = await asyncio.gather(
+        *(figures_of(figures, study(), ratings(), scored()) for _ in range(8))
+    )
+    assert figures.computed == 1
+    assert all(answer is answers[0] for answer in answers)
+
+
+async def test_the_least_recently_asked_study_goes_first() -> None:
+    figures = KeptFigures(kept=2)
+    for pk in ("a", "b"):
+        await figures_of(figures, study(pk), ratings(), scored())
+    await figures_of(
+        figures, study("a"), ratings(), scored()
+    )  # "a" asked again: "b" is now the oldest
+    await figures_of(figures, study("c"), ratings(), scored())
+    assert figures.computed == 3
+    await figures_of(figures, study("a"), ratings(), scored())
+    assert figures.computed == 3
+    await figures_of(figures, study("b"), ratings(), scored())
+    assert figures.computed == 4
