@@ -126,11 +126,7 @@ class Perspective:
     view: strawberry.Private[perspective.View]
 
     seat = stored("The agent's seat.")
-
-    @strawberry.field(description="The agent's name.")
-    def agent_name(self) -> str:
-        return self.view.name
-
+    agent_name = stored("The agent's name.", source="name")
     profile = stored("Its own profile as it was told it, its secret included.")
     secret = stored("Its own secret.")
     goal = stored(

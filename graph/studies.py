@@ -8,7 +8,7 @@ from typing import Any
 import strawberry
 
 from parley.engine.types import DimensionSpec
-from parley.graph.connection import list_field
+from parley.graph.connection import list_field, one_field
 from parley.graph.context import Info
 from parley.graph.episode_types import an_id, optional_id, when
 from parley.graph.experiments import plain
@@ -478,15 +478,11 @@ class SaveRatingDraftPayload:
     user_errors: list[UserError] = strawberry.field(description="Why it was not.")
 
 
-def wrap(record: models.RatingStudy | None) -> RatingStudy | None:
-    return wrapped(RatingStudy, record)
-
-
 @strawberry.type
 class StudyQuery:
-    @strawberry.field(description="One rating study by id; null if there is none.")
-    async def rating_study(self, info: Info, id: strawberry.ID) -> RatingStudy | None:
-        return wrap(await info.context.services.studies.get(str(id)))
+    rating_study = one_field(
+        RatingStudy, lambda info, pk: info.context.services.studies.get(pk), "rating study"
+    )
 
     rating_studies = list_field(
         RatingStudy,
@@ -531,7 +527,7 @@ class StudyMutation:
             for n, (r, token) in enumerate(zip(study.raters if study else [], tokens, strict=True))
         ]
         return CreateRatingStudyPayload(
-            study=wrap(study), rater_links=links, user_errors=user_errors(errors)
+            study=wrapped(RatingStudy, study), rater_links=links, user_errors=user_errors(errors)
         )
 
     @strawberry.mutation(
@@ -571,4 +567,6 @@ class StudyMutation:
     )
     async def close_rating_study(self, info: Info, input: RatingStudyIdInput) -> RatingStudyPayload:
         study, errors = await info.context.services.studies.close(str(input.id))
-        return RatingStudyPayload(study=wrap(study), user_errors=user_errors(errors))
+        return RatingStudyPayload(
+            study=wrapped(RatingStudy, study), user_errors=user_errors(errors)
+        )
