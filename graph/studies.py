@@ -74,17 +74,21 @@ class CreateRatingStudyInput:
     )
 
 
-@strawberry.input(description="One score of a rating.")
-class RatingScoreInput:
+@strawberry.type
+class AgentDimension:
+    """What a score of a rating is of: each of the score types below adds the score."""
+
     agent: int = strawberry.field(description="The agent (0-based).")
     dimension: str = strawberry.field(description="The dimension.")
+
+
+@strawberry.input(description="One score of a rating.")
+class RatingScoreInput(AgentDimension):
     score: int = strawberry.field(description="Within the dimension's range.")
 
 
 @strawberry.input(description="One score of a rating being typed; empty while not chosen.")
-class DraftScoreInput:
-    agent: int = strawberry.field(description="The agent (0-based).")
-    dimension: str = strawberry.field(description="The dimension.")
+class DraftScoreInput(AgentDimension):
     score: int | None = strawberry.field(default=None, description="Within its range, or null.")
 
 
@@ -155,9 +159,7 @@ class RaterLink:
 
 
 @strawberry.type(description="A score of a rating.")
-class GivenScore:
-    agent: int = strawberry.field(description="The agent (0-based).")
-    dimension: str = strawberry.field(description="The dimension.")
+class GivenScore(AgentDimension):
     score: int | None = strawberry.field(description="The score; null in a draft not chosen yet.")
 
 
@@ -321,9 +323,7 @@ class GoldCheck:
 
 
 @strawberry.type(description="A saved score, as stored in the rating's rewards.")
-class RatingScore:
-    agent: int = strawberry.field(description="The agent (0-based).")
-    dimension: str = strawberry.field(description="The dimension.")
+class RatingScore(AgentDimension):
     score: float = strawberry.field(description="The score.")
 
 
