@@ -1,7 +1,7 @@
 """GraphQL types of episodes: runs, turns, rewards, and the events of a run."""
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import strawberry
@@ -27,6 +27,7 @@ from parley.graph.seat_types import (
     Waiting,
     YourTurn,
     dimension_scores,
+    moment,
 )
 from parley.graph.types import Agent, Relationship, Scenario, load_agent, primary_key
 from parley.graph.usage_types import ModelUsage
@@ -43,7 +44,7 @@ RUNS_READ = (
 
 
 def when(seconds: float | None) -> datetime | None:
-    return datetime.fromtimestamp(seconds, UTC) if seconds else None
+    return moment(seconds) if seconds else None
 
 
 def an_id(value: str) -> strawberry.ID:
@@ -55,16 +56,18 @@ def optional_id(value: str | None) -> strawberry.ID | None:
 
 
 @strawberry.type(description="One status change of an episode.")
+@shows(models.StatusChange, held_as="change")
 class StatusChange:
-    status: EpisodeStatus = strawberry.field(description="The status entered.")
-    at: datetime = strawberry.field(description="When.")
-    sequence: int = strawberry.field(description="The episode's event sequence number.")
-    attempt: int = strawberry.field(description="Which run of the episode (1 = first).")
-    reason: str | None = strawberry.field(
-        description="Why: for FAILED, CANCELLED, and a RUNNING that begins a new attempt."
-    )
-    resumed_from_turn: int | None = strawberry.field(
-        description="On the RUNNING of a resumed attempt: how many turns it kept from before."
+    change: strawberry.Private[models.StatusChange]
+
+    status = stored("The status entered.")
+    at = stored("When.", moment)
+    sequence = stored("The episode's event sequence number.")
+    attempt = stored("Which run of the episode (1 = first).")
+    reason = stored("Why: for FAILED, CANCELLED, and a RUNNING that begins a new attempt.")
+    resumed_from_turn = stored(
+        "On the RUNNING of a resumed attempt: how many turns it kept from before.",
+        source="resumed_from",
     )
 
 
@@ -238,17 +241,7 @@ class Episode:
         description="Every status change, oldest first.", metadata=reading("status_history")
     )
     def status_history(self) -> list[StatusChange]:
-        return [
-            StatusChange(
-                status=c.status,
-                at=datetime.fromtimestamp(c.at, UTC),
-                sequence=c.sequence,
-                attempt=c.attempt,
-                reason=c.reason,
-                resumed_from_turn=c.resumed_from,
-            )
-            for c in self.record.status_history
-        ]
+        return [StatusChange(change=c) for c in self.record.status_history]
 
     attempt = stored("Which run this is: 0 while queued, then 1, 2 after a restart.")
     sequence = stored("The last event sequence number of this episode.")
@@ -515,9 +508,7 @@ class EpisodeEvent:
 
     sequence = stored("Per-episode sequence number; higher is later.")
 
-    @strawberry.field(description="When it happened.")
-    def occurred_at(self) -> datetime:
-        return datetime.fromtimestamp(self.event.at, UTC)
+    occurred_at = stored("When it happened.", moment, source="at")
 
     @strawberry.field(description="Status after the event.")
     def status(self) -> EpisodeStatus:

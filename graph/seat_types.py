@@ -11,7 +11,8 @@ from parley.resolvers import perspective
 from parley.storage import models
 
 
-def _at(seconds: float) -> datetime:
+def moment(seconds: float) -> datetime:
+    """A stored time (seconds since the epoch) as GraphQL's DateTime."""
     return datetime.fromtimestamp(seconds, UTC)
 
 
@@ -58,7 +59,7 @@ class Waiting:
 
     @classmethod
     def of(cls, waiting: models.Waiting) -> "Waiting":
-        return cls(turn=waiting.turn, seats=waiting.seats, deadline=_at(waiting.deadline))
+        return cls(turn=waiting.turn, seats=waiting.seats, deadline=moment(waiting.deadline))
 
 
 @strawberry.type(description="A human seat of an episode.")
@@ -84,7 +85,7 @@ class EnvironmentMessage:
             turn=injection.turn,
             text=injection.text,
             to=list(injection.to),
-            at=_at(injection.at),
+            at=moment(injection.at),
         )
 
 
@@ -96,7 +97,7 @@ class YourTurn:
 
     @classmethod
     def of(cls, turn: perspective.YourTurn) -> "YourTurn":
-        return cls(turn=turn.turn, deadline=_at(turn.deadline), action_types=turn.action_types)
+        return cls(turn=turn.turn, deadline=moment(turn.deadline), action_types=turn.action_types)
 
 
 @strawberry.type(description="A partner as this agent knows them.")
