@@ -165,6 +165,16 @@ def copied[T](cls: type[T], source: object) -> T:
     return cls(**{name: getattr(source, name) for name in names})
 
 
+def copies[T](cls: type[T]) -> Callable[[list[Any]], list[T]]:
+    """A `stored` converter: each item of a list `copied` into a `cls`."""
+
+    def convert(items: list[Any]) -> list[T]:
+        return [copied(cls, item) for item in items]
+
+    convert.__annotations__ = {"items": list[Any], "return": list[cls]}  # type: ignore[valid-type]
+    return convert
+
+
 def _with_fields(cls: type[Any], annotations: dict[str, Any], fields: dict[str, Any]) -> type[Any]:
     """`cls` rebuilt with `fields` right after its `id` (or first, without one), so that the
     schema lists them in declaration order next to the class's own."""

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import strawberry
 
 from parley.graph.enums import ActionType, RelationshipType
-from parley.graph.fields import copied, shows, stored
+from parley.graph.fields import copies, shows, stored
 from parley.resolvers import perspective
 from parley.storage import models
 
@@ -136,16 +136,12 @@ class Perspective:
     )
     background = stored("The whole background it was given.")
 
-    @strawberry.field(description="Its partners, as their relationships show them.")
-    def partners(self) -> list[PerspectivePartner]:
-        return [copied(PerspectivePartner, p) for p in self.view.partners]
-
-    @strawberry.field(
-        description="What it saw, in order: public turns, its private ones, and "
-        "the environment's messages to it."
+    partners = stored("Its partners, as their relationships show them.", copies(PerspectivePartner))
+    seen = stored(
+        "What it saw, in order: public turns, its private ones, and the environment's messages "
+        "to it.",
+        copies(SeenItem),
     )
-    def seen(self) -> list[SeenItem]:
-        return [copied(SeenItem, s) for s in self.view.seen]
 
     @strawberry.field(
         description="The judge's scores of this agent, once COMPLETED (only its own: the "
