@@ -1,4 +1,5 @@
-"""Cursor connections (Relay style) with a total count; each cursor names its item."""
+"""Cursor connections (Relay style) with a total count; each cursor names its item. The root
+fields that read records: a list as a connection (`list_field`), one by id (`one_field`)."""
 
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -6,6 +7,7 @@ from typing import Annotated, Any
 import strawberry
 
 from parley.graph.context import Info
+from parley.graph.fields import wrapped
 from parley.graph.inputs import provided
 from parley.graph.projection import Reads, fields_for
 from parley.resolvers.keyset import SortOrder
@@ -123,3 +125,22 @@ def list_field[F, R, T](
         "return": Connection[node],  # type: ignore[valid-type]
     }
     return strawberry.field(resolver=resolve, description=f"{node.__name__}s, {along}.")
+
+
+def one_field[R](
+    node: type[Any],
+    find: Callable[[Info, str], Awaitable[R | None]],
+    what: str,
+    *,
+    description: str | None = None,
+) -> Any:
+    """A root field of the `node` wrapping the record `find` reads by `id`, null without one."""
+
+    async def resolve(info: Info, id: strawberry.ID) -> Any:
+        return wrapped(node, await find(info, str(id)))
+
+    resolve.__annotations__ = {"info": Info, "id": strawberry.ID, "return": node | None}
+    return strawberry.field(
+        resolver=resolve,
+        description=description or f"One {what} by id; null if there is none.",
+    )

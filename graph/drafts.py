@@ -1,7 +1,6 @@
 """GraphQL of drafts: a world, agents or scenarios drafted by a model (returned, not stored),
 the saving of an edited draft, and draft jobs for large drafts."""
 
-from datetime import datetime
 from typing import Any
 
 import strawberry
@@ -11,8 +10,8 @@ from parley.engine.drafting import WorldDraft
 from parley.engine.models import LOCAL_MODEL
 from parley.graph.context import Info
 from parley.graph.enums import RelationshipType
-from parley.graph.episode_types import when
-from parley.graph.fields import copied, creates, reads
+from parley.graph.episode_types import an_id, when
+from parley.graph.fields import copies, creates, reads, shows, stored
 from parley.graph.inputs import CreateAgentInput, CreateScenarioInput, fields_of
 from parley.graph.payloads import user_errors
 from parley.graph.types import UserError
@@ -45,6 +44,7 @@ class RelationshipDraft:
 
 
 @strawberry.type(description="A drafted world, not stored: edit it, then pass it to saveDraft.")
+@shows(WorldDraft, held_as="draft")
 class Draft:
     draft: strawberry.Private[WorldDraft]
 
@@ -59,9 +59,7 @@ class Draft:
             for s in self.draft.scenarios
         ]
 
-    @strawberry.field(description="Relationships between the drafted agents.")
-    def relationships(self) -> list[RelationshipDraft]:
-        return [copied(RelationshipDraft, r) for r in self.draft.relationships]
+    relationships = stored("Relationships between the drafted agents.", copies(RelationshipDraft))
 
 
 @strawberry.type(
@@ -153,26 +151,14 @@ class DraftJobProgress:
 
 
 @strawberry.type(description="A large draft run in parts by the workers; kept for a week.")
+@shows(jobs.DraftJob, held_as="job")
 class DraftJob:
     job: strawberry.Private[jobs.DraftJob]
 
-    @strawberry.field(description="The id.")
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(self.job.id)
-
-    @strawberry.field(
-        description="QUEUED, RUNNING, then COMPLETED or FAILED (some part gave no draft)."
-    )
-    def status(self) -> jobs.DraftJobStatus:
-        return self.job.status
-
-    @strawberry.field(description="The model that drafts.")
-    def model(self) -> str:
-        return self.job.model
-
-    @strawberry.field(description="When it was queued.")
-    def created_at(self) -> datetime | None:
-        return when(self.job.created_at)
+    id = stored("The id.", an_id)
+    status = stored("QUEUED, RUNNING, then COMPLETED or FAILED (some part gave no draft).")
+    model = stored("The model that drafts.")
+    created_at = stored("When it was queued.", when)
 
     @strawberry.field(description="Agents and scenarios drafted so far, of how many.")
     def progress(self) -> DraftJobProgress:

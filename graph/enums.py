@@ -1,5 +1,7 @@
 """The enums of the stored world and the engine, registered once as GraphQL enums."""
 
+from enum import Enum
+
 import strawberry
 
 from parley.core.errors import ErrorCode
@@ -14,33 +16,38 @@ from parley.resolvers.keyset import SortOrder
 from parley.storage.events import EventKind
 from parley.storage.models import EpisodeStatus, EvaluationStatus, Redelivery, SeatTimeout
 
-strawberry.enum(
-    RelationshipType,
-    description="How well two agents know each other; stored as Sotopia's integer code 0..5.",
+_GRAPHQL: tuple[tuple[type[Enum], str | None, str], ...] = (
+    (
+        RelationshipType,
+        None,
+        "How well two agents know each other; stored as Sotopia's integer code 0..5.",
+    ),
+    (ErrorCode, "UserErrorCode", "Why a mutation refused its input."),
+    (EpisodeStatus, None, "Where an episode is in its life."),
+    (EvaluationStatus, None, "Where a re-judging's evaluation is."),
+    (Redelivery, None, "What a new worker does with an episode whose worker was lost."),
+    (SeatTimeout, None, "What happens to a human seat that does not act in time."),
+    (ActionType, None, "What an agent did on its turn (Sotopia's action types)."),
+    (TurnOrder, None, "Who acts when."),
+    (SortOrder, None, "Which way a list runs along its sort key."),
+    (
+        Aggregate,
+        "JudgeAggregate",
+        "How a judge panel's scores make one per agent and dimension: their MEAN or MEDIAN "
+        "over the judge runs that gave scores; the overall is the mean of the dimensions.",
+    ),
+    (JudgeErrorCode, None, "Why a judge run gave no valid scores."),
+    (
+        EventKind,
+        "EpisodeEventKind",
+        "SNAPSHOT is the state when a subscription starts; then STATUS, TURN and INJECTION "
+        "(an environment message) events.",
+    ),
 )
-strawberry.enum(ErrorCode, name="UserErrorCode", description="Why a mutation refused its input.")
-strawberry.enum(EpisodeStatus, description="Where an episode is in its life.")
-strawberry.enum(EvaluationStatus, description="Where a re-judging's evaluation is.")
-strawberry.enum(
-    Redelivery, description="What a new worker does with an episode whose worker was lost."
-)
-strawberry.enum(SeatTimeout, description="What happens to a human seat that does not act in time.")
-strawberry.enum(ActionType, description="What an agent did on its turn (Sotopia's action types).")
-strawberry.enum(TurnOrder, description="Who acts when.")
-strawberry.enum(SortOrder, description="Which way a list runs along its sort key.")
-strawberry.enum(
-    Aggregate,
-    name="JudgeAggregate",
-    description="How a judge panel's scores make one per agent and dimension: their MEAN or "
-    "MEDIAN over the judge runs that gave scores; the overall is the mean of the dimensions.",
-)
-strawberry.enum(JudgeErrorCode, description="Why a judge run gave no valid scores.")
-strawberry.enum(
-    EventKind,
-    name="EpisodeEventKind",
-    description="SNAPSHOT is the state when a subscription starts; then STATUS, TURN and "
-    "INJECTION (an environment message) events.",
-)
+"""Each enum, its GraphQL name (None: its own) and its description."""
+
+for enum_type, name, description in _GRAPHQL:
+    strawberry.enum(enum_type, name=name, description=description)
 
 __all__ = [
     "ActionType",

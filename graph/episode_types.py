@@ -1,7 +1,8 @@
 """GraphQL types of episodes: runs, turns, rewards, and the events of a run."""
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import Any
 
 import strawberry
 
@@ -12,7 +13,6 @@ from parley.graph.context import Info
 from parley.graph.enums import (
     EpisodeStatus,
     EvaluationStatus,
-    EventKind,
 )
 from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
@@ -27,6 +27,7 @@ from parley.graph.seat_types import (
     Waiting,
     YourTurn,
     dimension_scores,
+    moment,
 )
 from parley.graph.types import Agent, Relationship, Scenario, load_agent, primary_key
 from parley.graph.usage_types import ModelUsage
@@ -43,7 +44,7 @@ RUNS_READ = (
 
 
 def when(seconds: float | None) -> datetime | None:
-    return datetime.fromtimestamp(seconds, UTC) if seconds else None
+    return moment(seconds) if seconds else None
 
 
 def an_id(value: str) -> strawberry.ID:
@@ -55,16 +56,18 @@ def optional_id(value: str | None) -> strawberry.ID | None:
 
 
 @strawberry.type(description="One status change of an episode.")
+@shows(models.StatusChange, held_as="change")
 class StatusChange:
-    status: EpisodeStatus = strawberry.field(description="The status entered.")
-    at: datetime = strawberry.field(description="When.")
-    sequence: int = strawberry.field(description="The episode's event sequence number.")
-    attempt: int = strawberry.field(description="Which run of the episode (1 = first).")
-    reason: str | None = strawberry.field(
-        description="Why: for FAILED, CANCELLED, and a RUNNING that begins a new attempt."
-    )
-    resumed_from_turn: int | None = strawberry.field(
-        description="On the RUNNING of a resumed attempt: how many turns it kept from before."
+    change: strawberry.Private[models.StatusChange]
+
+    status = stored("The status entered.")
+    at = stored("When.", moment)
+    sequence = stored("The episode's event sequence number.")
+    attempt = stored("Which run of the episode (1 = first).")
+    reason = stored("Why: for FAILED, CANCELLED, and a RUNNING that begins a new attempt.")
+    resumed_from_turn = stored(
+        "On the RUNNING of a resumed attempt: how many turns it kept from before.",
+        source="resumed_from",
     )
 
 
@@ -75,11 +78,7 @@ class Turn:
 
     turn = stored("Turn number, from 0.")
     agent_index = stored("Seat of the agent that acted (index into agents).")
-
-    @strawberry.field(description="Display name of the agent that acted.")
-    def speaker(self) -> str:
-        return self.record.agent_name
-
+    speaker = stored("Display name of the agent that acted.", source="agent_name")
     action_type = stored("What kind of action.")
     argument = stored("What was said or done.")
     to = stored("Private recipients by name; empty when everyone saw it.")
@@ -157,6 +156,19 @@ class JudgeRun:
     estimated_tokens = stored("How many of its tokens are estimates (no count from the provider).")
 
 
+def _panel_judges(root: Any) -> list[Judge]:
+    return [Judge(record=judge) for judge in root.record.panel().judges]
+
+
+def panel_judges(metadata: dict[str, Any] | None = None) -> Any:
+    """The `judges` field of a type whose `record` names a judge panel (`panel()`)."""
+    return strawberry.field(
+        resolver=_panel_judges,
+        description="The judges: the judge model alone, or a panel.",
+        metadata=metadata,
+    )
+
+
 def judge_runs(runs: list[StoredRun], agents: list[str]) -> list[JudgeRun]:
     return [JudgeRun(record=run, agents=agents) for run in runs]
 
@@ -167,15 +179,10 @@ class Evaluation:
     record: strawberry.Private[models.Evaluation]
     agents: strawberry.Private[list[str]]
 
-    @strawberry.field(description="The re-judging's id (shared by the episodes it judged).")
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(self.record.id)
+    id = stored("The re-judging's id (shared by the episodes it judged).", an_id)
 
     judge_model = stored("The judge model; for a panel of more than one run, its label.")
-
-    @strawberry.field(description="The judges: the judge model alone, or a panel.")
-    def judges(self) -> list[Judge]:
-        return [Judge(record=judge) for judge in self.record.panel().judges]
+    judges = panel_judges()
 
     judge_aggregate = stored("How the judge runs' scores make `rewards`.")
 
@@ -234,17 +241,7 @@ class Episode:
         description="Every status change, oldest first.", metadata=reading("status_history")
     )
     def status_history(self) -> list[StatusChange]:
-        return [
-            StatusChange(
-                status=c.status,
-                at=datetime.fromtimestamp(c.at, UTC),
-                sequence=c.sequence,
-                attempt=c.attempt,
-                reason=c.reason,
-                resumed_from_turn=c.resumed_from,
-            )
-            for c in self.record.status_history
-        ]
+        return [StatusChange(change=c) for c in self.record.status_history]
 
     attempt = stored("Which run this is: 0 while queued, then 1, 2 after a restart.")
     sequence = stored("The last event sequence number of this episode.")
@@ -322,12 +319,7 @@ class Episode:
         models = self.record.models or []
         return models[0] if models else None
 
-    @strawberry.field(
-        description="The judges: the judge model alone, or a panel.",
-        metadata=reading("models", "judges", "judge_aggregate"),
-    )
-    def judges(self) -> list[Judge]:
-        return [Judge(record=judge) for judge in self.record.panel().judges]
+    judges = panel_judges(reading("models", "judges", "judge_aggregate"))
 
     judge_aggregate = stored("How the judge runs' scores make `rewards`.")
 
@@ -510,19 +502,13 @@ class EpisodeEvent:
             self.seat_view = asyncio.ensure_future(_seat_view(self.event.episode_id, self.seat))
         return await self.seat_view
 
-    @strawberry.field(description="SNAPSHOT first, then STATUS and TURN (see EpisodeEventKind).")
-    def kind(self) -> EventKind:
-        return self.event.type
+    kind = stored("SNAPSHOT first, then STATUS and TURN (see EpisodeEventKind).", source="type")
 
-    @strawberry.field(description="The episode.")
-    def episode_id(self) -> strawberry.ID:
-        return strawberry.ID(self.event.episode_id)
+    episode_id = stored("The episode.", an_id)
 
     sequence = stored("Per-episode sequence number; higher is later.")
 
-    @strawberry.field(description="When it happened.")
-    def occurred_at(self) -> datetime:
-        return datetime.fromtimestamp(self.event.at, UTC)
+    occurred_at = stored("When it happened.", moment, source="at")
 
     @strawberry.field(description="Status after the event.")
     def status(self) -> EpisodeStatus:
@@ -532,11 +518,10 @@ class EpisodeEvent:
     attempt = stored("Run number.")
     reason = stored("Why: for FAILED, CANCELLED, a new attempt, CURSOR_EXPIRED.")
 
-    @strawberry.field(
-        description="On the RUNNING of a resumed attempt: how many turns it kept from before."
+    resumed_from_turn = stored(
+        "On the RUNNING of a resumed attempt: how many turns it kept from before.",
+        source="resumed_from",
     )
-    def resumed_from_turn(self) -> int | None:
-        return self.event.resumed_from
 
     @strawberry.field(description="The turn, for TURN events.")
     def turn(self) -> Turn | None:
@@ -603,11 +588,9 @@ class Model:
         return self.record.provider
 
     base_url = stored("Endpoint base URL; null for the embedded model until started.")
-
-    @strawberry.field(description="Whether the endpoint takes JSON-schema constrained output.")
-    def supports_json_schema(self) -> bool:
-        return self.record.json_schema
-
+    supports_json_schema = stored(
+        "Whether the endpoint takes JSON-schema constrained output.", source="json_schema"
+    )
     max_concurrency = stored("Requests sent to it at once, at most.")
     available = stored("Whether it can be used now.")
     reason = stored("Why it cannot be used, when it cannot.")

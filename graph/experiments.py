@@ -9,10 +9,10 @@ from typing import Annotated, Any
 
 import strawberry
 
-from parley.graph.connection import AFTER, FIRST, Connection, list_field, to_connection
+from parley.graph.connection import AFTER, FIRST, Connection, list_field, one_field, to_connection
 from parley.graph.context import Info
 from parley.graph.enums import Aggregate, EpisodeStatus, SortOrder, TurnOrder
-from parley.graph.episode_types import Episode, when
+from parley.graph.episode_types import Episode, an_id, when
 from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.inputs import AGGREGATE, JUDGES, JudgeInput
@@ -155,9 +155,7 @@ class ExperimentProgress:
     def cancelled(self) -> int:
         return self.progress.counts.get(models.EpisodeStatus.CANCELLED, 0)
 
-    @strawberry.field(description="Slots not yet ended: pending, or an episode not yet at its end.")
-    def unfinished(self) -> int:
-        return self.progress.unfinished
+    unfinished = stored("Slots not yet ended: pending, or an episode not yet at its end.")
 
     @strawberry.field(
         description="Episodes completed per minute since the latest start; failed and cancelled "
@@ -174,13 +172,8 @@ class ExperimentProgress:
         left = self.progress.seconds_left
         return None if left is None else round(left, 1)
 
-    @strawberry.field(description="Every slot's episode has ended.")
-    def finished(self) -> bool:
-        return self.progress.finished
-
-    @strawberry.field(description="Every slot's episode completed.")
-    def all_completed(self) -> bool:
-        return self.progress.all_completed
+    finished = stored("Every slot's episode has ended.")
+    all_completed = stored("Every slot's episode completed.")
 
 
 @strawberry.type(description="How many episodes have one status.")
@@ -196,9 +189,7 @@ class ExperimentSlot:
     slot: strawberry.Private[models.ExperimentSlot]
     record: strawberry.Private[models.EpisodeLog | None]
 
-    @strawberry.field(description="The scenario.")
-    def scenario_id(self) -> strawberry.ID:
-        return strawberry.ID(self.slot.scenario_id)
+    scenario_id = stored("The scenario.", an_id)
 
     @strawberry.field(description="The agents in seat order.")
     def agent_ids(self) -> list[strawberry.ID]:
@@ -276,15 +267,11 @@ class ExperimentRunPayload:
     user_errors: list[UserError] = strawberry.field(description="Why nothing (more) was done.")
 
 
-def wrap(record: models.Experiment | None) -> Experiment | None:
-    return wrapped(Experiment, record)
-
-
 @strawberry.type
 class ExperimentQuery:
-    @strawberry.field(description="One experiment by id; null if there is none.")
-    async def experiment(self, info: Info, id: strawberry.ID) -> Experiment | None:
-        return wrap(await service.get_experiment(info.context.services, id))
+    experiment = one_field(
+        Experiment, lambda info, pk: service.get_experiment(info.context.services, pk), "experiment"
+    )
 
     experiments = list_field(
         Experiment,
@@ -305,7 +292,9 @@ class ExperimentMutation:
         self, info: Info, input: CreateExperimentInput
     ) -> ExperimentPayload:
         record, errors = await service.create_experiment(info.context.services, plain(input))
-        return ExperimentPayload(experiment=wrap(record), user_errors=user_errors(errors))
+        return ExperimentPayload(
+            experiment=wrapped(Experiment, record), user_errors=user_errors(errors)
+        )
 
     @strawberry.mutation(
         description="Queue an episode for each slot with none, or with a failed or cancelled "
@@ -314,14 +303,14 @@ class ExperimentMutation:
     async def start_experiment(self, info: Info, input: ExperimentIdInput) -> ExperimentRunPayload:
         record, queued, errors = await service.start_experiment(info.context.services, input.id)
         return ExperimentRunPayload(
-            experiment=wrap(record), changed=queued, user_errors=user_errors(errors)
+            experiment=wrapped(Experiment, record), changed=queued, user_errors=user_errors(errors)
         )
 
     @strawberry.mutation(description="Cancel the experiment's queued and running episodes.")
     async def cancel_experiment(self, info: Info, input: ExperimentIdInput) -> ExperimentRunPayload:
         record, done, errors = await service.cancel_experiment(info.context.services, input.id)
         return ExperimentRunPayload(
-            experiment=wrap(record), changed=done, user_errors=user_errors(errors)
+            experiment=wrapped(Experiment, record), changed=done, user_errors=user_errors(errors)
         )
 
 

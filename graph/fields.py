@@ -7,8 +7,9 @@ descriptions come from the record's declaration; apply these under `@strawberry.
 `@strawberry.input`.
 
 `shows` does it for a record clients only read (an episode): each `stored(description)` in the
-class body becomes a field reading the record's field of that name, typed as the record declares
-it, in its place in the class. Every derived field says what it reads (graph/projection.py).
+class body becomes a field reading the record's field of that name (or of the name `source`
+gives), typed as the record declares it, in its place in the class. Every derived field says what
+it reads (graph/projection.py).
 """
 
 import dataclasses
@@ -40,11 +41,16 @@ class Stored:
     description: str
     convert: Callable[[Any], Any] | None = None
     """Turns the stored value into the GraphQL one, whose type is its return annotation."""
+    source: str | None = None
+    """The record's field it reads, when its name is not the GraphQL field's."""
 
 
-def stored(description: str, convert: Callable[[Any], Any] | None = None) -> Any:
-    """Declares, in a `shows` class body, the field reading the record's field of this name."""
-    return Stored(description, convert)
+def stored(
+    description: str, convert: Callable[[Any], Any] | None = None, *, source: str | None = None
+) -> Any:
+    """Declares, in a `shows` class body, the field reading the record's field of this name
+    (or `source`)."""
+    return Stored(description, convert, source)
 
 
 def shows(record: type[Any], held_as: str = "record") -> Decorator:
@@ -62,7 +68,9 @@ def shows(record: type[Any], held_as: str = "record") -> Decorator:
 
 
 def _annotation(record: type[Any], name: str) -> Any:
-    """How `record` (a pydantic model or a dataclass) declares its field `name`."""
+    """How `record` (a pydantic model or a dataclass) declares its field or property `name`."""
+    if isinstance(found := getattr(record, name, None), property):
+        return get_type_hints(found.fget)["return"]
     if issubclass(record, BaseModel):
         field = record.model_fields.get(name)
         if field is not None:
@@ -73,7 +81,8 @@ def _annotation(record: type[Any], name: str) -> Any:
 
 
 def _stored(record: type[Any], name: str, declared: Stored, held_as: str) -> Any:
-    annotation = _annotation(record, name)
+    source = declared.source or name
+    annotation = _annotation(record, source)
     convert = declared.convert
     if convert is None:
         returns = _AS_GRAPHQL.get(annotation, annotation)
@@ -81,12 +90,14 @@ def _stored(record: type[Any], name: str, declared: Stored, held_as: str) -> Any
         returns = get_type_hints(convert)["return"]
 
     def read(self: Any) -> Any:
-        value = getattr(getattr(self, held_as), name)
+        value = getattr(getattr(self, held_as), source)
         return value if convert is None else convert(value)
 
     read.__name__ = name
     read.__annotations__ = {"return": returns}
-    return strawberry.field(resolver=read, description=declared.description, metadata=reading(name))
+    return strawberry.field(
+        resolver=read, description=declared.description, metadata=reading(source)
+    )
 
 
 def reads(exposed: Exposed) -> Decorator:
@@ -152,6 +163,16 @@ def copied[T](cls: type[T], source: object) -> T:
     """A `cls` whose every field is `source`'s attribute of the same name."""
     names = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
     return cls(**{name: getattr(source, name) for name in names})
+
+
+def copies[T](cls: type[T]) -> Callable[[list[Any]], list[T]]:
+    """A `stored` converter: each item of a list `copied` into a `cls`."""
+
+    def convert(items: list[Any]) -> list[T]:
+        return [copied(cls, item) for item in items]
+
+    convert.__annotations__ = {"items": list[Any], "return": list[cls]}  # type: ignore[valid-type]
+    return convert
 
 
 def _with_fields(cls: type[Any], annotations: dict[str, Any], fields: dict[str, Any]) -> type[Any]:

@@ -38,6 +38,15 @@ def fields_of(data: object) -> dict[str, Any]:
     return provided(data, {"id": "pk"})
 
 
+@strawberry.input
+class NewRecordInput:
+    """The key of a record a create mutation stores; each create input adds the record's fields."""
+
+    id: strawberry.ID | None = strawberry.field(
+        default=None, description="Primary key to use; a new ULID when omitted."
+    )
+
+
 @strawberry.input(description="Narrows an agent list; every given condition must hold.")
 class AgentFilter:
     tag: str | None = strawberry.field(default=None, description="Tag (letter case ignored).")
@@ -89,10 +98,8 @@ class RelationshipFilter:
 
 @strawberry.input(description="A new agent. Names are required; the rest defaults to empty.")
 @creates(AGENT)
-class CreateAgentInput:
-    id: strawberry.ID | None = strawberry.field(
-        default=None, description="Primary key to use; a new ULID when omitted."
-    )
+class CreateAgentInput(NewRecordInput):
+    pass
 
 
 @strawberry.input(description="Changes to an agent; omitted fields stay as they are.")
@@ -111,10 +118,8 @@ class DeleteAgentInput:
 
 @strawberry.input(description="A new scenario: the situation and one goal per seat.")
 @creates(SCENARIO)
-class CreateScenarioInput:
-    id: strawberry.ID | None = strawberry.field(
-        default=None, description="Primary key to use; a new ULID when omitted."
-    )
+class CreateScenarioInput(NewRecordInput):
+    pass
 
 
 @strawberry.input(description="Changes to a scenario; omitted fields stay as they are.")
@@ -130,10 +135,7 @@ class DeleteInput:
 
 @strawberry.input(description="A relationship between two existing, different agents.")
 @creates(RELATIONSHIP)
-class CreateRelationshipInput:
-    id: strawberry.ID | None = strawberry.field(
-        default=None, description="Primary key to use; a new ULID when omitted."
-    )
+class CreateRelationshipInput(NewRecordInput):
     agent_id: strawberry.ID = strawberry.field(description="First agent.")
     other_agent_id: strawberry.ID = strawberry.field(description="Second agent.")
 
@@ -153,10 +155,7 @@ class EvaluationDimensionInput:
 
 
 @strawberry.input(description="A named list of evaluation dimensions.")
-class CreateEvaluationDimensionListInput:
-    id: strawberry.ID | None = strawberry.field(
-        default=None, description="Primary key to use; a new ULID when omitted."
-    )
+class CreateEvaluationDimensionListInput(NewRecordInput):
     name: str = strawberry.field(description="Unique name.")
     dimensions: list[EvaluationDimensionInput] = strawberry.field(
         description="The dimensions, at least one, names unique."

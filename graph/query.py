@@ -4,7 +4,7 @@ from typing import Any
 
 import strawberry
 
-from parley.graph.connection import list_field
+from parley.graph.connection import list_field, one_field
 from parley.graph.context import Info
 from parley.graph.drafts import DraftQuery
 from parley.graph.episode_types import EPISODE_READS, Episode, ListedEpisode, Model
@@ -55,26 +55,19 @@ class Query(
     StudyQuery,
     EvaluationAgreementQuery,
 ):
-    @strawberry.field(description="One agent by id; null if there is none.")
-    async def agent(self, id: strawberry.ID) -> Agent | None:
-        record = await agents.get_agent(id)
-        return wrapped(Agent, record)
+    agent = one_field(Agent, lambda _, pk: agents.get_agent(pk), "agent")
 
     agents = list_field(Agent, ListedAgent, AgentFilter, list_agents, reads=AGENT_READS)
 
-    @strawberry.field(description="One scenario by id; null if there is none.")
-    async def scenario(self, id: strawberry.ID) -> Scenario | None:
-        record = await scenarios.get_scenario(id)
-        return wrapped(Scenario, record)
+    scenario = one_field(Scenario, lambda _, pk: scenarios.get_scenario(pk), "scenario")
 
     scenarios = list_field(
         Scenario, ListedScenario, ScenarioFilter, list_scenarios, reads=SCENARIO_READS
     )
 
-    @strawberry.field(description="One relationship by id; null if there is none.")
-    async def relationship(self, id: strawberry.ID) -> Relationship | None:
-        record = await relationships.get_relationship(id)
-        return wrapped(Relationship, record)
+    relationship = one_field(
+        Relationship, lambda _, pk: relationships.get_relationship(pk), "relationship"
+    )
 
     relationships = list_field(
         Relationship,
@@ -92,10 +85,7 @@ class Query(
         record = await relationships.relationship_between(agent_id, other_agent_id)
         return wrapped(Relationship, record)
 
-    @strawberry.field(description="One episode by id; null if there is none.")
-    async def episode(self, id: strawberry.ID) -> Episode | None:
-        record = await episodes.get_episode(id)
-        return wrapped(Episode, record)
+    episode = one_field(Episode, lambda _, pk: episodes.get_episode(pk), "episode")
 
     episodes = list_field(
         Episode, ListedEpisode, EpisodeFilter, find_episodes, reads=EPISODE_READS, newest_first=True

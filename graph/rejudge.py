@@ -2,9 +2,10 @@
 
 import strawberry
 
+from parley.graph.connection import one_field
 from parley.graph.context import Info
 from parley.graph.enums import Aggregate
-from parley.graph.episode_types import Judge, optional_id, when
+from parley.graph.episode_types import an_id, optional_id, panel_judges, when
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.inputs import AGGREGATE, JUDGES, JudgeInput, provided
 from parley.graph.payloads import user_errors
@@ -54,15 +55,10 @@ class RejudgingProgress:
 class Rejudging:
     record: strawberry.Private[rejudge.Rejudging]
 
-    @strawberry.field(description="The id; also the id of each evaluation it makes.")
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(self.record.id)
+    id = stored("The id; also the id of each evaluation it makes.", an_id)
 
     judge_model = stored("The judge model; for a panel of more than one run, its label.")
-
-    @strawberry.field(description="The judges: the judge model alone, or a panel.")
-    def judges(self) -> list[Judge]:
-        return [Judge(record=judge) for judge in self.record.panel().judges]
+    judges = panel_judges()
 
     judge_aggregate = stored("How the judge runs' scores make each evaluation's rewards.")
 
@@ -113,7 +109,9 @@ class RejudgeMutation:
 
 @strawberry.type
 class RejudgeQuery:
-    @strawberry.field(description="One re-judging by id, with its progress; null if none.")
-    async def rejudging(self, info: Info, id: strawberry.ID) -> Rejudging | None:
-        record = await rejudge.get_rejudging(info.context.services.client, id)
-        return wrapped(Rejudging, record)
+    rejudging = one_field(
+        Rejudging,
+        lambda info, pk: rejudge.get_rejudging(info.context.services.client, pk),
+        "re-judging",
+        description="One re-judging by id, with its progress; null if none.",
+    )

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import strawberry
 
 from parley.graph.context import Info
-from parley.graph.fields import copied
+from parley.graph.fields import copied, shows, stored
 from parley.resolvers import rejudging
 from parley.resolvers.results import Group, GroupBy, Results, ResultsFilter
 from parley.resolvers.statistics import Interval, Paired, Summary
@@ -110,14 +110,16 @@ class DimensionResult:
         )
 
 
-def _text(group: Group, key: GroupBy) -> str | None:
-    value = group.key.get(key)
-    return None if value is None else str(value)
+def _key(key: GroupBy, description: str, returns: Any = str) -> Any:
+    """The field of a group's `key` value, as `returns` (text, or an id); null when not grouped
+    by it."""
 
+    def read(root: Any) -> Any:
+        value = root.group.key.get(key)
+        return None if value is None else returns(str(value))
 
-def _id(group: Group, key: GroupBy) -> strawberry.ID | None:
-    value = _text(group, key)
-    return None if value is None else strawberry.ID(value)
+    read.__annotations__ = {"root": Any, "return": returns | None}
+    return strawberry.field(resolver=read, description=description)
 
 
 @strawberry.type(
@@ -126,72 +128,38 @@ def _id(group: Group, key: GroupBy) -> strawberry.ID | None:
         "the others. Counts are of episode seats, like the scores."
     )
 )
+@shows(Group, held_as="group")
 class ResultGroup:
     group: strawberry.Private[Group]
 
-    @strawberry.field(description="The seat's model.")
-    def model(self) -> str | None:
-        return _text(self.group, GroupBy.MODEL)
-
-    @strawberry.field(description="The other seat's model.")
-    def partner_model(self) -> str | None:
-        return _text(self.group, GroupBy.PARTNER_MODEL)
+    model = _key(GroupBy.MODEL, "The seat's model.")
+    partner_model = _key(GroupBy.PARTNER_MODEL, "The other seat's model.")
 
     @strawberry.field(description="The seat, 0 or 1.")
     def seat(self) -> int | None:
         value = self.group.key.get(GroupBy.SEAT)
         return value if isinstance(value, int) else None
 
-    @strawberry.field(description="The scenario.")
-    def scenario_id(self) -> strawberry.ID | None:
-        return _id(self.group, GroupBy.SCENARIO)
+    scenario_id = _key(GroupBy.SCENARIO, "The scenario.", strawberry.ID)
+    agent_id = _key(GroupBy.AGENT, "The seat's agent.", strawberry.ID)
+    tag = _key(GroupBy.TAG, "The episodes' tag.")
+    experiment_id = _key(GroupBy.EXPERIMENT, "The experiment.", strawberry.ID)
+    judge_model = _key(GroupBy.JUDGE_MODEL, "The judge.")
 
-    @strawberry.field(description="The seat's agent.")
-    def agent_id(self) -> strawberry.ID | None:
-        return _id(self.group, GroupBy.AGENT)
-
-    @strawberry.field(description="The episodes' tag.")
-    def tag(self) -> str | None:
-        return _text(self.group, GroupBy.TAG)
-
-    @strawberry.field(description="The experiment.")
-    def experiment_id(self) -> strawberry.ID | None:
-        return _id(self.group, GroupBy.EXPERIMENT)
-
-    @strawberry.field(description="The judge.")
-    def judge_model(self) -> str | None:
-        return _text(self.group, GroupBy.JUDGE_MODEL)
-
-    @strawberry.field(
-        description="Seat scores in the means: one per seat in the group, so an episode with "
-        "both seats in it (a model against itself) gives two."
+    scored = stored(
+        "Seat scores in the means: one per seat in the group, so an episode with both seats in "
+        "it (a model against itself) gives two."
     )
-    def scored(self) -> int:
-        return self.group.scored
-
-    @strawberry.field(
-        description="FAILED episodes (or failed re-judgements) with a seat in the group, each "
-        "counted once: not in the means."
+    failed = stored(
+        "FAILED episodes (or failed re-judgements) with a seat in the group, each counted once: "
+        "not in the means."
     )
-    def failed(self) -> int:
-        return self.group.failed
-
-    @strawberry.field(description="CANCELLED episodes, each counted once: not in the means.")
-    def cancelled(self) -> int:
-        return self.group.cancelled
-
-    @strawberry.field(
-        description="Episodes (or re-judgements) not finished yet, each counted once."
+    cancelled = stored("CANCELLED episodes, each counted once: not in the means.")
+    unfinished = stored("Episodes (or re-judgements) not finished yet, each counted once.")
+    unscored = stored(
+        "Finished episodes whose judge gave no scores for their seats in the group (Sotopia's "
+        "0.0 reward), each counted once."
     )
-    def unfinished(self) -> int:
-        return self.group.unfinished
-
-    @strawberry.field(
-        description="Finished episodes whose judge gave no scores for their seats in the group "
-        "(Sotopia's 0.0 reward), each counted once."
-    )
-    def unscored(self) -> int:
-        return self.group.unscored
 
     @strawberry.field(description="Per dimension, `overall` first.")
     def dimensions(self) -> list[DimensionResult]:

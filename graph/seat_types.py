@@ -6,12 +6,13 @@ from datetime import UTC, datetime
 import strawberry
 
 from parley.graph.enums import ActionType, RelationshipType
-from parley.graph.fields import copied, shows, stored
+from parley.graph.fields import copies, shows, stored
 from parley.resolvers import perspective
 from parley.storage import models
 
 
-def _at(seconds: float) -> datetime:
+def moment(seconds: float) -> datetime:
+    """A stored time (seconds since the epoch) as GraphQL's DateTime."""
     return datetime.fromtimestamp(seconds, UTC)
 
 
@@ -58,7 +59,7 @@ class Waiting:
 
     @classmethod
     def of(cls, waiting: models.Waiting) -> "Waiting":
-        return cls(turn=waiting.turn, seats=waiting.seats, deadline=_at(waiting.deadline))
+        return cls(turn=waiting.turn, seats=waiting.seats, deadline=moment(waiting.deadline))
 
 
 @strawberry.type(description="A human seat of an episode.")
@@ -84,7 +85,7 @@ class EnvironmentMessage:
             turn=injection.turn,
             text=injection.text,
             to=list(injection.to),
-            at=_at(injection.at),
+            at=moment(injection.at),
         )
 
 
@@ -96,7 +97,7 @@ class YourTurn:
 
     @classmethod
     def of(cls, turn: perspective.YourTurn) -> "YourTurn":
-        return cls(turn=turn.turn, deadline=_at(turn.deadline), action_types=turn.action_types)
+        return cls(turn=turn.turn, deadline=moment(turn.deadline), action_types=turn.action_types)
 
 
 @strawberry.type(description="A partner as this agent knows them.")
@@ -126,11 +127,7 @@ class Perspective:
     view: strawberry.Private[perspective.View]
 
     seat = stored("The agent's seat.")
-
-    @strawberry.field(description="The agent's name.")
-    def agent_name(self) -> str:
-        return self.view.name
-
+    agent_name = stored("The agent's name.", source="name")
     profile = stored("Its own profile as it was told it, its secret included.")
     secret = stored("Its own secret.")
     goal = stored(
@@ -139,16 +136,12 @@ class Perspective:
     )
     background = stored("The whole background it was given.")
 
-    @strawberry.field(description="Its partners, as their relationships show them.")
-    def partners(self) -> list[PerspectivePartner]:
-        return [copied(PerspectivePartner, p) for p in self.view.partners]
-
-    @strawberry.field(
-        description="What it saw, in order: public turns, its private ones, and "
-        "the environment's messages to it."
+    partners = stored("Its partners, as their relationships show them.", copies(PerspectivePartner))
+    seen = stored(
+        "What it saw, in order: public turns, its private ones, and the environment's messages "
+        "to it.",
+        copies(SeenItem),
     )
-    def seen(self) -> list[SeenItem]:
-        return [copied(SeenItem, s) for s in self.view.seen]
 
     @strawberry.field(
         description="The judge's scores of this agent, once COMPLETED (only its own: the "

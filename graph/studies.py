@@ -8,7 +8,7 @@ from typing import Any
 import strawberry
 
 from parley.engine.types import DimensionSpec
-from parley.graph.connection import list_field
+from parley.graph.connection import list_field, one_field
 from parley.graph.context import Info
 from parley.graph.episode_types import an_id, optional_id, when
 from parley.graph.experiments import plain
@@ -74,17 +74,21 @@ class CreateRatingStudyInput:
     )
 
 
-@strawberry.input(description="One score of a rating.")
-class RatingScoreInput:
+@strawberry.type
+class AgentDimension:
+    """What a score of a rating is of: each of the score types below adds the score."""
+
     agent: int = strawberry.field(description="The agent (0-based).")
     dimension: str = strawberry.field(description="The dimension.")
+
+
+@strawberry.input(description="One score of a rating.")
+class RatingScoreInput(AgentDimension):
     score: int = strawberry.field(description="Within the dimension's range.")
 
 
 @strawberry.input(description="One score of a rating being typed; empty while not chosen.")
-class DraftScoreInput:
-    agent: int = strawberry.field(description="The agent (0-based).")
-    dimension: str = strawberry.field(description="The dimension.")
+class DraftScoreInput(AgentDimension):
     score: int | None = strawberry.field(default=None, description="Within its range, or null.")
 
 
@@ -155,9 +159,7 @@ class RaterLink:
 
 
 @strawberry.type(description="A score of a rating.")
-class GivenScore:
-    agent: int = strawberry.field(description="The agent (0-based).")
-    dimension: str = strawberry.field(description="The dimension.")
+class GivenScore(AgentDimension):
     score: int | None = strawberry.field(description="The score; null in a draft not chosen yet.")
 
 
@@ -321,9 +323,7 @@ class GoldCheck:
 
 
 @strawberry.type(description="A saved score, as stored in the rating's rewards.")
-class RatingScore:
-    agent: int = strawberry.field(description="The agent (0-based).")
-    dimension: str = strawberry.field(description="The dimension.")
+class RatingScore(AgentDimension):
     score: float = strawberry.field(description="The score.")
 
 
@@ -478,15 +478,11 @@ class SaveRatingDraftPayload:
     user_errors: list[UserError] = strawberry.field(description="Why it was not.")
 
 
-def wrap(record: models.RatingStudy | None) -> RatingStudy | None:
-    return wrapped(RatingStudy, record)
-
-
 @strawberry.type
 class StudyQuery:
-    @strawberry.field(description="One rating study by id; null if there is none.")
-    async def rating_study(self, info: Info, id: strawberry.ID) -> RatingStudy | None:
-        return wrap(await info.context.services.studies.get(str(id)))
+    rating_study = one_field(
+        RatingStudy, lambda info, pk: info.context.services.studies.get(pk), "rating study"
+    )
 
     rating_studies = list_field(
         RatingStudy,
@@ -531,7 +527,7 @@ class StudyMutation:
             for n, (r, token) in enumerate(zip(study.raters if study else [], tokens, strict=True))
         ]
         return CreateRatingStudyPayload(
-            study=wrap(study), rater_links=links, user_errors=user_errors(errors)
+            study=wrapped(RatingStudy, study), rater_links=links, user_errors=user_errors(errors)
         )
 
     @strawberry.mutation(
@@ -571,4 +567,6 @@ class StudyMutation:
     )
     async def close_rating_study(self, info: Info, input: RatingStudyIdInput) -> RatingStudyPayload:
         study, errors = await info.context.services.studies.close(str(input.id))
-        return RatingStudyPayload(study=wrap(study), user_errors=user_errors(errors))
+        return RatingStudyPayload(
+            study=wrapped(RatingStudy, study), user_errors=user_errors(errors)
+        )

@@ -10,6 +10,11 @@ from parley.storage import models
 BIG = "A Float: sums over many episodes can pass GraphQL's 32-bit Int."
 
 
+def big(count: int) -> float:
+    """A sum as a Float (see BIG)."""
+    return float(count)
+
+
 @strawberry.type(
     description="Tokens one model spent on an episode (its agents' turns and the judge), "
     "summed over every answered call, re-asks included."
@@ -41,31 +46,13 @@ class UsageFilter:
 
 
 @strawberry.type(description="Tokens and cost summed over episodes, computed in Redis.")
+@shows(usage.UsageTotals, held_as="totals")
 class UsageTotals:
     totals: strawberry.Private[usage.UsageTotals]
 
-    @strawberry.field(description="Episodes matched.")
-    def episodes(self) -> int:
-        return self.totals.episodes
-
-    @strawberry.field(description=f"Prompt tokens of every model. {BIG}")
-    def prompt_tokens(self) -> float:
-        return float(self.totals.prompt_tokens)
-
-    @strawberry.field(description=f"Completion tokens of every model. {BIG}")
-    def completion_tokens(self) -> float:
-        return float(self.totals.completion_tokens)
-
-    @strawberry.field(description=f"How many of the tokens are estimates. {BIG}")
-    def estimated_tokens(self) -> float:
-        return float(self.totals.estimated_tokens)
-
-    @strawberry.field(
-        description="US dollars summed over the priced episodes; null when none is priced."
-    )
-    def cost(self) -> float | None:
-        return self.totals.cost
-
-    @strawberry.field(description="Episodes with a cost (every model they used has prices).")
-    def priced_episodes(self) -> int:
-        return self.totals.priced_episodes
+    episodes = stored("Episodes matched.")
+    prompt_tokens = stored(f"Prompt tokens of every model. {BIG}", big)
+    completion_tokens = stored(f"Completion tokens of every model. {BIG}", big)
+    estimated_tokens = stored(f"How many of the tokens are estimates. {BIG}", big)
+    cost = stored("US dollars summed over the priced episodes; null when none is priced.")
+    priced_episodes = stored("Episodes with a cost (every model they used has prices).")
