@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 
 from bench.support.processes import run
+from parley.client.study import RESULTS
 from parley.engine.types import OVERALL_SCORE, JudgeRun
 from parley.resolvers.study_agreement import PLACES
 from parley.storage.models import EpisodeLog
@@ -28,19 +29,6 @@ pytestmark = [
     pytest.mark.usefixtures("redis_client"),  # binds the records the tests save
     pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning:pingouin"),
 ]
-ESTIMATE = "{ n estimate low high resamples reason }"
-AGREEMENT = f"""
-query($id: ID!) {{
-  ratingStudy(id: $id) {{
-    rubric {{ name rangeLow rangeHigh }}
-    agreement {{
-      dimension
-      humans {{ raters alpha {ESTIMATE} icc1 {ESTIMATE} icck {ESTIMATE} iccDropped }}
-      judgeVsHumans {{ judge pearson {ESTIMATE} spearman {ESTIMATE} }}
-      rankings {{ judge tau {ESTIMATE} models {{ model humanMean judgeMean }} }}
-    }}
-  }}
-}}"""
 VIEW = """
 query($study: ID!, $rater: Int!, $token: String!, $position: Int) {
   raterAssignment(studyId: $study, rater: $rater, raterToken: $token, position: $position) {
@@ -174,7 +162,7 @@ async def test_the_figures_equal_the_references_on_the_same_tables(
     await store_judges(episodes, rubric, judges)
     humans = await rate_everything(gql, study, tokens, rubric)
 
-    found = (await gql.data(AGREEMENT, {"id": study}))["ratingStudy"]["agreement"]
+    found = (await gql.data(RESULTS, {"id": study}))["ratingStudy"]["agreement"]
     dimensions = [d["name"] for d in rubric] + [OVERALL_SCORE]
     assert [f["dimension"] for f in found] == dimensions
     units = [(e, a) for e in range(EPISODES) for a in range(AGENTS)]
@@ -240,7 +228,7 @@ async def test_the_figures_equal_the_references_on_the_same_tables(
             )
             assert close(ranked["tau"]["estimate"], float(tau.statistic))
 
-    again = (await gql.data(AGREEMENT, {"id": study}))["ratingStudy"]["agreement"]
+    again = (await gql.data(RESULTS, {"id": study}))["ratingStudy"]["agreement"]
     assert again == found  # the bootstrap is seeded by the study
 
     env = dict(os.environ)
@@ -271,7 +259,7 @@ async def test_a_study_without_ratings_says_why_each_figure_is_missing(
         )
     )["createRatingStudy"]
     study = payload["study"]["id"]
-    found = (await gql.data(AGREEMENT, {"id": study}))["ratingStudy"]["agreement"]
+    found = (await gql.data(RESULTS, {"id": study}))["ratingStudy"]["agreement"]
     overall = found[-1]
     assert overall["dimension"] == OVERALL_SCORE
     assert overall["humans"]["raters"] == 0
