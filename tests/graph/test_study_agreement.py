@@ -10,9 +10,7 @@ import random
 import uuid
 from typing import Any
 
-import krippendorff
 import numpy as np
-import pandas as pd
 import pingouin
 import pytest
 from scipy import stats
@@ -22,6 +20,7 @@ from parley.client.study import RESULTS
 from parley.engine.types import OVERALL_SCORE, JudgeRun
 from parley.resolvers.study_agreement import PLACES
 from parley.storage.models import EpisodeLog
+from tests.support.references import pingouin_icc, reference_alpha
 from tests.support.server import GraphQLClient
 from tests.support.studies import CREATE_STUDY, SAVE, finished_episodes
 
@@ -175,21 +174,14 @@ async def test_the_figures_equal_the_references_on_the_same_tables(
         assert rated["raters"] == RATERS
         assert close(
             rated["alpha"]["estimate"],
-            krippendorff.alpha(reliability_data=table.T, level_of_measurement="interval"),
+            reference_alpha(table),
         ), dimension
         assert rated["alpha"]["n"] == len(units)
         check_interval(rated["alpha"])
 
         complete = table[~np.isnan(table).any(axis=1)]
         assert rated["iccDropped"] == AGENTS  # the agents of the episode rater 2 skipped
-        long = pd.DataFrame(
-            [(unit, rater, value) for (unit, rater), value in np.ndenumerate(table)],
-            columns=["unit", "rater", "score"],
-        )
-        with np.errstate(all="ignore"):  # pingouin divides by zero on degenerate tables
-            reference = pingouin.intraclass_corr(
-                long, targets="unit", raters="rater", ratings="score", nan_policy="omit"
-            ).set_index("Type")
+        reference = pingouin_icc(table)
         for field, kind in (("icc1", "ICC(A,1)"), ("icck", "ICC(A,k)")):
             figure = rated[field]
             assert figure["n"] == len(complete)
