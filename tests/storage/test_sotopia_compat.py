@@ -5,8 +5,8 @@ from typing import Any
 
 from parley.resolvers import sotopia_format
 from tests.support.server import GraphQLClient
+from tests.support.sotopia_records import PROFILES
 
-PROFILES = ":sotopia.database.persistent_profile"
 AGENT_FIELDS = {"pk", *sotopia_format.AGENT_FIELDS, "tag"}
 """A stored agent holds Sotopia's agent fields, its key and Parley's tag."""
 
