@@ -49,6 +49,23 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def comparing_design(seed: int, pairs: int) -> dict[str, Any]:
+    """MODEL and OTHER_MODEL, each against MODEL and judged by it, on the bundled used_van_sale
+    scenario with `pairs` pairs sampled (by `seed`) from the bundled sample agents."""
+    return {
+        "scenarios": {"codename": "used_van_sale"},
+        "agents": {
+            "sample": "UNIFORM",
+            "seed": seed,
+            "pairsPerScenario": pairs,
+            "tag": "parley-sample",
+        },
+        "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
+        "maxTurns": 2,
+        "judgeModel": MODEL,
+    }
+
+
 def sample_agent_box(page: Page, name: str) -> Locator:
     """The start form's checkbox of the sample agent `name`, found by the agent's id: a label
     may name others too (the fake LLM drafts agents with the sample's names)."""
@@ -661,13 +678,7 @@ async def test_an_experiment_shows_live_progress_results_with_intervals_and_its_
 ) -> None:
     fake_llm.delay = 0.05
     tag = unique("experiment")
-    design = {
-        "scenarios": {"codename": "used_van_sale"},
-        "agents": {"sample": "UNIFORM", "seed": 7, "pairsPerScenario": 2, "tag": "parley-sample"},
-        "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
-        "maxTurns": 2,
-        "judgeModel": MODEL,
-    }
+    design = comparing_design(seed=7, pairs=2)
     created = await post(
         service.url,
         CREATE_EXPERIMENT,

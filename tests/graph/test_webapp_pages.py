@@ -26,7 +26,14 @@ from bench.support.simulation import CREATE_DIMENSION_LIST, post, start, start_i
 from parley.resolvers.importer import import_lines
 from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange
 from tests.graph import test_webapp
-from tests.graph.test_webapp import CREATE_EXPERIMENT, MODEL, OTHER_MODEL, Service, unique
+from tests.graph.test_webapp import (
+    CREATE_EXPERIMENT,
+    MODEL,
+    OTHER_MODEL,
+    Service,
+    comparing_design,
+    unique,
+)
 from tests.support.browser import DESKTOP, PHONE, WAIT_MS, AppPage
 from tests.support.games import EXAMPLES, game_lines
 from tests.support.server import CANCEL, serve
@@ -190,13 +197,7 @@ async def world(
     found = await post(service.url, WORLD, {})
     agents = [found["agents"]["nodes"][0]["id"], found["others"]["nodes"][0]["id"]]
     scenario = found["scenarios"]["nodes"][0]["id"]
-    design = {
-        "scenarios": {"codename": "used_van_sale"},
-        "agents": {"sample": "UNIFORM", "seed": 3, "pairsPerScenario": 1, "tag": "parley-sample"},
-        "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
-        "maxTurns": 2,
-        "judgeModel": MODEL,
-    }
+    design = comparing_design(seed=3, pairs=1)
     created = await post(
         service.url, CREATE_EXPERIMENT, {"input": {"name": tag, "tag": tag, "design": design}}
     )
