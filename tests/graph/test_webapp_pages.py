@@ -31,6 +31,7 @@ from tests.graph.test_webapp import (
     MODEL,
     OTHER_MODEL,
     Service,
+    asking_for_a_token,
     comparing_design,
     unique,
 )
@@ -462,12 +463,8 @@ async def test_the_episodes_list_shows_each_agents_overall_score_and_why_one_fai
 async def test_with_tokens_the_first_load_asks_for_one_before_sending_anything(
     browser: Browser, redis_url: str, tmp_path: Path
 ) -> None:
-    async with (
-        serve(redis_url, tmp_path, tokens="alpha") as url,
-        AppPage.open(browser, url) as tab,
-    ):
+    async with asking_for_a_token(browser, redis_url, tmp_path, "alpha") as tab:
         page = tab.page
-        await expect(page.get_by_role("heading", name="A token is needed")).to_be_visible()
         await page.wait_for_load_state("networkidle")
         assert await tab.graphql_posts() == [] and tab.websockets == []
         assert tab.console_errors == [] and tab.failed == []
