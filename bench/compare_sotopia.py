@@ -850,22 +850,25 @@ async def run(args: argparse.Namespace, python: Path, venv: Path) -> Table:
             print("episodes (workers running)", flush=True)
             async with both(python, tmp / "episodes", model, worker=True) as systems:
                 await tokens_and_warmup(systems, fake, table)
-                if "episodes" in only:
-                    label = (
+                runs = {  # section: episodes, repeats, row label, whether CPU is measured
+                    "episodes": (
+                        counts.episodes,
+                        args.repeats,
                         f"{counts.episodes} episodes x {TURNS} turns, LLM 200 ms, "
-                        "one worker process: wall time"
-                    )
-                    await episodes_rows(
-                        systems, counts.episodes, args.repeats, table, label, cpu=True
-                    )
-                if "throughput" in only:
-                    label = (
+                        "one worker process: wall time",
+                        True,
+                    ),
+                    "throughput": (
+                        counts.throughput,
+                        args.throughput_repeats,
                         f"{counts.throughput} episodes, LLM 200 ms, one worker, "
-                        "default settings: wall time"
-                    )
-                    await episodes_rows(
-                        systems, counts.throughput, args.throughput_repeats, table, label, cpu=False
-                    )
+                        "default settings: wall time",
+                        False,
+                    ),
+                }
+                for section, (count, repeats, label, cpu) in runs.items():
+                    if section in only:
+                        await episodes_rows(systems, count, repeats, table, label, cpu=cpu)
             if "tokens" not in only:
                 table.rows.pop(next(iter(table.rows)))
         if "start" in only:

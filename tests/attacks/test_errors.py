@@ -27,7 +27,7 @@ from bench.support.processes import api_process, parley_env
 from bench.support.simulation import CREATE_DIMENSION_LIST
 from parley.resolvers import agents
 from parley.storage.embedded import free_port
-from tests.support.server import GraphQLClient
+from tests.support.server import CREATE_AGENT, CREATE_SCENARIO, GraphQLClient, create_agent
 from tests.support.spare_redis import spare_redis
 
 JSON_LINES = {"content-type": "application/x-ndjson"}
@@ -35,14 +35,6 @@ JSON_LINES = {"content-type": "application/x-ndjson"}
 START = """
 mutation($input: StartSimulationInput!) {
   startSimulation(input: $input) { episode { id status } userErrors { field message code } }
-}"""
-CREATE_AGENT = """
-mutation($input: CreateAgentInput!) {
-  createAgent(input: $input) { agent { id } userErrors { field message code } }
-}"""
-CREATE_SCENARIO = """
-mutation($input: CreateScenarioInput!) {
-  createScenario(input: $input) { scenario { id } userErrors { field message code } }
 }"""
 Refusal = Callable[[redis.Redis], Awaitable[Callable[[], Awaitable[None]]]]
 
@@ -122,11 +114,10 @@ async def test_writes_redis_refuses_are_unavailable_and_write_nothing(
         env = parley_env(url, tmp_path / "data", worker="false")
         with api_process(env, tmp_path / "api.log") as api:
             async with graphql(api.url) as (http, gql):
-                ids = []
-                for name in ("Ada", "Bo"):
-                    agent = {"firstName": name, "lastName": "Full"}
-                    created = await gql.data(CREATE_AGENT, {"input": agent})
-                    ids.append(created["createAgent"]["agent"]["id"])
+                ids = [
+                    (await create_agent(gql, firstName=name, lastName="Full"))["id"]
+                    for name in ("Ada", "Bo")
+                ]
                 scenario = {"scenario": "Two meet.", "agentGoals": ["Greet", "Leave"]}
                 created = await gql.data(CREATE_SCENARIO, {"input": scenario})
                 start = {

@@ -7,12 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.server import GraphQLClient
+from tests.support.server import CREATE_SCENARIO, GraphQLClient
 
-CREATE = """
-mutation($input: CreateScenarioInput!) {
-  createScenario(input: $input) { scenario { id } userErrors { field message code } }
-}"""
 UPDATE = """
 mutation($input: UpdateScenarioInput!) {
   updateScenario(input: $input) { scenario { id } userErrors { field message code } }
@@ -33,7 +29,7 @@ async def test_a_new_scenario_with_a_lone_surrogate_in_its_game_is_refused(
     gql: GraphQLClient, unchanged: Any, metadata: Any
 ) -> None:
     async with unchanged():
-        body = await gql.post(CREATE, {"input": {**SCENARIO, "gameMetadata": metadata}})
+        body = await gql.post(CREATE_SCENARIO, {"input": {**SCENARIO, "gameMetadata": metadata}})
         assert "errors" not in body, body
         payload = body["data"]["createScenario"]
         assert payload["scenario"] is None and refused(payload), payload

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,25 @@ from parley.engine.llm import ChatRequest, ModelRegistry, RetryPolicy
 from parley.engine.stats import GenerationStats
 
 HELLO = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+
+
+@asynccontextmanager
+async def opened(
+    models: Path | None, tmp_path: Path, retry: RetryPolicy
+) -> AsyncIterator[ModelRegistry]:
+    """A model registry, closed after use."""
+    registry = ModelRegistry(models, tmp_path, retry=retry)
+    try:
+        yield registry
+    finally:
+        await registry.aclose()
+
+
+async def complete(
+    registry: ModelRegistry, model: str, count: int, stats: GenerationStats
+) -> list[str]:
+    """`count` calls to `model` at once, their replies."""
+    return await asyncio.gather(*(registry.complete(model, HELLO, stats) for _ in range(count)))
 
 
 async def calls(limit: AdaptiveLimit, count: int, *, overload: bool = False) -> None:
@@ -245,14 +266,10 @@ async def test_over_http_a_busy_endpoint_gets_fewer_calls_and_each_succeeds(
     own_fake_llm.delay = 0.05
     own_fake_llm.limit = RateLimit(in_flight=4)
     retry = RetryPolicy(max_attempts=30, base_delay=0.01, max_delay=0.05)
-    registry = ModelRegistry(None, tmp_path, retry=retry)
     stats = GenerationStats()
-    try:
-        model = own_fake_llm.model_name()
-        replies = await asyncio.gather(*(registry.complete(model, HELLO, stats) for _ in range(40)))
+    async with opened(None, tmp_path, retry) as registry:
+        replies = await complete(registry, own_fake_llm.model_name(), 40, stats)
         limit = registry.limits()[own_fake_llm.base_url]
-    finally:
-        await registry.aclose()
     assert replies == ["OK"] * 40
     assert own_fake_llm.rejected > 0
     assert limit.overloads == own_fake_llm.rejected == stats.rate_limited
@@ -265,13 +282,8 @@ async def test_over_http_retry_after_holds_every_call_to_the_endpoint(
 ) -> None:
     own_fake_llm.limit = RateLimit(per_second=5)
     retry = RetryPolicy(max_attempts=8, base_delay=0.01, max_delay=0.05)
-    registry = ModelRegistry(None, tmp_path, retry=retry)
-    stats = GenerationStats()
-    try:
-        model = own_fake_llm.model_name()
-        replies = await asyncio.gather(*(registry.complete(model, HELLO, stats) for _ in range(10)))
-    finally:
-        await registry.aclose()
+    async with opened(None, tmp_path, retry) as registry:
+        replies = await complete(registry, own_fake_llm.model_name(), 10, GenerationStats())
     # Retrying every 50 ms without waiting for the second to pass would use up 8 attempts.
     assert replies == ["OK"] * 10
     assert 5 <= own_fake_llm.rejected < 20
@@ -291,12 +303,9 @@ async def test_over_http_waiting_for_a_place_does_not_use_up_a_calls_retries(
         json.dumps({"models": [{**entry, "max_concurrency": 1, "min_concurrency": 1}]})
     )
     retry = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, budget_seconds=0.6)
-    registry = ModelRegistry(models, tmp_path, retry=retry)
     stats = GenerationStats()
-    try:
-        replies = await asyncio.gather(*(registry.complete("one", HELLO, stats) for _ in range(6)))
-    finally:
-        await registry.aclose()
+    async with opened(models, tmp_path, retry) as registry:
+        replies = await complete(registry, "one", 6, stats)
     assert replies == ["OK"] * 6
     assert stats.server_errors == 6 and stats.retries == 6 and stats.failures == 0
     assert own_fake_llm.peak_in_flight == 1

@@ -25,6 +25,7 @@ from parley.engine.types import (
     Panel,
 )
 from tests.engine.conftest import FAST_RETRY
+from tests.support.panels import RUNS, script, who_ran
 
 DIMS = [
     DimensionSpec(name="warmth", description="How warm?", range_low=0, range_high=10),
@@ -34,11 +35,7 @@ DIMS = [
 
 def panel_setup(fake: FakeLLM, aggregate: Aggregate = Aggregate.MEAN) -> EpisodeSetup:
     """Judge A (twice) scores 8, judge B 2, judge C fails (HTTP 500 on every try)."""
-    fake.add_rule(
-        Rule(kind="judge", model="judge-a", score=8, times=None),
-        Rule(kind="judge", model="judge-b", score=2, times=None),
-        Rule(kind="judge", model="judge-c", status=500, times=None),
-    )
+    script(fake)
     judges = [
         JudgeSpec(model=fake.model_name("judge-a"), repeats=2),
         JudgeSpec(model=fake.model_name("judge-b")),
@@ -62,12 +59,7 @@ async def test_a_panel_aggregates_the_judges_that_count(
     transcript = await simulate(setup, registry)
     judged = await judge_panel(setup, transcript, registry)
 
-    assert [(r.model.split("@")[0], r.repeat) for r in judged.runs] == [
-        ("custom/judge-a", 0),
-        ("custom/judge-a", 1),
-        ("custom/judge-b", 0),
-        ("custom/judge-c", 0),
-    ]
+    assert who_ran(judged.runs) == RUNS
     a0, a1, b, c = judged.runs
     for run, score in ((a0, 8.0), (a1, 8.0), (b, 2.0)):
         assert run.counted and run.code is None

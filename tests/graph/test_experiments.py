@@ -80,6 +80,13 @@ async def created(gql: GraphQLClient, name: str, tag: str, plan: dict[str, Any])
     return experiment
 
 
+async def made(world: Worlds, gql: GraphQLClient, fake: FakeLLM, name: str) -> dict[str, Any]:
+    """An experiment named and tagged `name`, of the sampled design over a new world of that
+    name, the fake model playing every seat."""
+    scenarios, _ = await world(name)
+    return await created(gql, name, name, design(scenarios, fake.model_name()))
+
+
 async def start(gql: GraphQLClient, pk: str) -> int:
     payload = (await gql.data(START, {"id": pk}))["startExperiment"]
     assert payload["userErrors"] == [], payload
@@ -171,8 +178,7 @@ async def test_relationship_sampling_takes_only_matching_pairs(
 async def test_start_twice_and_concurrently_makes_one_episode_per_slot(
     world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM, redis_client: redis.Redis
 ) -> None:
-    scenarios, _ = await world("twice")
-    experiment = await created(gql, "twice", "twice", design(scenarios, fake_llm.model_name()))
+    experiment = await made(world, gql, fake_llm, "twice")
     pk = experiment["id"]
     try:
         counts = await asyncio.gather(*(start(gql, pk) for _ in range(4)))
@@ -194,8 +200,7 @@ async def test_start_twice_and_concurrently_makes_one_episode_per_slot(
 async def test_cancel_then_start_refills_only_the_cancelled(
     world: Worlds, gql: GraphQLClient, fake_llm: FakeLLM
 ) -> None:
-    scenarios, _ = await world("resume")
-    experiment = await created(gql, "resume", "resume", design(scenarios, fake_llm.model_name()))
+    experiment = await made(world, gql, fake_llm, "resume")
     pk = experiment["id"]
     assert await start(gql, pk) == 8
     first = {str(e.pk) for e in await episodes_of(pk)}
@@ -487,10 +492,7 @@ async def test_an_experiment_whose_episodes_all_failed_gives_no_rate(
 ) -> None:
     """Failed episodes end fast: counted in the rate, 12 that failed within a second read as
     "3111.3 episodes a minute, finished"."""
-    scenarios, _ = await world("all-failed")
-    experiment = await created(
-        gql, "all-failed", "all-failed", design(scenarios, fake_llm.model_name())
-    )
+    experiment = await made(world, gql, fake_llm, "all-failed")
     pk = experiment["id"]
     assert await start(gql, pk) == 8
     for episode in await episodes_of(pk):

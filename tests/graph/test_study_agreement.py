@@ -10,17 +10,17 @@ import random
 import uuid
 from typing import Any
 
-import krippendorff
 import numpy as np
-import pandas as pd
 import pingouin
 import pytest
 from scipy import stats
 
 from bench.support.processes import run
+from parley.client.study import RESULTS
 from parley.engine.types import OVERALL_SCORE, JudgeRun
 from parley.resolvers.study_agreement import PLACES
 from parley.storage.models import EpisodeLog
+from tests.support.references import pingouin_icc, reference_alpha
 from tests.support.server import GraphQLClient
 from tests.support.studies import CREATE_STUDY, SAVE, finished_episodes
 
@@ -28,19 +28,6 @@ pytestmark = [
     pytest.mark.usefixtures("redis_client"),  # binds the records the tests save
     pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning:pingouin"),
 ]
-ESTIMATE = "{ n estimate low high resamples reason }"
-AGREEMENT = f"""
-query($id: ID!) {{
-  ratingStudy(id: $id) {{
-    rubric {{ name rangeLow rangeHigh }}
-    agreement {{
-      dimension
-      humans {{ raters alpha {ESTIMATE} icc1 {ESTIMATE} icck {ESTIMATE} iccDropped }}
-      judgeVsHumans {{ judge pearson {ESTIMATE} spearman {ESTIMATE} }}
-      rankings {{ judge tau {ESTIMATE} models {{ model humanMean judgeMean }} }}
-    }}
-  }}
-}}"""
 VIEW = """
 query($study: ID!, $rater: Int!, $token: String!, $position: Int) {
   raterAssignment(studyId: $study, rater: $rater, raterToken: $token, position: $position) {
@@ -174,7 +161,7 @@ async def test_the_figures_equal_the_references_on_the_same_tables(
     await store_judges(episodes, rubric, judges)
     humans = await rate_everything(gql, study, tokens, rubric)
 
-    found = (await gql.data(AGREEMENT, {"id": study}))["ratingStudy"]["agreement"]
+    found = (await gql.data(RESULTS, {"id": study}))["ratingStudy"]["agreement"]
     dimensions = [d["name"] for d in rubric] + [OVERALL_SCORE]
     assert [f["dimension"] for f in found] == dimensions
     units = [(e, a) for e in range(EPISODES) for a in range(AGENTS)]
@@ -187,21 +174,14 @@ async def test_the_figures_equal_the_references_on_the_same_tables(
         assert rated["raters"] == RATERS
         assert close(
             rated["alpha"]["estimate"],
-            krippendorff.alpha(reliability_data=table.T, level_of_measurement="interval"),
+            reference_alpha(table),
         ), dimension
         assert rated["alpha"]["n"] == len(units)
         check_interval(rated["alpha"])
 
         complete = table[~np.isnan(table).any(axis=1)]
         assert rated["iccDropped"] == AGENTS  # the agents of the episode rater 2 skipped
-        long = pd.DataFrame(
-            [(unit, rater, value) for (unit, rater), value in np.ndenumerate(table)],
-            columns=["unit", "rater", "score"],
-        )
-        with np.errstate(all="ignore"):  # pingouin divides by zero on degenerate tables
-            reference = pingouin.intraclass_corr(
-                long, targets="unit", raters="rater", ratings="score", nan_policy="omit"
-            ).set_index("Type")
+        reference = pingouin_icc(table)
         for field, kind in (("icc1", "ICC(A,1)"), ("icck", "ICC(A,k)")):
             figure = rated[field]
             assert figure["n"] == len(complete)
@@ -240,7 +220,7 @@ async def test_the_figures_equal_the_references_on_the_same_tables(
             )
             assert close(ranked["tau"]["estimate"], float(tau.statistic))
 
-    again = (await gql.data(AGREEMENT, {"id": study}))["ratingStudy"]["agreement"]
+    again = (await gql.data(RESULTS, {"id": study}))["ratingStudy"]["agreement"]
     assert again == found  # the bootstrap is seeded by the study
 
     env = dict(os.environ)
@@ -271,7 +251,7 @@ async def test_a_study_without_ratings_says_why_each_figure_is_missing(
         )
     )["createRatingStudy"]
     study = payload["study"]["id"]
-    found = (await gql.data(AGREEMENT, {"id": study}))["ratingStudy"]["agreement"]
+    found = (await gql.data(RESULTS, {"id": study}))["ratingStudy"]["agreement"]
     overall = found[-1]
     assert overall["dimension"] == OVERALL_SCORE
     assert overall["humans"]["raters"] == 0

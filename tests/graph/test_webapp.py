@@ -8,6 +8,7 @@ import os
 import re
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,36 @@ SPYFALL_VOTES = ["Dex Moreau", "Dex Moreau", "Dex Moreau", "Lena Brooks", "Dex M
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@asynccontextmanager
+async def asking_for_a_token(
+    browser: Browser, redis_url: str, tmp_path: Path, tokens: str
+) -> AsyncIterator[AppPage]:
+    """The app of a server that takes only the API `tokens`, opened: it asks for one."""
+    async with (
+        serve(redis_url, tmp_path, tokens=tokens) as url,
+        AppPage.open(browser, url) as tab,
+    ):
+        await expect(tab.page.get_by_role("heading", name="A token is needed")).to_be_visible()
+        yield tab
+
+
+def comparing_design(seed: int, pairs: int) -> dict[str, Any]:
+    """MODEL and OTHER_MODEL, each against MODEL and judged by it, on the bundled used_van_sale
+    scenario with `pairs` pairs sampled (by `seed`) from the bundled sample agents."""
+    return {
+        "scenarios": {"codename": "used_van_sale"},
+        "agents": {
+            "sample": "UNIFORM",
+            "seed": seed,
+            "pairsPerScenario": pairs,
+            "tag": "parley-sample",
+        },
+        "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
+        "maxTurns": 2,
+        "judgeModel": MODEL,
+    }
 
 
 def sample_agent_box(page: Page, name: str) -> Locator:
@@ -615,12 +646,8 @@ async def test_agents_and_relationships_are_created_and_edited_with_field_errors
 async def test_a_token_is_asked_for_once_and_a_wrong_one_is_refused_clearly(
     browser: Browser, redis_url: str, tmp_path: Path, shots: Path
 ) -> None:
-    async with (
-        serve(redis_url, tmp_path, tokens="alpha,beta") as url,
-        AppPage.open(browser, url) as tab,
-    ):
+    async with asking_for_a_token(browser, redis_url, tmp_path, "alpha,beta") as tab:
         page = tab.page
-        await expect(page.get_by_role("heading", name="A token is needed")).to_be_visible()
         await page.get_by_label("Token", exact=True).fill("gamma")
         await page.get_by_role("button", name="Continue").click()
         await expect(page.get_by_role("alert")).to_contain_text("refused the token")
@@ -661,13 +688,7 @@ async def test_an_experiment_shows_live_progress_results_with_intervals_and_its_
 ) -> None:
     fake_llm.delay = 0.05
     tag = unique("experiment")
-    design = {
-        "scenarios": {"codename": "used_van_sale"},
-        "agents": {"sample": "UNIFORM", "seed": 7, "pairsPerScenario": 2, "tag": "parley-sample"},
-        "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
-        "maxTurns": 2,
-        "judgeModel": MODEL,
-    }
+    design = comparing_design(seed=7, pairs=2)
     created = await post(
         service.url,
         CREATE_EXPERIMENT,

@@ -26,7 +26,15 @@ from bench.support.simulation import CREATE_DIMENSION_LIST, post, start, start_i
 from parley.resolvers.importer import import_lines
 from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange
 from tests.graph import test_webapp
-from tests.graph.test_webapp import CREATE_EXPERIMENT, MODEL, OTHER_MODEL, Service, unique
+from tests.graph.test_webapp import (
+    CREATE_EXPERIMENT,
+    MODEL,
+    OTHER_MODEL,
+    Service,
+    asking_for_a_token,
+    comparing_design,
+    unique,
+)
 from tests.support.browser import DESKTOP, PHONE, WAIT_MS, AppPage
 from tests.support.games import EXAMPLES, game_lines
 from tests.support.server import CANCEL, serve
@@ -190,13 +198,7 @@ async def world(
     found = await post(service.url, WORLD, {})
     agents = [found["agents"]["nodes"][0]["id"], found["others"]["nodes"][0]["id"]]
     scenario = found["scenarios"]["nodes"][0]["id"]
-    design = {
-        "scenarios": {"codename": "used_van_sale"},
-        "agents": {"sample": "UNIFORM", "seed": 3, "pairsPerScenario": 1, "tag": "parley-sample"},
-        "models": {"compare": [MODEL, OTHER_MODEL], "partner": MODEL},
-        "maxTurns": 2,
-        "judgeModel": MODEL,
-    }
+    design = comparing_design(seed=3, pairs=1)
     created = await post(
         service.url, CREATE_EXPERIMENT, {"input": {"name": tag, "tag": tag, "design": design}}
     )
@@ -462,12 +464,8 @@ async def test_the_episodes_list_shows_each_agents_overall_score_and_why_one_fai
 async def test_with_tokens_the_first_load_asks_for_one_before_sending_anything(
     browser: Browser, redis_url: str, tmp_path: Path
 ) -> None:
-    async with (
-        serve(redis_url, tmp_path, tokens="alpha") as url,
-        AppPage.open(browser, url) as tab,
-    ):
+    async with asking_for_a_token(browser, redis_url, tmp_path, "alpha") as tab:
         page = tab.page
-        await expect(page.get_by_role("heading", name="A token is needed")).to_be_visible()
         await page.wait_for_load_state("networkidle")
         assert await tab.graphql_posts() == [] and tab.websockets == []
         assert tab.console_errors == [] and tab.failed == []

@@ -4,6 +4,9 @@ token is refused, pause, step, resume and inject drive an episode from its page,
 perspective switch shows the transcript as one agent saw it."""
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +60,30 @@ async def seat_one_started(url: str, tag: str, model: str, **extra: Any) -> tupl
     started = (await graphql(url, START_WITH_SEATS, variables, "alpha"))["startSimulation"]
     assert started["userErrors"] == [], started
     return started["episode"]["id"], started["seatTokens"][0]["token"]
+
+
+@dataclass(frozen=True)
+class LockedSeat:
+    """A server that wants the API token `alpha`, and its episode whose seat 1 is a person's."""
+
+    url: str
+    episode_id: str
+    token: str
+
+    def page(self, token: str) -> str:
+        """The seat's page, offering `token`."""
+        return f"#/seat/{self.episode_id}/1?token={token}"
+
+
+@asynccontextmanager
+async def locked_with_a_seat(
+    redis_url: str, tmp_path: Path, tag: str, model: str
+) -> AsyncIterator[LockedSeat]:
+    """The server serving, its episode (`seat_one_started`) cancelled after."""
+    async with serve(redis_url, tmp_path, tokens="alpha") as url:
+        seat = LockedSeat(url, *await seat_one_started(url, tag, model))
+        yield seat
+        await graphql(url, CANCEL, {"id": seat.episode_id}, "alpha")
 
 
 async def stored(url: str, episode_id: str) -> dict[str, Any]:
@@ -416,27 +443,26 @@ async def test_a_participant_needs_no_api_token_and_reaches_only_their_seat(
     browser: Any, redis_url: str, redis_client: Any, tmp_path: Path, shots: Path, fake_llm: FakeLLM
 ) -> None:
     tag = unique("seat-only")
-    model = fake_llm.model_name()
-    async with serve(redis_url, tmp_path, tokens="alpha") as url:
-        episode_id, token = await seat_one_started(url, tag, model)
-        async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token={token}") as tab:
-            page = tab.page
-            await expect(page.locator(".me h2")).to_have_text(f"You are Ava1 {tag}")
-            await expect(page.locator("main h1")).to_have_attribute("data-status", "QUEUED")
-            assert await page.get_by_role("heading", name="A token is needed").count() == 0
-            await page.get_by_label("What you say or do").fill("Hello")
-            await page.get_by_role("button", name="Send").click()
-            await expect(page.locator(".act-form [role=alert]").first).to_contain_text(
-                "not waiting for this seat"
-            )
-            sent = {h.get("authorization") for h in await tab.graphql_posts()}
-            assert sent == {f"Seat {token}"}
-            assert tab.connection_inits() == [{"seatToken": token}]
-            await snap(tab, shots, "seat-page-seat-token-only")
-            await tab.go("#/")  # the rest of the app needs an API token
-            await expect(page.get_by_role("heading", name="A token is needed")).to_be_visible()
-            assert tab.foreign_requests() == [] and await tab.csp_violations() == []
-        await graphql(url, CANCEL, {"id": episode_id}, "alpha")
+    async with (
+        locked_with_a_seat(redis_url, tmp_path, tag, fake_llm.model_name()) as seat,
+        AppPage.open(browser, seat.url, seat.page(seat.token)) as tab,
+    ):
+        page = tab.page
+        await expect(page.locator(".me h2")).to_have_text(f"You are Ava1 {tag}")
+        await expect(page.locator("main h1")).to_have_attribute("data-status", "QUEUED")
+        assert await page.get_by_role("heading", name="A token is needed").count() == 0
+        await page.get_by_label("What you say or do").fill("Hello")
+        await page.get_by_role("button", name="Send").click()
+        await expect(page.locator(".act-form [role=alert]").first).to_contain_text(
+            "not waiting for this seat"
+        )
+        sent = {h.get("authorization") for h in await tab.graphql_posts()}
+        assert sent == {f"Seat {seat.token}"}
+        assert tab.connection_inits() == [{"seatToken": seat.token}]
+        await snap(tab, shots, "seat-page-seat-token-only")
+        await tab.go("#/")  # the rest of the app needs an API token
+        await expect(page.get_by_role("heading", name="A token is needed")).to_be_visible()
+        assert tab.foreign_requests() == [] and await tab.csp_violations() == []
 
 
 async def test_a_seat_token_a_locked_server_does_not_know_is_refused_on_the_seat_page(
@@ -446,18 +472,17 @@ async def test_a_seat_token_a_locked_server_does_not_know_is_refused_on_the_seat
     says the link is not valid (all a tab without an API token may learn) and asks for the
     seat's token, not for an API token."""
     tag = unique("seat-unknown")
-    model = fake_llm.model_name()
-    async with serve(redis_url, tmp_path, tokens="alpha") as url:
-        episode_id, token = await seat_one_started(url, tag, model)
-        async with AppPage.open(browser, url, f"#/seat/{episode_id}/1?token=made-up") as tab:
-            page = tab.page
-            await expect(page.locator(".seat-refused")).to_contain_text("This link is not valid")
-            assert await page.get_by_role("heading", name="A token is needed").count() == 0
-            await page.get_by_label("Seat token").fill(token)
-            await page.get_by_role("button", name="Take the seat").click()
-            await expect(page.locator(".me h2")).to_have_text(f"You are Ava1 {tag}")
-            assert await tab.clean() == []
-        await graphql(url, CANCEL, {"id": episode_id}, "alpha")
+    async with (
+        locked_with_a_seat(redis_url, tmp_path, tag, fake_llm.model_name()) as seat,
+        AppPage.open(browser, seat.url, seat.page("made-up")) as tab,
+    ):
+        page = tab.page
+        await expect(page.locator(".seat-refused")).to_contain_text("This link is not valid")
+        assert await page.get_by_role("heading", name="A token is needed").count() == 0
+        await page.get_by_label("Seat token").fill(seat.token)
+        await page.get_by_role("button", name="Take the seat").click()
+        await expect(page.locator(".me h2")).to_have_text(f"You are Ava1 {tag}")
+        assert await tab.clean() == []
 
 
 async def test_a_participant_with_a_seat_token_alone_sees_their_own_scores(

@@ -31,6 +31,7 @@ from parley.storage.evaluations import store_evaluation
 from parley.storage.events import NOT_JUDGED
 from parley.storage.models import EpisodeLog, EpisodeStatus, EvaluationStatus, Experiment
 from parley.storage.records import get_or_none
+from tests.support.panels import RUNS, judges, script, who_ran
 from tests.support.server import GraphQLClient
 
 Status = EpisodeStatus
@@ -45,27 +46,19 @@ def scored(value: float) -> tuple[float, dict[str, float]]:
     return (value, {"warmth": value, "candour": value, "overall_score": value})
 
 
-def judges(fake: FakeLLM) -> list[dict[str, Any]]:
-    return [
-        {"model": fake.model_name("judge-a"), "repeats": 2},
-        {"model": fake.model_name("judge-b")},
-        {"model": fake.model_name("judge-c")},
-    ]
-
-
 def label(fake: FakeLLM, aggregate: str) -> str:
     a, b, c = (fake.model_name(f"judge-{x}") for x in "abc")
     return f"panel({aggregate}): {a} x2, {b}, {c}"
 
 
-def script(fake: FakeLLM, a: int = 8, b: int | None = 2) -> None:
-    """Judge A scores `a` on every dimension, B `b` (None: B never answers); C answers HTTP
-    500 to every try."""
-    fake.add_rule(
-        Rule(kind="judge", model="judge-a", score=a, times=None),
-        Rule(kind="judge", model="judge-b", score=b, hang=b is None, times=None),
-        Rule(kind="judge", model="judge-c", status=500, times=None),
-    )
+def design_of(fields: dict[str, Any], model: str, **settings: Any) -> dict[str, Any]:
+    """An experiment design of the world's scenario and agent pair, `model` in both seats."""
+    return {
+        "scenarios": {"ids": [fields["scenario_id"]]},
+        "agents": {"pairs": [fields["agent_ids"]]},
+        "models": {"seats": [[model, model]]},
+        **settings,
+    }
 
 
 async def burst(services: Services, **overrides: Any) -> Worker:
@@ -170,12 +163,7 @@ async def test_a_panel_scores_an_episode_with_the_mean_or_median_of_its_judges(
         assert episode.status == Status.COMPLETED and episode.judge_error is None
         assert episode.rewards == [scored(value), scored(value)]  # (8 + 8 + 2) / 3; median 8
         assert (episode.models or [])[0] == label(fake_llm, aggregate)
-        assert [(run.model.split("@")[0], run.repeat) for run in episode.judge_runs] == [
-            ("custom/judge-a", 0),
-            ("custom/judge-a", 1),
-            ("custom/judge-b", 0),
-            ("custom/judge-c", 0),
-        ]
+        assert who_ran(episode.judge_runs) == RUNS
         a0, a1, b, c = episode.judge_runs
         assert a0.rewards == a1.rewards == [scored(8.0)] * 2 and b.rewards == [scored(2.0)] * 2
         assert c.code == JudgeErrorCode.UNAVAILABLE and c.error and "HTTP 500" in c.error
@@ -311,16 +299,15 @@ async def test_an_experiment_judges_each_episode_with_its_panel(
     fields = await world(services, tag)
     script(fake_llm)
     model = fake_llm.model_name()
-    design = {
-        "scenarios": {"ids": [fields["scenario_id"]]},
-        "agents": {"pairs": [fields["agent_ids"]]},
-        "models": {"seats": [[model, model]]},
-        "repeats": 2,
-        "max_turns": 2,
-        "judges": judges(fake_llm),
-        "judge_aggregate": "MEDIAN",
-        "evaluation_dimension_list_id": fields["evaluation_dimension_list_id"],
-    }
+    design = design_of(
+        fields,
+        model,
+        repeats=2,
+        max_turns=2,
+        judges=judges(fake_llm),
+        judge_aggregate="MEDIAN",
+        evaluation_dimension_list_id=fields["evaluation_dimension_list_id"],
+    )
     experiment, errors = await create_experiment(
         services, {"name": tag, "tag": tag, "design": design}
     )
@@ -454,11 +441,7 @@ async def test_a_bad_panel_is_refused_where_it_is_and_nothing_is_written(
     tag, fields, pk = await judged_by_one(services, fake_llm)
     panel = filled(panel, fake_llm)
     model = fake_llm.model_name()
-    design = {
-        "scenarios": {"ids": [fields["scenario_id"]]},
-        "agents": {"pairs": [fields["agent_ids"]]},
-        "models": {"seats": [[model, model]]},
-    }
+    design = design_of(fields, model)
     async with unchanged():
         _, start_errors = await start.start(services, {**fields, "agent_models": [model], **panel})
         _, design_errors = await create_experiment(
@@ -603,13 +586,7 @@ async def test_a_design_stored_before_panels_still_starts_with_its_judge(
     tag = f"panel-{uuid.uuid4().hex[:8]}"
     fields = await world(services, tag)
     model = fake_llm.model_name()
-    design = {
-        "scenarios": {"ids": [fields["scenario_id"]]},
-        "agents": {"pairs": [fields["agent_ids"]]},
-        "models": {"seats": [[model, model]]},
-        "max_turns": 2,
-        "judge_model": model,
-    }
+    design = design_of(fields, model, max_turns=2, judge_model=model)
     experiment, _ = await create_experiment(services, {"name": tag, "tag": tag, "design": design})
     assert experiment is not None
     key = Experiment.make_primary_key(str(experiment.pk))

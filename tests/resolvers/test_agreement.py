@@ -5,7 +5,6 @@ import math
 import random
 from collections.abc import Callable
 
-import krippendorff
 import numpy as np
 import pandas as pd
 import pingouin
@@ -26,6 +25,7 @@ from parley.resolvers.agreement import (
     ranking,
     spearman,
 )
+from tests.support.references import pingouin_icc, reference_alpha
 
 # A warning of ours is a NaN or an infinity on its way out: an error here.
 pytestmark = [
@@ -55,10 +55,6 @@ SHROUT_FLEISS = np.array(
 
 def rng(seed: int = 7) -> np.random.Generator:
     return np.random.default_rng(seed)
-
-
-def reference_alpha(table: np.ndarray) -> float:
-    return float(krippendorff.alpha(reliability_data=table.T, level_of_measurement="interval"))
 
 
 def scores(missing: bool) -> st.SearchStrategy[float]:
@@ -215,18 +211,6 @@ def test_resamples_without_variation_are_left_out() -> None:
 def unrounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """pingouin rounds its intervals to two decimals unless told not to."""
     monkeypatch.delitem(pingouin.options, "round.column.CI95", raising=False)
-
-
-def pingouin_icc(table: np.ndarray) -> pd.DataFrame:
-    long = pd.DataFrame(
-        [(unit, rater, value) for (unit, rater), value in np.ndenumerate(table)],
-        columns=["unit", "rater", "score"],
-    )
-    with np.errstate(all="ignore"):  # pingouin divides by zero on degenerate tables
-        found = pingouin.intraclass_corr(
-            long, targets="unit", raters="rater", ratings="score", nan_policy="omit"
-        )
-    return found.set_index("Type")
 
 
 def assert_icc_is_pingouins(table: np.ndarray) -> None:

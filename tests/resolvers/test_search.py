@@ -68,6 +68,11 @@ def queries() -> list[tuple[str, Any, Keyset]]:
     ]
 
 
+BY_QUERY = pytest.mark.parametrize(
+    ("query", "keyset"), [pytest.param(query, keyset, id=name) for name, query, keyset in queries()]
+)
+
+
 def dump(record: Record, fields: set[str] | None = None) -> dict[str, Any]:
     return record.model_dump(mode="json", include=fields)
 
@@ -136,14 +141,13 @@ async def expected(
     return [whole[pk] for pk in await in_order(client, query.model, keyset, order, list(whole))]
 
 
-@pytest.mark.parametrize(("name", "query", "keyset"), queries(), ids=[n for n, *_ in queries()])
+@BY_QUERY
 @pytest.mark.parametrize("order", ORDERS, ids=["asc", "desc"])
 @pytest.mark.parametrize("size", [1, 5, 100])
 async def test_whole_records_match_redis_om_in_the_lists_order(
     world: None,
     redis_client: redis.Redis,
     documents: TrackedDocuments | None,
-    name: str,
     query: Any,
     keyset: Keyset,
     order: SortOrder,
@@ -155,12 +159,11 @@ async def test_whole_records_match_redis_om_in_the_lists_order(
     assert wanted, "every filter here matches something"
 
 
-@pytest.mark.parametrize(("name", "query", "keyset"), queries(), ids=[n for n, *_ in queries()])
+@BY_QUERY
 async def test_each_projected_field_reads_as_stored(
     world: None,
     redis_client: redis.Redis,
     documents: TrackedDocuments | None,
-    name: str,
     query: Any,
     keyset: Keyset,
 ) -> None:

@@ -3,28 +3,12 @@
 import json
 from typing import Any
 
+from parley.resolvers import sotopia_format
 from tests.support.server import GraphQLClient
+from tests.support.sotopia_records import PROFILES
 
-PROFILES = ":sotopia.database.persistent_profile"
-AGENT_FIELDS = {
-    "pk",
-    "first_name",
-    "last_name",
-    "age",
-    "occupation",
-    "gender",
-    "gender_pronoun",
-    "public_info",
-    "big_five",
-    "moral_values",
-    "schwartz_personal_values",
-    "personality_and_values",
-    "decision_making_style",
-    "secret",
-    "model_id",
-    "mbti",
-    "tag",
-}
+AGENT_FIELDS = {"pk", *sotopia_format.AGENT_FIELDS, "tag"}
+"""A stored agent holds Sotopia's agent fields, its key and Parley's tag."""
 
 
 async def test_sotopia_written_records_are_served(gql: GraphQLClient, redis_client: Any) -> None:
@@ -135,17 +119,7 @@ async def test_api_records_have_sotopia_shape(gql: GraphQLClient, redis_client: 
         f"{PROFILES}.EnvironmentProfile:{made['s']['scenario']['id']}"
     )
     assert env["relationship"] == 0 and env["agent_goals"] == ["x", "y"]
-    assert set(env) >= {
-        "codename",
-        "source",
-        "scenario",
-        "agent_goals",
-        "relationship",
-        "age_constraint",
-        "occupation_constraint",
-        "agent_constraint",
-        "tag",
-    }
+    assert set(env) >= {*sotopia_format.SCENARIO_FIELDS, "tag"}
 
     rel = await gql.data(
         "mutation($a: ID!, $b: ID!) { createRelationship(input: {agentId: $a, otherAgentId: $b, "

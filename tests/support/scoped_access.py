@@ -10,15 +10,17 @@ from enum import StrEnum
 from typing import Any
 
 import httpx
-from graphql import GraphQLInputObjectType, GraphQLNonNull, OperationType
+import websockets
+from graphql import GraphQLInputObjectType, GraphQLNonNull, OperationType, parse, validate
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from parley.graph.app import SUBSCRIPTIONS_OVER_WEBSOCKETS
 from parley.graph.rater_access import RATER_REFUSED
 from parley.graph.schema import build_schema
+from parley.graph.scoped_fields import ScopedField
 from parley.graph.seat_access import REFUSED
-from tests.support.operations import Path, RootField, root_fields
+from tests.support.operations import Path, RootField, document, root_fields
 from tests.support.server import LEGACY_WS, TRANSPORT_WS, WAIT, close_code, receive, send, socket
 
 SCHEMA = build_schema()._schema
@@ -30,10 +32,12 @@ REFUSALS = (REFUSED, RATER_REFUSED)
 
 
 class Transport(StrEnum):
+    """How a request travels; a websocket one's value is its subprotocol."""
+
     POST = "HTTP POST"
     GET = "HTTP GET"
-    TRANSPORT_WS = "graphql-transport-ws"
-    LEGACY_WS = "graphql-ws"
+    TRANSPORT_WS = TRANSPORT_WS
+    LEGACY_WS = LEGACY_WS
 
 
 class Outcome(StrEnum):
@@ -128,6 +132,42 @@ def token_paths(root: RootField, name: str) -> list[Path]:
     return found
 
 
+type Declarations = dict[OperationType, dict[str, ScopedField]]
+"""A credential's fields, as graph/seat_access.py and graph/rater_access.py declare them."""
+
+
+def scoped_document(
+    root: RootField, declarations: Declarations, token_name: str, token: str, record: str
+) -> str:
+    """`root` with `token` wherever it takes `token_name`; a declared field names part 0 of
+    `record`, as the credential's holder would, and any other field gets values that name no
+    record."""
+    declared = declarations.get(root.operation, {}).get(root.name)
+    given: dict[Path, object] = {path: token for path in token_paths(root, token_name)}
+    if declared:
+        given |= {declared.record: record, declared.part: 0}
+    return document(root, given)
+
+
+def declared_roots(declarations: Declarations) -> dict[tuple[OperationType, str], RootField]:
+    """The schema's root fields by operation and name, once each declared field is checked to
+    be one of them and each path of its declaration to start at one of its arguments."""
+    roots = {(root.operation, root.name): root for root in ROOTS}
+    for operation, fields in declarations.items():
+        for name, declared in fields.items():
+            assert (operation, name) in roots, f"{operation.value} {name} is not a root field"
+            for path in declared.paths:
+                assert roots[operation, name].field.args.get(path[0]) is not None, (name, path)
+    return roots
+
+
+def assert_valid(matrix_document: Callable[[RootField], str]) -> None:
+    """Every root field's document is one the schema accepts."""
+    for root in ROOTS:
+        errors = validate(SCHEMA, parse(matrix_document(root)))
+        assert errors == [], (root.name, errors)
+
+
 def refused_by_transport(root: RootField, transport: Transport) -> Outcome | None:
     """What a transport refuses whatever the credential: a subscription over HTTP, a mutation
     over GET, a query or mutation over graphql-ws; None when it carries the field."""
@@ -199,7 +239,7 @@ async def over_websocket(
 ) -> Found:
     """Every field's query (by field name) as one operation of one connection: each one's first
     answer judged."""
-    protocol = TRANSPORT_WS if transport == Transport.TRANSPORT_WS else LEGACY_WS
+    protocol = websockets.Subprotocol(transport)
     names = list(queries)
     found: Found = {}
     async with socket(url, protocol) as ws:

@@ -32,6 +32,10 @@ mutation($input: CreateAgentInput!) {
     userErrors { field message code }
   }
 }"""
+CREATE_SCENARIO = """
+mutation($input: CreateScenarioInput!) {
+  createScenario(input: $input) { scenario { id } userErrors { field message code } }
+}"""
 
 
 class GraphQLClient:

@@ -44,10 +44,15 @@ async def metrics(base_url: str) -> dict[str, Any]:
         return found
 
 
-async def completed(url: str, tag: str, model: str) -> str:
-    """An episode of a new world (`make_world(tag)`) started and played to COMPLETED: its id."""
+async def new_episode(url: str, tag: str, model: str, **fields: Any) -> str:
+    """An episode of a new world (`make_world(tag)`), `model` in every seat, started: its id."""
     scenario, agents = await make_world(tag)
-    episode_id = await start(url, start_input(scenario, agents, model))
+    return await start(url, start_input(scenario, agents, model, **fields))
+
+
+async def completed(url: str, tag: str, model: str) -> str:
+    """An episode of a new world started and played to COMPLETED: its id."""
+    episode_id = await new_episode(url, tag, model)
     await wait_for(url, episode_id, lambda e: e["status"] == "COMPLETED")
     return episode_id
 
@@ -59,9 +64,8 @@ def statuses(events: list[dict[str, Any]]) -> list[str]:
 async def test_subscriber_sees_every_transition_then_reads_rewards(
     env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
-    scenario, agents = await make_world("life")
     with api_process(env, tmp_path / "api.log", "--no-worker") as api:
-        episode_id = await start(api.url, start_input(scenario, agents, fake_llm.model_name()))
+        episode_id = await new_episode(api.url, "life", fake_llm.model_name())
         subscribed = asyncio.Event()
         following = asyncio.create_task(collect(api.url, EVENTS, episode_id, subscribed))
         await asyncio.wait_for(subscribed.wait(), 10)
@@ -87,13 +91,12 @@ async def test_two_apis_and_a_worker_share_one_redis(
     env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.delay = 0.05
-    scenario, agents = await make_world("pair")
     with (
         api_process(env, tmp_path / "a.log", "--no-worker") as one,
         api_process(env, tmp_path / "b.log", "--no-worker") as two,
         worker_process(env, tmp_path / "w.log"),
     ):
-        episode_id = await start(one.url, start_input(scenario, agents, fake_llm.model_name()))
+        episode_id = await new_episode(one.url, "pair", fake_llm.model_name())
         events = await asyncio.wait_for(collect(two.url, EVENTS, episode_id), 60)
     assert statuses(events)[-1] == "COMPLETED"
     sequences = [e["sequence"] for e in events]
@@ -105,10 +108,8 @@ async def test_killed_worker_costs_only_a_retry(
     env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.delay = 0.3
-    scenario, agents = await make_world("kill")
     with api_process(env, tmp_path / "api.log", "--no-worker") as api:
-        variables = start_input(scenario, agents, fake_llm.model_name(), maxTurns=4)
-        episode_id = await start(api.url, variables)
+        episode_id = await new_episode(api.url, "kill", fake_llm.model_name(), maxTurns=4)
         with worker_process(env, tmp_path / "w1.log") as doomed:
             await wait_for(api.url, episode_id, lambda e: len(e["turns"]) >= 1)
             doomed.kill()
@@ -125,9 +126,8 @@ async def test_job_that_kills_every_worker_fails_after_the_cap(
     env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.delay = 0.3
-    scenario, agents = await make_world("loop")
     with api_process(env, tmp_path / "api.log", "--no-worker") as api:
-        episode_id = await start(api.url, start_input(scenario, agents, fake_llm.model_name()))
+        episode_id = await new_episode(api.url, "loop", fake_llm.model_name())
         for attempt in (1, 2, 3):
             with worker_process(env, tmp_path / f"w{attempt}.log") as doomed:
                 await wait_for(api.url, episode_id, lambda e, a=attempt: e["attempt"] == a)
@@ -142,10 +142,8 @@ async def test_cancel_running_keeps_partial_transcript(
     env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.delay = 0.3
-    scenario, agents = await make_world("stop")
     with api_process(env, tmp_path / "api.log") as api:
-        variables = start_input(scenario, agents, fake_llm.model_name(), maxTurns=20)
-        episode_id = await start(api.url, variables)
+        episode_id = await new_episode(api.url, "stop", fake_llm.model_name(), maxTurns=20)
         await wait_for(api.url, episode_id, lambda e: len(e["turns"]) >= 2)
         cancelled = await post(api.url, CANCEL, {"id": episode_id})
         assert cancelled["cancelSimulation"]["episode"]["status"] == "CANCELLED"
@@ -174,9 +172,8 @@ async def test_disconnected_subscriber_leaves_nothing_behind(
 ) -> None:
     from parley.storage.keys import episode_channel
 
-    scenario, agents = await make_world("gone")
     with api_process(env, tmp_path / "api.log", "--no-worker") as api:
-        episode_id = await start(api.url, start_input(scenario, agents, fake_llm.model_name()))
+        episode_id = await new_episode(api.url, "gone", fake_llm.model_name())
         baseline = await metrics(api.url)
         started = asyncio.Event()
         task = asyncio.create_task(collect(api.url, EVENTS, episode_id, started))
