@@ -46,6 +46,7 @@ SNAP_AT = 10
 """After this many ratings, raters 1 (at a desktop's width) and 2 (a phone's) are pictured."""
 DIMENSIONS = {d.name: (d.range_low, d.range_high) for d in SOTOPIA_DIMENSIONS}
 TOLERANCE = 1e-9
+OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
 PEOPLE = [("Noor", "Haddad", "Accountant"), ("Sam", "Okafor", "Designer")]
 LINES = [
     "Where shall we have lunch today?",
@@ -333,9 +334,12 @@ async def test_the_agreement_of_three_scripted_raters_equals_the_reference_packa
     async with AppPage.open(browser, study.url, f"#/studies/{study.id}", PHONE) as phone:
         await phone.page.get_by_label("Token", exact=True).fill(API_TOKEN)
         await phone.page.get_by_role("button", name="Continue").click()
-        await expect(row := phone.page.locator("table.agreement.humans tbody tr")).to_have_count(
-            len(figures)
+        rows = phone.page.locator("table.agreement.humans tbody tr")
+        await expect(rows).to_have_count(len(figures))
+        await expect(rows.last).to_contain_text(f"{overall:.2f}")
+        assert await phone.page.evaluate(OVERFLOW) <= 0
+        # The whole page is six screens long at this width: its agreement is what is pictured.
+        await phone.page.locator(".agreement-box").screenshot(
+            path=shots / "study-agreement-phone.png"
         )
-        await expect(row.last).to_contain_text(f"{overall:.2f}")
-        await snap(phone, shots, "study-agreement-phone")
         assert await phone.clean() == []

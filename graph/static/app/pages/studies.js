@@ -178,7 +178,9 @@ function estimate(figure) {
   const why = figure.reason ? ` (${REASONS[figure.reason] ?? figure.reason})` : "";
   if (figure.estimate === null) return h("td", { class: "estimate missing" }, `—${why}`);
   const value = figure.estimate.toFixed(2);
-  const interval = figure.low === null ? why : ` [${figure.low.toFixed(2)}, ${figure.high.toFixed(2)}]`;
+  // No break inside an interval, nor inside a model's line below: at a phone's width a table
+  // then scrolls sideways rather than squeezing its figures into a column of fragments.
+  const interval = figure.low === null ? why : ` [${figure.low.toFixed(2)},\u00a0${figure.high.toFixed(2)}]`;
   return h("td", { class: "estimate", title: `n = ${figure.n}` }, value, h("span", { class: "interval" }, interval));
 }
 
@@ -204,7 +206,7 @@ function agreementTables(agreement) {
   const judges = agreement.flatMap((d) =>
     d.judgeVsHumans.map((j) => h("tr", { dataset: { dimension: d.dimension, judge: j.judge } }, name(d), h("td", {}, j.judge), estimate(j.pearson), estimate(j.spearman))),
   );
-  const models = (r) => r.models.map((m) => `${m.model}: ${m.humanMean.toFixed(2)} / ${m.judgeMean.toFixed(2)}`).join("; ");
+  const models = (r) => r.models.flatMap((m, i) => [i ? h("br") : null, `${m.model}:\u00a0${m.humanMean.toFixed(2)}\u00a0/\u00a0${m.judgeMean.toFixed(2)}`]);
   const rankings = agreement.flatMap((d) =>
     d.rankings.map((r) => h("tr", { dataset: { dimension: d.dimension, judge: r.judge } }, name(d), h("td", {}, r.judge), estimate(r.tau), h("td", {}, models(r)))),
   );

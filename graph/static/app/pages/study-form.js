@@ -130,6 +130,11 @@ function raterLinks(study, links) {
   );
 }
 
+/** A number box's number; NaN when it is empty (Number("") is 0). */
+function number(input) {
+  return input.value.trim() === "" ? Number.NaN : Number(input.value);
+}
+
 /** What the form can tell before asking the server, as userErrors. */
 function localErrors(input) {
   const local = [];
@@ -174,9 +179,9 @@ export async function studyForm(api, made) {
     const input = {
       name: c.name.value.trim(),
       episodes: episodes.value(),
-      raters: Number(c.raters.value === "" ? Number.NaN : c.raters.value),
+      raters: number(c.raters),
       raterNames: names.value(),
-      ratersPerEpisode: Number(c.perEpisode.value === "" ? Number.NaN : c.perEpisode.value),
+      ratersPerEpisode: number(c.perEpisode),
       evaluationDimensionListId: c.rubric.value || null,
     };
     const local = localErrors(input);
