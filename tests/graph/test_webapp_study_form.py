@@ -10,6 +10,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.graph import test_webapp
+from tests.graph.test_studies import CREATE_LIST
 from tests.graph.test_webapp import snap, unique
 from tests.support.browser import PHONE, AppPage
 from tests.support.server import graphql, serve
@@ -22,6 +23,7 @@ API_TOKEN = "maker"
 OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
 STUDIES = "query { ratingStudies(first: 100) { totalCount nodes { id name } } }"
 RATERS = "query($id: ID!) { ratingStudy(id: $id) { ratersPerEpisode rubric { name } } }"
+WARMTH = {"name": "warmth", "description": "How warm.", "rangeLow": 1, "rangeHigh": 5}
 
 
 @dataclass(frozen=True)
@@ -29,14 +31,19 @@ class Server:
     url: str
     tag: str
     episodes: list[str]
+    rubric: str
+    """The name of a stored dimension list of one dimension, warmth."""
 
 
 @pytest.fixture
 async def server(redis_url: str, tmp_path: Path) -> AsyncIterator[Server]:
-    """A locked server with three completed episodes of one tag."""
+    """A locked server with three completed episodes of one tag, and a dimension list."""
     async with serve(redis_url, tmp_path, tokens=API_TOKEN) as url:
-        tag = unique("made")
-        yield Server(url, tag, await finished_episodes(tag, 3))
+        tag, rubric = unique("made"), unique("Warmth")
+        listed = {"input": {"name": rubric, "dimensions": [WARMTH]}}
+        made = (await graphql(url, CREATE_LIST, listed, API_TOKEN))["createEvaluationDimensionList"]
+        assert made["userErrors"] == [], made
+        yield Server(url, tag, await finished_episodes(tag, 3), rubric)
 
 
 async def open_form(page: Page) -> None:
@@ -71,6 +78,7 @@ async def test_the_form_makes_a_study_and_shows_each_raters_link_once(
         await page.get_by_label("Raters per episode").fill("2")
         await page.evaluate("document.activeElement.blur()")  # no focus ring in the picture
         await snap(tab, shots, "study-form")
+        await page.get_by_label("Rubric").select_option(label=f"{server.rubric} (warmth)")
         await page.get_by_role("button", name="Make the study").click()
 
         made = page.locator(".study-made")
@@ -97,7 +105,7 @@ async def test_the_form_makes_a_study_and_shows_each_raters_link_once(
     assert sorted(e["episodeId"] for e in found["episodes"]) == sorted(server.episodes)
     assert all(len(e["raters"]) == 2 for e in found["episodes"])
     shape = (await graphql(server.url, RATERS, {"id": study}, API_TOKEN))["ratingStudy"]
-    assert shape["ratersPerEpisode"] == 2 and len(shape["rubric"]) == 7  # Sotopia's seven
+    assert shape == {"ratersPerEpisode": 2, "rubric": [{"name": "warmth"}]}  # the stored list
     bo = addresses[1].removeprefix(server.url + "/")
     async with AppPage.open(browser, server.url, bo) as bos:  # the link opens Bo's page
         await expect(bos.page.locator("main h1")).to_have_text("Rating: Made on the page")
