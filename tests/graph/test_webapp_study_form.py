@@ -89,6 +89,7 @@ async def test_the_form_makes_a_study_and_shows_each_raters_link_once(
         study = addresses[0].split("#/rate/", 1)[1].split("/", 1)[0]
         for rater, address in enumerate(addresses):
             assert address.startswith(f"{server.url}/#/rate/{study}/{rater}?token=")
+        await snap(tab, shots, "study-made")
         await made.get_by_role("button", name="Copy Bo's link").click()
         await expect(made.locator('li[data-rater="1"] [role=status]')).to_have_text("Copied.")
         assert await page.evaluate("navigator.clipboard.readText()") == addresses[1]
