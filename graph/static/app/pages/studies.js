@@ -1,10 +1,11 @@
-// Rating studies: the list, and one study's progress per rater and per episode, kept current
-// while the page is open, with the gold checks that flagged a rater, a new link for a rater,
-// and closing the study.
+// Rating studies: the list, with the form that makes one (study-form.js), and one study's
+// progress per rater and per episode, kept current while the page is open, with the gold checks
+// that flagged a rater, a new link for a rater, and closing the study.
 
 import { append, clear, h, routeLink, when, words } from "../dom.js";
 import { rateLink } from "./rate.js";
 import { backStack, pageSize, pager } from "./common.js";
+import { studyForm } from "./study-form.js";
 
 const REFRESH_MS = 3000;
 
@@ -15,11 +16,8 @@ function studyProgress(progress, label) {
   ];
 }
 
-export async function studiesPage({ api, query, main }) {
-  const after = query.get("after");
-  const stack = backStack(query);
-  const list = (await api.request("StudyList", { first: pageSize(query), after })).ratingStudies;
-  const rows = list.nodes.map((study) =>
+function studyRows(list) {
+  return list.nodes.map((study) =>
     h(
       "tr",
       { dataset: { study: study.id } },
@@ -29,23 +27,49 @@ export async function studiesPage({ api, query, main }) {
       h("td", {}, study.closedAt ? `closed ${when(study.closedAt)}` : study.progress.finished ? "every rating in" : "open"),
     ),
   );
+}
+
+export async function studiesPage({ api, query, main }) {
+  const after = query.get("after");
+  const stack = backStack(query);
+  const page = { first: pageSize(query), after };
+  const list = (await api.request("StudyList", page)).ratingStudies;
+  const caption = h("caption", {}, `Rating studies, newest first (${list.totalCount})`);
+  const body = h("tbody", {}, studyRows(list));
+  const empty = h("p", { class: "empty", hidden: list.nodes.length > 0 }, "No rating studies yet.");
+  // A study made here is listed at once (on the first page, where the newest are).
+  const made = async () => {
+    if (after) return;
+    const again = (await api.request("StudyList", page)).ratingStudies;
+    caption.textContent = `Rating studies, newest first (${again.totalCount})`;
+    body.replaceChildren(...studyRows(again));
+    empty.hidden = again.nodes.length > 0;
+  };
+  const making = h(
+    "details",
+    { class: "new-study", open: list.totalCount === 0 },
+    h("summary", { class: "button" }, "Make a study"),
+    await studyForm(api, made),
+  );
   main.append(
     h("h1", {}, "Rating studies"),
     h(
       "p",
       {},
-      "People rate completed episodes, blind, through links of their own; their ratings are stored as Sotopia's annotations. Make a study with ",
+      "People rate completed episodes, blind, through links of their own; their ratings are stored as Sotopia's annotations. Make a study here, with ",
       h("code", {}, "parley study create"),
-      " or the createRatingStudy mutation.",
+      " or with the createRatingStudy mutation.",
     ),
+    making,
+    h("h2", {}, "Studies"),
     h(
       "table",
       { class: "studies" },
-      h("caption", {}, `Rating studies, newest first (${list.totalCount})`),
+      caption,
       h("thead", {}, h("tr", {}, ["Name", "Made", "Ratings", "State"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows),
+      body,
     ),
-    h("p", { class: "empty", hidden: rows.length > 0 }, "No rating studies yet."),
+    empty,
     pager((params) => routeLink("/studies", params), { first: query.get("first"), after }, list.pageInfo, stack),
   );
 }
@@ -154,7 +178,9 @@ function estimate(figure) {
   const why = figure.reason ? ` (${REASONS[figure.reason] ?? figure.reason})` : "";
   if (figure.estimate === null) return h("td", { class: "estimate missing" }, `—${why}`);
   const value = figure.estimate.toFixed(2);
-  const interval = figure.low === null ? why : ` [${figure.low.toFixed(2)}, ${figure.high.toFixed(2)}]`;
+  // No break inside an interval, nor inside a model's line below: at a phone's width a table
+  // then scrolls sideways rather than squeezing its figures into a column of fragments.
+  const interval = figure.low === null ? why : ` [${figure.low.toFixed(2)},\u00a0${figure.high.toFixed(2)}]`;
   return h("td", { class: "estimate", title: `n = ${figure.n}` }, value, h("span", { class: "interval" }, interval));
 }
 
@@ -180,7 +206,7 @@ function agreementTables(agreement) {
   const judges = agreement.flatMap((d) =>
     d.judgeVsHumans.map((j) => h("tr", { dataset: { dimension: d.dimension, judge: j.judge } }, name(d), h("td", {}, j.judge), estimate(j.pearson), estimate(j.spearman))),
   );
-  const models = (r) => r.models.map((m) => `${m.model}: ${m.humanMean.toFixed(2)} / ${m.judgeMean.toFixed(2)}`).join("; ");
+  const models = (r) => r.models.flatMap((m, i) => [i ? h("br") : null, `${m.model}:\u00a0${m.humanMean.toFixed(2)}\u00a0/\u00a0${m.judgeMean.toFixed(2)}`]);
   const rankings = agreement.flatMap((d) =>
     d.rankings.map((r) => h("tr", { dataset: { dimension: d.dimension, judge: r.judge } }, name(d), h("td", {}, r.judge), estimate(r.tau), h("td", {}, models(r)))),
   );
