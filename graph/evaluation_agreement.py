@@ -15,15 +15,15 @@ from parley.lifecycle.evaluation_agreement import evaluation_agreement_of
 from parley.resolvers import evaluation_agreement as computed
 
 EVALUATIONS = (
-    "The evaluations to compare, 1 to 10: a re-judging's id, or null for the episodes' own "
-    "judgement."
+    "The evaluations to compare, 1 to 10: a re-judging's id, a rating study's id (its raters' "
+    "mean scores, each rater a run), or null for the episodes' own judgement."
 )
 
 
 @strawberry.type(description="How far the judge runs of one evaluation's panel agree.")
 class PanelAgreement:
     evaluation: strawberry.ID | None = strawberry.field(
-        description="The re-judging; null: the episodes' own judgement."
+        description="The re-judging or rating study; null: the episodes' own judgement."
     )
     runs: list[str] = strawberry.field(
         description="Its runs that gave scores, `model#repeat`, compared as raters are."
@@ -109,10 +109,8 @@ class EvaluationAgreementQuery:
         episodes: StudyEpisodesInput,
         evaluations: Annotated[list[strawberry.ID | None], strawberry.argument(EVALUATIONS)],
     ) -> list[EvaluationAgreement]:
-        services = info.context.services
         found = await evaluation_agreement_of(
-            services.client,
-            services.figures,
+            info.context.services.studies,
             plain(episodes),
             [None if e is None else str(e) for e in evaluations],
         )

@@ -5,9 +5,12 @@ from typing import Annotated, Any
 
 import strawberry
 
+from parley.core.errors import BadArgument
 from parley.graph.context import Info
+from parley.graph.evaluation_agreement import EvaluationAgreement
 from parley.graph.fields import copied, shows, stored
-from parley.resolvers import rejudging
+from parley.lifecycle.evaluation_agreement import evaluation_agreement_of
+from parley.lifecycle.evaluations import readable
 from parley.resolvers.results import Group, GroupBy, Results, ResultsFilter
 from parley.resolvers.statistics import Interval, Paired, Summary
 
@@ -20,7 +23,10 @@ strawberry.enum(
     ),
 )
 
-EVALUATION = "Which judgement to use: a re-judging's id, or null for the episodes' own rewards."
+EVALUATION = (
+    "Which judgement to use: a re-judging's id, a rating study's id (its raters' mean scores), "
+    "or null for the episodes' own rewards."
+)
 
 
 @strawberry.input(description="Which scores enter the results (all given must match).")
@@ -171,6 +177,22 @@ class EpisodeResults:
     evaluation: strawberry.ID | None = strawberry.field(description=EVALUATION)
     groups: list[ResultGroup] = strawberry.field(description="One per distinct key, sorted.")
 
+    @strawberry.field(
+        description="How far this evaluation agrees with a rating study's raters, over the "
+        "study's episodes, per dimension: the pair of evaluationAgreement(episodes: the "
+        "study's, evaluations: [this evaluation, the study]), and the raters as a panel."
+    )
+    async def human_agreement(
+        self, info: Info, study_id: strawberry.ID
+    ) -> list[EvaluationAgreement]:
+        studies = info.context.services.studies
+        study = await studies.get(str(study_id))
+        if study is None:
+            raise BadArgument(f"no rating study with id {str(study_id)!r}")
+        evaluations = [None if self.evaluation is None else str(self.evaluation), str(study_id)]
+        found = await evaluation_agreement_of(studies, {"ids": study.episode_ids}, evaluations)
+        return [EvaluationAgreement.of(dimension) for dimension in found]
+
 
 @strawberry.type(description="Model A's mean minus model B's on one dimension, paired.")
 class PairedDifference:
@@ -240,7 +262,7 @@ class ResultsQuery:
         ] = None,
     ) -> EpisodeResults:
         client = info.context.services.client
-        await rejudging.check_exists(client, evaluation)
+        await readable(info.context.services.studies, evaluation)
         f = (filter or EpisodeResultsFilter()).plain()
         keys = [GroupBy.MODEL] if group_by is None else group_by
         per_cell = asks(info.selected_fields, PER_CELL)
@@ -264,7 +286,7 @@ class ResultsQuery:
         ] = None,
     ) -> ModelComparison:
         client = info.context.services.client
-        await rejudging.check_exists(client, evaluation)
+        await readable(info.context.services.studies, evaluation)
         f = (filter or EpisodeResultsFilter()).plain()
         compared = await Results(client, evaluation).compare(f, model_a, model_b)
         return ModelComparison(

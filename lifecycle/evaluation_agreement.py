@@ -1,21 +1,23 @@
 """Agreement between evaluations of chosen episodes (resolvers/evaluation_agreement.py), with
 the arguments checked: the episodes named as a rating study names them (by ids, an experiment
-or a tag), every one of them stored, and up to ten distinct evaluations that exist."""
+or a tag), every one of them stored, and up to ten distinct evaluations that exist: the
+episodes' own judgement, re-judgings and rating studies."""
 
 import functools
 import hashlib
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-import redis.asyncio as redis
 from pydantic import Field, ValidationError
 
 from parley.core.errors import BadArgument, field_path, plain_problems
 from parley.core.limits import AGREEMENT_EPISODES_MAX, AGREEMENT_EVALUATIONS_MAX, RecordId
 from parley.lifecycle.episode_choice import chosen_episodes
-from parley.lifecycle.kept_figures import KeptFigures
-from parley.resolvers import evaluation_agreement, rejudging
+from parley.lifecycle.evaluations import evaluation_study
+from parley.lifecycle.studies import Studies
+from parley.resolvers import evaluation_agreement
 from parley.resolvers.evaluation_agreement import EvaluationDimension, EvaluationId
+from parley.resolvers.human_scores import human_evaluations
 from parley.resolvers.study_fields import EpisodeChoice
 from parley.storage.studies import StudyStore
 
@@ -27,19 +29,20 @@ class AgreementChoice(EpisodeChoice):
 
 
 async def evaluation_agreement_of(
-    client: redis.Redis,
-    figures: KeptFigures,
-    episodes: dict[str, Any],
-    evaluations: Sequence[EvaluationId],
+    studies: Studies, episodes: dict[str, Any], evaluations: Sequence[EvaluationId]
 ) -> list[EvaluationDimension]:
     """The figures, per dimension and overall; BadArgument says what is wrong with the
-    arguments."""
+    arguments. A rating study's evaluation is its raters' means, each rater a run."""
+    client = studies.client
     if not 1 <= len(evaluations) <= AGREEMENT_EVALUATIONS_MAX:
         raise BadArgument(f"name 1 to {AGREEMENT_EVALUATIONS_MAX} evaluations")
     if len(set(evaluations)) != len(evaluations):
         raise BadArgument("an evaluation is named twice")
+    rated = {}
     for evaluation in evaluations:
-        await rejudging.check_exists(client, evaluation)
+        study = await evaluation_study(studies, evaluation)
+        if study is not None:
+            rated[str(study.pk)] = human_evaluations(str(study.pk), await studies.ratings(study))
     try:
         choice = AgreementChoice(**episodes)
     except ValidationError as err:
@@ -52,7 +55,11 @@ async def evaluation_agreement_of(
     missing = [pk for pk in ids if pk not in scored]
     if missing:
         raise BadArgument(f"no episode with id {missing[0]!r}")
+    for by_episode in rated.values():
+        for pk, episode in scored.items():
+            if pk in by_episode:
+                episode.evaluations = [*episode.evaluations, by_episode[pk]]
     tables = evaluation_agreement.tables(evaluations, scored)
     key = "evaluations:" + hashlib.sha256(repr((ids, list(evaluations))).encode()).hexdigest()
     compute = functools.partial(evaluation_agreement.agreement, key, evaluations)
-    return await figures.of(key, tables, compute)
+    return await studies.figures.of(key, tables, compute)

@@ -44,6 +44,7 @@ from parley.lifecycle.kept_figures import KeptFigures
 from parley.lifecycle.seats import MAX_TOKEN_LENGTH, new_token, token_hash
 from parley.resolvers import study_agreement, study_plan
 from parley.resolvers.blind import BlindEpisode, blind_episode, needs_secrets
+from parley.resolvers.human_scores import human_evaluations
 from parley.resolvers.keyset import newest_first
 from parley.resolvers.pagination import Page, PageArgs, fetch_page
 from parley.resolvers.study_agreement import DimensionAgreement
@@ -64,6 +65,8 @@ from parley.storage.models import (
     Annotator,
     EpisodeLog,
     EpisodeStatus,
+    Evaluation,
+    EvaluationStatus,
     GoldEpisode,
     RatingStudy,
     StudyItem,
@@ -80,6 +83,8 @@ from parley.storage.studies import (
 from parley.storage.vocabulary import RatingRefusal
 
 STUDIES = newest_first("rating studies")
+HUMANS = "humans"
+"""What a study's evaluation records name as their judge (results grouped by judge show it)."""
 
 
 RaterToken = Annotated[str, Field(max_length=MAX_TOKEN_LENGTH)]
@@ -458,6 +463,11 @@ class Studies:
         """Every rating saved so far, by rater and in each rater's order: the table agreement
         statistics are computed from (each AnnotationForEpisode's rewards, by episode, agent
         and dimension)."""
+        return (await self.saved(study))[1]
+
+    async def saved(self, study: RatingStudy) -> tuple[int, list[StudyRating]]:
+        """The version of a study's ratings (the sum of their revisions: every save raises it)
+        and every rating saved, as late as that version or later."""
         state = await self.store.state(str(study.pk))
         saved = [
             (number, item)
@@ -466,11 +476,30 @@ class Studies:
             if state.revisions.get(slot(number, item.episode), 0) > 0
         ]
         found = await self.store.annotations([item.annotation for _, item in saved])
-        return [
+        ratings = [
             StudyRating(number, study.episode_ids[item.episode], annotation)
             for (number, item), annotation in zip(saved, found, strict=True)
             if annotation is not None
         ]
+        return sum(state.revisions.values()), ratings
+
+    async def write_results(self, study: RatingStudy) -> None:
+        """Write the raters' mean scores of each rated episode as the study's evaluation
+        records, which results of `evaluation: <study id>` read (from the ratings saved by now,
+        never overwriting records of later ones)."""
+        pk = str(study.pk)
+        version, ratings = await self.saved(study)
+        entries = {
+            episode: Evaluation(
+                id=pk,
+                judge_model=HUMANS,
+                evaluation_dimension_list_id=study.evaluation_dimension_list_id,
+                status=EvaluationStatus.COMPLETED,
+                rewards=scored.rewards,
+            )
+            for episode, scored in human_evaluations(pk, ratings).items()
+        }
+        await self.store.write_human_results(pk, version, entries)
 
     async def agreement(self, study: RatingStudy) -> list[DimensionAgreement]:
         """How far the raters agree with each other and with the judge, per dimension of the

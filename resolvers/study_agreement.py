@@ -63,7 +63,7 @@ class RatingTable:
         """The raters' mean score of each unit (None where none scored it), to `PLACES`
         decimals: a rating's overall score is itself a rounded mean, and units whose means are
         equal must tie in a ranking, not be ordered by rounding error."""
-        return [_mean([s for s in row if s is not None]) for row in self.humans]
+        return [mean_of([s for s in row if s is not None]) for row in self.humans]
 
 
 @dataclass(frozen=True)
@@ -198,5 +198,6 @@ def model_of(episode: ScoredEpisode, agent: int) -> str:
     return models[agent + 1] if agent + 1 < len(models) else ""
 
 
-def _mean(scores: Sequence[float]) -> float | None:
+def mean_of(scores: Sequence[float]) -> float | None:
+    """The mean, to `PLACES` decimals (None of no scores)."""
     return round(math.fsum(scores) / len(scores), PLACES) if scores else None

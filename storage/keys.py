@@ -173,6 +173,12 @@ def study_drafts(study_id: str) -> str:
     return f"parley:study-drafts:{study_id}"
 
 
+def study_results_version(study_id: str) -> str:
+    """The version of the ratings a study's evaluation records (its raters' means, for results)
+    were last written from: the sum of its rating revisions then (a string of an integer)."""
+    return f"parley:study-results-version:{study_id}"
+
+
 def study_gold(study_id: str) -> str:
     """A hash from a rater's gold episode (`<rater>:<episode number>`) to how their saved
     rating compares with the expected scores (JSON)."""

@@ -9,7 +9,7 @@ migrator's hash beside it), so that Sotopia's `AnnotationForEpisode.find()` read
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -18,7 +18,14 @@ from pydantic import BaseModel
 
 from parley.engine.types import JudgeRun
 from parley.storage import keys
-from parley.storage.models import AnnotationForEpisode, Annotator, EpisodeLog, RatingStudy
+from parley.storage.evaluations import evaluation_record
+from parley.storage.models import (
+    AnnotationForEpisode,
+    Annotator,
+    EpisodeLog,
+    Evaluation,
+    RatingStudy,
+)
 from parley.storage.scripts import Script
 from parley.storage.vocabulary import RatingRefusal
 
@@ -145,6 +152,14 @@ class StudyKeys(NamedTuple):
     study: str
 
 
+class HumanResultsKeys(NamedTuple):
+    version: str
+
+
+class HumanResultsArgs(NamedTuple):
+    version: int
+
+
 class CloseArgs(NamedTuple):
     now: float
 
@@ -154,6 +169,9 @@ SAVE = Script("save_rating", RatingKeys, RatingArgs, RATER_CHECK)
 DRAFT = Script("save_rating_draft", DraftKeys, DraftArgs, RATER_CHECK)
 RENEW = Script("renew_rater", RenewKeys, RenewArgs, ("json",))
 CLOSE = Script("close_study", StudyKeys, CloseArgs)
+HUMAN_RESULTS = Script("write_human_results", HumanResultsKeys, HumanResultsArgs)
+GROUPED_BY = ["$.environment", "$.agents", "$.tag", "$.experiment_id", "$.models"]
+"""The episode's fields results group an evaluation's scores by."""
 
 
 @dataclass(frozen=True)
@@ -348,6 +366,35 @@ class StudyStore:
             for pk, raw in zip(pks, found, strict=True)
             if raw is not None
         }
+
+    async def write_human_results(
+        self, study_id: str, version: int, entries: Mapping[str, Evaluation]
+    ) -> bool:
+        """Write the study's evaluation of each stored episode of `entries` (the raters' means,
+        by episode id) as the records results read, computed from the ratings at `version`;
+        not if records of that version or a later one are written. Whether they were."""
+        pks = list(entries)
+        async with self.client.pipeline(transaction=False) as pipe:
+            for pk in pks:
+                pipe.json().get(EpisodeLog.make_primary_key(pk), *GROUPED_BY)
+            found: list[Any] = await pipe.execute()
+        records = {
+            keys.evaluation_record(study_id, pk): json.dumps(
+                evaluation_record(
+                    pk, {path[2:]: values[0] for path, values in raw.items() if values}, entries[pk]
+                )
+            )
+            for pk, raw in zip(pks, found, strict=True)
+            if raw is not None
+        }
+        done = await HUMAN_RESULTS(
+            self.client,
+            HumanResultsKeys(keys.study_results_version(study_id)),
+            HumanResultsArgs(version),
+            more_keys=list(records),
+            more_args=list(records.values()),
+        )
+        return bool(done)
 
 
 def schema_hash(schema: str) -> str:

@@ -156,7 +156,7 @@ async def test_an_episode_a_rejudging_did_not_judge_has_no_score_from_it(
         ({"ids": ["STORED"]}, [], "name 1 to 10 evaluations"),
         ({"ids": ["STORED"]}, [None] * 11, "name 1 to 10 evaluations"),
         ({"ids": ["STORED"]}, [None, None], "named twice"),
-        ({"ids": ["STORED"]}, [None, "no-such-rejudging"], "no re-judging with id"),
+        ({"ids": ["STORED"]}, [None, "no-such-rejudging"], "no re-judging or rating study with id"),
         ({"ids": ["STORED", "01HZZZZZZZZZZZZZZZZZZZZZZZ"]}, [None], "no episode with id"),
         ({"ids": ["STORED"], "tag": "x"}, [None], "exactly one of ids, experimentId or tag"),
         ({"tag": "no-such-tag-anywhere"}, [None], "no episode has tag"),

@@ -1,6 +1,6 @@
 """A re-judging id with a lone surrogate (which has no UTF-8 form to send to Redis) in
-episodeResults and modelComparison: INTERNAL before, now "no re-judging with id" as
-BAD_USER_INPUT, as for any id that names none."""
+episodeResults and modelComparison: INTERNAL before, now "no re-judging or rating study with id" as
+BAD_USER_INPUT, as for any id that names neither a re-judging nor a rating study."""
 
 from tests.support.server import GraphQLClient
 
@@ -14,4 +14,6 @@ async def test_a_rejudging_id_without_a_utf8_form_is_not_found(gql: GraphQLClien
     for query in (RESULTS, COMPARISON):
         body = await gql.post(query, {"e": "x\ud800"})
         assert [e["extensions"]["code"] for e in body["errors"]] == ["BAD_USER_INPUT"], body
-        assert body["errors"][0]["message"].startswith("no re-judging with id"), body
+        assert body["errors"][0]["message"].startswith("no re-judging or rating study with id"), (
+            body
+        )

@@ -16,6 +16,8 @@ from parley.storage import keys
 from parley.storage.models import (
     AnnotationForEpisode,
     Annotator,
+    Evaluation,
+    EvaluationStatus,
     ExpectedScore,
     GoldEpisode,
     RatingStudy,
@@ -349,3 +351,37 @@ async def test_scored_episodes_read_the_scores_of_stored_episodes_only(
     assert found[sotopia_pk].judge_runs == []
     assert found[sotopia_pk].rewards == [tuple(r) for r in sotopia.EPISODE["rewards"]]
     assert not hasattr(found[sotopia_pk], "messages")
+
+
+async def test_human_results_of_older_ratings_never_overwrite_newer_ones(
+    redis_client: redis.Redis,
+) -> None:
+    """Records written from ratings at version 5 stand against a late writer of version 4 and
+    one of version 5 again; version 6 replaces them. An episode not stored gets none."""
+    pk = str(ULID())
+    await redis_client.json().set(
+        f"{sotopia.LOGS}.EpisodeLog:{pk}", "$", {**sotopia.EPISODE, "pk": pk}
+    )
+    store, study = StudyStore(redis_client), str(ULID())
+
+    def entry(goal: float) -> Evaluation:
+        return Evaluation(
+            id=study,
+            judge_model="humans",
+            status=EvaluationStatus.COMPLETED,
+            rewards=[(goal, {"goal": goal}), (goal, {"goal": goal})],
+        )
+
+    async def stored_goal() -> Any:
+        return await redis_client.json().get(keys.evaluation_record(study, pk), "$.rewards[0][0]")
+
+    assert await store.write_human_results(study, 5, {pk: entry(5), "missing": entry(1)})
+    assert not await redis_client.exists(keys.evaluation_record(study, "missing"))
+    record: Any = await redis_client.json().get(keys.evaluation_record(study, pk))
+    assert record["evaluation"] == study and record["models"][0] == "humans"
+    assert record["environment"] == sotopia.EPISODE["environment"]
+    assert not await store.write_human_results(study, 4, {pk: entry(4)})
+    assert not await store.write_human_results(study, 5, {pk: entry(3)})
+    assert await stored_goal() == [5]
+    assert await store.write_human_results(study, 6, {pk: entry(6)})
+    assert await stored_goal() == [6]
