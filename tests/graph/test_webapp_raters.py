@@ -25,8 +25,9 @@ from parley.storage.models import AgentProfile, EpisodeLog
 from tests.graph import test_webapp
 from tests.graph.test_webapp import snap, unique
 from tests.resolvers import test_agreement
-from tests.resolvers.test_agreement import bonett_wright, pingouin_icc
+from tests.resolvers.test_agreement import bonett_wright
 from tests.support.browser import DESKTOP, PHONE, AppPage
+from tests.support.references import pingouin_icc
 from tests.support.server import graphql, serve
 from tests.support.studies import CREATE_STUDY, finished_episodes
 
