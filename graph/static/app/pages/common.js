@@ -106,6 +106,17 @@ export function notFound(main, heading, why, link, { alertClass = "error" } = {}
   return null;
 }
 
+/** A labelled form control, with its hint below it; `name` is the input field it sets. */
+export function field(name, label, control, hint) {
+  return h(
+    "div",
+    { class: "field", dataset: { field: name } },
+    h("label", { for: control.id }, label),
+    control,
+    hint ? h("p", { class: "hint", id: `${control.id}-hint` }, hint) : null,
+  );
+}
+
 /**
  * Show userErrors next to their fields: each error's path (["input", "maxTurns", ...]) names
  * the element with data-field="maxTurns"; the rest go to the form's own alert.

@@ -4,21 +4,11 @@
 import { LONGEST, agentFinder, foundWords, scenarioFinder, searcher } from "../choice.js";
 import { h, words } from "../dom.js";
 import { ENUMS } from "../enums.js";
-import { showFieldErrors } from "./common.js";
+import { field, showFieldErrors } from "./common.js";
 import { seatLink } from "./seat.js";
 
 /** Agents and scenarios listed at once on the form; typing a name narrows them. */
 const START_CHOICES = 100;
-
-function field(name, label, control, hint) {
-  return h(
-    "div",
-    { class: "field", dataset: { field: name } },
-    h("label", { for: control.id }, label),
-    control,
-    hint ? h("p", { class: "hint", id: `${control.id}-hint` }, hint) : null,
-  );
-}
 
 /** A select of an enum's values, each shown as `labels` says (in words if not). */
 function enumSelect(id, values, labels = {}) {

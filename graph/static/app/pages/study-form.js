@@ -3,20 +3,10 @@
 // userErrors beside their fields; on success each rater's link, shown this once, to copy.
 
 import { h } from "../dom.js";
-import { showFieldErrors } from "./common.js";
+import { field, showFieldErrors } from "./common.js";
 import { rateLink } from "./rate.js";
 
 const RATERS_MAX = 50; // the server's limit (core/limits.py STUDY_RATERS_MAX)
-
-function field(name, label, control, hint) {
-  return h(
-    "div",
-    { class: "field", dataset: { field: name } },
-    h("label", { for: control.id }, label),
-    control,
-    hint ? h("p", { class: "hint", id: `${control.id}-hint` }, hint) : null,
-  );
-}
 
 const EPISODE_CHOICES = [
   ["tag", "Every episode with a tag"],
