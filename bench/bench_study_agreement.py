@@ -29,22 +29,12 @@ import httpx
 from bench.common import bench_redis, cpu_seconds, run_main
 from bench.support.processes import api_process, parley_env
 from bench.support.simulation import make_world
+from parley.client.study import RESULTS
 from parley.engine.types import OVERALL_SCORE, SOTOPIA_DIMENSIONS, ActionType, JudgeRun
 from parley.storage.models import EpisodeLog, EpisodeStatus, StoredTurn
 from parley.storage.records import get_or_none
 from parley.storage.studies import StudyStore
 
-ESTIMATE = "{ n estimate low high resamples reason }"
-AGREEMENT = f"""query($id: ID!) {{
-  ratingStudy(id: $id) {{
-    agreement {{
-      dimension
-      humans {{ raters alpha {ESTIMATE} icc1 {ESTIMATE} icck {ESTIMATE} iccDropped }}
-      judgeVsHumans {{ judge pearson {ESTIMATE} spearman {ESTIMATE} }}
-      rankings {{ judge tau {ESTIMATE} models {{ model humanMean judgeMean }} }}
-    }}
-  }}
-}}"""
 CREATE = """mutation($input: CreateRatingStudyInput!) {
   createRatingStudy(input: $input) { study { id } raterLinks { token } userErrors { message } }
 }"""
@@ -132,7 +122,7 @@ async def rate(
 
 async def timed(http: httpx.AsyncClient, study: str) -> float:
     began = time.perf_counter()
-    await post(http, AGREEMENT, {"id": study})
+    await post(http, RESULTS, {"id": study})
     return time.perf_counter() - began
 
 

@@ -26,6 +26,7 @@ from parley.resolvers.agreement import (
 )
 from parley.resolvers.study_agreement import (
     Rewards,
+    UnitTable,
     model_of,
     panel_runs,
     run_rewards,
@@ -39,14 +40,9 @@ EvaluationId = str | None
 
 
 @dataclass(frozen=True)
-class EvaluationTable:
+class EvaluationTable(UnitTable):
     """One dimension's scores of the chosen episodes' units, by evaluation and panel run."""
 
-    dimension: str
-    units: list[tuple[str, int]]
-    """(episode id, agent) of each row."""
-    models: list[str]
-    """The model that played each unit's agent ("" when the episode does not say)."""
     scores: list[list[float | None]]
     """By evaluation, in the order asked: its score of each unit."""
     runs: list[dict[str, list[float | None]]]

@@ -45,19 +45,25 @@ Rewards = Sequence[tuple[float, dict[str, float]] | float]
 
 
 @dataclass(frozen=True)
-class RatingTable:
-    """One dimension's scores of a study's units, by every source."""
+class UnitTable:
+    """One dimension's units: an agent of an episode each, with the model that played it."""
 
     dimension: str
     units: list[tuple[str, int]]
     """(episode id, agent) of each row."""
+    models: list[str]
+    """The model that played each unit's agent ("" when the episode does not say)."""
+
+
+@dataclass(frozen=True)
+class RatingTable(UnitTable):
+    """One dimension's scores of a study's units, by every source."""
+
     raters: list[int]
     """The study's raters, one per column of `humans`."""
     humans: list[list[float | None]]
     judges: dict[str, list[float | None]]
     """By judge: its score of each unit."""
-    models: list[str]
-    """The model that played each unit's agent ("" when the episode does not say)."""
 
     def human_mean(self) -> list[float | None]:
         """The raters' mean score of each unit (None where none scored it), to `PLACES`
@@ -119,7 +125,7 @@ def tables(
                 for pk, a in units
             ]
         models = [model_of(episodes[pk], agent) for pk, agent in units]
-        found.append(RatingTable(dimension, units, raters, humans, judges, models))
+        found.append(RatingTable(dimension, units, models, raters, humans, judges))
     return found
 
 
