@@ -108,7 +108,9 @@ def study_line(study: RatingStudy) -> dict[str, Any]:
 
 
 def annotation_line(doc: dict[str, Any], study: str | None) -> dict[str, Any]:
-    line = AnnotationForEpisode.model_validate(doc).model_dump(mode="json")
+    """A stored rating's fields as they are (a record the import would refuse, one another
+    writer got wrong, is written all the same, for the import to say what is wrong with it)."""
+    line = {name: doc.get(name) for name in AnnotationForEpisode.model_fields}
     if study is not None:
         line[fmt.EXTRA] = {STUDY_FIELD: study}
     return line
@@ -129,7 +131,13 @@ async def _documents(client: redis.Redis, names: Sequence[str]) -> list[dict[str
     if not names:
         return []
     raw: Any = await client.json().mget(list(names), "$")
-    return [r[0] if r and isinstance(r[0], dict) else None for r in raw]
+    docs: list[dict[str, Any] | None] = []
+    for name, value in zip(names, raw, strict=True):
+        doc = value[0] if value and isinstance(value[0], dict) else None
+        if doc is not None:
+            doc.setdefault("pk", name.rsplit(":", 1)[-1])
+        docs.append(doc)
+    return docs
 
 
 async def _studies(client: redis.Redis) -> tuple[dict[str, RatingStudy], dict[str, str]]:
@@ -138,9 +146,10 @@ async def _studies(client: redis.Redis) -> tuple[dict[str, RatingStudy], dict[st
     of_rating: dict[str, str] = {}
     async for batch in _scan(client, RatingStudy.make_primary_key("")):
         for doc in await _documents(client, batch):
-            if doc is None:
+            try:
+                study = RatingStudy.model_validate(doc)
+            except ValidationError:  # none, or not a study: its ratings go without it
                 continue
-            study = RatingStudy.model_validate(doc)
             studies[str(study.pk)] = study
             for rater in study.raters:
                 of_rating.update((item.annotation, str(study.pk)) for item in rater.items)
@@ -188,7 +197,8 @@ async def lines(client: redis.Redis, episodes: Any) -> AsyncIterator[list[dict[s
             person = str(doc.get("annotator_id"))
             if person in annotators and person not in sent_annotators:
                 sent_annotators.add(person)
-                out.append(Annotator.model_validate(annotators[person]).model_dump())
+                found_person = annotators[person]
+                out.append({name: found_person.get(name, "") for name in Annotator.model_fields})
             out.append(annotation_line(doc, study))
         if out:
             yield out

@@ -4,6 +4,7 @@ hostile line is refused with its code and writes nothing; a file of 10,000 ratin
 batches."""
 
 import json
+import math
 import string
 from typing import Any
 
@@ -123,6 +124,18 @@ def hostile(rating: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str, str]
             "4 rewards for the 2 agents",
         ),
         "bad id": ({**rating, "pk": "a b"}, "INVALID", "an id is 1 to 100"),
+        "NaN score": (
+            {**rating, "rewards": [[3.0, {**scores, "goal": math.nan}], rating["rewards"][1]]},
+            "INVALID",
+            "rewards",
+        ),
+        "10,000 rewards": ({**rating, "rewards": [0.0] * 10_000}, "INVALID", "rewards"),
+        "10,000 dimensions": (
+            {**rating, "rewards": [[0.0, {f"d{n}": 0.0 for n in range(10_000)}], 0.0]},
+            "INVALID",
+            "rewards",
+        ),
+        "lone surrogate": ({**rating, "reasoning": "split \ud800"}, "INVALID", "surrogate"),
         "unknown field": ({**rating, "token_hash": "ab"}, "INVALID", "token_hash"),
         "not a study of this file": (
             {**rating, "parley": {"rating_study_id": "no-such-study"}},
@@ -312,3 +325,19 @@ async def test_a_study_line_over_the_limits_is_refused(redis_client: redis.Redis
     report = await import_lines(redis_client, [json.dumps(line)])
     [problem] = report.problems
     assert problem.code == "INVALID" and problem.reason.startswith("rating study")
+
+
+async def test_a_stored_rating_another_writer_got_wrong_is_exported_and_refused_on_import(
+    redis_client: redis.Redis,
+) -> None:
+    """The export writes it as it is (it neither stops nor drops it silently); the import says
+    what is wrong with it."""
+    lines, _, rating = sotopia_file("RW")
+    await import_lines(redis_client, lines)
+    wrong = {**rating, "pk": "wrongly-written", "rewards": "ten"}
+    await redis_client.json().set(keys.annotation("wrongly-written"), "$", wrong)
+    out = await exported(redis_client, rating["episode"])
+    assert wrong in out
+    report = await import_lines(redis_client, [json.dumps(wrong)])
+    [problem] = report.problems
+    assert problem.code == "INVALID" and "rewards" in problem.reason
