@@ -10,7 +10,9 @@ against Sotopia's dimensions where it names them. A rating is imported when its 
 stored (by the lines before it, or already) and its annotator too, with a score for each of
 the episode's agents. A record's identity is its id: one already stored is skipped, never
 overwritten, so importing a file again adds nothing. A study line is read to check the lines
-after it, and is not stored as a study: its raters, links and progress stay where it ran.
+after it (and kept for that, so its ratings in a later part of the file, as a remote import
+sends one, are checked against it too), and is not stored as a study: its raters, links and
+progress stay where it ran.
 """
 
 import re
@@ -38,7 +40,7 @@ from parley.engine.types import OVERALL_SCORE, SOTOPIA_DIMENSIONS, DimensionSpec
 from parley.resolvers import sotopia_format as fmt
 from parley.storage import keys
 from parley.storage.models import AnnotationForEpisode, Annotator, EpisodeLog, RatingStudy
-from parley.storage.studies import insert_ratings
+from parley.storage.studies import imported_study, insert_ratings, keep_imported_study
 
 BATCH = 500
 STUDY_FIELD = fmt.RATING_STUDY_FIELD
@@ -272,8 +274,13 @@ class RatingImporter:
     async def add(self, number: int, line: Line) -> None:
         if isinstance(line, StudyLine):
             self.studies[line.rating_study_id] = line
+            await keep_imported_study(self.client, line.rating_study_id, line.model_dump_json())
             return
         if isinstance(line, Rating):
+            if line.study is not None and line.study not in self.studies:
+                kept = await imported_study(self.client, line.study)
+                if kept is not None:
+                    self.studies[line.study] = StudyLine.model_validate_json(kept)
             problem = self._against_study(line)
             if problem is not None:
                 self.report.refuse(number, *problem)
@@ -291,7 +298,8 @@ class RatingImporter:
             study = self.studies.get(rating.study)
             if study is None:
                 return (
-                    f"annotation names rating study {rating.study!r}, whose line is not before it",
+                    f"annotation names rating study {rating.study!r}, whose line is not before "
+                    "it (nor in an import before)",
                     ErrorCode.NOT_FOUND.value,
                 )
             if annotation.episode not in study.episode_ids:

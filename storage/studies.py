@@ -349,3 +349,14 @@ async def insert_ratings(
             pipe.execute_command("JSON.SET", key, "$", record.model_dump_json(), "NX")
         results: list[Any] = await pipe.execute()
     return [bool(result) for result in results]
+
+
+async def keep_imported_study(client: redis.Redis, study_id: str, line: str) -> None:
+    """Keep the line of a study an import read, unless one of its id is kept already."""
+    await client.set(keys.imported_study(study_id), line, nx=True)
+
+
+async def imported_study(client: redis.Redis, study_id: str) -> str | None:
+    """The line of a study an import kept (`keep_imported_study`), if any."""
+    line = await client.get(keys.imported_study(study_id))
+    return line.decode() if isinstance(line, bytes) else line

@@ -341,3 +341,26 @@ async def test_a_stored_rating_another_writer_got_wrong_is_exported_and_refused_
     report = await import_lines(redis_client, [json.dumps(wrong)])
     [problem] = report.problems
     assert problem.code == "INVALID" and "rewards" in problem.reason
+
+
+async def test_a_studys_ratings_in_a_later_part_of_the_file_are_checked_against_its_line(
+    redis_client: redis.Redis,
+) -> None:
+    """A remote import sends a file in parts of 256 KiB, each imported on its own: the study
+    line read in one part checks the ratings of the next (and nothing else than its line is
+    kept of the study)."""
+    study, made = await study_with_ratings(redis_client)
+    lines = await exported(redis_client, study.episode_ids[0])
+    [line] = [x for x in lines if "rating_study_id" in x]
+    rating = next(x for x in lines if x.get("pk") == made[0])
+    first = await import_lines(redis_client, [json.dumps({**line, "rating_study_id": "parted"})])
+    assert first.invalid == 0 and not first.created
+    named = {**rating, "parley": {"rating_study_id": "parted"}}
+    good = {**named, "pk": "in-a-later-part"}
+    scores = rating["rewards"][0][1]
+    bad = {**named, "pk": "out-of-range-later", "rewards": [[3.0, {**scores, "goal": 12.0}]] * 2}
+    report = await import_lines(redis_client, [json.dumps(good), json.dumps(bad)])
+    assert report.created["annotations"] == 1, report
+    [problem] = report.problems
+    assert problem.line == 2 and "goal 12 is out of its range 0..10" in problem.reason
+    assert not await redis_client.exists(RatingStudy.make_primary_key("parted"))

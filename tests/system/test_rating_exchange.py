@@ -75,11 +75,11 @@ async def rated_world(client: redis.Redis) -> tuple[RatingStudy, list[str]]:
                 keys.annotation(annotation.pk), "$", annotation.model_dump(mode="json")
             )
             made.append(keys.annotation(annotation.pk))
-    person = {**sotopia.ANNOTATOR}
+    theirs = {**sotopia.ANNOTATOR}
     rating = {**sotopia.ANNOTATION, "episode": episodes[0]}
-    await client.json().set(keys.annotator(person["pk"]), "$", person)
+    await client.json().set(keys.annotator(theirs["pk"]), "$", theirs)
     await client.json().set(keys.annotation(rating["pk"]), "$", rating)
-    return study, [*made, keys.annotator(person["pk"]), keys.annotation(rating["pk"])]
+    return study, [*made, keys.annotator(theirs["pk"]), keys.annotation(rating["pk"])]
 
 
 async def test_ratings_round_trip_into_an_empty_parley(
