@@ -3,13 +3,17 @@ Annotator lines import once; a rating of a study is checked against the study's 
 hostile line is refused with its code and writes nothing; a file of 10,000 ratings imports in
 batches."""
 
+import io
 import json
 import math
 import string
+from pathlib import Path
 from typing import Any
 
 import redis.asyncio as redis
 
+from parley.client.exchange import remote_import
+from parley.core.import_report import Problem
 from parley.core.limits import REASONING_MAX
 from parley.engine.types import SOTOPIA_DIMENSIONS
 from parley.lifecycle.studies import Studies
@@ -22,7 +26,10 @@ from parley.storage.models import AnnotationForEpisode, Annotator, RatingStudy
 from parley.storage.studies import RatingTarget, StudyStore
 from tests.storage.test_studies import new_study
 from tests.support import sotopia_records as sotopia
+from tests.support.server import serve
 
+PART_LIMIT = 6000
+"""A server's body limit that splits a file of a study's ratings into several parts."""
 SUFFIXES = iter(string.ascii_uppercase)
 """Second letters of the ids of each study's episode (the first is Q)."""
 
@@ -364,3 +371,26 @@ async def test_a_studys_ratings_in_a_later_part_of_the_file_are_checked_against_
     [problem] = report.problems
     assert problem.line == 2 and "goal 12 is out of its range 0..10" in problem.reason
     assert not await redis_client.exists(RatingStudy.make_primary_key("parted"))
+
+
+async def test_a_remote_import_in_parts_keeps_a_studys_ratings_and_their_codes(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """`parley import --url` against a server whose body limit splits the file into parts: every
+    rating after its study's line is stored, and a refused one is reported in the file's line
+    numbers with its code."""
+    study, made = await study_with_ratings(redis_client)
+    lines = await exported(redis_client, study.episode_ids[0])
+    [line] = [x for x in lines if "rating_study_id" in x]
+    line = {**line, "rating_study_id": "sent-in-parts"}
+    rating = next(x for x in lines if x.get("pk") == made[0])
+    named = {**rating, "parley": {"rating_study_id": "sent-in-parts"}}
+    ratings = [{**named, "pk": f"in-part-{n}"} for n in range(40)]
+    ratings[-1] = {**ratings[-1], "episode": study.episode_ids[1]}  # stored nowhere
+    text = "\n".join(json.dumps(x) for x in [line, *ratings]) + "\n"
+    assert len(text) > 4 * PART_LIMIT > len(json.dumps(line))
+    async with serve(redis_url, tmp_path / "api", max_body_bytes=PART_LIMIT) as url:
+        report = await remote_import(url, None, io.BytesIO(text.encode()))
+    assert report.created["annotations"] == 39, report
+    assert report.problems == [Problem(41, report.problems[0].reason, "NOT_FOUND")]
+    assert "neither stored nor in the lines before it" in report.problems[0].reason
