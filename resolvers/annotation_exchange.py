@@ -100,7 +100,8 @@ LINES = (StudyLine, Annotator, Rating)
 
 
 def study_line(study: RatingStudy) -> dict[str, Any]:
-    return StudyLine(
+    """A stored study's line (as it is: the import checks it)."""
+    return StudyLine.model_construct(
         rating_study_id=str(study.pk),
         name=study.name,
         rubric=study.rubric,
