@@ -26,7 +26,8 @@ def add_commands(commands: Any) -> None:
         "export",
         help="write records to a file: JSON lines in Sotopia's layout, or episodes as CSV",
         description="Write stored records as JSON lines in Sotopia's layout: agents, scenarios, "
-        "relationships, dimension lists, finished episodes and experiments (a file another "
+        "relationships, dimension lists, finished episodes, experiments and people's ratings "
+        "of the episodes (a file another "
         "Parley imports whole), or episodes as CSV. Episodes not finished yet are left out "
         "unless --status asks for them.",
     )
