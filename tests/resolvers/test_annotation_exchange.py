@@ -394,3 +394,15 @@ async def test_a_remote_import_in_parts_keeps_a_studys_ratings_and_their_codes(
     assert report.created["annotations"] == 39, report
     assert report.problems == [Problem(41, report.problems[0].reason, "NOT_FOUND")]
     assert "neither stored nor in the lines before it" in report.problems[0].reason
+
+
+async def test_the_ratings_of_an_episode_whose_id_has_punctuation_are_exported(
+    redis_client: redis.Redis,
+) -> None:
+    """The episodes an export selects are looked up by a TAG query on their ids, where '-' and
+    '.' must be escaped."""
+    lines, person, rating = sotopia_file("-.")
+    report = await import_lines(redis_client, lines)
+    assert report.invalid == 0 and rating["episode"].endswith("-.")
+    out = await exported(redis_client, rating["episode"])
+    assert rating in out and person in out
