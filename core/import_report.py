@@ -14,6 +14,9 @@ MAX_LISTED = 1000
 class Problem:
     line: int
     reason: str
+    code: str = "INVALID"
+    """What kind of problem (core.errors.ErrorCode's values): INVALID, NOT_FOUND (a record it
+    names is missing), CONFLICT (it contradicts another)."""
 
 
 @dataclass
@@ -23,17 +26,17 @@ class ImportReport:
     invalid: int = 0
     problems: list[Problem] = field(default_factory=list)
 
-    def refuse(self, line: int, reason: str) -> None:
+    def refuse(self, line: int, reason: str, code: str = "INVALID") -> None:
         self.invalid += 1
         if len(self.problems) < MAX_LISTED:
-            self.problems.append(Problem(line, reason))
+            self.problems.append(Problem(line, reason, code))
 
     def add(self, other: "ImportReport", line_offset: int = 0) -> None:
         """Fold in the report of a part of the file that started after `line_offset` lines."""
         self.created.update(other.created)
         self.skipped.update(other.skipped)
         for problem in other.problems:
-            self.refuse(problem.line + line_offset, problem.reason)
+            self.refuse(problem.line + line_offset, problem.reason, problem.code)
         self.invalid += other.invalid - len(other.problems)
 
     def as_json(self) -> dict[str, Any]:
@@ -41,11 +44,16 @@ class ImportReport:
             "created": dict(self.created),
             "skipped": dict(self.skipped),
             "invalid": self.invalid,
-            "problems": [{"line": p.line, "reason": p.reason} for p in self.problems],
+            "problems": [
+                {"line": p.line, "reason": p.reason, "code": p.code} for p in self.problems
+            ],
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ImportReport":
         report = cls(Counter(data["created"]), Counter(data["skipped"]), int(data["invalid"]))
-        report.problems = [Problem(int(p["line"]), str(p["reason"])) for p in data["problems"]]
+        report.problems = [
+            Problem(int(p["line"]), str(p["reason"]), str(p.get("code", "INVALID")))
+            for p in data["problems"]
+        ]
         return report

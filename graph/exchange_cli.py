@@ -26,7 +26,8 @@ def add_commands(commands: Any) -> None:
         "export",
         help="write records to a file: JSON lines in Sotopia's layout, or episodes as CSV",
         description="Write stored records as JSON lines in Sotopia's layout: agents, scenarios, "
-        "relationships, dimension lists, finished episodes and experiments (a file another "
+        "relationships, dimension lists, finished episodes, experiments and people's ratings "
+        "of the episodes (a file another "
         "Parley imports whole), or episodes as CSV. Episodes not finished yet are left out "
         "unless --status asks for them.",
     )
@@ -34,7 +35,7 @@ def add_commands(commands: Any) -> None:
         "--kind",
         help="what to write: all (the default; episodes with --format csv), or a "
         "comma-separated list of agents, scenarios, relationships, dimension_lists, episodes, "
-        "experiments",
+        "experiments, annotations (people's ratings of the episodes exported)",
     )
     out.add_argument(
         "--format",
@@ -177,7 +178,7 @@ def print_report(report: ImportReport) -> None:
     print(f"skipped (already stored): {counts(report.skipped)}")
     print(f"invalid lines: {report.invalid}")
     for problem in report.problems:
-        print(f"  line {problem.line}: {problem.reason}")
+        print(f"  line {problem.line}: {problem.reason} ({problem.code})")
     if report.invalid > len(report.problems):
         print(f"  ... and {report.invalid - len(report.problems)} more")
 

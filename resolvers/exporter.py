@@ -18,6 +18,7 @@ from typing import Any
 import redis.asyncio as redis
 
 from parley.core.errors import BadArgument
+from parley.resolvers import annotation_exchange as ratings
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.episodes import episode_query
 from parley.resolvers.pagination import searchable
@@ -174,9 +175,13 @@ async def lines(
     client: redis.Redis, kind: fmt.Kind, episodes: EpisodeFilter | None = None
 ) -> AsyncIterator[list[dict[str, Any]]]:
     """Batches of lines in Sotopia's layout of every record of `kind` (episodes and
-    experiments: matching)."""
-    model = MODELS[kind]
+    experiments: matching; annotations: of the matching episodes)."""
     chosen = episodes or EpisodeFilter()
+    if kind == fmt.Kind.ANNOTATIONS:
+        async for batch in ratings.lines(client, chosen.query()):
+            yield batch
+        return
+    model = MODELS[kind]
     if kind == fmt.Kind.EXPERIMENTS:
         async for batch in _experiment_lines(client, chosen):
             yield batch

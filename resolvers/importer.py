@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from parley.core.import_report import ImportReport
 from parley.core.limits import PATTERNS, Name, RecordId, ShortText
 from parley.core.wording import summary
+from parley.resolvers import annotation_exchange as ratings
 from parley.resolvers import client_json
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.agents import AGENT, NewAgent
@@ -189,7 +190,7 @@ def dimension_list(line: dict[str, Any]) -> NewDimensionList:
     return NewDimensionList(pk=pk, name=line.get("name"), dimensions=line.get("dimensions"))
 
 
-Parsed = Record | NewDimensionList | SlotPart
+Parsed = Record | NewDimensionList | SlotPart | ratings.Line
 BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Parsed]] = {
     fmt.Kind.AGENTS: agent_record,
     fmt.Kind.SCENARIOS: scenario_record,
@@ -197,6 +198,7 @@ BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Parsed]] = {
     fmt.Kind.DIMENSION_LISTS: dimension_list,
     fmt.Kind.EPISODES: episode_record,
     fmt.Kind.EXPERIMENTS: experiment_part,
+    fmt.Kind.ANNOTATIONS: ratings.parse,
 }
 
 
@@ -237,8 +239,14 @@ class Importer:
         self.pending: list[tuple[int, fmt.Kind, Record]] = []
         self.indexed: set[str] = set()
         """Dimension names this import has given results already."""
+        self.ratings = ratings.RatingImporter(client, report)
 
     async def add(self, number: int, kind: fmt.Kind, record: Parsed) -> None:
+        if isinstance(record, ratings.LINES):  # written in batches of their own, in file order
+            await self.flush()
+            await self.ratings.add(number, record)
+            return
+        await self.ratings.flush()
         if isinstance(record, NewDimensionList):
             await self.flush()
             await self._dimension_list(number, record)
@@ -383,6 +391,7 @@ async def import_lines(
             continue
         await importer.add(number, kind, record)
     await importer.flush()
+    await importer.ratings.flush()
     return report
 
 

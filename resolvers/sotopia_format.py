@@ -33,6 +33,9 @@ class Kind(StrEnum):
     """Parley's own kind: an experiment (`experiment_id`, after its episodes), its slots and
     the episode filling each in lines before it (`experiment_slots`, at most SLOTS_PER_LINE
     a line, so a line stays well under a server's body limit)."""
+    ANNOTATIONS = "annotations"
+    """People's ratings of the episodes exported: Sotopia's `AnnotationForEpisode` and
+    `Annotator` records, with their rating study's line (resolvers/annotation_exchange.py)."""
 
 
 AGENT_FIELDS = (
@@ -108,6 +111,18 @@ SLOTS_FIELD = "experiment_slots"
 """The field of a line holding part of an experiment's slots: the experiment's id."""
 SLOTS_PER_LINE = 1000
 EXPERIMENT_FIELDS = ("name", "tag", "design", "slot_count", "created_at", "started_at")
+RATING_STUDY_FIELD = "rating_study_id"
+"""The field of a rating study's line (Parley's own) in a kind ANNOTATIONS export."""
+
+
+def is_rating_line(line: dict[str, Any]) -> bool:
+    """Whether a line holds a rating study, an annotation or an annotator (Sotopia's
+    `Annotator` dump: `pk`, `name`, `email`)."""
+    return (
+        RATING_STUDY_FIELD in line
+        or "annotator_id" in line
+        or ("pk" in line and "name" in line and set(line) <= {"pk", "name", "email"})
+    )
 
 
 def kind_of(line: dict[str, Any]) -> Kind | None:
@@ -119,6 +134,8 @@ def kind_of(line: dict[str, Any]) -> Kind | None:
             return kind
     if SLOTS_FIELD in line:
         return Kind.EXPERIMENTS
+    if is_rating_line(line):
+        return Kind.ANNOTATIONS
     if "scenario_id" in line and "agent_goals" in line:
         return Kind.SCENARIOS  # the older layout named the scenario's id so
     return None

@@ -179,6 +179,13 @@ def study_results_version(study_id: str) -> str:
     return f"parley:study-results-version:{study_id}"
 
 
+def imported_study(study_id: str) -> str:
+    """The line of a rating study an import read (JSON: its name, rubric and episodes), kept so
+    that its ratings in a later part of the file (a remote import sends one in parts), or in a
+    later import, are checked against it; never a study's record."""
+    return f"parley:imported-study:{study_id}"
+
+
 def study_gold(study_id: str) -> str:
     """A hash from a rater's gold episode (`<rater>:<episode number>`) to how their saved
     rating compares with the expected scores (JSON)."""

@@ -416,3 +416,33 @@ async def create_annotation_index(client: redis.Redis) -> bool:
         raise
     await client.set(keys.ANNOTATION_INDEX_HASH, schema_hash(ANNOTATION_SCHEMA))
     return True
+
+
+async def insert_ratings(
+    client: redis.Redis, records: Sequence[Annotator | AnnotationForEpisode]
+) -> list[bool]:
+    """Store each imported rating or annotator unless its id is taken (then it is left as it
+    is), in one round trip: whether each was stored."""
+    if not records:
+        return []
+    async with client.pipeline(transaction=False) as pipe:
+        for record in records:
+            key = (
+                keys.annotator(record.pk)
+                if isinstance(record, Annotator)
+                else keys.annotation(record.pk)
+            )
+            pipe.execute_command("JSON.SET", key, "$", record.model_dump_json(), "NX")
+        results: list[Any] = await pipe.execute()
+    return [bool(result) for result in results]
+
+
+async def keep_imported_study(client: redis.Redis, study_id: str, line: str) -> None:
+    """Keep the line of a study an import read, unless one of its id is kept already."""
+    await client.set(keys.imported_study(study_id), line, nx=True)
+
+
+async def imported_study(client: redis.Redis, study_id: str) -> str | None:
+    """The line of a study an import kept (`keep_imported_study`), if any."""
+    line = await client.get(keys.imported_study(study_id))
+    return line.decode() if isinstance(line, bytes) else line
