@@ -371,21 +371,23 @@ class StudyStore:
         self, study_id: str, version: int, entries: Mapping[str, Evaluation]
     ) -> bool:
         """Write the study's evaluation of each stored episode of `entries` (the raters' means,
-        by episode id) as the records results read, computed from the ratings at `version`;
-        not if records of that version or a later one are written. Whether they were."""
+        by episode id) as the records results read, computed from the ratings at `version`, and
+        delete those of episodes no longer stored; not if records of a later version are
+        written. Whether they were."""
         pks = list(entries)
         async with self.client.pipeline(transaction=False) as pipe:
             for pk in pks:
                 pipe.json().get(EpisodeLog.make_primary_key(pk), *GROUPED_BY)
             found: list[Any] = await pipe.execute()
         records = {
-            keys.evaluation_record(study_id, pk): json.dumps(
+            keys.evaluation_record(study_id, pk): ""  # the episode is gone: so is its record
+            if raw is None
+            else json.dumps(
                 evaluation_record(
                     pk, {path[2:]: values[0] for path, values in raw.items() if values}, entries[pk]
                 )
             )
             for pk, raw in zip(pks, found, strict=True)
-            if raw is not None
         }
         done = await HUMAN_RESULTS(
             self.client,

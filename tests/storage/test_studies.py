@@ -356,8 +356,9 @@ async def test_scored_episodes_read_the_scores_of_stored_episodes_only(
 async def test_human_results_of_older_ratings_never_overwrite_newer_ones(
     redis_client: redis.Redis,
 ) -> None:
-    """Records written from ratings at version 5 stand against a late writer of version 4 and
-    one of version 5 again; version 6 replaces them. An episode not stored gets none."""
+    """Records written from ratings at version 5 stand against a late writer of version 4; the
+    same version or a later one writes them again. An episode no longer stored loses its
+    record."""
     pk = str(ULID())
     await redis_client.json().set(
         f"{sotopia.LOGS}.EpisodeLog:{pk}", "$", {**sotopia.EPISODE, "pk": pk}
@@ -381,7 +382,11 @@ async def test_human_results_of_older_ratings_never_overwrite_newer_ones(
     assert record["evaluation"] == study and record["models"][0] == "humans"
     assert record["environment"] == sotopia.EPISODE["environment"]
     assert not await store.write_human_results(study, 4, {pk: entry(4)})
-    assert not await store.write_human_results(study, 5, {pk: entry(3)})
     assert await stored_goal() == [5]
+    assert await store.write_human_results(study, 5, {pk: entry(3)})
+    assert await stored_goal() == [3]
     assert await store.write_human_results(study, 6, {pk: entry(6)})
     assert await stored_goal() == [6]
+    await redis_client.delete(f"{sotopia.LOGS}.EpisodeLog:{pk}")
+    assert await store.write_human_results(study, 6, {pk: entry(6)})
+    assert not await redis_client.exists(keys.evaluation_record(study, pk))
