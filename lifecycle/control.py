@@ -29,7 +29,7 @@ from parley.storage import control as control_writes
 from parley.storage.episode_store import EpisodeStore, Fenced, TransitionResult
 from parley.storage.models import EpisodeLog, EpisodeStatus, StoredInjection
 from parley.storage.records import get_or_none, storable
-from parley.storage.scripts import script_time
+from parley.storage.times import stored_time
 from parley.storage.vocabulary import PauseMode
 
 log = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ class RunControl:
         if errors:
             return None, errors
         stored = StoredInjection(
-            text=request.text, to=request.to, at=script_time(time.time()), sequence=0, turn=None
+            text=request.text, to=request.to, at=stored_time(time.time()), sequence=0, turn=None
         )
         sequence, status = await control_writes.inject(self.client, request.episode_id, stored)
         if sequence is None:

@@ -53,7 +53,6 @@ from parley.storage.models import (
     EvaluationStatus,
 )
 from parley.storage.records import get_or_none, storable
-from parley.storage.scripts import script_time
 
 log = logging.getLogger(__name__)
 JUDGES = TypeAdapter(list[JudgeSpec])
@@ -214,7 +213,7 @@ async def queue(
         judge_model=panel.label(),
         evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
         episodes=len(ids),
-        created_at=script_time(time.time()),  # the same after any store and read
+        created_at=time.time(),
         judges=panel.judges,
         judge_aggregate=panel.aggregate,
     )

@@ -34,7 +34,7 @@ from parley.storage import seats as seat_writes
 from parley.storage.episode_store import EpisodeStore, numbered
 from parley.storage.models import EpisodeLog, EpisodeStatus, HumanSeat, SeatTimeout
 from parley.storage.records import get_or_none, storable
-from parley.storage.scripts import script_time
+from parley.storage.times import stored_time
 from parley.storage.vocabulary import ActRefusal
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def _body(
     """A person's turn's JSON, numbered 0 (the script gives it its sequence)."""
     data: dict[str, Any] = {
         "turn": turn,
-        "at": script_time(now),
+        "at": stored_time(now),
         "action_type": str(action.action_type),
         "argument": action.argument,
         "to": action.to,

@@ -20,7 +20,8 @@ from parley.storage import keys
 from parley.storage.events import status_event
 from parley.storage.jobs import episode_entry
 from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange, Waiting
-from parley.storage.scripts import Script, script_time
+from parley.storage.scripts import Script
+from parley.storage.times import stored_time
 from parley.storage.vocabulary import AttemptMode
 
 IDEMPOTENCY_TTL = 24 * 3600
@@ -146,7 +147,7 @@ DEFAULT_RETENTION = 3600.0
 
 def initial_history(at: float) -> list[StatusChange]:
     """A new episode's history (its time as the scripts store every later change's)."""
-    return [StatusChange(status=Status.QUEUED, at=script_time(at), sequence=1)]
+    return [StatusChange(status=Status.QUEUED, at=stored_time(at), sequence=1)]
 
 
 class EpisodeStore:
@@ -298,7 +299,7 @@ class EpisodeStore:
             TurnKeys(EpisodeLog.make_primary_key(episode_id), keys.episode_channel(episode_id)),
             TurnArgs(
                 attempt=attempt,
-                turn=numbered({**turn, "at": script_time(time.time())}),
+                turn=numbered({**turn, "at": stored_time(time.time())}),
                 progress=progress,
                 messages=json.dumps(messages),
                 merge=json.dumps({"progress": progress, **merge}) if merge else "",

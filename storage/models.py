@@ -24,6 +24,7 @@ from parley.engine.types import (
     TurnOrder,
 )
 from parley.storage import keys
+from parley.storage.times import StoredTime
 
 __all__ = ["RelationshipType", "TurnOrder"]
 
@@ -274,8 +275,9 @@ class Evaluation(BaseModel):
     """The aggregate of the judge runs that gave scores."""
     reasoning: str = ""
     error: str | None = None
-    created_at: float = 0.0
-    finished_at: float | None = None
+    created_at: StoredTime = 0.0
+    """Kept in its re-judging's hash too (storage/times.py)."""
+    finished_at: StoredTime | None = None
     judges: list[JudgeSpec] = []
     """The panel's judges; empty in an evaluation stored before panels: `judge_model` alone."""
     judge_aggregate: Aggregate = Aggregate.MEAN

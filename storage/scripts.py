@@ -51,12 +51,6 @@ from parley.storage.vocabulary import (
 Arg = str | int | float
 
 
-def script_time(at: float) -> float:
-    """A time as a script's JSON encoder writes it (cjson keeps 14 significant digits), for a
-    value a script both stores and publishes to be the same in both."""
-    return float(f"{at:.14g}")
-
-
 def _paths(model: type[BaseModel], root: str = "$") -> dict[str, str]:
     """The JSONPath of each field of a record (or, with root "", its suffix in a larger one)."""
     return {name: f"{root}.{name}" for name in model.model_fields}

@@ -3,7 +3,7 @@
 -- sum of its rating revisions, which every save raises), unless records of a later version are
 -- written: a reader that computed them from older ratings never overwrites newer ones. Returns
 -- 1 if written, else 0.
-local held = tonumber(redis.call('GET', K.version) or '-1')
+local held = tonumber(redis.call('GET', K.version)) or -1
 if held > tonumber(A.version) then return 0 end
 for i, key in ipairs(MORE_KEYS) do
   if MORE_ARGS[i] == '' then
