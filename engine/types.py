@@ -210,13 +210,15 @@ class Panel(BaseModel):
 
     def label(self) -> str:
         """The panel where one judge model's name is stored (Sotopia's `models[0]`, results'
-        judge): the model itself for a panel of one run, else every judge with its repeats
-        and the aggregate, e.g. `panel(MEDIAN): a x2, b`."""
+        judge): the model itself for a panel of one run, else every judge with its repeats, in
+        the order of their names (the same judges in any order are the same panel), and the
+        aggregate, e.g. `panel(MEDIAN): a x2, b`."""
         runs = self.runs()
         if len(runs) == 1:
             return runs[0][0]
         judges = ", ".join(
-            j.model if j.repeats == 1 else f"{j.model} x{j.repeats}" for j in self.judges
+            j.model if j.repeats == 1 else f"{j.model} x{j.repeats}"
+            for j in sorted(self.judges, key=lambda j: j.model)
         )
         return f"panel({self.aggregate.value}): {judges}"
 

@@ -53,6 +53,7 @@ from parley.storage.models import (
     EvaluationStatus,
 )
 from parley.storage.records import get_or_none, storable
+from parley.storage.times import stored_time
 
 log = logging.getLogger(__name__)
 JUDGES = TypeAdapter(list[JudgeSpec])
@@ -213,7 +214,7 @@ async def queue(
         judge_model=panel.label(),
         evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
         episodes=len(ids),
-        created_at=time.time(),
+        created_at=stored_time(time.time()),  # as its evaluations keep it
         judges=panel.judges,
         judge_aggregate=panel.aggregate,
     )

@@ -220,3 +220,16 @@ async def test_the_runs_of_a_panel_go_at_once_within_the_endpoints_limit(
         assert fake_llm.peak_in_flight == 1  # the endpoint takes one call at a time
     finally:
         await registry.aclose()
+
+
+def test_a_panel_is_named_by_its_judges_in_the_order_of_their_names() -> None:
+    """Results group by the label: the same judges listed in another order are the same panel;
+    another aggregate or another repeat count is another."""
+    first = Panel(judges=[JudgeSpec(model="b"), JudgeSpec(model="a", repeats=2)])
+    again = Panel(judges=[JudgeSpec(model="a", repeats=2), JudgeSpec(model="b")])
+    assert first.label() == again.label() == "panel(MEAN): a x2, b"
+    assert first.runs() == [("b", 0), ("a", 0), ("a", 1)]  # the runs keep the panel's order
+    median = Panel(judges=again.judges, aggregate=Aggregate.MEDIAN)
+    assert median.label() == "panel(MEDIAN): a x2, b"
+    assert Panel(judges=[JudgeSpec(model="a"), JudgeSpec(model="b")]).label() != first.label()
+    assert Panel.of("a").label() == "a"
