@@ -94,7 +94,7 @@ class ApiProcess(Process):
         self.url = f"http://127.0.0.1:{self.port}"
         self.wait_ready()
 
-    def wait_ready(self, timeout: float = 30) -> None:
+    def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.popen.poll() is not None:
