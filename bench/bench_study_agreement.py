@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from bench.common import bench_redis, cpu_seconds, run_main
+from bench.support import people
 from bench.support.processes import api_process, parley_env
 from bench.support.simulation import make_world
 from parley.client.study import RESULTS
@@ -104,18 +105,11 @@ async def rate(
 ) -> None:
     rng = random.Random(seed)
     scores = [
-        {"agent": a, "dimension": d.name, "score": rng.randint(d.range_low, d.range_high)}
+        (a, d.name, rng.randint(d.range_low, d.range_high))
         for a in range(2)
         for d in SOTOPIA_DIMENSIONS
     ]
-    fields = {
-        "studyId": study,
-        "rater": rater,
-        "raterToken": token,
-        "position": position,
-        "revision": revision,
-        "scores": scores,
-    }
+    fields = people.rating(study, rater, token, position, scores, revision)
     saved = (await post(http, SAVE, {"input": fields}))["saveRating"]
     assert saved["stored"], saved
 

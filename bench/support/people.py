@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +91,26 @@ async def start_with_seats(base_url: str, variables: dict[str, Any]) -> tuple[st
     tokens = {t["seat"]: t["token"] for t in payload["seatTokens"]}
     episode_id: str = payload["episode"]["id"]
     return episode_id, tokens
+
+
+def rating(
+    study: str,
+    rater: int,
+    token: str,
+    position: int,
+    scores: Iterable[tuple[int, str, int]],
+    revision: int = 0,
+) -> dict[str, Any]:
+    """saveRating's input: a rater's scores (agent, dimension, score) of one of their episodes,
+    based on the `revision` of it they have seen."""
+    return {
+        "studyId": study,
+        "rater": rater,
+        "raterToken": token,
+        "position": position,
+        "revision": revision,
+        "scores": [{"agent": a, "dimension": d, "score": score} for a, d, score in scores],
+    }
 
 
 def speak(episode_id: str, seat: int, token: str, words: str, **extra: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.support import people
 from parley.engine.types import OVERALL_SCORE
 from tests.support.server import GraphQLClient
 from tests.support.studies import CREATE_STUDY, SAVE, STUDY, finished_episodes
@@ -67,22 +68,11 @@ async def save(
     revision: int = 0,
 ) -> None:
     scores = [
-        {
-            "agent": a,
-            "dimension": d["name"],
-            "score": goal if d["name"] == "goal" else d["rangeLow"] + rater,
-        }
+        (a, d["name"], goal if d["name"] == "goal" else d["rangeLow"] + rater)
         for a in range(2)
         for d in rubric
     ]
-    fields = {
-        "studyId": study,
-        "rater": rater,
-        "raterToken": token,
-        "position": position,
-        "revision": revision,
-        "scores": scores,
-    }
+    fields = people.rating(study, rater, token, position, scores, revision)
     saved = (await gql.data(SAVE, {"input": fields}))["saveRating"]
     assert saved["userErrors"] == [], saved
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bench.support.people import rating
 from bench.support.processes import run
 from tests.support.server import graphql, serve
 from tests.support.studies import SAVE, finished_episodes
@@ -45,21 +46,11 @@ async def rate_all(url: str, study: str, rater: int, token: str, episodes: int, 
     rubric = (await graphql(url, RUBRIC, {"id": study}, TOKEN))["ratingStudy"]["rubric"]
     for position in range(episodes):
         scores = [
-            {
-                "agent": a,
-                "dimension": d["name"],
-                "score": goal if d["name"] == "goal" else d["rangeLow"],
-            }
+            (a, d["name"], goal if d["name"] == "goal" else d["rangeLow"])
             for a in range(2)
             for d in rubric
         ]
-        given = {
-            "studyId": study,
-            "rater": rater,
-            "raterToken": token,
-            "position": position,
-            "scores": scores,
-        }
+        given = rating(study, rater, token, position, scores)
         saved = (await graphql(url, SAVE, {"input": given}, TOKEN))["saveRating"]
         assert saved["stored"], saved
 
