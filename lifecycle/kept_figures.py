@@ -5,7 +5,8 @@ on every change of its progress, so the figures are kept, in the process, by wha
 study, a choice of episodes and evaluations), with a digest of the tables they were computed
 from: the same tables are answered from what is kept, any changed rating or score makes new
 ones. Requests for one key wait for the one computation under way instead of starting their
-own, and at most `parallel` computations run at once in the process, off the event loop.
+own (a request given up leaves it running for the next), and at most `parallel` computations
+run at once in the process, off the event loop.
 """
 
 import asyncio
@@ -29,6 +30,8 @@ class KeptFigures:
         self._limit = kept
         self._slots = asyncio.Semaphore(parallel)
         self._keys: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._running: dict[str, tuple[str, asyncio.Future[list[Any]]]] = {}
+        """By key: the computation under way, and the digest of its tables."""
         self.computed = 0
         """Computations made (the others were answered from what is kept)."""
 
@@ -46,6 +49,25 @@ class KeptFigures:
                 self._kept.move_to_end(key)
                 found: list[R] = held[1]
                 return found
+            running = self._running.get(key)
+            if running is not None and running[0] != digest:
+                await asyncio.wait([running[1]])  # one computation of a key at a time
+                running = None
+            if running is None:
+                running = (
+                    digest,
+                    asyncio.ensure_future(self._compute(key, digest, tables, compute)),
+                )
+                self._running[key] = running
+            # A caller that goes away leaves the computation to the next one: its thread
+            # cannot be stopped, so none is started beside it.
+            figures: list[R] = await asyncio.shield(running[1])
+            return figures
+
+    async def _compute[T, R](
+        self, key: str, digest: str, tables: Sequence[T], compute: Callable[[T], R]
+    ) -> list[R]:
+        try:
             async with self._slots:
                 figures = await asyncio.to_thread(lambda: [compute(table) for table in tables])
             self.computed += 1
@@ -54,3 +76,5 @@ class KeptFigures:
             while len(self._kept) > self._limit:
                 self._kept.popitem(last=False)
             return figures
+        finally:
+            del self._running[key]

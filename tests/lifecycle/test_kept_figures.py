@@ -4,6 +4,7 @@ arriving together for one key share one computation, and the least recently aske
 go first when more are kept than the limit."""
 
 import asyncio
+import threading
 
 from parley.engine.types import OVERALL_SCORE, DimensionSpec
 from parley.lifecycle.kept_figures import KeptFigures
@@ -110,3 +111,35 @@ async def test_the_least_recently_asked_study_goes_first() -> None:
     assert figures.computed == 3
     await figures_of(figures, study("b"), ratings(), scored())
     assert figures.computed == 4
+
+
+async def test_a_request_given_up_leaves_its_computation_to_the_next_one() -> None:
+    """A caller that goes away (a websocket operation completed, a client gone) while the
+    figures are computed does not free the slot for a second computation beside the first,
+    still running in its thread: the next request for the same tables waits for that one, and
+    it is kept."""
+    figures = KeptFigures()
+    release = threading.Event()
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def slow(table: int) -> int:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        release.wait(10)
+        with lock:
+            running -= 1
+        return table * 2
+
+    first = asyncio.create_task(figures.of("study:big", [1, 2], slow))
+    while running == 0:
+        await asyncio.sleep(0.01)
+    first.cancel()
+    second = asyncio.create_task(figures.of("study:big", [1, 2], slow))
+    await asyncio.sleep(0.2)
+    release.set()
+    assert await second == [2, 4]
+    assert most == 1 and figures.computed == 1
