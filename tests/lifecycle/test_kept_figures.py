@@ -119,7 +119,7 @@ async def test_a_request_given_up_leaves_its_computation_to_the_next_one() -> No
     still running in its thread: the next request for the same tables waits for that one, and
     it is kept."""
     figures = KeptFigures()
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
     running = 0
     most = 0
     lock = threading.Lock()
@@ -129,14 +129,14 @@ async def test_a_request_given_up_leaves_its_computation_to_the_next_one() -> No
         with lock:
             running += 1
             most = max(most, running)
+        started.set()
         release.wait(10)
         with lock:
             running -= 1
         return table * 2
 
     first = asyncio.create_task(figures.of("study:big", [1, 2], slow))
-    while running == 0:
-        await asyncio.sleep(0.01)
+    assert await asyncio.to_thread(started.wait, 10)
     first.cancel()
     second = asyncio.create_task(figures.of("study:big", [1, 2], slow))
     await asyncio.sleep(0.2)
