@@ -29,7 +29,7 @@ async def new_study(
     """A study of new episodes, each rated by every rater: its id, episodes, tokens, rubric."""
     ids = await finished_episodes(f"att-study-{uuid.uuid4().hex[:8]}", episodes)
     fields = {"name": "Deleted", "episodes": {"ids": ids}, "raters": raters}
-    made = (await gql.data(CREATE_STUDY, {"input": {**fields, "ratersPerEpisode": raters}}))
+    made = await gql.data(CREATE_STUDY, {"input": {**fields, "ratersPerEpisode": raters}})
     payload = made["createRatingStudy"]
     assert payload["userErrors"] == [], payload
     tokens = [link["token"] for link in payload["raterLinks"]]
@@ -53,7 +53,7 @@ async def test_a_deleted_episode_does_not_tell_a_rater_they_are_done(gql: GraphQ
     assert view["rated"] == [False, False, False]
     assert view["current"] is not None, "two episodes are left to rate"
     assert shown_episode(view["current"], episodes) != gone
-    at_gone = (await gql.data(ASSIGNMENT, {**asked, "position": first["position"]}))
+    at_gone = await gql.data(ASSIGNMENT, {**asked, "position": first["position"]})
     assert at_gone["raterAssignment"]["current"] is not None
     assert shown_episode(at_gone["raterAssignment"]["current"], episodes) != gone
 
