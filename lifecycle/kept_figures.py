@@ -14,12 +14,27 @@ import hashlib
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 KEPT = 64
 """Keys whose last figures are kept (least recently asked for first out)."""
 PARALLEL = 1
 """Computations at once in a process: each keeps a core busy."""
+
+
+@dataclass
+class _Run:
+    """A computation of a key's figures, under way or waiting for a slot."""
+
+    digest: str
+    """Of the tables it computes from."""
+    task: "asyncio.Future[list[Any]]"
+    waiters: int = 0
+    started: bool = False
+    """Its thread runs: it cannot be stopped, so it is seen through."""
+    dropped: bool = False
+    """Cancelled before it started, nobody waiting for it any more."""
 
 
 class KeptFigures:
@@ -30,8 +45,7 @@ class KeptFigures:
         self._limit = kept
         self._slots = asyncio.Semaphore(parallel)
         self._keys: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._running: dict[str, tuple[str, asyncio.Future[list[Any]]]] = {}
-        """By key: the computation under way, and the digest of its tables."""
+        self._runs: dict[str, _Run] = {}
         self.computed = 0
         """Computations made (the others were answered from what is kept)."""
 
@@ -49,32 +63,42 @@ class KeptFigures:
                 self._kept.move_to_end(key)
                 found: list[R] = held[1]
                 return found
-            running = self._running.get(key)
-            if running is not None and running[0] != digest:
-                await asyncio.wait([running[1]])  # one computation of a key at a time
-                running = None
-            if running is None:
-                running = (
-                    digest,
-                    asyncio.ensure_future(self._compute(key, digest, tables, compute)),
-                )
-                self._running[key] = running
-            # A caller that goes away leaves the computation to the next one: its thread
-            # cannot be stopped, so none is started beside it.
-            figures: list[R] = await asyncio.shield(running[1])
+            run = self._runs.get(key)
+            if run is not None and (run.digest != digest or run.dropped):
+                await asyncio.wait([run.task])  # one computation of a key at a time
+                run = None
+            if run is None:
+                run = _Run(digest, asyncio.ensure_future(self._compute(key, tables, compute)))
+                self._runs[key] = run
+            # A caller that goes away leaves a computation whose thread runs to the next
+            # caller (a thread cannot be stopped: none is started beside it); one that has not
+            # started yet is dropped when nobody waits for it any more.
+            run.waiters += 1
+            try:
+                figures: list[R] = await asyncio.shield(run.task)
+            except asyncio.CancelledError:
+                if run.waiters == 1 and not run.started:
+                    run.dropped = True
+                    run.task.cancel()
+                raise
+            finally:
+                run.waiters -= 1
             return figures
 
     async def _compute[T, R](
-        self, key: str, digest: str, tables: Sequence[T], compute: Callable[[T], R]
+        self, key: str, tables: Sequence[T], compute: Callable[[T], R]
     ) -> list[R]:
+        run = self._runs[key]
         try:
             async with self._slots:
-                figures = await asyncio.to_thread(lambda: [compute(table) for table in tables])
+                run.started = True
+                work = asyncio.to_thread(lambda: [compute(table) for table in tables])
+                figures = await asyncio.shield(work)
             self.computed += 1
-            self._kept[key] = (digest, figures)
+            self._kept[key] = (run.digest, figures)
             self._kept.move_to_end(key)
             while len(self._kept) > self._limit:
                 self._kept.popitem(last=False)
             return figures
         finally:
-            del self._running[key]
+            del self._runs[key]

@@ -143,3 +143,30 @@ async def test_a_request_given_up_leaves_its_computation_to_the_next_one() -> No
     release.set()
     assert await second == [2, 4]
     assert most == 1 and figures.computed == 1
+
+
+async def test_a_computation_nobody_waits_for_any_more_is_dropped_before_it_starts() -> None:
+    """Requests given up while they wait for the process's one computation slot leave no
+    computation behind them; one asked again meanwhile still gets its figures."""
+    figures = KeptFigures()
+    started, release = threading.Event(), threading.Event()
+    computed: list[int] = []
+
+    def slow(table: int) -> int:
+        computed.append(table)
+        started.set()
+        release.wait(10)
+        return table
+
+    busy = asyncio.create_task(figures.of("study:busy", [0], slow))
+    assert await asyncio.to_thread(started.wait, 10)
+    given_up = [asyncio.create_task(figures.of(f"study:{n}", [n], slow)) for n in (1, 2)]
+    kept_asking = asyncio.create_task(figures.of("study:3", [3], slow))
+    await asyncio.sleep(0.1)
+    for request in given_up:
+        request.cancel()
+    await asyncio.sleep(0.1)
+    asked_again = asyncio.create_task(figures.of("study:1", [1], slow))
+    release.set()
+    assert await busy == [0] and await kept_asking == [3] and await asked_again == [1]
+    assert sorted(computed) == [0, 1, 3]
