@@ -1,7 +1,7 @@
 """Rating studies against a real server and Redis, attacked where their records change under
-them: an episode deleted after the study was made must neither tell a rater they are done
-while episodes are left to rate nor make the figures that compare a study with a judgement
-unreadable."""
+them: an episode deleted (deleteEpisode) after the study was made must not tell a rater they
+are done while episodes are left to rate, make the figures that compare a study with a
+judgement unreadable, or stay counted in the study's results."""
 
 import json
 import uuid
@@ -9,12 +9,16 @@ from typing import Any
 
 import pytest
 
-from parley.storage.models import EpisodeLog
 from tests.support.server import GraphQLClient
 from tests.support.studies import ASSIGNMENT, CREATE_STUDY, SAVE, finished_episodes, full_scores
 
 pytestmark = pytest.mark.usefixtures("redis_client")  # binds the records the tests save
 
+DELETE = "mutation($id: ID!) { deleteEpisode(input: {id: $id}) { deletedId userErrors { code } } }"
+RESULTS = """
+query($study: ID) {
+  episodeResults(evaluation: $study, groupBy: [SEAT]) { groups { seat scored } }
+}"""
 HUMAN_AGREEMENT = """
 query($study: ID!) {
   episodeResults { humanAgreement(studyId: $study) {
@@ -36,6 +40,27 @@ async def new_study(
     return payload["study"]["id"], ids, tokens, payload["study"]["rubric"]
 
 
+async def delete(gql: GraphQLClient, episode: str) -> None:
+    deleted = (await gql.data(DELETE, {"id": episode}))["deleteEpisode"]
+    assert deleted == {"deletedId": episode, "userErrors": []}, deleted
+
+
+async def rate_all(
+    gql: GraphQLClient, study: str, tokens: list[str], rubric: list[dict[str, Any]], episodes: int
+) -> None:
+    for rater, token in enumerate(tokens):
+        for position in range(episodes):
+            fields = {
+                "studyId": study,
+                "rater": rater,
+                "raterToken": token,
+                "position": position,
+                "scores": full_scores(rubric, 2, pick=rater + position),
+            }
+            saved = (await gql.data(SAVE, {"input": fields}))["saveRating"]
+            assert saved["userErrors"] == [], saved
+
+
 def shown_episode(current: dict[str, Any], episodes: list[str]) -> str:
     """Which episode a rater is shown (finished_episodes numbers each one's lines)."""
     line = current["turns"][0]["text"]  # "Line 0 of episode <n>."
@@ -47,7 +72,7 @@ async def test_a_deleted_episode_does_not_tell_a_rater_they_are_done(gql: GraphQ
     asked = {"study": study, "rater": 0, "token": token}
     first = (await gql.data(ASSIGNMENT, asked))["raterAssignment"]["current"]
     gone = shown_episode(first, episodes)
-    await EpisodeLog.delete(gone)
+    await delete(gql, gone)
 
     view = (await gql.data(ASSIGNMENT, asked))["raterAssignment"]
     assert view["rated"] == [False, False, False]
@@ -62,18 +87,8 @@ async def test_a_study_with_a_deleted_episode_still_agrees_over_the_rest(
     gql: GraphQLClient,
 ) -> None:
     study, episodes, tokens, rubric = await new_study(gql, 3, 2)
-    for rater, token in enumerate(tokens):
-        for position in range(3):
-            fields = {
-                "studyId": study,
-                "rater": rater,
-                "raterToken": token,
-                "position": position,
-                "scores": full_scores(rubric, 2, pick=rater + position),
-            }
-            saved = (await gql.data(SAVE, {"input": fields}))["saveRating"]
-            assert saved["userErrors"] == [], saved
-    await EpisodeLog.delete(episodes[0])
+    await rate_all(gql, study, tokens, rubric, 3)
+    await delete(gql, episodes[0])
 
     body = await gql.post(HUMAN_AGREEMENT, {"study": study})
     assert "errors" not in body, json.dumps(body["errors"])
@@ -81,3 +96,16 @@ async def test_a_study_with_a_deleted_episode_still_agrees_over_the_rest(
     believability = next(f for f in figures if f["dimension"] == "believability")
     assert believability["units"] == 2 * 2  # two agents of each episode left
     assert believability["pairs"][0]["pearson"]["n"] == 2 * 2
+
+
+async def test_results_of_a_study_leave_out_an_episode_deleted_since(gql: GraphQLClient) -> None:
+    """The study's evaluation records were written when its results were first asked for; the
+    episode deleted afterwards is no longer counted, as a re-judging's records of it go."""
+    study, episodes, tokens, rubric = await new_study(gql, 2, 1)
+    await rate_all(gql, study, tokens, rubric, 2)
+    before = (await gql.data(RESULTS, {"study": study}))["episodeResults"]["groups"]
+    assert [(g["seat"], g["scored"]) for g in before] == [(0, 2), (1, 2)]
+    await delete(gql, episodes[0])
+
+    after = (await gql.data(RESULTS, {"study": study}))["episodeResults"]["groups"]
+    assert [(g["seat"], g["scored"]) for g in after] == [(0, 1), (1, 1)]
