@@ -372,12 +372,17 @@ class StudyStore:
     ) -> bool:
         """Write the study's evaluation of each stored episode of `entries` (the raters' means,
         by episode id) as the records results read, computed from the ratings at `version`;
-        not if records of that version or a later one are written. Whether they were."""
+        not if records of that version or a later one are written. Whether they were. The
+        records of an episode of `entries` no longer stored go, whatever the version: a
+        deleted episode's ratings stay with the study, its results do not."""
         pks = list(entries)
         async with self.client.pipeline(transaction=False) as pipe:
             for pk in pks:
                 pipe.json().get(EpisodeLog.make_primary_key(pk), *GROUPED_BY)
             found: list[Any] = await pipe.execute()
+        gone = [pk for pk, raw in zip(pks, found, strict=True) if raw is None]
+        if gone:
+            await self.client.delete(*(keys.evaluation_record(study_id, pk) for pk in gone))
         records = {
             keys.evaluation_record(study_id, pk): json.dumps(
                 evaluation_record(
