@@ -109,3 +109,24 @@ async def test_results_of_a_study_leave_out_an_episode_deleted_since(gql: GraphQ
 
     after = (await gql.data(RESULTS, {"study": study}))["episodeResults"]["groups"]
     assert [(g["seat"], g["scored"]) for g in after] == [(0, 1), (1, 1)]
+
+
+async def test_a_gold_episode_expecting_two_scores_of_one_agent_and_dimension_is_refused(
+    gql: GraphQLClient, unchanged: Any
+) -> None:
+    """As a rating that scores an agent on a dimension twice is: which one would check the
+    raters?"""
+    ids = await finished_episodes(f"att-gold-{uuid.uuid4().hex[:8]}", 2)
+    expected = [{"agent": 0, "dimension": "goal", "score": s} for s in (9, 2)]
+    fields = {
+        "name": "Gold twice",
+        "episodes": {"ids": ids},
+        "raters": 2,
+        "gold": [{"episodeId": ids[0], "tolerance": 1, "expected": expected}],
+    }
+    async with unchanged():
+        made = (await gql.data(CREATE_STUDY, {"input": fields}))["createRatingStudy"]
+    assert made["study"] is None and made["raterLinks"] == [], made
+    (error,) = made["userErrors"]
+    assert error["field"] == ["input", "gold", "0", "expected", "1"], error
+    assert error["code"] == "INVALID" and "twice" in error["message"], error
