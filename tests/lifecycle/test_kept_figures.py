@@ -170,3 +170,14 @@ async def test_a_computation_nobody_waits_for_any_more_is_dropped_before_it_star
     release.set()
     assert await busy == [0] and await kept_asking == [3] and await asked_again == [1]
     assert sorted(computed) == [0, 1, 3]
+
+
+async def test_a_request_given_up_at_once_leaves_nothing_in_the_way() -> None:
+    """Given up before its computation took its first step: the next request computes."""
+    figures = KeptFigures()
+    first = asyncio.create_task(figures.of("study:quick", [1], lambda table: table + 1))
+    await asyncio.sleep(0)  # the request makes its computation, which has not run yet
+    first.cancel()
+    await asyncio.gather(first, return_exceptions=True)
+    assert await figures.of("study:quick", [1], lambda table: table + 1) == [2]
+    assert figures.computed == 1
