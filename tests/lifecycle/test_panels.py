@@ -652,17 +652,25 @@ async def test_a_record_judged_before_panels_shows_its_one_judge_run(
     await redis_client.delete(*(EpisodeLog.make_primary_key(k) for k in (pk, f"{pk}-0")))
 
 
-async def test_a_judge_answering_scores_that_are_no_numbers_fails_only_its_own_runs(
-    services: Services, fake_llm: FakeLLM
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"reasoning": "no idea", "score": NaN}',
+        '{"reasoning": "too good", "score": Infinity}',
+        "Sure! Here are the scores: {not json",
+    ],
+)
+async def test_a_judge_answering_no_usable_score_fails_only_its_own_runs(
+    services: Services, fake_llm: FakeLLM, answer: str
 ) -> None:
-    """Judge B answers NaN for every score (Python's JSON reads it): its run fails as
-    INVALID_OUTPUT and the panel scores the episode with judge A's runs."""
+    """Judge B answers every request (re-asks included) with no usable score: NaN or Infinity
+    (which Python's JSON reads), or no JSON at all. Its run fails as INVALID_OUTPUT and the
+    panel scores the episode with judge A's runs."""
     tag = f"panel-{uuid.uuid4().hex[:8]}"
     fields = await world(services, tag)
-    nan = '{"reasoning": "no idea", "score": NaN}'
     fake_llm.add_rule(
         Rule(kind="judge", model="judge-a", score=8, times=None),
-        Rule(kind="judge", model="judge-b", content=nan, times=None),
+        Rule(kind="judge", model="judge-b", content=answer, times=None),
     )
     panel = [{"model": fake_llm.model_name("judge-a"), "repeats": 2}]
     panel.append({"model": fake_llm.model_name("judge-b")})
