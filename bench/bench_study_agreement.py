@@ -10,7 +10,9 @@ scored by a judge panel of two runs) into an embedded Redis, starts one `parley 
 seven dimensions), and saves every rating through `saveRating`. Then, over HTTP:
 - the first request (the server's first figures: imports scipy),
 - after one more rating: the figures computed again, `repeat` times,
-- nothing changed: the kept figures, `repeat` times,
+- nothing changed: the kept figures, `repeat` times, then `clients` requests at once and how
+  long /healthz waits meanwhile (what the reads, tables and digest of a kept answer hold the
+  server's event loop for),
 - after one more rating, `clients` requests at once: their wall time, and the server's CPU
   seconds over them (one computation, or one per request).
 Last, in this process, what reading the study's episodes costs: whole records (conversations
@@ -120,6 +122,14 @@ async def timed(http: httpx.AsyncClient, study: str) -> float:
     return time.perf_counter() - began
 
 
+async def healthz(http: httpx.AsyncClient) -> float:
+    """How long the server takes to answer its health check: how free its event loop is."""
+    began = time.perf_counter()
+    response = await http.get("/healthz")
+    assert response.status_code == 200, response.text
+    return time.perf_counter() - began
+
+
 def seconds(values: list[float]) -> str:
     return f"median {statistics.median(values):.2f} s, best {min(values):.2f} s (n={len(values)})"
 
@@ -167,6 +177,17 @@ async def main(
                 print(f"after a new rating (computed again): {seconds(changed)}")
                 kept = [await timed(http, study) for _ in range(repeat)]
                 print(f"nothing changed (kept figures): {seconds(kept)}")
+                began = time.perf_counter()
+                asked = [asyncio.create_task(timed(http, study)) for _ in range(clients)]
+                health = []
+                while not all(request.done() for request in asked):
+                    health.append(await healthz(http))
+                await asyncio.gather(*asked)
+                print(
+                    f"{clients} clients at once, nothing changed: "
+                    f"{time.perf_counter() - began:.2f} s wall; /healthz meanwhile "
+                    f"{seconds(health)}, worst {max(health):.2f} s"
+                )
                 await rate(http, study, 0, tokens[0], last, 20_000, revision=repeat)
                 cpu = cpu_seconds(api.pid)
                 began = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -141,7 +142,12 @@ def _check_score(value: Any, dim: DimensionSpec) -> int:
         value = value.strip()
         if re.fullmatch(r"[+-]?\d+(\.0+)?", value):
             value = float(value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not math.isfinite(value))  # NaN, Infinity: JSON's
+        or value != int(value)
+    ):
         raise InvalidOutput(f"{dim.name}: the score must be an integer, not {value!r}")
     score = int(value)
     if not dim.range_low <= score <= dim.range_high:

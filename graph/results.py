@@ -190,7 +190,9 @@ class EpisodeResults:
         if study is None:
             raise BadArgument(f"no rating study with id {str(study_id)!r}")
         evaluations = [None if self.evaluation is None else str(self.evaluation), str(study_id)]
-        found = await evaluation_agreement_of(studies, {"ids": study.episode_ids}, evaluations)
+        found = await evaluation_agreement_of(
+            studies, {"ids": study.episode_ids}, evaluations, stored_only=True
+        )
         return [EvaluationAgreement.of(dimension) for dimension in found]
 
 

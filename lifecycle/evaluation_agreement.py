@@ -29,10 +29,15 @@ class AgreementChoice(EpisodeChoice):
 
 
 async def evaluation_agreement_of(
-    studies: Studies, episodes: dict[str, Any], evaluations: Sequence[EvaluationId]
+    studies: Studies,
+    episodes: dict[str, Any],
+    evaluations: Sequence[EvaluationId],
+    stored_only: bool = False,
 ) -> list[EvaluationDimension]:
     """The figures, per dimension and overall; BadArgument says what is wrong with the
-    arguments. A rating study's evaluation is its raters' means, each rater a run."""
+    arguments. A rating study's evaluation is its raters' means, each rater a run. With
+    `stored_only`, episodes no longer stored are left out instead of refused (a study's
+    episodes deleted since it was made)."""
     client = studies.client
     if not 1 <= len(evaluations) <= AGREEMENT_EVALUATIONS_MAX:
         raise BadArgument(f"name 1 to {AGREEMENT_EVALUATIONS_MAX} evaluations")
@@ -53,7 +58,9 @@ async def evaluation_agreement_of(
         raise BadArgument(errors[0].message)
     scored = await StudyStore(client).scored_episodes(ids)
     missing = [pk for pk in ids if pk not in scored]
-    if missing:
+    if stored_only:
+        ids = [pk for pk in ids if pk in scored]
+    elif missing:
         raise BadArgument(f"no episode with id {missing[0]!r}")
     for by_episode in rated.values():
         for pk, episode in scored.items():

@@ -5,7 +5,8 @@ on every change of its progress, so the figures are kept, in the process, by wha
 study, a choice of episodes and evaluations), with a digest of the tables they were computed
 from: the same tables are answered from what is kept, any changed rating or score makes new
 ones. Requests for one key wait for the one computation under way instead of starting their
-own, and at most `parallel` computations run at once in the process, off the event loop.
+own (a request given up leaves it running for the next), and at most `parallel` computations
+run at once in the process, off the event loop.
 """
 
 import asyncio
@@ -13,12 +14,27 @@ import hashlib
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 KEPT = 64
 """Keys whose last figures are kept (least recently asked for first out)."""
 PARALLEL = 1
 """Computations at once in a process: each keeps a core busy."""
+
+
+@dataclass
+class _Run:
+    """A computation of a key's figures, under way or waiting for a slot."""
+
+    digest: str
+    """Of the tables it computes from."""
+    task: "asyncio.Future[list[Any]]"
+    waiters: int = 0
+    started: bool = False
+    """Its thread runs: it cannot be stopped, so it is seen through."""
+    dropped: bool = False
+    """Cancelled before it started, nobody waiting for it any more."""
 
 
 class KeptFigures:
@@ -29,6 +45,7 @@ class KeptFigures:
         self._limit = kept
         self._slots = asyncio.Semaphore(parallel)
         self._keys: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._runs: dict[str, _Run] = {}
         self.computed = 0
         """Computations made (the others were answered from what is kept)."""
 
@@ -46,11 +63,42 @@ class KeptFigures:
                 self._kept.move_to_end(key)
                 found: list[R] = held[1]
                 return found
+            run = self._runs.get(key)
+            if run is not None and (run.digest != digest or run.dropped):
+                await asyncio.wait([run.task])  # one computation of a key at a time
+                run = None
+            if run is None:
+                run = _Run(digest, asyncio.ensure_future(self._compute(key, tables, compute)))
+                self._runs[key] = run
+            # A caller that goes away leaves a computation whose thread runs to the next
+            # caller (a thread cannot be stopped: none is started beside it); one that has not
+            # started yet is dropped when nobody waits for it any more.
+            run.waiters += 1
+            try:
+                figures: list[R] = await asyncio.shield(run.task)
+            except asyncio.CancelledError:
+                if run.waiters == 1 and not run.started:
+                    run.dropped = True
+                    run.task.cancel()
+                raise
+            finally:
+                run.waiters -= 1
+            return figures
+
+    async def _compute[T, R](
+        self, key: str, tables: Sequence[T], compute: Callable[[T], R]
+    ) -> list[R]:
+        run = self._runs[key]
+        try:
             async with self._slots:
-                figures = await asyncio.to_thread(lambda: [compute(table) for table in tables])
+                run.started = True
+                work = asyncio.to_thread(lambda: [compute(table) for table in tables])
+                figures = await asyncio.shield(work)
             self.computed += 1
-            self._kept[key] = (digest, figures)
+            self._kept[key] = (run.digest, figures)
             self._kept.move_to_end(key)
             while len(self._kept) > self._limit:
                 self._kept.popitem(last=False)
             return figures
+        finally:
+            del self._runs[key]

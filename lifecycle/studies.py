@@ -321,8 +321,9 @@ class Studies:
     async def view(
         self, study_id: str, rater: int, token: str, position: int | None = None
     ) -> RaterView | None:
-        """A rater's view, with the episode at `position` in their order (else the first not
-        rated yet); None unless `token` is that rater's of an open study."""
+        """A rater's view, with the episode at `position` in their order (else, or when that
+        episode was deleted since, the first not rated yet that is still stored); None unless
+        `token` is that rater's of an open study."""
         study = await self.get(study_id)
         if study is None or not holds_rater(study, rater, token):
             return None
@@ -330,9 +331,13 @@ class Studies:
         items = study.raters[rater].items
         state = await self.store.state(study_id)
         rated = [state.revisions.get(slot(rater, item.episode), 0) > 0 for item in items]
-        if position is None or not 0 <= position < len(items):
-            position = next((p for p, done in enumerate(rated) if not done), None)
-        task = None if position is None else await self._task(study, rater, position)
+        asked = position if position is not None and 0 <= position < len(items) else None
+        task = None if asked is None else await self._task(study, rater, asked)
+        for other, done in enumerate(rated):  # else the first not rated that is still stored
+            if task is not None:
+                break
+            if not done and other != asked:
+                task = await self._task(study, rater, other)
         return RaterView(study, rater, rated, task)
 
     async def _task(self, study: RatingStudy, rater: int, position: int) -> RatingTask | None:

@@ -154,7 +154,7 @@ def gold_episodes(
     rubric: list[DimensionSpec],
 ) -> tuple[list[GoldEpisode], list[UserError]]:
     """The gold episodes, each expected score naming an agent of its episode and a dimension of
-    the rubric, within its range."""
+    the rubric, within its range, once."""
     ranges = {d.name: d for d in rubric}
     errors: list[UserError] = []
     twice = sorted(
@@ -164,9 +164,15 @@ def gold_episodes(
         message = f"episode {twice[0]!r} is a gold episode twice"
         return [], [UserError(["input", "gold"], message, ErrorCode.INVALID)]
     for i, one in enumerate(given):
+        seen: set[tuple[int, str]] = set()
         for j, expected in enumerate(one.expected):
             at = ["input", "gold", str(i), "expected", str(j)]
             dimension = ranges.get(expected.dimension)
+            where = (expected.agent, expected.dimension)
+            if where in seen:
+                message = f"agent {expected.agent + 1} is expected on {expected.dimension} twice"
+                errors.append(UserError(at, message, ErrorCode.INVALID))
+            seen.add(where)
             if expected.agent >= agents[one.episode_id]:
                 message = f"episode {one.episode_id!r} has no agent {expected.agent + 1}"
                 errors.append(UserError([*at, "agent"], message, ErrorCode.INVALID))

@@ -82,6 +82,25 @@ def test_parse_dimension_score() -> None:
 @pytest.mark.parametrize(
     "answer",
     [
+        '{"score": NaN}',
+        '{"score": -Infinity}',
+        '{"score": -1e400}',
+        '[["ok", NaN]]',
+        "NaN",
+        '{"score": -1' + "0" * 400 + "}",
+    ],
+)
+def test_a_score_that_is_no_number_is_invalid_output(answer: str) -> None:
+    """Python's JSON reads NaN, Infinity and numbers too large for a float (as infinity): a
+    judge answering one gave no usable score, as with any other score that is not an
+    integer."""
+    with pytest.raises(InvalidOutput):
+        parse_dimension_score(answer, DIM)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
         '{"action_type": "dance", "argument": "x", "to": []}',
         '{"action_type": "speak", "argument": "", "to": []}',
     ],

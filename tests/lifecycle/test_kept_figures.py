@@ -4,6 +4,7 @@ arriving together for one key share one computation, and the least recently aske
 go first when more are kept than the limit."""
 
 import asyncio
+import threading
 
 from parley.engine.types import OVERALL_SCORE, DimensionSpec
 from parley.lifecycle.kept_figures import KeptFigures
@@ -110,3 +111,73 @@ async def test_the_least_recently_asked_study_goes_first() -> None:
     assert figures.computed == 3
     await figures_of(figures, study("b"), ratings(), scored())
     assert figures.computed == 4
+
+
+async def test_a_request_given_up_leaves_its_computation_to_the_next_one() -> None:
+    """A caller that goes away (a websocket operation completed, a client gone) while the
+    figures are computed does not free the slot for a second computation beside the first,
+    still running in its thread: the next request for the same tables waits for that one, and
+    it is kept."""
+    figures = KeptFigures()
+    started, release = threading.Event(), threading.Event()
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def slow(table: int) -> int:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        started.set()
+        release.wait(10)
+        with lock:
+            running -= 1
+        return table * 2
+
+    first = asyncio.create_task(figures.of("study:big", [1, 2], slow))
+    assert await asyncio.to_thread(started.wait, 10)
+    first.cancel()
+    second = asyncio.create_task(figures.of("study:big", [1, 2], slow))
+    await asyncio.sleep(0.2)
+    release.set()
+    assert await second == [2, 4]
+    assert most == 1 and figures.computed == 1
+
+
+async def test_a_computation_nobody_waits_for_any_more_is_dropped_before_it_starts() -> None:
+    """Requests given up while they wait for the process's one computation slot leave no
+    computation behind them; one asked again meanwhile still gets its figures."""
+    figures = KeptFigures()
+    started, release = threading.Event(), threading.Event()
+    computed: list[int] = []
+
+    def slow(table: int) -> int:
+        computed.append(table)
+        started.set()
+        release.wait(10)
+        return table
+
+    busy = asyncio.create_task(figures.of("study:busy", [0], slow))
+    assert await asyncio.to_thread(started.wait, 10)
+    given_up = [asyncio.create_task(figures.of(f"study:{n}", [n], slow)) for n in (1, 2)]
+    kept_asking = asyncio.create_task(figures.of("study:3", [3], slow))
+    await asyncio.sleep(0.1)
+    for request in given_up:
+        request.cancel()
+    await asyncio.sleep(0.1)
+    asked_again = asyncio.create_task(figures.of("study:1", [1], slow))
+    release.set()
+    assert await busy == [0] and await kept_asking == [3] and await asked_again == [1]
+    assert sorted(computed) == [0, 1, 3]
+
+
+async def test_a_request_given_up_at_once_leaves_nothing_in_the_way() -> None:
+    """Given up before its computation took its first step: the next request computes."""
+    figures = KeptFigures()
+    first = asyncio.create_task(figures.of("study:quick", [1], lambda table: table + 1))
+    await asyncio.sleep(0)  # the request makes its computation, which has not run yet
+    first.cancel()
+    await asyncio.gather(first, return_exceptions=True)
+    assert await figures.of("study:quick", [1], lambda table: table + 1) == [2]
+    assert figures.computed == 1

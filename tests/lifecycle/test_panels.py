@@ -650,3 +650,35 @@ async def test_a_record_judged_before_panels_shows_its_one_judge_run(
     assert (unscored["judgeRunsCounted"], unscored["judgeRunsFailed"]) == (0, 1)
     assert unscored["judgeRuns"][0]["status"] == "FAILED"
     await redis_client.delete(*(EpisodeLog.make_primary_key(k) for k in (pk, f"{pk}-0")))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"reasoning": "no idea", "score": NaN}',
+        '{"reasoning": "too good", "score": Infinity}',
+        "Sure! Here are the scores: {not json",
+    ],
+)
+async def test_a_judge_answering_no_usable_score_fails_only_its_own_runs(
+    services: Services, fake_llm: FakeLLM, answer: str
+) -> None:
+    """Judge B answers every request (re-asks included) with no usable score: NaN or Infinity
+    (which Python's JSON reads), or no JSON at all. Its run fails as INVALID_OUTPUT and the
+    panel scores the episode with judge A's runs."""
+    tag = f"panel-{uuid.uuid4().hex[:8]}"
+    fields = await world(services, tag)
+    fake_llm.add_rule(
+        Rule(kind="judge", model="judge-a", score=8, times=None),
+        Rule(kind="judge", model="judge-b", content=answer, times=None),
+    )
+    panel = [{"model": fake_llm.model_name("judge-a"), "repeats": 2}]
+    panel.append({"model": fake_llm.model_name("judge-b")})
+    pk = await started(services, {**fields, "judges": panel}, fake_llm)
+    await burst(services)
+    episode = await EpisodeLog.get(pk)
+    assert episode.status == Status.COMPLETED and episode.error is None, episode.error
+    assert episode.rewards == [scored(8.0), scored(8.0)]
+    a0, a1, b = episode.judge_runs
+    assert a0.counted and a1.counted and not b.counted
+    assert b.code == JudgeErrorCode.INVALID_OUTPUT, (b.code, b.error)
