@@ -71,9 +71,9 @@ from parley.graph.security import (
 from parley.graph.settings import Settings, split
 from parley.graph.subscription import event_content, shared_event
 from parley.graph.webapp import APP_PATH, webapp_routes
+from parley.lifecycle.raters import RaterHolder
 from parley.lifecycle.seats import SeatHolder
 from parley.lifecycle.services import Services, open_services
-from parley.lifecycle.studies import RaterHolder
 from parley.lifecycle.worker import Worker, WorkerConfig, running_worker
 from parley.resolvers import client_json
 
@@ -379,7 +379,7 @@ class GraphQLApp(GraphQL[Context, None]):
             services = context.services
             try:
                 seat = await services.seats.holder(seat_token) if seat_token else None
-                rater = await services.studies.holder(rater_token) if rater_token else None
+                rater = await services.raters.holder(rater_token) if rater_token else None
             except (redis.RedisError, OSError) as err:
                 raise StorageUnavailable(err) from err
             if seat is None and rater is None:
@@ -400,7 +400,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     async def rater_holder(token: str) -> RaterHolder | None:
         services: Services = app.state.services
-        return await services.studies.holder(token)
+        return await services.raters.holder(token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

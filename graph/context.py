@@ -6,9 +6,9 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info as StrawberryInfo
 
+from parley.lifecycle.raters import RaterHolder
 from parley.lifecycle.seats import SeatHolder
 from parley.lifecycle.services import Services
-from parley.lifecycle.studies import RaterHolder
 from parley.resolvers.agents import get_agents
 from parley.resolvers.scenarios import get_scenarios
 from parley.storage.models import AgentProfile, EnvironmentProfile

@@ -22,8 +22,8 @@ from parley.graph.errors import RETRY_AFTER_SECONDS, UNAVAILABLE, unavailable_me
 from parley.graph.rater_access import RATER_SCHEME
 from parley.graph.seat_access import SEAT_SCHEME
 from parley.graph.settings import split
+from parley.lifecycle.raters import RaterHolder
 from parley.lifecycle.seats import SeatHolder
-from parley.lifecycle.studies import RaterHolder
 
 SeatLookup = Callable[[str], Awaitable[SeatHolder | None]]
 """The seat a seat token is the token of (lifecycle/seats.py `Seats.holder`), or None."""

@@ -17,7 +17,7 @@ from parley.graph.payloads import user_errors
 from parley.graph.study_agreement import DimensionAgreement
 from parley.graph.types import UserError
 from parley.lifecycle import studies as service
-from parley.lifecycle.studies import RaterView, Rating, RatingTask
+from parley.lifecycle.raters import RaterView, Rating, RatingTask, Saved
 from parley.resolvers import study_plan, study_status
 from parley.resolvers.blind import BlindAgent, BlindTurn
 from parley.resolvers.study_status import StudyStatus
@@ -448,7 +448,7 @@ class RaterLinkPayload:
 
 @strawberry.type(description="Result of saveRating.")
 class SaveRatingPayload:
-    saved: strawberry.Private[service.Saved | None]
+    saved: strawberry.Private[Saved | None]
     refusals: strawberry.Private[list[UserError]]
 
     @strawberry.field(description="The rating is stored.")
@@ -506,7 +506,7 @@ class StudyQuery:
         rater_token: str,
         position: int | None = None,
     ) -> RaterAssignment | None:
-        view = await info.context.services.studies.view(str(study_id), rater, rater_token, position)
+        view = await info.context.services.raters.view(str(study_id), rater, rater_token, position)
         return wrapped(RaterAssignment, view)
 
 
@@ -537,7 +537,7 @@ class StudyMutation:
         "(another revision: load it again)."
     )
     async def save_rating(self, info: Info, input: SaveRatingInput) -> SaveRatingPayload:
-        saved, errors = await info.context.services.studies.rate(plain(input))
+        saved, errors = await info.context.services.raters.rate(plain(input))
         return SaveRatingPayload(saved=saved, refusals=user_errors(errors))
 
     @strawberry.mutation(
@@ -547,7 +547,7 @@ class StudyMutation:
     async def save_rating_draft(
         self, info: Info, input: SaveRatingDraftInput
     ) -> SaveRatingDraftPayload:
-        kept, errors = await info.context.services.studies.draft(plain(input))
+        kept, errors = await info.context.services.raters.draft(plain(input))
         return SaveRatingDraftPayload(stored=kept, user_errors=user_errors(errors))
 
     @strawberry.mutation(description="A new link for a rater; their old link opens nothing now.")

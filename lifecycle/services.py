@@ -18,6 +18,7 @@ from parley.engine.llm import ModelRegistry
 from parley.lifecycle.control import RunControl
 from parley.lifecycle.follow import EventHub
 from parley.lifecycle.kept_figures import KeptFigures
+from parley.lifecycle.raters import Raters
 from parley.lifecycle.seats import Seats
 from parley.lifecycle.settings import RunSettings
 from parley.lifecycle.studies import Studies
@@ -51,8 +52,13 @@ class Services:
 
     @cached_property
     def studies(self) -> Studies:
-        """Rating studies: making them, and what a rater reads and writes."""
+        """Rating studies: making them, and what their researcher reads and does."""
         return Studies(self.client, self.figures)
+
+    @cached_property
+    def raters(self) -> Raters:
+        """What a rater reads and writes through their link."""
+        return Raters(self.studies)
 
     @cached_property
     def documents(self) -> TrackedDocuments:
