@@ -461,7 +461,10 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "margin `sotopia benchmark` prints",
     )
     results.add_argument(
-        "--evaluation", metavar="ID", help="a re-judging's scores (default: the episodes' own)"
+        "--evaluation",
+        metavar="ID",
+        help="a re-judging's scores, or a rating study's (its raters' means); default: the "
+        "episodes' own",
     )
     results.add_argument(
         "--json", action="store_true", help="print the rows as JSON instead of a table"
