@@ -248,6 +248,23 @@ async def test_choosing_an_evaluation_shows_its_figures_and_the_address_keeps_it
         assert await tab.clean() == []
 
 
+async def test_an_address_naming_no_evaluation_of_the_experiment_says_so(
+    browser: Browser, service: Service, evaluated: Evaluated
+) -> None:
+    """An evaluation of another experiment (or none at all) is not shown as this one's."""
+    for wrong in (evaluated.by_ids, "01HZZZZZZZZZZZZZZZZZZZZZZZ"):
+        route = f"#/experiments/{evaluated.experiment}?evaluation={wrong}"
+        async with AppPage.open(browser, service.url, route) as tab:
+            page = tab.page
+            await expect(page.locator(".evaluation-choice [role=alert]")).to_contain_text(
+                f"The address names an evaluation, {wrong}, that is not one of this experiment's."
+            )
+            box = page.locator(".human-agreement-box")
+            await expect(box).to_contain_text("Choose one of this experiment's evaluations")
+            await expect(box.locator("table")).to_have_count(0)
+            assert await tab.clean() == []
+
+
 def plain(figure: dict[str, Any], units: str) -> str:
     """Pearson's r as the page words it."""
     value, low, high = (f"{figure[k]:.2f}" for k in ("estimate", "low", "high"))

@@ -83,9 +83,13 @@ function studyHeading(study) {
 
 /** How far the chosen evaluation agrees with each study over the experiment's episodes, or a
  * line saying no people have rated them; fills `box` as the figures come. */
-export async function showHumanAgreement(api, box, { experimentId, evaluation, studies }) {
+export async function showHumanAgreement(api, box, { experimentId, evaluation, studies, known }) {
   clear(box);
   box.append(h("h3", {}, "Agreement with people"));
+  if (!known) {
+    box.append(h("p", {}, "Choose one of this experiment's evaluations to see how far it agrees with people."));
+    return;
+  }
   if (!studies.length) {
     box.append(
       h(

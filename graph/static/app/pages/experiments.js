@@ -214,19 +214,40 @@ function slotTable(slots, model, names) {
   );
 }
 
+/**
+ * The results of the evaluation chosen (none when the address names one that is not the
+ * experiment's) as a table and a chart, and beside the table their agreement with people;
+ * `update()` reads the results again.
+ */
+function resultsView(api, experiment, lists, evaluation) {
+  const id = experiment.id;
+  const tableSlot = h("div", { class: "results-table" });
+  const chartSlot = h("div", { class: "results-chart" });
+  const agreementBox = h("aside", { class: "human-agreement-box", "aria-label": "Agreement with people" });
+  const box = h("div", { class: "results-box" }, h("div", { class: "results-beside" }, tableSlot, agreementBox), chartSlot);
+  const chosen = [...experiment.rejudgings, ...experiment.ratingStudies].find((e) => e.id === evaluation);
+  const known = !evaluation || Boolean(chosen);
+  const listId = chosen ? chosen.evaluationDimensionListId : JSON.parse(experiment.design).evaluation_dimension_list_id;
+  const ranges = rangesOf(listId, lists);
+  const label = (evaluationsOf(experiment).find(([key]) => key === (evaluation || "")) || [null, evaluation])[1];
+  const update = async () => {
+    if (!known) return;
+    const answer = await api.request("ExperimentResults", { filter: { experimentId: id }, groupBy: ["MODEL"], evaluation });
+    const groups = answer.episodeResults.groups;
+    append(clear(tableSlot), [resultsTable(id, groups, { evaluation, label })]);
+    append(clear(chartSlot), [intervalChart(groups, ranges)]);
+  };
+  showHumanAgreement(api, agreementBox, { experimentId: id, evaluation, studies: experiment.ratingStudies, known });
+  return { box, update };
+}
+
 export async function experimentPage({ api, query, main, setConnection, errorBox }, id) {
   const after = query.get("after");
   const stack = backStack(query);
   const model = query.get("model");
   const evaluation = query.get("evaluation") || null;
-  const resultsFilter = { experimentId: id };
-  const resultsQuery = { filter: resultsFilter, groupBy: ["MODEL"], evaluation };
   const detail = () => api.request("ExperimentDetail", { id, first: SLOTS_PER_PAGE, after });
-  const [data, results, world] = await Promise.all([
-    detail(),
-    api.request("ExperimentResults", resultsQuery),
-    api.request("WorldNames"),
-  ]);
+  const [data, world] = await Promise.all([detail(), api.request("WorldNames")]);
   const names = new Map([
     ...world.scenarios.nodes.map((s) => [s.id, s.codename || s.id]),
     ...world.agents.nodes.map((a) => [a.id, a.name]),
@@ -238,20 +259,8 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
   }
   const progress = progressView(experiment.progress);
   const usageBox = h("div", { class: "usage-box" }, usageLine(data.usageTotals));
-  const tableSlot = h("div", { class: "results-table" });
-  const chartSlot = h("div", { class: "results-chart" });
-  const agreementBox = h("aside", { class: "human-agreement-box", "aria-label": "Agreement with people" });
-  const resultsBox = h("div", { class: "results-box" }, h("div", { class: "results-beside" }, tableSlot, agreementBox), chartSlot);
-  const chosen = [...experiment.rejudgings, ...experiment.ratingStudies].find((e) => e.id === evaluation);
-  const listId = chosen ? chosen.evaluationDimensionListId : JSON.parse(experiment.design).evaluation_dimension_list_id;
-  const ranges = rangesOf(listId, data.evaluationDimensionLists);
-  const label = (evaluationsOf(experiment).find(([key]) => key === (evaluation || "")) || [null, evaluation])[1];
-  const showResults = (groups) => {
-    append(clear(tableSlot), [resultsTable(id, groups, { evaluation, label })]);
-    append(clear(chartSlot), [intervalChart(groups, ranges)]);
-  };
-  showResults(results.episodeResults.groups);
-  showHumanAgreement(api, agreementBox, { experimentId: id, evaluation, studies: experiment.ratingStudies });
+  const results = resultsView(api, experiment, data.evaluationDimensionLists, evaluation);
+  await results.update();
 
   const messages = h("div", { class: "form-errors", "aria-live": "polite" });
   const act = (operation, field) => async () => {
@@ -285,7 +294,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     messages,
     h("h2", {}, "Results"),
     evaluationChoice(experiment, evaluation),
-    resultsBox,
+    results.box,
     usageBox,
     h("h2", {}, "Episodes"),
     model ? h("p", {}, h("a", { href: routeLink(`/experiments/${encodeURIComponent(id)}`, { evaluation }) }, "Show every model")) : null,
@@ -300,13 +309,9 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     clearTimeout(timer);
     timer = setTimeout(async () => {
       try {
-        const [again, fresh] = await Promise.all([
-          detail(),
-          api.request("ExperimentResults", resultsQuery),
-        ]);
+        const [again] = await Promise.all([detail(), results.update()]);
         if (again.experiment) showSlots(again.experiment.slots);
         clear(usageBox).append(usageLine(again.usageTotals));
-        showResults(fresh.episodeResults.groups);
       } catch {
         // the next change tries again
       }
