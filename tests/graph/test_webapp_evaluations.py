@@ -32,6 +32,7 @@ REJUDGE = """
 mutation($input: RejudgeEpisodesInput!) {
   rejudgeEpisodes(input: $input) { rejudging { id } userErrors { field message code } }
 }"""
+SLOTS = "query($id: ID!) { experiment(id: $id) { slots { nodes { episode { id } } } } }"
 REJUDGING = (
     "query($id: ID!) { rejudging(id: $id) { progress { queued running completed failed } } }"
 )
@@ -71,7 +72,8 @@ class Evaluated:
     unrated: str
     """An experiment of no study (and no episodes yet)."""
     by_ids: str
-    """A study of the same episodes named by id: not the experiment's."""
+    """A study of the same episodes named by id: not the experiment's (nor is a re-judging of
+    them by id)."""
 
 
 async def until_finished(url: str, experiment: str) -> None:
@@ -144,6 +146,12 @@ async def evaluated(service: Service, fake_llm_server: FakeLLM) -> Evaluated:
         assert queued["userErrors"] == [], queued
         rejudging = queued["rejudging"]["id"]
         await until_judged(service.url, rejudging)
+        slots = (await post(service.url, SLOTS, {"id": experiment}))["experiment"]["slots"]
+        ids = [slot["episode"]["id"] for slot in slots["nodes"]]
+        again = {"episodeIds": ids, "judgeModel": MODEL}
+        named = (await post(service.url, REJUDGE, {"input": again}))["rejudgeEpisodes"]
+        assert named["userErrors"] == [], named
+        await until_judged(service.url, named["rejudging"]["id"])
     fake_llm_server.reset()
     study_name = f"Rated {tag}"
     fields = {
@@ -155,12 +163,6 @@ async def evaluated(service: Service, fake_llm_server: FakeLLM) -> Evaluated:
     study = (await post(service.url, CREATE_STUDY, {"input": fields}))["createRatingStudy"]
     assert study["userErrors"] == [], study
     await rate_whole(service.url, study)
-    episodes = await post(
-        service.url,
-        "query($id: ID!) { experiment(id: $id) { slots { nodes { episode { id } } } } }",
-        {"id": experiment},
-    )
-    ids = [slot["episode"]["id"] for slot in episodes["experiment"]["slots"]["nodes"]]
     by_ids = {"name": f"By ids {tag}", "episodes": {"ids": ids}, "raters": 1}
     other = (await post(service.url, CREATE_STUDY, {"input": by_ids}))["createRatingStudy"]
     assert other["userErrors"] == [], other
@@ -172,7 +174,8 @@ async def evaluated(service: Service, fake_llm_server: FakeLLM) -> Evaluated:
 async def test_an_experiment_lists_the_rejudgings_and_studies_made_from_it(
     service: Service, evaluated: Evaluated
 ) -> None:
-    """Those made with its experimentId, not a study of the same episodes named by id."""
+    """Those made with its experimentId, not a study or a re-judging of the same episodes named
+    by id."""
     listed = (await post(service.url, LISTED, {"id": evaluated.experiment}))["experiment"]
     assert listed["rejudgings"] == [{"id": evaluated.rejudging, "judgeModel": MODEL, "episodes": 4}]
     assert listed["ratingStudies"] == [{"id": evaluated.study, "name": evaluated.study_name}]
@@ -309,6 +312,12 @@ async def test_the_agreement_beside_the_table_is_the_apis_human_agreement(
                     units = f"{pearson['n']}\u00a0agents"
                     await expect(row.locator("td.pearson")).to_have_text(plain(pearson, units))
             assert await tab.clean() == []
+    route = f"#/experiments/{evaluated.experiment}?evaluation={evaluated.study}"
+    async with AppPage.open(browser, service.url, route) as tab:
+        section = tab.page.locator(f'.human-agreement-box section[data-study="{evaluated.study}"]')
+        await expect(section).to_contain_text("These results are this study's raters' own mean")
+        await expect(section.locator("table")).to_have_count(0)
+        assert await tab.clean() == []
 
 
 async def test_an_experiment_nobody_rated_says_so_and_links_to_making_a_study(
