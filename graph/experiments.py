@@ -5,7 +5,7 @@ import dataclasses
 import enum
 import json
 from collections.abc import AsyncGenerator
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
@@ -17,8 +17,10 @@ from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.inputs import AGGREGATE, JUDGES, JudgeInput
 from parley.graph.payloads import user_errors
+from parley.graph.rejudge import Rejudging
 from parley.graph.types import UserError, primary_key
 from parley.lifecycle import experiments as service
+from parley.lifecycle import rejudge
 from parley.lifecycle.experiment_follow import UnknownExperiment, follow_experiment
 from parley.lifecycle.experiments import Progress
 from parley.lifecycle.start import get_many
@@ -26,6 +28,9 @@ from parley.resolvers.experiment_design import Sampling
 from parley.resolvers.pagination import numbered
 from parley.storage import models
 from parley.storage.experiments import ExperimentStore
+
+if TYPE_CHECKING:
+    from parley.graph.studies import RatingStudy
 
 IN_PLAN = "Along the slot number: ASCENDING (design order, the default) or DESCENDING."
 
@@ -250,6 +255,26 @@ class Experiment:
     async def progress(self, info: Info) -> ExperimentProgress:
         measured = await service.progress(info.context.services, self.record)
         return ExperimentProgress(progress=measured)
+
+    @strawberry.field(
+        description="The re-judgings made of its episodes (`rejudgeEpisodes` with its "
+        "experimentId), oldest first: each an evaluation its results can use."
+    )
+    async def rejudgings(self, info: Info) -> list[Rejudging]:
+        found = await rejudge.of_experiment(info.context.services.client, str(self.record.pk))
+        return [Rejudging(record=record) for record in found]
+
+    @strawberry.field(
+        description="The rating studies made of its episodes (`episodes: {experimentId}`), "
+        "oldest first: each an evaluation its results can use, and people to agree with."
+    )
+    async def rating_studies(
+        self, info: Info
+    ) -> list[Annotated["RatingStudy", strawberry.lazy("parley.graph.studies")]]:
+        from parley.graph.studies import RatingStudy  # imported here: it imports this module
+
+        found = await info.context.services.studies.of_experiment(str(self.record.pk))
+        return [RatingStudy(record=record) for record in found]
 
 
 @strawberry.type(description="Result of createExperiment.")

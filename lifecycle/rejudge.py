@@ -44,7 +44,7 @@ from parley.resolvers.panels import PanelFields
 from parley.resolvers.results import WHOLE, aggregate_rows, tag_query
 from parley.resolvers.transcript import episode_turns
 from parley.storage import keys
-from parley.storage.evaluations import queue_rejudging, store_evaluation
+from parley.storage.evaluations import experiment_rejudgings, queue_rejudging, store_evaluation
 from parley.storage.jobs import JobQueue
 from parley.storage.models import (
     EpisodeLog,
@@ -225,7 +225,7 @@ async def queue(
         found = episodes[pk]
         assert found is not None  # a missing episode is refused above
         chosen.append((pk, found))
-    await queue_rejudging(client, jobs, queued, chosen)
+    await queue_rejudging(client, jobs, queued, chosen, valid.experiment_id)
     log.info("re-judging queued", extra={"rejudging": rejudging.id, "episodes": len(ids)})
     return rejudging, []
 
@@ -246,6 +246,13 @@ async def get_rejudging(client: redis.Redis, rejudging_id: str) -> Rejudging | N
         judges=JUDGES.validate_json(stored.get("judges") or "[]"),
         judge_aggregate=Aggregate(stored.get("judge_aggregate") or Aggregate.MEAN),
     )
+
+
+async def of_experiment(client: redis.Redis, experiment_id: str) -> list[Rejudging]:
+    """The re-judgings made of an experiment's episodes, oldest first."""
+    ids = await experiment_rejudgings(client, experiment_id)
+    found = [await get_rejudging(client, pk) for pk in ids]
+    return [rejudging for rejudging in found if rejudging is not None]
 
 
 async def progress(client: redis.Redis, rejudging_id: str) -> dict[EvaluationStatus, int]:

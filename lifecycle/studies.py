@@ -85,6 +85,10 @@ class Studies:
     async def get(self, pk: str) -> RatingStudy | None:
         return await self.store.get(pk) if storable(pk) else None
 
+    async def of_experiment(self, experiment_id: str) -> list[RatingStudy]:
+        """The studies made of an experiment's episodes, oldest first."""
+        return await self.store.of_experiment(experiment_id)
+
     # Making a study
 
     async def create(
@@ -277,6 +281,7 @@ def _made(
         shows_secrets=needs_secrets(rubric),
         raters=raters,
         created_at=time.time(),
+        experiment_id=valid.episodes.experiment_id,
     )
     return study, tokens, annotators
 

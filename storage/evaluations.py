@@ -100,13 +100,20 @@ async def queue_rejudging(
     jobs: JobQueue,
     queued: Evaluation,
     episodes: Sequence[tuple[str, dict[str, Any]]],
+    experiment_id: str | None = None,
 ) -> None:
     """Store the re-judging `queued` (an evaluation not yet begun) of `episodes` (id, stored
-    fields): the re-judging's record, then, a batch at a time, each episode's entry of it, its
-    record for results and its job."""
+    fields): the re-judging's record (listed under `experiment_id`, the experiment it was made
+    from, if any), then, a batch at a time, each episode's entry of it, its record for results
+    and its job."""
     entry = queued.model_dump(mode="json")
     stored = rejudging_fields(queued) | {"episodes": len(episodes)}
-    await client.hset(keys.rejudging(queued.id), mapping=stored)
+    async with client.pipeline(transaction=True) as pipe:
+        pipe.hset(keys.rejudging(queued.id), mapping=stored)
+        if experiment_id is not None:
+            pipe.hset(keys.rejudging(queued.id), "experiment_id", experiment_id)
+            pipe.zadd(keys.experiment_rejudgings(experiment_id), {queued.id: queued.created_at})
+        await pipe.execute()
     for start in range(0, len(episodes), QUEUE_BATCH):
         async with client.pipeline(transaction=True) as pipe:
             for pk, fields in episodes[start : start + QUEUE_BATCH]:
@@ -120,6 +127,12 @@ async def queue_rejudging(
                 )
                 jobs.add(pipe, JobKind.EVALUATION, pk, queued.id)
             await pipe.execute()
+
+
+async def experiment_rejudgings(client: redis.Redis, experiment_id: str) -> list[str]:
+    """The ids of the re-judgings made of an experiment's episodes, oldest first."""
+    found: list[Any] = await client.zrange(keys.experiment_rejudgings(experiment_id), 0, -1)
+    return [str(pk) for pk in found]
 
 
 async def add_imported(client: redis.Redis, episodes: Sequence[EpisodeLog]) -> None:

@@ -112,6 +112,18 @@ def experiment_slots(experiment_id: str) -> str:
     return f"parley:experiment-slots:{experiment_id}"
 
 
+def experiment_rejudgings(experiment_id: str) -> str:
+    """The re-judgings made of an experiment's episodes (`rejudgeEpisodes(experimentId)`): a
+    sorted set of their ids, scored by when each was queued."""
+    return f"parley:experiment-rejudgings:{experiment_id}"
+
+
+def experiment_studies(experiment_id: str) -> str:
+    """The rating studies made of an experiment's episodes (`episodes: {experimentId}`): a
+    sorted set of their ids, scored by when each was made."""
+    return f"parley:experiment-studies:{experiment_id}"
+
+
 def experiment_slot_claim(experiment_id: str, slot: int, previous: str) -> str:
     """The idempotency key (see `idempotency`) of the episode that fills a slot after episode
     `previous` ("" for the first): concurrent starts of one slot make one episode."""

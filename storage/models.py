@@ -479,6 +479,7 @@ class RatingStudy(ListedRecord, index=True):
     raters: list[StudyRater] = stored([], "The raters, by number.")
     created_at: float = Field(default=0.0, index=True, sortable=True)
     closed_at: float | None = stored(None, "When it was closed: its links open nothing since.")
+    experiment_id: str | None = stored(None, "The experiment whose episodes it rates, if made so.")
 
     class Meta:
         global_key_prefix = keys.RATING_STUDIES[0]

@@ -230,11 +230,20 @@ class StudyStore:
                 pipe.json().set(keys.annotator(annotator.pk), "$", annotator.model_dump())
             for number, rater in enumerate(study.raters):
                 pipe.set(keys.rater_token(rater.token_hash), rater_entry(pk, number))
+            if study.experiment_id is not None:
+                pipe.zadd(keys.experiment_studies(study.experiment_id), {pk: study.created_at})
             try:
                 await pipe.execute()
             except redis.WatchError:
                 return False
         return True
+
+    async def of_experiment(self, experiment_id: str) -> list[RatingStudy]:
+        """The studies made of an experiment's episodes, oldest first (one deleted since is
+        left out)."""
+        found: list[Any] = await self.client.zrange(keys.experiment_studies(experiment_id), 0, -1)
+        studies = [await self.get(str(pk)) for pk in found]
+        return [study for study in studies if study is not None]
 
     async def get(self, pk: str) -> RatingStudy | None:
         raw: Any = await self.client.json().get(RatingStudy.make_primary_key(pk), "$")

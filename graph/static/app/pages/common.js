@@ -181,3 +181,14 @@ export function recipientsField(id, legend, names) {
 export function chosenRecipients(fieldset) {
   return [...fieldset.querySelectorAll("input:checked")].map((box) => box.value);
 }
+
+/** Why an agreement figure (an Estimate) or its interval is null, in words. */
+export const REASONS = {
+  TOO_FEW_UNITS: "too few units",
+  TOO_FEW_RATERS: "too few raters",
+  TOO_FEW_MODELS: "too few models",
+  NO_VARIATION: "no variation",
+  NO_RESIDUAL: "no residual",
+  UNBOUNDED: "unbounded",
+  NO_RESAMPLE: "no resample",
+};

@@ -4,6 +4,7 @@ import { intervalChart, rangesOf } from "../chart.js";
 import { append, clear, h, routeLink, when, words } from "../dom.js";
 import { statusBadge } from "../status.js";
 import { backStack, pageSize, pager } from "./common.js";
+import { evaluationChoice, evaluationsOf, showHumanAgreement } from "./experiment-evaluation.js";
 
 const SLOTS_PER_PAGE = 50;
 
@@ -142,7 +143,7 @@ function apartText(group) {
  * Each model's mean ± 95% margin per dimension: a column per model (with a link to the episodes
  * behind it), a row per dimension, so that the table stays narrow however many dimensions.
  */
-function resultsTable(experimentId, groups) {
+function resultsTable(experimentId, groups, { evaluation, label }) {
   if (!groups.length) return h("p", { class: "empty" }, "No scores yet: results appear as episodes complete.");
   const dimensions = groups[0].dimensions.map((d) => d.dimension);
   const byName = groups.map((group) => new Map(group.dimensions.map((d) => [d.dimension, d])));
@@ -151,7 +152,7 @@ function resultsTable(experimentId, groups) {
   const table = h(
     "table",
     { class: "results" },
-    h("caption", {}, "Mean ± 95% margin (t distribution) per model, over both seats"),
+    h("caption", {}, `Mean ± 95% margin (t distribution) per model, over both seats; scores from ${label.charAt(0).toLowerCase()}${label.slice(1)}`),
     h(
       "thead",
       {},
@@ -163,7 +164,7 @@ function resultsTable(experimentId, groups) {
           h(
             "th",
             { scope: "col", dataset: { model: model(group) } },
-            h("a", { href: routeLink(`/experiments/${encodeURIComponent(experimentId)}`, { model: group.model }) }, group.model || "(none)"),
+            h("a", { href: routeLink(`/experiments/${encodeURIComponent(experimentId)}`, { model: group.model, evaluation }) }, group.model || "(none)"),
           ),
         ),
       ),
@@ -213,17 +214,40 @@ function slotTable(slots, model, names) {
   );
 }
 
+/**
+ * The results of the evaluation chosen (none when the address names one that is not the
+ * experiment's) as a table and a chart, and beside the table their agreement with people;
+ * `update()` reads the results again.
+ */
+function resultsView(api, experiment, lists, evaluation) {
+  const id = experiment.id;
+  const tableSlot = h("div", { class: "results-table" });
+  const chartSlot = h("div", { class: "results-chart" });
+  const agreementBox = h("aside", { class: "human-agreement-box", "aria-label": "Agreement with people" });
+  const box = h("div", { class: "results-box" }, h("div", { class: "results-beside" }, tableSlot, agreementBox), chartSlot);
+  const chosen = [...experiment.rejudgings, ...experiment.ratingStudies].find((e) => e.id === evaluation);
+  const known = !evaluation || Boolean(chosen);
+  const listId = chosen ? chosen.evaluationDimensionListId : JSON.parse(experiment.design).evaluation_dimension_list_id;
+  const ranges = rangesOf(listId, lists);
+  const label = (evaluationsOf(experiment).find(([key]) => key === (evaluation || "")) || [null, evaluation])[1];
+  const update = async () => {
+    if (!known) return;
+    const answer = await api.request("ExperimentResults", { filter: { experimentId: id }, groupBy: ["MODEL"], evaluation });
+    const groups = answer.episodeResults.groups;
+    append(clear(tableSlot), [resultsTable(id, groups, { evaluation, label })]);
+    append(clear(chartSlot), [intervalChart(groups, ranges)]);
+  };
+  showHumanAgreement(api, agreementBox, { experimentId: id, evaluation, studies: experiment.ratingStudies, known });
+  return { box, update };
+}
+
 export async function experimentPage({ api, query, main, setConnection, errorBox }, id) {
   const after = query.get("after");
   const stack = backStack(query);
   const model = query.get("model");
-  const resultsFilter = { experimentId: id };
+  const evaluation = query.get("evaluation") || null;
   const detail = () => api.request("ExperimentDetail", { id, first: SLOTS_PER_PAGE, after });
-  const [data, results, world] = await Promise.all([
-    detail(),
-    api.request("ExperimentResults", { filter: resultsFilter, groupBy: ["MODEL"] }),
-    api.request("WorldNames"),
-  ]);
+  const [data, world] = await Promise.all([detail(), api.request("WorldNames")]);
   const names = new Map([
     ...world.scenarios.nodes.map((s) => [s.id, s.codename || s.id]),
     ...world.agents.nodes.map((a) => [a.id, a.name]),
@@ -235,12 +259,8 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
   }
   const progress = progressView(experiment.progress);
   const usageBox = h("div", { class: "usage-box" }, usageLine(data.usageTotals));
-  const resultsBox = h("div", { class: "results-box" });
-  const ranges = rangesOf(JSON.parse(experiment.design).evaluation_dimension_list_id, data.evaluationDimensionLists);
-  const showResults = (groups) => {
-    append(clear(resultsBox), [resultsTable(id, groups), intervalChart(groups, ranges)]);
-  };
-  showResults(results.episodeResults.groups);
+  const results = resultsView(api, experiment, data.evaluationDimensionLists, evaluation);
+  await results.update();
 
   const messages = h("div", { class: "form-errors", "aria-live": "polite" });
   const act = (operation, field) => async () => {
@@ -256,7 +276,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
   const slotsBox = h("div", { class: "slots-box" });
   const showSlots = (slots) => clear(slotsBox).append(
     slotTable(slots.nodes, model, names),
-    pager((params) => routeLink(`/experiments/${encodeURIComponent(id)}`, params), { model, after }, slots.pageInfo, stack),
+    pager((params) => routeLink(`/experiments/${encodeURIComponent(id)}`, params), { model, evaluation, after }, slots.pageInfo, stack),
   );
   showSlots(experiment.slots);
   append(main, [
@@ -273,10 +293,11 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     ),
     messages,
     h("h2", {}, "Results"),
-    resultsBox,
+    evaluationChoice(experiment, evaluation),
+    results.box,
     usageBox,
     h("h2", {}, "Episodes"),
-    model ? h("p", {}, h("a", { href: `#/experiments/${encodeURIComponent(id)}` }, "Show every model")) : null,
+    model ? h("p", {}, h("a", { href: routeLink(`/experiments/${encodeURIComponent(id)}`, { evaluation }) }, "Show every model")) : null,
     slotsBox,
     h("details", {}, h("summary", {}, "Design"), h("pre", {}, JSON.stringify(JSON.parse(experiment.design), null, 2))),
   ]);
@@ -288,13 +309,9 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     clearTimeout(timer);
     timer = setTimeout(async () => {
       try {
-        const [again, fresh] = await Promise.all([
-          detail(),
-          api.request("ExperimentResults", { filter: resultsFilter, groupBy: ["MODEL"] }),
-        ]);
+        const [again] = await Promise.all([detail(), results.update()]);
         if (again.experiment) showSlots(again.experiment.slots);
         clear(usageBox).append(usageLine(again.usageTotals));
-        showResults(fresh.episodeResults.groups);
       } catch {
         // the next change tries again
       }

@@ -4,7 +4,7 @@
 
 import { append, clear, h, routeLink, when, words } from "../dom.js";
 import { rateLink } from "./rate.js";
-import { backStack, pageSize, pager } from "./common.js";
+import { REASONS, backStack, pageSize, pager } from "./common.js";
 import { studyForm } from "./study-form.js";
 
 const REFRESH_MS = 3000;
@@ -47,9 +47,9 @@ export async function studiesPage({ api, query, main }) {
   };
   const making = h(
     "details",
-    { class: "new-study", open: list.totalCount === 0 },
+    { class: "new-study", open: list.totalCount === 0 || query.has("experiment") },
     h("summary", { class: "button" }, "Make a study"),
-    await studyForm(api, made),
+    await studyForm(api, made, query.get("experiment")),
   );
   main.append(
     h("h1", {}, "Rating studies"),
@@ -163,16 +163,6 @@ function goldFlags(study) {
     ),
   );
 }
-
-const REASONS = {
-  TOO_FEW_UNITS: "too few units",
-  TOO_FEW_RATERS: "too few raters",
-  TOO_FEW_MODELS: "too few models",
-  NO_VARIATION: "no variation",
-  NO_RESIDUAL: "no residual",
-  UNBOUNDED: "unbounded",
-  NO_RESAMPLE: "no resample",
-};
 
 function estimate(figure) {
   const why = figure.reason ? ` (${REASONS[figure.reason] ?? figure.reason})` : "";

@@ -14,20 +14,22 @@ const EPISODE_CHOICES = [
   ["ids", "These episodes (ids)"],
 ];
 
-/** Which episodes: a choice of the three ways, and the box of the way chosen. */
-function episodeChooser(experiments) {
+/** Which episodes: a choice of the three ways, and the box of the way chosen (an experiment's,
+ * when `experimentId` names one). */
+function episodeChooser(experiments, experimentId) {
   const controls = {
     tag: h("input", { id: "study-tag", type: "text", "aria-label": "Tag" }),
     experimentId: h(
       "select",
       { id: "study-experiment", "aria-label": "Experiment" },
       h("option", { value: "" }, experiments.length ? "Choose an experiment" : "No experiment yet"),
-      experiments.map((e) => h("option", { value: e.id }, `${e.name} (${e.slotCount} episodes)`)),
+      experiments.map((e) => h("option", { value: e.id, selected: e.id === experimentId }, `${e.name} (${e.slotCount} episodes)`)),
     ),
     ids: h("textarea", { id: "study-ids", rows: "4", "aria-label": "Episode ids", placeholder: "One id a line" }),
   };
-  const radios = EPISODE_CHOICES.map(([way, label], i) => {
-    const radio = h("input", { type: "radio", name: "episodes-by", id: `episodes-by-${way}`, value: way, checked: i === 0 });
+  const first = experiments.some((e) => e.id === experimentId) ? "experimentId" : "tag";
+  const radios = EPISODE_CHOICES.map(([way, label]) => {
+    const radio = h("input", { type: "radio", name: "episodes-by", id: `episodes-by-${way}`, value: way, checked: way === first });
     return h("li", {}, radio, h("label", { for: radio.id }, label));
   });
   const fieldset = h(
@@ -135,8 +137,9 @@ function localErrors(input) {
   return local;
 }
 
-/** The form; `made` is called with the new study once it is made. */
-export async function studyForm(api, made) {
+/** The form; `made` is called with the new study once it is made; `experimentId` chooses that
+ * experiment's episodes to begin with. */
+export async function studyForm(api, made, experimentId = null) {
   const options = await api.request("StudyOptions");
   const c = {
     name: h("input", { id: "study-name", type: "text", required: true }),
@@ -149,7 +152,7 @@ export async function studyForm(api, made) {
       options.evaluationDimensionLists.map((l) => h("option", { value: l.id }, `${l.name} (${l.dimensions.map((d) => d.name).join(", ")})`)),
     ),
   };
-  const episodes = episodeChooser(options.experiments.nodes);
+  const episodes = episodeChooser(options.experiments.nodes, experimentId);
   const names = raterNames(c.raters);
   const submit = h("button", { type: "submit" }, "Make the study");
   const form = h(
