@@ -185,7 +185,10 @@ class Studies:
 
     async def status(self, study: RatingStudy) -> StudyStatus:
         """Where each rater and each episode of a study is, and every gold check."""
-        return study_status(study, await self.store.state(str(study.pk)))
+        state = await self.store.state(str(study.pk))
+        stored = await self.store.stored_episodes(study.episode_ids)
+        gone = frozenset(n for n, pk in enumerate(study.episode_ids) if pk not in stored)
+        return study_status(study, state, gone)
 
     async def ratings(self, study: RatingStudy) -> list[StudyRating]:
         """Every rating saved so far, by rater and in each rater's order: the table agreement

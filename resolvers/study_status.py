@@ -59,8 +59,12 @@ class StudyRating:
     annotation: AnnotationForEpisode
 
 
-def study_status(study: RatingStudy, state: StudyState) -> StudyStatus:
-    """Where each rater and each episode of a study is, and every gold check."""
+def study_status(
+    study: RatingStudy, state: StudyState, gone: frozenset[int] = frozenset()
+) -> StudyStatus:
+    """Where each rater and each episode of a study is, and every gold check. An episode of
+    `gone` (by number: deleted since the study was made) that a rater had not rated is no longer
+    theirs to rate, so a study can finish without it."""
     gold = {g.episode for g in study.gold}
     raters: list[RaterProgress] = []
     given: dict[int, list[int]] = {n: [] for n in range(len(study.episode_ids))}
@@ -68,11 +72,14 @@ def study_status(study: RatingStudy, state: StudyState) -> StudyStatus:
     results: list[GoldResult] = []
     for number, rater in enumerate(study.raters):
         gold_rated = flagged = 0
+        assigned = 0
         for item in rater.items:
             given[item.episode].append(number)
             where = slot(number, item.episode)
-            if state.revisions.get(where, 0) > 0:
+            rated = state.revisions.get(where, 0) > 0
+            if rated:
                 rated_by[item.episode].append(number)
+            assigned += rated or item.episode not in gone
             check = state.gold.get(where)
             if check is not None:
                 gold_rated += 1
@@ -84,7 +91,7 @@ def study_status(study: RatingStudy, state: StudyState) -> StudyStatus:
                 number,
                 rater.name,
                 rater.annotator_id,
-                len(rater.items),
+                assigned,
                 state.rated.get(number, 0),
                 gold_rated,
                 flagged,

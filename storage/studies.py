@@ -376,6 +376,14 @@ class StudyStore:
             if raw is not None
         }
 
+    async def stored_episodes(self, pks: Sequence[str]) -> set[str]:
+        """The ids among `pks` of episodes still stored."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for pk in pks:
+                pipe.exists(EpisodeLog.make_primary_key(pk))
+            found: list[int] = await pipe.execute()
+        return {pk for pk, there in zip(pks, found, strict=True) if there}
+
     async def write_human_results(
         self, study_id: str, version: int, entries: Mapping[str, Evaluation]
     ) -> bool:

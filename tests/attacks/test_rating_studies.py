@@ -130,3 +130,35 @@ async def test_a_gold_episode_expecting_two_scores_of_one_agent_and_dimension_is
     (error,) = made["userErrors"]
     assert error["field"] == ["input", "gold", "0", "expected", "1"], error
     assert error["code"] == "INVALID" and "twice" in error["message"], error
+
+
+async def test_a_study_finishes_without_an_episode_deleted_before_it_was_rated(
+    gql: GraphQLClient,
+) -> None:
+    """An unrated episode deleted since the study was made is no longer a rater's to rate: once
+    the rest are rated the study is finished. One rated before it went stays counted."""
+    study, episodes, (token,), rubric = await new_study(gql, 3, 1)
+    progress = "query($id: ID!) { ratingStudy(id: $id) { progress { assigned rated finished } } }"
+    asked = {"study": study, "rater": 0, "token": token}
+    first = (await gql.data(ASSIGNMENT, asked))["raterAssignment"]["current"]
+    fields = {
+        "studyId": study,
+        "rater": 0,
+        "raterToken": token,
+        "position": first["position"],
+        "scores": full_scores(rubric, 2),
+    }
+    assert (await gql.data(SAVE, {"input": fields}))["saveRating"]["userErrors"] == []
+    rated = shown_episode(first, episodes)
+    unrated = [pk for pk in episodes if pk != rated]
+    await delete(gql, rated)
+    await delete(gql, unrated[0])
+    found = (await gql.data(progress, {"id": study}))["ratingStudy"]["progress"]
+    assert found == {"assigned": 2, "rated": 1, "finished": False}
+
+    view = (await gql.data(ASSIGNMENT, asked))["raterAssignment"]["current"]
+    assert shown_episode(view, episodes) == unrated[1]
+    fields |= {"position": view["position"]}
+    assert (await gql.data(SAVE, {"input": fields}))["saveRating"]["userErrors"] == []
+    found = (await gql.data(progress, {"id": study}))["ratingStudy"]["progress"]
+    assert found == {"assigned": 2, "rated": 2, "finished": True}
