@@ -196,8 +196,11 @@ async def test_a_kept_run_of_other_dimensions_is_made_again(
 
 
 async def test_the_runs_of_a_panel_go_at_once_within_the_endpoints_limit(
-    fake_llm: FakeLLM, tmp_path: Path
+    own_fake_llm: FakeLLM, tmp_path: Path
 ) -> None:
+    """Counted on a fake server of the test's own: the shared one may still be answering
+    requests another test left hanging."""
+    fake_llm = own_fake_llm
     fake_llm.delay = 0.3
     models = tmp_path / "one-at-a-time.json"
     entry = {"base_url": fake_llm.base_url, "model": "fake", "max_concurrency": 1}
