@@ -214,7 +214,7 @@ async def test_ctrl_c_detaches_without_cancelling_and_watch_reattaches(
         pk = run.experiment_id()
         await asyncio.sleep(0.5)  # following the progress by now
         run.popen.send_signal(signal.SIGINT)
-        assert run.wait(30) == 130, run.output()
+        assert run.wait(60) == 130, run.output()
         assert "detached" in run.output() and pk in run.output()
         assert all(e.status == EpisodeStatus.QUEUED for e in await stored(pk))
         assert (await progress(api.url, pk))["unfinished"] == 8
