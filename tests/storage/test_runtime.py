@@ -2,13 +2,26 @@
 one used as it is, with a warning when it does not sync each write as `always` asks."""
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from parley.storage.models import MODELS
 from parley.storage.runtime import redis_storage
+
+
+@pytest.fixture(autouse=True)
+def models_kept_on_the_session_redis() -> Iterator[None]:
+    """`redis_storage` points every model at the Redis it opens (storage.connection.prepare);
+    after each test they point at the session's again, so the records later modules save and
+    find reach it, not a Redis stopped here."""
+    bound = [(model, model._meta.database) for model in MODELS]
+    yield
+    for model, database in bound:
+        model._meta.database = database
 
 
 def files_in(folder: Path) -> list[Path]:
