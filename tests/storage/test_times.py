@@ -20,10 +20,10 @@ TIMES = [1_764_690_000 + DRAW.random() * 1e6 for _ in range(500)]
 
 async def through_json(client: redis.Redis, value: float) -> float:
     key = f"test-times:{uuid.uuid4().hex}"
-    await client.execute_command("JSON.SET", key, "$", json.dumps({"at": value}))  # type: ignore[no-untyped-call]
-    raw: Any = await client.execute_command("JSON.GET", key, "$.at")  # type: ignore[no-untyped-call]
+    await client.json().set(key, "$", {"at": value})
+    found: Any = await client.json().get(key, "$.at")
     await client.delete(key)
-    return float(json.loads(raw)[0])
+    return float(found[0])
 
 
 async def through_cjson(client: redis.Redis, value: float) -> float:
