@@ -9,7 +9,7 @@ from parley.core.errors import BadArgument
 from parley.graph.context import Info
 from parley.graph.evaluation_agreement import EvaluationAgreement
 from parley.graph.fields import copied, shows, stored
-from parley.lifecycle.evaluation_agreement import evaluation_agreement_of
+from parley.lifecycle.evaluation_agreement import stored_evaluation_agreement_of
 from parley.lifecycle.evaluations import readable
 from parley.resolvers.results import Group, GroupBy, Results, ResultsFilter
 from parley.resolvers.statistics import Interval, Paired, Summary
@@ -190,9 +190,7 @@ class EpisodeResults:
         if study is None:
             raise BadArgument(f"no rating study with id {str(study_id)!r}")
         evaluations = [None if self.evaluation is None else str(self.evaluation), str(study_id)]
-        found = await evaluation_agreement_of(
-            studies, {"ids": study.episode_ids}, evaluations, stored_only=True
-        )
+        found = await stored_evaluation_agreement_of(studies, study.episode_ids, evaluations)
         return [EvaluationAgreement.of(dimension) for dimension in found]
 
 

@@ -40,7 +40,7 @@ from parley.resolvers.blind import needs_secrets
 from parley.resolvers.human_scores import human_evaluations
 from parley.resolvers.keyset import newest_first
 from parley.resolvers.pagination import Page, PageArgs, fetch_page
-from parley.resolvers.study_agreement import DimensionAgreement
+from parley.resolvers.study_agreement import DimensionAgreement, RatingTable
 from parley.resolvers.study_fields import (
     StudyFields,
     count_errors,
@@ -234,14 +234,17 @@ class Studies:
 
     async def agreement(self, study: RatingStudy) -> list[DimensionAgreement]:
         """How far the raters agree with each other and with the judge, per dimension of the
-        rubric and overall, from the ratings saved so far (computed again only when a rating
-        or a score changed: lifecycle/kept_figures.py)."""
-        ratings = await self.ratings(study)
-        episodes = await self.store.scored_episodes(study.episode_ids)
-        tables = study_agreement.tables(study, ratings, episodes)
-        return await self.figures.of(
-            f"study:{study.pk}", tables, functools.partial(study_agreement.agreement, study)
-        )
+        rubric and overall, from the ratings saved so far (read and computed again only when a
+        rating or a score changed: lifecycle/kept_figures.py)."""
+        version = await self.store.agreement_version([str(study.pk)])
+
+        async def read() -> list[RatingTable]:
+            ratings = await self.ratings(study)
+            episodes = await self.store.scored_episodes(study.episode_ids)
+            return study_agreement.tables(study, ratings, episodes)
+
+        compute = functools.partial(study_agreement.agreement, study)
+        return await self.figures.of(f"study:{study.pk}", version, read, compute)
 
 
 def _made(

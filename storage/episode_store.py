@@ -43,12 +43,14 @@ class EpisodeKeys(NamedTuple):
     events_log: str
     deadlines: str
     jobs: str
+    scores: str
 
 
 class CreateKeys(NamedTuple):
     jobs: str
     events_log: str
     everyone: str
+    scores: str
 
 
 class CreateArgs(NamedTuple):
@@ -76,6 +78,11 @@ class OneEpisode(NamedTuple):
     episode: str
 
 
+class MarkKeys(NamedTuple):
+    episode: str
+    scores: str
+
+
 class MarkArgs(NamedTuple):
     attempt: int
 
@@ -97,7 +104,7 @@ LOG = ("json", "log", "status_change")
 """The shared functions of a script that changes an episode's status."""
 CREATE = Script("create_episodes", CreateKeys, CreateArgs, ("json", "log"))
 TRANSITION = Script("transition", EpisodeKeys, TransitionArgs, LOG)
-MARK = Script("mark", OneEpisode, MarkArgs)
+MARK = Script("mark", MarkKeys, MarkArgs)
 APPEND_TURN = Script("append_turn", TurnKeys, TurnArgs, ("json",))
 
 
@@ -197,7 +204,12 @@ class EpisodeStore:
             ]
         done, values = await CREATE(
             self.client,
-            CreateKeys(jobs=jobs, events_log=keys.EVENTS_LOG, everyone=keys.EPISODES_CHANNEL),
+            CreateKeys(
+                jobs=jobs,
+                events_log=keys.EVENTS_LOG,
+                everyone=keys.EPISODES_CHANNEL,
+                scores=keys.SCORES_VERSION,
+            ),
             CreateArgs(
                 ttl=IDEMPOTENCY_TTL,
                 prefix=EpisodeLog.make_primary_key(""),
@@ -220,6 +232,7 @@ class EpisodeStore:
             events_log=keys.EVENTS_LOG,
             deadlines=keys.DEADLINES,
             jobs=self.jobs,
+            scores=keys.SCORES_VERSION,
         )
 
     def requeue(self, episode_id: str) -> str:
@@ -271,7 +284,7 @@ class EpisodeStore:
         """Set `fields` if `attempt` is still the episode's; False when it is not (or gone)."""
         done = await MARK(
             self.client,
-            OneEpisode(EpisodeLog.make_primary_key(episode_id)),
+            MarkKeys(EpisodeLog.make_primary_key(episode_id), keys.SCORES_VERSION),
             MarkArgs(attempt),
             more_args=_patch(fields),
         )
@@ -332,13 +345,14 @@ class EpisodeStore:
         keys its seat credentials are found by and its idempotency key (a new start with that
         key makes a new episode)."""
         pk = str(episode.pk)
-        await EpisodeLog.delete(pk)
         related = [keys.evaluation_record(e.id, pk) for e in episode.evaluations]
         related += [keys.seat_token(s.token_hash) for s in episode.human_seats if s.token_hash]
         if episode.idempotency_key:
             related.append(keys.idempotency(episode.idempotency_key))
-        if related:
-            await self.client.delete(*related)
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(EpisodeLog.make_primary_key(pk), *related)
+            pipe.incr(keys.SCORES_VERSION)
+            await pipe.execute()
 
 
 def _patch(fields: dict[str, Any]) -> list[str]:

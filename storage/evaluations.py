@@ -20,6 +20,7 @@ QUEUE_BATCH = 500
 class EvaluationKeys(NamedTuple):
     episode: str
     record: str
+    scores: str
 
 
 class EvaluationArgs(NamedTuple):
@@ -49,7 +50,9 @@ async def store_evaluation(
     result = await SET_EVALUATION(
         client,
         EvaluationKeys(
-            EpisodeLog.make_primary_key(episode_id), keys.evaluation_record(entry.id, episode_id)
+            EpisodeLog.make_primary_key(episode_id),
+            keys.evaluation_record(entry.id, episode_id),
+            keys.SCORES_VERSION,
         ),
         EvaluationArgs(
             path=f"$.evaluations[?(@.id=={json.dumps(entry.id)})]",
@@ -126,6 +129,7 @@ async def queue_rejudging(
                     evaluation_record(pk, fields, queued),
                 )
                 jobs.add(pipe, JobKind.EVALUATION, pk, queued.id)
+            pipe.incr(keys.SCORES_VERSION)
             await pipe.execute()
 
 

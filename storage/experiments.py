@@ -38,12 +38,14 @@ class CreateArgs(NamedTuple):
 
 class SlotsKeys(NamedTuple):
     slots: str
+    scores: str
 
 
 class PlanKeys(NamedTuple):
     experiment: str
     plan: str
     slots: str
+    scores: str
 
 
 class ImportSlotsArgs(NamedTuple):
@@ -130,7 +132,10 @@ class ExperimentStore:
             return []
         args = [str(part) for move in moves for part in move]
         applied = await FILL(
-            self.client, SlotsKeys(keys.experiment_slots(pk)), NoArgs(), more_args=args
+            self.client,
+            SlotsKeys(keys.experiment_slots(pk), keys.SCORES_VERSION),
+            NoArgs(),
+            more_args=args,
         )
         return [bool(int(a)) for a in applied]
 
@@ -168,7 +173,10 @@ class ExperimentStore:
         done = await IMPORT_SLOTS(
             self.client,
             PlanKeys(
-                Experiment.make_primary_key(pk), keys.experiment_plan(pk), keys.experiment_slots(pk)
+                Experiment.make_primary_key(pk),
+                keys.experiment_plan(pk),
+                keys.experiment_slots(pk),
+                keys.SCORES_VERSION,
             ),
             ImportSlotsArgs(count, first, json.dumps([None] * count)),
             more_args=more,

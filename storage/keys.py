@@ -81,6 +81,11 @@ for, or are about to have: what their cap is counted on (storage/results_index.p
 EVALUATIONS_INDEX = "parley:evaluations:index"
 """The same fields over the evaluation records below, for results of a re-judging."""
 EVALUATION_PREFIX = "parley:evaluation:"
+SCORES_VERSION = "parley:scores-version"
+"""A counter raised by every write that may change what agreement figures are computed from
+besides ratings: an episode's scores or evaluations (its own judgement, a re-judging), an
+episode made, imported or deleted (a tag's episodes), an experiment's slots filled. A kept
+answer is fresh while this and its studies' ratings versions are unchanged."""
 
 
 def evaluation_record(rejudging_id: str, episode_id: str) -> str:

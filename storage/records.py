@@ -10,7 +10,8 @@ from pydantic import BaseModel
 
 from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import has_utf8_form
-from parley.storage.models import Record
+from parley.storage import keys
+from parley.storage.models import EpisodeLog, Record
 
 
 def storable(pk: str) -> bool:
@@ -112,13 +113,16 @@ async def remove(model: type[Record], *pks: str) -> None:
 
 async def insert_new(client: redis.Redis, records: Sequence[Record]) -> list[bool]:
     """Save each record unless its key is taken, in one round trip: whether each was saved.
-    What redis-om's save(nx=True) writes, without its slow generic encoder."""
+    What redis-om's save(nx=True) writes, without its slow generic encoder. Episodes raise
+    `keys.SCORES_VERSION` (a tag's episodes may have changed)."""
     async with client.pipeline(transaction=False) as pipe:
         for record in records:
             key = type(record).make_primary_key(str(record.pk))
             pipe.execute_command("JSON.SET", key, "$", record.model_dump_json(), "NX")
+        if any(isinstance(record, EpisodeLog) for record in records):
+            pipe.incr(keys.SCORES_VERSION)
         results: list[Any] = await pipe.execute()
-    return [bool(result) for result in results]
+    return [bool(result) for result in results[: len(records)]]
 
 
 async def exist(client: redis.Redis, refs: list[tuple[type[Record], str]]) -> list[bool]:

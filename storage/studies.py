@@ -343,6 +343,18 @@ class StudyStore:
             gold={k: GoldCheck.model_validate_json(v) for k, v in gold.items()},
         )
 
+    async def agreement_version(self, study_ids: Sequence[str]) -> str:
+        """The version of what agreement figures over these studies' ratings are computed
+        from, in one round trip: `keys.SCORES_VERSION` and each study's ratings version (the
+        sum of its rating revisions). Any change of a score, a choice's episodes or a rating
+        changes it."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.get(keys.SCORES_VERSION)
+            for study_id in study_ids:
+                pipe.hvals(keys.study_ratings(study_id))
+            scores, *ratings = await pipe.execute()
+        return json.dumps([int(scores or 0), *(sum(map(int, found)) for found in ratings)])
+
     async def rater_state(
         self, study_id: str, rater: int, episode: int
     ) -> tuple[int, RatingDraft | None]:

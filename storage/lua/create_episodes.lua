@@ -34,4 +34,5 @@ for n = 0, #MORE_ARGS / 5 - 1 do
     ids[#ids + 1] = id
   end
 end
+redis.call('INCR', K.scores)  -- a tag's episodes changed (keys.SCORES_VERSION)
 return {1, ids}

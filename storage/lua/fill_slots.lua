@@ -11,4 +11,5 @@ for i = 1, #MORE_ARGS, 3 do
     filled[#filled + 1] = 0
   end
 end
+redis.call('INCR', K.scores)  -- an experiment's episodes changed (keys.SCORES_VERSION)
 return filled

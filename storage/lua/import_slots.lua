@@ -12,4 +12,5 @@ for i = 1, #MORE_ARGS, 2 do
   redis.call('JSON.SET', K.plan, item('$', at), MORE_ARGS[i])
   if MORE_ARGS[i + 1] ~= '' then redis.call('HSET', K.slots, at, MORE_ARGS[i + 1]) end
 end
+redis.call('INCR', K.scores)  -- keys.SCORES_VERSION
 return 1

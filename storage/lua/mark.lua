@@ -1,6 +1,7 @@
 -- Set fields of an episode whose attempt is still A.attempt (no status change, no event).
--- MORE_ARGS: (JSON path, JSON value) pairs. Returns 1, or 0 when the attempt moved on.
+-- MORE_ARGS: (JSON path, JSON value) pairs; K.scores is raised (keys.SCORES_VERSION). Returns 1, or 0 when the attempt moved on.
 local raw = redis.call('JSON.GET', K.episode, EPISODE.attempt)
 if not raw or cjson.decode(raw)[1] ~= tonumber(A.attempt) then return 0 end
 for i = 1, #MORE_ARGS, 2 do redis.call('JSON.SET', K.episode, MORE_ARGS[i], MORE_ARGS[i + 1]) end
+redis.call('INCR', K.scores)
 return 1

@@ -4,6 +4,7 @@
 -- (its judge_error set). Returns the starts so far, or -1 if the episode is gone.
 if redis.call('EXISTS', K.episode) == 0 then return -1 end
 redis.call('JSON.SET', K.episode, A.path, A.entry)
+redis.call('INCR', K.scores)  -- keys.SCORES_VERSION
 if A.fills ~= '' then
   local unjudged = cjson.decode(redis.call('JSON.GET', K.episode, EPISODE.judge_error))[1]
   if unjudged ~= nil and unjudged ~= cjson.null then

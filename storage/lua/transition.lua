@@ -36,4 +36,5 @@ if mode ~= ATTEMPT_MODE.none then
 end
 for i = 1, #MORE_ARGS, 2 do redis.call('JSON.SET', K.episode, MORE_ARGS[i], MORE_ARGS[i + 1]) end
 change_status(K, doc, A.status, attempt, A.now, A.reason, kept, A.waiting, A.job, A.minid)
+redis.call('INCR', K.scores)  -- its scores may have changed (keys.SCORES_VERSION)
 return {1, A.status}

@@ -5,15 +5,13 @@ study's own agreement gives."""
 
 import math
 import statistics
-import uuid
 from typing import Any
 
 import pytest
 
-from bench.support import people
 from parley.engine.types import OVERALL_SCORE
 from tests.support.server import GraphQLClient
-from tests.support.studies import CREATE_STUDY, SAVE, STUDY, finished_episodes
+from tests.support.studies import STUDY, rated_study, save_rating
 
 pytestmark = pytest.mark.usefixtures("redis_client")  # binds the records the tests save
 
@@ -34,47 +32,7 @@ STUDY_ALPHA = """
 query($id: ID!) {
   ratingStudy(id: $id) { agreement { dimension humans { alpha { estimate } } } }
 }"""
-EPISODES, RATERS = 4, 2
-
-
-async def rated_study(gql: GraphQLClient) -> tuple[str, list[str], list[str], list[dict[str, Any]]]:
-    """A study of new episodes that both raters rate whole (rater r, position p: goal r + p,
-    every other dimension its range's low end + r); its id, episodes, tokens and rubric."""
-    episodes = await finished_episodes(f"hum-{uuid.uuid4().hex[:8]}", EPISODES)
-    fields = {
-        "name": "Humans",
-        "episodes": {"ids": episodes},
-        "raters": RATERS,
-        "ratersPerEpisode": RATERS,
-    }
-    made = (await gql.data(CREATE_STUDY, {"input": fields}))["createRatingStudy"]
-    assert made["userErrors"] == [], made
-    study, rubric = made["study"]["id"], made["study"]["rubric"]
-    tokens = [link["token"] for link in made["raterLinks"]]
-    for rater, token in enumerate(tokens):
-        for position in range(EPISODES):
-            await save(gql, study, rater, token, position, rubric, goal=rater + position)
-    return study, episodes, tokens, rubric
-
-
-async def save(
-    gql: GraphQLClient,
-    study: str,
-    rater: int,
-    token: str,
-    position: int,
-    rubric: list[dict[str, Any]],
-    goal: int,
-    revision: int = 0,
-) -> None:
-    scores = [
-        (a, d["name"], goal if d["name"] == "goal" else d["rangeLow"] + rater)
-        for a in range(2)
-        for d in rubric
-    ]
-    fields = people.rating(study, rater, token, position, scores, revision)
-    saved = (await gql.data(SAVE, {"input": fields}))["saveRating"]
-    assert saved["userErrors"] == [], saved
+EPISODES = 4
 
 
 def expected_means(ratings: list[dict[str, Any]], dimension: str) -> dict[int, float]:
@@ -93,7 +51,7 @@ def expected_means(ratings: list[dict[str, Any]], dimension: str) -> dict[int, f
 async def test_results_of_a_study_are_its_raters_means_as_of_the_last_saved_rating(
     gql: GraphQLClient,
 ) -> None:
-    study, _, tokens, rubric = await rated_study(gql)
+    study, _, tokens, rubric = await rated_study(gql, EPISODES)
     ratings = (await gql.data(STUDY, {"id": study}))["ratingStudy"]["ratings"]
     groups = (await gql.data(RESULTS, {"e": study}))["episodeResults"]["groups"]
     assert sorted(g["seat"] for g in groups) == [0, 1]
@@ -102,7 +60,7 @@ async def test_results_of_a_study_are_its_raters_means_as_of_the_last_saved_rati
         goal = next(d for d in group["dimensions"] if d["dimension"] == "goal")
         assert math.isclose(goal["mean"], expected_means(ratings, "goal")[group["seat"]])
 
-    await save(gql, study, 1, tokens[1], 0, rubric, goal=10, revision=1)  # saved again
+    await save_rating(gql, study, 1, tokens[1], 0, rubric, goal=10, revision=1)  # saved again
     again = (await gql.data(STUDY, {"id": study}))["ratingStudy"]["ratings"]
     assert expected_means(again, "goal") != expected_means(ratings, "goal")
     groups = (await gql.data(RESULTS, {"e": study}))["episodeResults"]["groups"]
@@ -112,7 +70,7 @@ async def test_results_of_a_study_are_its_raters_means_as_of_the_last_saved_rati
 
 
 async def test_agreement_with_a_study_takes_its_raters_as_a_panel(gql: GraphQLClient) -> None:
-    study, episodes, _, rubric = await rated_study(gql)
+    study, episodes, _, rubric = await rated_study(gql, EPISODES)
     found = (
         await gql.data(AGREEMENT, {"episodes": {"ids": episodes}, "evaluations": [None, study]})
     )["evaluationAgreement"]
@@ -139,7 +97,7 @@ async def test_an_id_that_is_neither_a_rejudging_nor_a_study_is_refused(gql: Gra
 async def test_results_show_their_agreement_with_a_study_beside_them(gql: GraphQLClient) -> None:
     """`humanAgreement` beside the episodes' own results is the pair evaluationAgreement gives
     for the study's episodes; a study that does not exist is a coded error."""
-    study, episodes, _, _ = await rated_study(gql)
+    study, episodes, _, _ = await rated_study(gql, EPISODES)
     query = """
     query($study: ID!) {
       episodeResults { humanAgreement(studyId: $study) {

@@ -1,10 +1,12 @@
-"""Agreement figures are computed once per set of tables: asked again with the same ratings and
-scores they come from what is kept, a changed rating or score computes them again, requests
-arriving together for one key share one computation, and the least recently asked key's figures
-go first when more are kept than the limit."""
+"""Agreement figures are computed once per set of tables: asked again at the same version of
+their inputs they come from what is kept without reading anything, at another version the tables
+are read again and computed again only if they changed, requests arriving together for one key
+share one task, and the least recently asked key's figures go first when more are kept than the
+limit."""
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable, Sequence
 
 from parley.engine.types import OVERALL_SCORE, DimensionSpec
 from parley.lifecycle.kept_figures import KeptFigures
@@ -37,16 +39,26 @@ def scored() -> dict[str, ScoredEpisode]:
     }
 
 
+def given[T](tables: Sequence[T]) -> Callable[[], Awaitable[Sequence[T]]]:
+    """A read of these tables."""
+
+    async def read() -> Sequence[T]:
+        return tables
+
+    return read
+
+
 async def figures_of(
     figures: KeptFigures,
     of: RatingStudy,
     rated: list[StudyRating],
     episodes: dict[str, ScoredEpisode],
+    version: str = "1",
 ) -> list[DimensionAgreement]:
-    """As a study's figures are asked for."""
+    """As a study's figures are asked for, its inputs at `version`."""
     tables = study_agreement.tables(of, rated, episodes)
     return await figures.of(
-        f"study:{of.pk}", tables, lambda table: study_agreement.agreement(of, table)
+        f"study:{of.pk}", version, given(tables), lambda table: study_agreement.agreement(of, table)
     )
 
 
@@ -66,11 +78,11 @@ def ratings(shift: int = 0) -> list[StudyRating]:
     return found
 
 
-async def test_the_same_tables_are_answered_from_what_is_kept() -> None:
+async def test_the_same_version_is_answered_from_what_is_kept_without_reading() -> None:
     figures = KeptFigures()
     first = await figures_of(figures, study(), ratings(), scored())
     again = await figures_of(figures, study(), ratings(), scored())
-    assert figures.computed == 1 and again is first
+    assert figures.computed == 1 and figures.read == 1 and again is first
     expected = [
         study_agreement.agreement(study(), t)
         for t in study_agreement.tables(study(), ratings(), scored())
@@ -81,12 +93,21 @@ async def test_the_same_tables_are_answered_from_what_is_kept() -> None:
 async def test_a_changed_rating_or_score_computes_them_again() -> None:
     figures = KeptFigures()
     first = await figures_of(figures, study(), ratings(), scored())
-    changed = await figures_of(figures, study(), ratings(shift=1), scored())
+    changed = await figures_of(figures, study(), ratings(shift=1), scored(), version="2")
     assert figures.computed == 2 and changed != first
     rescored = scored()
     rescored["e0"] = rescored["e0"].model_copy(update={"rewards": [reward(9), reward(9)]})
-    await figures_of(figures, study(), ratings(shift=1), rescored)
+    await figures_of(figures, study(), ratings(shift=1), rescored, version="3")
     assert figures.computed == 3
+
+
+async def test_a_new_version_with_the_same_tables_reads_them_and_computes_nothing() -> None:
+    figures = KeptFigures()
+    first = await figures_of(figures, study(), ratings(), scored())
+    again = await figures_of(figures, study(), ratings(), scored(), version="2")
+    assert figures.read == 2 and figures.computed == 1 and again is first
+    await figures_of(figures, study(), ratings(), scored(), version="2")
+    assert figures.read == 2
 
 
 async def test_requests_arriving_together_share_one_computation() -> None:
@@ -135,10 +156,10 @@ async def test_a_request_given_up_leaves_its_computation_to_the_next_one() -> No
             running -= 1
         return table * 2
 
-    first = asyncio.create_task(figures.of("study:big", [1, 2], slow))
+    first = asyncio.create_task(figures.of("study:big", "1", given([1, 2]), slow))
     assert await asyncio.to_thread(started.wait, 10)
     first.cancel()
-    second = asyncio.create_task(figures.of("study:big", [1, 2], slow))
+    second = asyncio.create_task(figures.of("study:big", "1", given([1, 2]), slow))
     await asyncio.sleep(0.2)
     release.set()
     assert await second == [2, 4]
@@ -158,15 +179,17 @@ async def test_a_computation_nobody_waits_for_any_more_is_dropped_before_it_star
         release.wait(10)
         return table
 
-    busy = asyncio.create_task(figures.of("study:busy", [0], slow))
+    busy = asyncio.create_task(figures.of("study:busy", "1", given([0]), slow))
     assert await asyncio.to_thread(started.wait, 10)
-    given_up = [asyncio.create_task(figures.of(f"study:{n}", [n], slow)) for n in (1, 2)]
-    kept_asking = asyncio.create_task(figures.of("study:3", [3], slow))
+    given_up = [
+        asyncio.create_task(figures.of(f"study:{n}", "1", given([n]), slow)) for n in (1, 2)
+    ]
+    kept_asking = asyncio.create_task(figures.of("study:3", "1", given([3]), slow))
     await asyncio.sleep(0.1)
     for request in given_up:
         request.cancel()
     await asyncio.sleep(0.1)
-    asked_again = asyncio.create_task(figures.of("study:1", [1], slow))
+    asked_again = asyncio.create_task(figures.of("study:1", "1", given([1]), slow))
     release.set()
     assert await busy == [0] and await kept_asking == [3] and await asked_again == [1]
     assert sorted(computed) == [0, 1, 3]
@@ -175,9 +198,9 @@ async def test_a_computation_nobody_waits_for_any_more_is_dropped_before_it_star
 async def test_a_request_given_up_at_once_leaves_nothing_in_the_way() -> None:
     """Given up before its computation took its first step: the next request computes."""
     figures = KeptFigures()
-    first = asyncio.create_task(figures.of("study:quick", [1], lambda table: table + 1))
+    first = asyncio.create_task(figures.of("study:quick", "1", given([1]), lambda table: table + 1))
     await asyncio.sleep(0)  # the request makes its computation, which has not run yet
     first.cancel()
     await asyncio.gather(first, return_exceptions=True)
-    assert await figures.of("study:quick", [1], lambda table: table + 1) == [2]
+    assert await figures.of("study:quick", "1", given([1]), lambda table: table + 1) == [2]
     assert figures.computed == 1

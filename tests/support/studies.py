@@ -2,11 +2,14 @@
 and the judge's reasoning stored), so that a test can check a rater sees none of that."""
 
 import time
+import uuid
 from typing import Any
 
+from bench.support import people
 from bench.support.simulation import make_world
 from parley.engine.types import ActionType
 from parley.storage.models import AgentProfile, EpisodeLog, EpisodeStatus, StoredTurn
+from tests.support.server import GraphQLClient
 
 MODEL = "custom/rated-model@http://127.0.0.1:9"
 JUDGE_REASONING = "The judge thought the first agent was evasive."
@@ -113,3 +116,46 @@ def full_scores(rubric: list[dict[str, Any]], agents: int, pick: int = 0) -> lis
         for a in range(agents)
         for d in rubric
     ]
+
+
+async def rated_study(
+    gql: GraphQLClient, count: int, raters: int = 2
+) -> tuple[str, list[str], list[str], list[dict[str, Any]]]:
+    """A study of `count` new episodes that every rater rates whole (rater r, position p: goal
+    r + p, every other dimension its range's low end + r); its id, episodes, tokens and
+    rubric."""
+    episodes = await finished_episodes(f"hum-{uuid.uuid4().hex[:8]}", count)
+    fields = {
+        "name": "Humans",
+        "episodes": {"ids": episodes},
+        "raters": raters,
+        "ratersPerEpisode": raters,
+    }
+    made = (await gql.data(CREATE_STUDY, {"input": fields}))["createRatingStudy"]
+    assert made["userErrors"] == [], made
+    study, rubric = made["study"]["id"], made["study"]["rubric"]
+    tokens = [link["token"] for link in made["raterLinks"]]
+    for rater, token in enumerate(tokens):
+        for position in range(count):
+            await save_rating(gql, study, rater, token, position, rubric, goal=rater + position)
+    return study, episodes, tokens, rubric
+
+
+async def save_rating(
+    gql: GraphQLClient,
+    study: str,
+    rater: int,
+    token: str,
+    position: int,
+    rubric: list[dict[str, Any]],
+    goal: int,
+    revision: int = 0,
+) -> None:
+    scores = [
+        (a, d["name"], goal if d["name"] == "goal" else d["rangeLow"] + rater)
+        for a in range(2)
+        for d in rubric
+    ]
+    fields = people.rating(study, rater, token, position, scores, revision)
+    saved = (await gql.data(SAVE, {"input": fields}))["saveRating"]
+    assert saved["userErrors"] == [], saved
