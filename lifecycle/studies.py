@@ -217,8 +217,12 @@ class Studies:
     async def write_results(self, study: RatingStudy) -> None:
         """Write the raters' mean scores of each rated episode as the study's evaluation
         records, which results of `evaluation: <study id>` read (from the ratings saved by now,
-        never overwriting records of later ones)."""
+        never overwriting records of later ones); not again while nothing they are written
+        from changed."""
         pk = str(study.pk)
+        written, inputs = await self.store.results_inputs(pk)
+        if written == inputs:
+            return
         version, ratings = await self.saved(study)
         entries = {
             episode: Evaluation(
@@ -230,7 +234,7 @@ class Studies:
             )
             for episode, scored in human_evaluations(pk, ratings).items()
         }
-        await self.store.write_human_results(pk, version, entries)
+        await self.store.write_human_results(pk, version, entries, inputs)
 
     async def agreement(self, study: RatingStudy) -> list[DimensionAgreement]:
         """How far the raters agree with each other and with the judge, per dimension of the

@@ -196,6 +196,13 @@ def study_results_version(study_id: str) -> str:
     return f"parley:study-results-version:{study_id}"
 
 
+def study_results_inputs(study_id: str) -> str:
+    """The version of everything a study's evaluation records were last written from (as
+    `StudyStore.agreement_version` gives it: the ratings, and the episodes stored): while it is
+    unchanged they are not written again."""
+    return f"parley:study-results-inputs:{study_id}"
+
+
 def imported_study(study_id: str) -> str:
     """The line of a rating study an import read (JSON: its name, rubric and episodes), kept so
     that its ratings in a later part of the file (a remote import sends one in parts), or in a

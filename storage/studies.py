@@ -154,10 +154,12 @@ class StudyKeys(NamedTuple):
 
 class HumanResultsKeys(NamedTuple):
     version: str
+    inputs: str
 
 
 class HumanResultsArgs(NamedTuple):
     version: int
+    inputs: str
 
 
 class CloseArgs(NamedTuple):
@@ -353,7 +355,17 @@ class StudyStore:
             for study_id in study_ids:
                 pipe.hvals(keys.study_ratings(study_id))
             scores, *ratings = await pipe.execute()
-        return json.dumps([int(scores or 0), *(sum(map(int, found)) for found in ratings)])
+        return _version(scores, ratings)
+
+    async def results_inputs(self, study_id: str) -> tuple[str, str]:
+        """The version of a study's inputs (`agreement_version`) its evaluation records were
+        last written from ("" for never), and the version now, in one round trip."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.get(keys.study_results_inputs(study_id))
+            pipe.get(keys.SCORES_VERSION)
+            pipe.hvals(keys.study_ratings(study_id))
+            written, scores, ratings = await pipe.execute()
+        return written or "", _version(scores, [ratings])
 
     async def rater_state(
         self, study_id: str, rater: int, episode: int
@@ -397,12 +409,13 @@ class StudyStore:
         return {pk for pk, there in zip(pks, found, strict=True) if there}
 
     async def write_human_results(
-        self, study_id: str, version: int, entries: Mapping[str, Evaluation]
+        self, study_id: str, version: int, entries: Mapping[str, Evaluation], inputs: str
     ) -> bool:
         """Write the study's evaluation of each stored episode of `entries` (the raters' means,
-        by episode id) as the records results read, computed from the ratings at `version`, and
-        delete those of episodes no longer stored; not if records of a later version are
-        written. Whether they were."""
+        by episode id) as the records results read, computed from the ratings at `version` (and
+        from all its inputs at `inputs`, read before them: `results_inputs`), and delete those
+        of episodes no longer stored; not if records of a later version are written. Whether
+        they were."""
         pks = list(entries)
         async with self.client.pipeline(transaction=False) as pipe:
             for pk in pks:
@@ -420,12 +433,19 @@ class StudyStore:
         }
         done = await HUMAN_RESULTS(
             self.client,
-            HumanResultsKeys(keys.study_results_version(study_id)),
-            HumanResultsArgs(version),
+            HumanResultsKeys(
+                keys.study_results_version(study_id), keys.study_results_inputs(study_id)
+            ),
+            HumanResultsArgs(version, inputs),
             more_keys=list(records),
             more_args=list(records.values()),
         )
         return bool(done)
+
+
+def _version(scores: str | None, ratings: Sequence[Sequence[str]]) -> str:
+    """`keys.SCORES_VERSION` and each study's ratings version (the sum of its revisions)."""
+    return json.dumps([int(scores or 0), *(sum(map(int, found)) for found in ratings)])
 
 
 def schema_hash(schema: str) -> str:

@@ -16,7 +16,7 @@ from parley.engine.types import OVERALL_SCORE
 from parley.lifecycle.evaluation_agreement import evaluation_agreement_of
 from parley.lifecycle.kept_figures import KeptFigures
 from parley.lifecycle.studies import Studies
-from parley.storage import evaluations
+from parley.storage import evaluations, keys
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.models import EpisodeLog, EpisodeStatus, Evaluation, EvaluationStatus
 from parley.storage.records import insert_new
@@ -136,3 +136,39 @@ async def test_an_episode_added_to_a_tag_gives_fresh_figures(redis_client: redis
     after = await evaluation_agreement_of(studies, {"tag": tag}, [None])
     assert {d.units for d in after} == {2 * (EPISODES + 1)}
     assert after == await evaluation_agreement_of(fresh(redis_client), {"tag": tag}, [None])
+
+
+async def test_a_studys_records_are_written_again_only_after_a_change(
+    gql: GraphQLClient, redis_client: redis.Redis
+) -> None:
+    """Results of a study's id write its raters' means first: not again (nothing read, no
+    script run) while its ratings and episodes are unchanged; a new rating or a deleted episode
+    writes them again."""
+    study_id, episodes, tokens, rubric = await rated_study(gql, EPISODES)
+    studies = fresh(redis_client)
+    study = await studies.get(study_id)
+    assert study is not None
+
+    async def goal(episode: str) -> Any:
+        record = keys.evaluation_record(study_id, episode)
+        return await redis_client.json().get(record, "$.rewards[0][1].goal")
+
+    async def written() -> bool:
+        """Whether the records were written (the ratings read, the script run), or neither."""
+        before = await calls(redis_client)
+        await studies.write_results(study)
+        after = await calls(redis_client)
+        ran = [after.get(name, 0) > before.get(name, 0) for name in ("evalsha", "json.mget")]
+        assert ran in ([True, True], [False, False]), ran
+        return all(ran)
+
+    assert await written()
+    assert await goal(episodes[0]) == [0.5]  # raters 0 and 1 gave goals 0 and 1
+    assert not await written()
+    await save_rating(gql, study_id, 1, tokens[1], 0, rubric, goal=9, revision=1)
+    assert await written()
+    assert await goal(episodes[0]) == [4.5]
+    assert not await written()
+    await EpisodeStore(redis_client).delete(await EpisodeLog.get(episodes[3]))
+    assert await written()
+    assert not await redis_client.exists(keys.evaluation_record(study_id, episodes[3]))

@@ -376,17 +376,18 @@ async def test_human_results_of_older_ratings_never_overwrite_newer_ones(
     async def stored_goal() -> Any:
         return await redis_client.json().get(keys.evaluation_record(study, pk), "$.rewards[0][0]")
 
-    assert await store.write_human_results(study, 5, {pk: entry(5), "missing": entry(1)})
+    assert await store.write_human_results(study, 5, {pk: entry(5), "missing": entry(1)}, "[5]")
     assert not await redis_client.exists(keys.evaluation_record(study, "missing"))
     record: Any = await redis_client.json().get(keys.evaluation_record(study, pk))
     assert record["evaluation"] == study and record["models"][0] == "humans"
     assert record["environment"] == sotopia.EPISODE["environment"]
-    assert not await store.write_human_results(study, 4, {pk: entry(4)})
-    assert await stored_goal() == [5]
-    assert await store.write_human_results(study, 5, {pk: entry(3)})
+    assert (await store.results_inputs(study))[0] == "[5]"
+    assert not await store.write_human_results(study, 4, {pk: entry(4)}, "[4]")
+    assert await stored_goal() == [5] and (await store.results_inputs(study))[0] == "[5]"
+    assert await store.write_human_results(study, 5, {pk: entry(3)}, "[5]")
     assert await stored_goal() == [3]
-    assert await store.write_human_results(study, 6, {pk: entry(6)})
+    assert await store.write_human_results(study, 6, {pk: entry(6)}, "[6]")
     assert await stored_goal() == [6]
     await redis_client.delete(f"{sotopia.LOGS}.EpisodeLog:{pk}")
-    assert await store.write_human_results(study, 6, {pk: entry(6)})
+    assert await store.write_human_results(study, 6, {pk: entry(6)}, "[6]")
     assert not await redis_client.exists(keys.evaluation_record(study, pk))
