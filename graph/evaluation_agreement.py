@@ -10,7 +10,7 @@ from parley.graph.context import Info
 from parley.graph.episode_types import optional_id
 from parley.graph.experiments import plain
 from parley.graph.studies import StudyEpisodesInput
-from parley.graph.study_agreement import Estimate, RaterAgreement
+from parley.graph.study_agreement import Estimate, RaterAgreement, model_means
 from parley.lifecycle.evaluation_agreement import evaluation_agreement_of
 from parley.resolvers import evaluation_agreement as computed
 
@@ -84,12 +84,10 @@ class EvaluationAgreement:
                     pearson=Estimate.of(p.pearson),
                     spearman=Estimate.of(p.spearman),
                     tau=Estimate.of(p.ranking.tau),
-                    models=[
-                        PairModelMeans(model=m, first_mean=a, second_mean=b)
-                        for m, a, b in zip(
-                            p.ranking.models, p.ranking.first, p.ranking.second, strict=True
-                        )
-                    ],
+                    models=model_means(
+                        p.ranking,
+                        lambda m, a, b: PairModelMeans(model=m, first_mean=a, second_mean=b),
+                    ),
                 )
                 for p in found.pairs
             ],

@@ -2,6 +2,8 @@
 one `Estimate` shape for every figure, with the units it rests on, its 95% interval and why
 either is missing."""
 
+from collections.abc import Callable
+
 import strawberry
 
 from parley.resolvers import agreement as figures
@@ -86,6 +88,15 @@ class ModelMeans:
     judge_mean: float = strawberry.field(description="Its mean of the judge's scores.")
 
 
+def model_means[M](ranking: figures.Ranking, means: Callable[[str, float, float], M]) -> list[M]:
+    """Each model a ranking compares, with its means from the two sources (`means(model, first,
+    second)` makes the GraphQL object: ModelMeans, PairModelMeans)."""
+    return [
+        means(model, first, second)
+        for model, first, second in zip(ranking.models, ranking.first, ranking.second, strict=True)
+    ]
+
+
 @strawberry.type(description="How far a judge ranks the models as the raters do.")
 class ModelRanking:
     judge: str = strawberry.field(description="As in JudgeVsHumans.")
@@ -124,12 +135,9 @@ class DimensionAgreement:
                 ModelRanking(
                     judge=r.judge,
                     tau=Estimate.of(r.ranking.tau),
-                    models=[
-                        ModelMeans(model=m, human_mean=h, judge_mean=j)
-                        for m, h, j in zip(
-                            r.ranking.models, r.ranking.first, r.ranking.second, strict=True
-                        )
-                    ],
+                    models=model_means(
+                        r.ranking, lambda m, h, j: ModelMeans(model=m, human_mean=h, judge_mean=j)
+                    ),
                 )
                 for r in found.rankings
             ],
