@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import Field, TypeAdapter, model_validator
+from pydantic import Field, model_validator
 from ulid import ULID
 
 from parley.core.errors import (
@@ -44,7 +44,12 @@ from parley.resolvers.panels import PanelFields
 from parley.resolvers.results import WHOLE, aggregate_rows, tag_query
 from parley.resolvers.transcript import episode_turns
 from parley.storage import keys
-from parley.storage.evaluations import experiment_rejudgings, queue_rejudging, store_evaluation
+from parley.storage.evaluations import (
+    experiment_rejudgings,
+    queue_rejudging,
+    store_evaluation,
+    stored_rejudging,
+)
 from parley.storage.jobs import JobQueue
 from parley.storage.models import (
     EpisodeLog,
@@ -53,10 +58,8 @@ from parley.storage.models import (
     EvaluationStatus,
 )
 from parley.storage.records import get_or_none, storable
-from parley.storage.times import stored_time
 
 log = logging.getLogger(__name__)
-JUDGES = TypeAdapter(list[JudgeSpec])
 MAX_EPISODES_PER_REJUDGING = 10_000
 """Most episodes one re-judging takes, named or found by experiment or tag."""
 BATCH = 500
@@ -89,6 +92,19 @@ class Rejudging:
     created_at: float
     judges: list[JudgeSpec]
     judge_aggregate: Aggregate
+
+    @classmethod
+    def of(cls, queued: Evaluation, episodes: int) -> "Rejudging":
+        """The re-judging whose evaluations of `episodes` episodes start as `queued`."""
+        return cls(
+            id=queued.id,
+            judge_model=queued.judge_model,
+            evaluation_dimension_list_id=queued.evaluation_dimension_list_id,
+            episodes=episodes,
+            created_at=queued.created_at,
+            judges=queued.judges,
+            judge_aggregate=queued.judge_aggregate,
+        )
 
     def panel(self) -> Panel:
         return Panel.stored(self.judge_model, self.judges, self.judge_aggregate)
@@ -209,17 +225,16 @@ async def queue(
     if errors:
         return None, errors
     panel = valid.panel()
-    rejudging = Rejudging(
+    # Each episode's evaluation starts as the re-judging's fields, the rest at their defaults.
+    queued = Evaluation(
         id=str(ULID()),
         judge_model=panel.label(),
         evaluation_dimension_list_id=valid.evaluation_dimension_list_id,
-        episodes=len(ids),
-        created_at=stored_time(time.time()),  # as its evaluations keep it
+        created_at=time.time(),
         judges=panel.judges,
         judge_aggregate=panel.aggregate,
     )
-    # Each episode's evaluation starts as the re-judging's fields, the rest at their defaults.
-    queued = Evaluation.model_validate(rejudging, from_attributes=True)
+    rejudging = Rejudging.of(queued, len(ids))
     chosen: list[tuple[str, dict[str, Any]]] = []
     for pk in ids:
         found = episodes[pk]
@@ -236,16 +251,7 @@ async def get_rejudging(client: redis.Redis, rejudging_id: str) -> Rejudging | N
     )
     if not stored:
         return None
-    return Rejudging(
-        id=rejudging_id,
-        judge_model=stored["judge_model"],
-        evaluation_dimension_list_id=stored["evaluation_dimension_list_id"] or None,
-        episodes=int(stored["episodes"]),
-        created_at=float(stored["created_at"]),
-        # (a re-judging stored before panels has neither: its judge alone)
-        judges=JUDGES.validate_json(stored.get("judges") or "[]"),
-        judge_aggregate=Aggregate(stored.get("judge_aggregate") or Aggregate.MEAN),
-    )
+    return Rejudging.of(stored_rejudging(rejudging_id, stored), int(stored["episodes"]))
 
 
 async def of_experiment(client: redis.Redis, experiment_id: str) -> list[Rejudging]:

@@ -2,12 +2,13 @@
 record (storage/lua/set_evaluation.lua); a re-judging's record and its queued evaluations."""
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 from redis.typing import EncodableT, FieldT
 
+from parley.engine.types import Aggregate
 from parley.storage import keys
 from parley.storage.jobs import JobKind, JobQueue
 from parley.storage.models import EpisodeLog, Evaluation
@@ -96,6 +97,21 @@ def rejudging_fields(entry: Evaluation) -> dict[FieldT, EncodableT]:
         "evaluation_dimension_list_id": entry.evaluation_dimension_list_id or "",
         "created_at": entry.created_at,
     }
+
+
+def stored_rejudging(rejudging_id: str, stored: Mapping[str, str]) -> Evaluation:
+    """The evaluation a stored re-judging's hash (`rejudging_fields`) holds, as queued (a
+    re-judging stored before panels has neither judges nor an aggregate: its judge alone)."""
+    return Evaluation.model_validate(
+        {
+            "id": rejudging_id,
+            "judge_model": stored["judge_model"],
+            "evaluation_dimension_list_id": stored.get("evaluation_dimension_list_id") or None,
+            "created_at": stored["created_at"],
+            "judges": json.loads(stored.get("judges") or "[]"),
+            "judge_aggregate": stored.get("judge_aggregate") or Aggregate.MEAN,
+        }
+    )
 
 
 async def queue_rejudging(

@@ -3,14 +3,17 @@ re-judgings imported episodes carry."""
 
 import time
 import uuid
+from typing import Any
 
 import redis.asyncio as redis
 
 from bench.support.episodes import queued_episode
+from parley.engine.types import Aggregate, JudgeSpec
 from parley.storage import evaluations, keys
 from parley.storage.episode_store import EpisodeStore
 from parley.storage.jobs import JobKind
 from parley.storage.models import EpisodeLog, Evaluation, EvaluationStatus
+from parley.storage.times import stored_time
 from tests.support.jobs import private_queue, queued_jobs
 
 FIELDS = {"environment": "env", "agents": ["a", "b"], "tag": "t", "models": ["judge", "m1", "m2"]}
@@ -39,7 +42,7 @@ async def test_a_queued_rejudging_is_its_record_entries_and_jobs(redis_client: r
     jobs = private_queue(redis_client)
     entry = queued()
     await evaluations.queue_rejudging(redis_client, jobs, entry, [(pk, FIELDS) for pk in pks])
-    stored = await redis_client.hgetall(keys.rejudging(entry.id))
+    stored: Any = await redis_client.hgetall(keys.rejudging(entry.id))
     assert stored["judge_model"] == "j" and stored["episodes"] == "2"
     for pk in pks:
         episode = await EpisodeLog.get(pk)
@@ -80,5 +83,27 @@ async def test_imported_evaluations_count_their_episodes_once(redis_client: redi
     await redis_client.json().set(key, "$.tag", "kept")
     await evaluations.add_imported(redis_client, episodes[:1])
     assert await redis_client.json().get(key, "$.tag") == ["kept"]  # never overwritten
-    stored = await redis_client.hgetall(keys.rejudging(entry.id))
+    stored: Any = await redis_client.hgetall(keys.rejudging(entry.id))
     assert stored["judge_model"] == "j" and stored["episodes"] == "3"
+
+
+async def test_a_rejudging_read_back_is_the_evaluation_it_queued(redis_client: redis.Redis) -> None:
+    """What a re-judging's hash keeps gives back the evaluation it was made from, its time as
+    the evaluations keep it (storage/times.py); a hash of before panels, its judge alone."""
+    jobs = private_queue(redis_client)
+    entry = Evaluation(
+        id=uuid.uuid4().hex,
+        judge_model="panel(MEDIAN): a x2",
+        evaluation_dimension_list_id="dims",
+        created_at=1767225600.1234567,  # 17 significant digits: kept to 14
+        judges=[JudgeSpec(model="a", repeats=2)],
+        judge_aggregate=Aggregate.MEDIAN,
+    )
+    assert entry.created_at == stored_time(1767225600.1234567)
+    await evaluations.queue_rejudging(redis_client, jobs, entry, [])
+    stored: Any = await redis_client.hgetall(keys.rejudging(entry.id))
+    assert evaluations.stored_rejudging(entry.id, stored) == entry
+    old = {"judge_model": "j", "evaluation_dimension_list_id": "", "created_at": "12.5"}
+    assert evaluations.stored_rejudging("old", old) == Evaluation(
+        id="old", judge_model="j", created_at=12.5
+    )
