@@ -8,20 +8,17 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 
-from parley.engine.types import OVERALL_SCORE, DimensionSpec
+from parley.engine.types import DimensionSpec
 from parley.lifecycle.kept_figures import KeptFigures
 from parley.resolvers import study_agreement
 from parley.resolvers.study_agreement import DimensionAgreement
 from parley.resolvers.study_status import StudyRating
 from parley.storage.models import AnnotationForEpisode, RatingStudy
 from parley.storage.studies import ScoredEpisode
+from tests.support.scores import reward
 
 GOAL = DimensionSpec(name="goal", description="", range_low=0, range_high=10)
 EPISODES = [f"e{n}" for n in range(6)]
-
-
-def reward(goal: float) -> tuple[float, dict[str, float]]:
-    return (goal, {"goal": goal, OVERALL_SCORE: goal})
 
 
 def study(pk: str = "study") -> RatingStudy:

@@ -7,9 +7,11 @@ import io
 import json
 import math
 import string
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis.asyncio as redis
 
 from parley.client.exchange import remote_import
@@ -222,6 +224,37 @@ async def exported(client: redis.Redis, episode: str) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(frozen=True)
+class ExportedStudy:
+    """A study with ratings, as an export writes it: the study, its line and its first rating's
+    line."""
+
+    study: RatingStudy
+    line: dict[str, Any]
+    rating: dict[str, Any]
+
+
+@pytest.fixture
+async def exported_study(redis_client: redis.Redis) -> ExportedStudy:
+    study, made = await study_with_ratings(redis_client)
+    lines = await exported(redis_client, study.episode_ids[0])
+    [line] = [x for x in lines if "rating_study_id" in x]
+    rating = next(x for x in lines if x.get("pk") == made[0])
+    return ExportedStudy(study, line, rating)
+
+
+def rating_line(pk: str, episode: str, annotator: str, **more: Any) -> dict[str, Any]:
+    """A rating line of no scores and no reasoning (`more` adds to it)."""
+    return {
+        "pk": pk,
+        "episode": episode,
+        "annotator_id": annotator,
+        "rewards": [0.0, 0.0],
+        "reasoning": "",
+        **more,
+    }
+
+
 async def test_an_export_carries_a_studys_ratings_in_sotopias_shapes_and_no_tokens(
     redis_client: redis.Redis,
 ) -> None:
@@ -263,27 +296,24 @@ async def test_a_rating_of_an_episode_outside_its_study_is_refused(
     [line] = [
         x for x in await exported(redis_client, study.episode_ids[0]) if "rating_study_id" in x
     ]
-    rating = {
-        "pk": "outside-its-study",
-        "episode": other.episode_ids[0],
-        "annotator_id": study.raters[0].annotator_id,
-        "rewards": [0.0, 0.0],
-        "reasoning": "",
-        "parley": {"rating_study_id": str(study.pk)},
-    }
+    rating = rating_line(
+        "outside-its-study",
+        other.episode_ids[0],
+        study.raters[0].annotator_id,
+        parley={"rating_study_id": str(study.pk)},
+    )
     report = await import_lines(redis_client, [json.dumps(line), json.dumps(rating)])
     [problem] = report.problems
     assert problem.code == "CONFLICT" and "not one of rating study" in problem.reason
     assert await stored(redis_client, keys.annotation("outside-its-study")) is None
 
 
-async def test_a_rating_beyond_its_studys_rubric_is_refused(redis_client: redis.Redis) -> None:
-    study, made = await study_with_ratings(redis_client)
-    lines = await exported(redis_client, study.episode_ids[0])
-    [line] = [x for x in lines if "rating_study_id" in x]
+async def test_a_rating_beyond_its_studys_rubric_is_refused(
+    redis_client: redis.Redis, exported_study: ExportedStudy
+) -> None:
+    line = exported_study.line
     narrow = {**line, "rubric": [d for d in line["rubric"] if d["name"] != "goal"]}
-    rating = next(x for x in lines if x.get("pk") == made[0])
-    fresh = {**rating, "pk": "beyond-its-rubric"}
+    fresh = {**exported_study.rating, "pk": "beyond-its-rubric"}
     report = await import_lines(redis_client, [json.dumps(narrow), json.dumps(fresh)])
     [problem] = report.problems
     assert problem.code == "INVALID" and "'goal' is not a dimension of its study" in problem.reason
@@ -311,13 +341,12 @@ async def test_a_free_rating_of_another_studys_episode_leaves_that_study_as_it_w
     study, made = await study_with_ratings(redis_client)
     before = await study_ratings(redis_client, study)
     assert sorted(str(a.pk) for a in before[1]) == sorted(made)
-    rating = {
-        "pk": "free-rating-of-a-study-episode",
-        "episode": study.episode_ids[0],
-        "annotator_id": study.raters[0].annotator_id,
-        "rewards": [1.0, 1.0],
-        "reasoning": "",
-    }
+    rating = rating_line(
+        "free-rating-of-a-study-episode",
+        study.episode_ids[0],
+        study.raters[0].annotator_id,
+        rewards=[1.0, 1.0],
+    )
     report = await import_lines(redis_client, [json.dumps(rating)])
     assert report.created["annotations"] == 1 and report.invalid == 0
     assert await study_ratings(redis_client, study) == before
@@ -369,15 +398,12 @@ async def test_a_stored_rating_another_writer_got_wrong_is_exported_and_refused_
 
 
 async def test_a_studys_ratings_in_a_later_part_of_the_file_are_checked_against_its_line(
-    redis_client: redis.Redis,
+    redis_client: redis.Redis, exported_study: ExportedStudy
 ) -> None:
     """A remote import sends a file in parts of 256 KiB, each imported on its own: the study
     line read in one part checks the ratings of the next (and nothing else than its line is
     kept of the study)."""
-    study, made = await study_with_ratings(redis_client)
-    lines = await exported(redis_client, study.episode_ids[0])
-    [line] = [x for x in lines if "rating_study_id" in x]
-    rating = next(x for x in lines if x.get("pk") == made[0])
+    line, rating = exported_study.line, exported_study.rating
     first = await import_lines(redis_client, [json.dumps({**line, "rating_study_id": "parted"})])
     assert first.invalid == 0 and not first.created
     named = {**rating, "parley": {"rating_study_id": "parted"}}
@@ -392,17 +418,14 @@ async def test_a_studys_ratings_in_a_later_part_of_the_file_are_checked_against_
 
 
 async def test_a_remote_import_in_parts_keeps_a_studys_ratings_and_their_codes(
-    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+    redis_url: str, exported_study: ExportedStudy, tmp_path: Path
 ) -> None:
     """`parley import --url` against a server whose body limit splits the file into parts: every
     rating after its study's line is stored, and a refused one is reported in the file's line
     numbers with its code."""
-    study, made = await study_with_ratings(redis_client)
-    lines = await exported(redis_client, study.episode_ids[0])
-    [line] = [x for x in lines if "rating_study_id" in x]
-    line = {**line, "rating_study_id": "sent-in-parts"}
-    rating = next(x for x in lines if x.get("pk") == made[0])
-    named = {**rating, "parley": {"rating_study_id": "sent-in-parts"}}
+    study = exported_study.study
+    line = {**exported_study.line, "rating_study_id": "sent-in-parts"}
+    named = {**exported_study.rating, "parley": {"rating_study_id": "sent-in-parts"}}
     ratings = [{**named, "pk": f"in-part-{n}"} for n in range(40)]
     ratings[-1] = {**ratings[-1], "episode": study.episode_ids[1]}  # stored nowhere
     text = "\n".join(json.dumps(x) for x in [line, *ratings]) + "\n"

@@ -5,10 +5,7 @@ dimensions any evaluation scored, in the order first met, then the overall score
 from parley.engine.types import OVERALL_SCORE, JudgeRun
 from parley.resolvers.evaluation_agreement import agreement, tables
 from parley.storage.studies import ScoredEpisode, ScoredEvaluation
-
-
-def reward(goal: float, **more: float) -> tuple[float, dict[str, float]]:
-    return (goal, {"goal": goal, **more, OVERALL_SCORE: goal})
+from tests.support.scores import reward
 
 
 def episode(own: float, *evaluations: ScoredEvaluation) -> ScoredEpisode:

@@ -7,12 +7,9 @@ from parley.resolvers.study_agreement import JUDGE, tables
 from parley.resolvers.study_status import StudyRating
 from parley.storage.models import AnnotationForEpisode, RatingStudy
 from parley.storage.studies import ScoredEpisode
+from tests.support.scores import reward
 
 GOAL = DimensionSpec(name="goal", description="", range_low=0, range_high=10)
-
-
-def reward(goal: float) -> tuple[float, dict[str, float]]:
-    return (goal, {"goal": goal, OVERALL_SCORE: goal})
 
 
 def episode(
