@@ -231,11 +231,17 @@ SOTOPIA_RUBRIC = {d.name: d for d in SOTOPIA_DIMENSIONS}
 
 
 def score_errors(rewards: Sequence[Any], rubric: dict[str, DimensionSpec] | None) -> list[str]:
-    """What is wrong with a rating's scores: a dimension its study's rubric has not (with
-    none: only Sotopia's dimensions are known, any other is taken as it is), a score out of
-    its dimension's range, an overall score outside the range of the scores it sums up."""
+    """What is wrong with a rating's scores: a dimension of its study's rubric without a
+    score (as a rater's save needs them all) or one the rubric has not (with no study: only
+    Sotopia's dimensions are known, any other is taken as it is, and a bare number is
+    Sotopia's unscored agent), a score out of its dimension's range, an overall score outside
+    the range of the scores it sums up."""
     problems = []
     for agent, reward in enumerate(rewards):
+        scored = {} if isinstance(reward, float | int) else reward[1]
+        missing = [name for name in rubric or {} if name not in scored]
+        if missing:
+            problems.append(f"agent {agent} has no score on {', '.join(missing)}")
         if isinstance(reward, float | int):
             continue
         overall, scores = reward

@@ -289,6 +289,33 @@ async def test_a_rating_beyond_its_studys_rubric_is_refused(redis_client: redis.
     assert problem.code == "INVALID" and "'goal' is not a dimension of its study" in problem.reason
 
 
+async def test_a_rating_of_a_study_without_a_score_on_its_rubric_is_refused(
+    redis_client: redis.Redis, unchanged: Any
+) -> None:
+    """A rating of a study scores every dimension of its rubric, as a rater's save must: a
+    bare number, an empty table or a lone overall score (none of them in any range) is
+    refused, INVALID, and nothing is written."""
+    study, made = await study_with_ratings(redis_client)
+    lines = await exported(redis_client, study.episode_ids[0])
+    [line] = [x for x in lines if "rating_study_id" in x]
+    rating = next(x for x in lines if x.get("pk") == made[0])
+    partial = {k: v for k, v in rating["rewards"][0][1].items() if k != "goal"}
+    cases = {
+        "bare numbers": [1e300, -1e300],
+        "no scores": [[999.0, {}], [-999.0, {}]],
+        "a lone overall score": [[5.0, {"overall_score": 77.0}], rating["rewards"][1]],
+        "a dimension missing": [[partial["overall_score"], partial], rating["rewards"][1]],
+    }
+    await import_lines(redis_client, [json.dumps(line)])
+    async with unchanged():
+        for name, rewards in cases.items():
+            fresh = {**rating, "pk": "off-its-rubric", "rewards": rewards}
+            report = await import_lines(redis_client, [json.dumps(fresh)])
+            assert not report.created, (name, report)
+            [problem] = report.problems
+            assert problem.code == "INVALID" and "no score on" in problem.reason, (name, problem)
+
+
 async def study_ratings(client: redis.Redis, study: RatingStudy) -> list[Any]:
     """What a study's ratings are read from: which of its raters' episodes were saved, and the
     rating of each saved one (its item's AnnotationForEpisode)."""
