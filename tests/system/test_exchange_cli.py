@@ -367,18 +367,20 @@ async def test_an_experiments_rejudgings_travel_with_it(
     rejudging = Evaluation(
         id="exp-rejudging", judge_model="judge-2", created_at=1_700_000_100.0
     )  # queued, with the two completed episodes' entries and records, listed under `pk`
-    completed = [
-        (episode, await source_redis.json().get(EpisodeLog.make_primary_key(episode)))
-        for episode in episodes[:2]
-    ]
+    completed: list[tuple[str, dict[str, Any]]] = []
+    for episode in episodes[:2]:
+        fields = await source_redis.json().get(EpisodeLog.make_primary_key(episode))
+        assert isinstance(fields, dict)
+        completed.append((episode, fields))
     await queue_rejudging(source_redis, private_queue(source_redis), rejudging, completed, pk)
+    rewards: list[Any] = [list(scored(5.0))] * 2
     for episode in episodes[:2]:  # as the judge leaves them
         key = EpisodeLog.make_primary_key(episode)
         await source_redis.json().set(key, "$.evaluations[0].status", "COMPLETED")
-        await source_redis.json().set(key, "$.evaluations[0].rewards", [scored(5.0)] * 2)
+        await source_redis.json().set(key, "$.evaluations[0].rewards", rewards)
         record = keys.evaluation_record(rejudging.id, episode)
         await source_redis.json().set(record, "$.status", "COMPLETED")
-        await source_redis.json().set(record, "$.rewards", [scored(5.0)] * 2)
+        await source_redis.json().set(record, "$.rewards", rewards)
     source = parley_env(url_of(source_redis), tmp_path / "a")
     target = parley_env(empty_redis, tmp_path / "b", seed="false")
     out = tmp_path / "all.jsonl"
