@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from parley.core.errors import ErrorCode
 from parley.core.import_report import ImportReport
@@ -38,6 +38,7 @@ from parley.core.limits import ShortText as Email
 from parley.core.wording import summary
 from parley.engine.types import OVERALL_SCORE, SOTOPIA_DIMENSIONS, DimensionSpec
 from parley.resolvers import sotopia_format as fmt
+from parley.resolvers.dimensions import names_problem
 from parley.storage import keys
 from parley.storage.models import AnnotationForEpisode, Annotator, EpisodeLog, RatingStudy
 from parley.storage.studies import imported_study, insert_ratings, keep_imported_study
@@ -51,13 +52,23 @@ Score = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 """A number as JSON writes one: no bool, no NaN or infinity."""
 
 
+def _rubric(rubric: list[DimensionSpec]) -> list[DimensionSpec]:
+    """A rubric a study can have: each dimension named once, none as the overall score."""
+    problem = names_problem([d.name for d in rubric])
+    if problem is not None:
+        raise ValueError(problem)
+    return rubric
+
+
 class StudyLine(BaseModel, extra="forbid"):
     """What a rating of a study needs beside it to be read: the study's name, rubric and
     episodes."""
 
     rating_study_id: RecordId
     name: Name
-    rubric: Annotated[list[DimensionSpec], Field(min_length=1, max_length=LIST_MAX)]
+    rubric: Annotated[
+        list[DimensionSpec], Field(min_length=1, max_length=LIST_MAX), AfterValidator(_rubric)
+    ]
     evaluation_dimension_list_id: RecordId | None = None
     episode_ids: Annotated[list[RecordId], Field(max_length=STUDY_EPISODES_MAX)]
 

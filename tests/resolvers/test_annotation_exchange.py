@@ -379,6 +379,25 @@ async def test_a_study_line_over_the_limits_is_refused(redis_client: redis.Redis
     assert problem.code == "INVALID" and problem.reason.startswith("rating study")
 
 
+async def test_a_study_line_whose_rubric_names_a_dimension_twice_is_refused(
+    redis_client: redis.Redis, unchanged: Any
+) -> None:
+    """A rubric a study could not have (a dimension twice, at two ranges; a dimension named as
+    the overall score) is no line to check ratings against: refused, INVALID, nothing kept."""
+    goal = {"name": "goal", "description": "", "range_low": 0, "range_high": 10}
+    rubrics = {
+        "goal twice": [goal, {**goal, "range_high": 100}],
+        "overall as a dimension": [goal, {**goal, "name": "overall_score"}],
+    }
+    async with unchanged():
+        for name, rubric in rubrics.items():
+            line = {"rating_study_id": "odd-rubric", "name": name, "rubric": rubric,
+                    "episode_ids": ["e1"]}  # fmt: skip
+            report = await import_lines(redis_client, [json.dumps(line)])
+            [problem] = report.problems
+            assert problem.code == "INVALID" and "rubric" in problem.reason, (name, problem)
+
+
 async def test_a_stored_rating_another_writer_got_wrong_is_exported_and_refused_on_import(
     redis_client: redis.Redis,
 ) -> None:
