@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from parley.core.errors import ErrorCode
 from parley.core.import_report import ImportReport
 from parley.core.limits import PATTERNS, Name, RecordId, ShortText
 from parley.core.wording import summary
@@ -38,6 +39,7 @@ from parley.storage.models import (
     EpisodeStatus,
     Experiment,
     ExperimentSlot,
+    RatingStudy,
     Record,
     RelationshipProfile,
 )
@@ -269,7 +271,9 @@ class Importer:
             await self.flush()
             await self._relationship(number, record)
             return
-        if isinstance(record, EpisodeLog) and not await self._index_scores(number, record):
+        if isinstance(record, EpisodeLog) and not (
+            await self._rejudged(number, record) and await self._index_scores(number, record)
+        ):
             return
         self.pending.append((number, kind, record))
         if len(self.pending) >= BATCH:
@@ -289,6 +293,25 @@ class Importer:
         ]
         if created:
             await add_imported(self.client, created)
+
+    async def _rejudged(self, number: int, episode: EpisodeLog) -> bool:
+        """Whether each of the episode's evaluations can be a re-judging's here; False, with the
+        line refused, when one is named by a stored rating study's id (its results would count
+        the episode's scores among its raters' means)."""
+        named = [evaluation.id for evaluation in episode.evaluations]
+        if not named:
+            return True
+        studies = await exist(self.client, [(RatingStudy, pk) for pk in named])
+        taken = [pk for pk, study in zip(named, studies, strict=True) if study]
+        if taken:
+            self.report.refuse(
+                number,
+                f"evaluation {taken[0]!r} is named by a rating study's id here: its results are "
+                "the study's raters' means",
+                ErrorCode.CONFLICT.value,
+            )
+            return False
+        return True
 
     async def _index_scores(self, number: int, episode: EpisodeLog) -> bool:
         """Give the dimensions the episode is scored on results before it is written (as
