@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from parley.core.errors import ErrorCode
 from parley.core.import_report import ImportReport
@@ -38,6 +38,7 @@ from parley.core.limits import ShortText as Email
 from parley.core.wording import summary
 from parley.engine.types import OVERALL_SCORE, SOTOPIA_DIMENSIONS, DimensionSpec
 from parley.resolvers import sotopia_format as fmt
+from parley.resolvers.dimensions import names_problem
 from parley.storage import keys
 from parley.storage.models import AnnotationForEpisode, Annotator, EpisodeLog, RatingStudy
 from parley.storage.studies import imported_study, insert_ratings, keep_imported_study
@@ -51,13 +52,23 @@ Score = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 """A number as JSON writes one: no bool, no NaN or infinity."""
 
 
+def _rubric(rubric: list[DimensionSpec]) -> list[DimensionSpec]:
+    """A rubric a study can have: each dimension named once, none as the overall score."""
+    problem = names_problem([d.name for d in rubric])
+    if problem is not None:
+        raise ValueError(problem)
+    return rubric
+
+
 class StudyLine(BaseModel, extra="forbid"):
     """What a rating of a study needs beside it to be read: the study's name, rubric and
     episodes."""
 
     rating_study_id: RecordId
     name: Name
-    rubric: Annotated[list[DimensionSpec], Field(min_length=1, max_length=LIST_MAX)]
+    rubric: Annotated[
+        list[DimensionSpec], Field(min_length=1, max_length=LIST_MAX), AfterValidator(_rubric)
+    ]
     evaluation_dimension_list_id: RecordId | None = None
     episode_ids: Annotated[list[RecordId], Field(max_length=STUDY_EPISODES_MAX)]
 
@@ -231,11 +242,17 @@ SOTOPIA_RUBRIC = {d.name: d for d in SOTOPIA_DIMENSIONS}
 
 
 def score_errors(rewards: Sequence[Any], rubric: dict[str, DimensionSpec] | None) -> list[str]:
-    """What is wrong with a rating's scores: a dimension its study's rubric has not (with
-    none: only Sotopia's dimensions are known, any other is taken as it is), a score out of
-    its dimension's range, an overall score outside the range of the scores it sums up."""
+    """What is wrong with a rating's scores: a dimension of its study's rubric without a
+    score (as a rater's save needs them all) or one the rubric has not (with no study: only
+    Sotopia's dimensions are known, any other is taken as it is, and a bare number is
+    Sotopia's unscored agent), a score out of its dimension's range, an overall score outside
+    the range of the scores it sums up."""
     problems = []
     for agent, reward in enumerate(rewards):
+        scored = {} if isinstance(reward, float | int) else reward[1]
+        missing = [name for name in rubric or {} if name not in scored]
+        if missing:
+            problems.append(f"agent {agent} has no score on {', '.join(missing)}")
         if isinstance(reward, float | int):
             continue
         overall, scores = reward

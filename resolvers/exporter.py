@@ -23,6 +23,7 @@ from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.episodes import episode_query
 from parley.resolvers.pagination import searchable
 from parley.resolvers.search import tag_terms
+from parley.storage.evaluations import experiment_rejudgings
 from parley.storage.experiments import ExperimentStore
 from parley.storage.keys import index_name
 from parley.storage.models import (
@@ -224,7 +225,10 @@ async def _experiment_lines(
                 continue
             pk = str(doc["pk"])
             plan = [slot.model_dump(mode="json") for slot in await store.plan(pk)]
-            yield fmt.experiment_lines(doc, plan, await store.slots(pk))
+            rejudgings = await experiment_rejudgings(client, pk)
+            yield fmt.experiment_lines(
+                doc, plan, await store.slots(pk), rejudgings[-fmt.REJUDGINGS_PER_EXPERIMENT :]
+            )
 
 
 async def _each[T](items: list[T]) -> AsyncIterator[T]:

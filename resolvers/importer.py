@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import redis.asyncio as redis
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from parley.core.errors import ErrorCode
 from parley.core.import_report import ImportReport
 from parley.core.limits import PATTERNS, Name, RecordId, ShortText
 from parley.core.wording import summary
@@ -27,7 +28,7 @@ from parley.resolvers.games import game_errors
 from parley.resolvers.relationships import RELATIONSHIP, NewRelationship, write_relationship
 from parley.resolvers.scenarios import SCENARIO, NewScenario
 from parley.storage.dump import ulid_time
-from parley.storage.evaluations import add_imported
+from parley.storage.evaluations import add_imported, list_imported_rejudgings
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import (
     TERMINAL,
@@ -38,6 +39,7 @@ from parley.storage.models import (
     EpisodeStatus,
     Experiment,
     ExperimentSlot,
+    RatingStudy,
     Record,
     RelationshipProfile,
 )
@@ -155,9 +157,18 @@ class ExperimentLine(BaseModel, extra="forbid"):
     slot_count: Annotated[int, Field(ge=0, le=MAX_SLOTS)]
     created_at: float | None = None
     started_at: float | None = None
+    rejudgings: Annotated[list[RecordId], Field(max_length=fmt.REJUDGINGS_PER_EXPERIMENT)] = []
 
 
-def experiment_part(line: dict[str, Any]) -> SlotPart | Experiment:
+@dataclass(frozen=True)
+class ImportedExperiment:
+    """An experiment line's record, and the re-judgings made of it (their ids)."""
+
+    record: Experiment
+    rejudgings: list[str]
+
+
+def experiment_part(line: dict[str, Any]) -> SlotPart | ImportedExperiment:
     """An experiment line's record, or a slot line's part (see `fmt.Kind.EXPERIMENTS`)."""
     if fmt.SLOTS_FIELD in line:
         part = SlotPartLine.model_validate(line)
@@ -174,7 +185,7 @@ def experiment_part(line: dict[str, Any]) -> SlotPart | Experiment:
         return SlotPart(part.experiment_slots, part.slot_count, part.first, slots)
     valid = ExperimentLine.model_validate(line)
     Design.model_validate(valid.design)  # a design as createExperiment stores it
-    return Experiment(
+    record = Experiment(
         pk=valid.experiment_id,
         name=valid.name,
         tag=valid.tag,
@@ -183,6 +194,7 @@ def experiment_part(line: dict[str, Any]) -> SlotPart | Experiment:
         created_at=valid.created_at or ulid_time(valid.experiment_id) or time.time(),
         started_at=valid.started_at,
     )
+    return ImportedExperiment(record, valid.rejudgings)
 
 
 def dimension_list(line: dict[str, Any]) -> NewDimensionList:
@@ -190,7 +202,7 @@ def dimension_list(line: dict[str, Any]) -> NewDimensionList:
     return NewDimensionList(pk=pk, name=line.get("name"), dimensions=line.get("dimensions"))
 
 
-Parsed = Record | NewDimensionList | SlotPart | ratings.Line
+Parsed = Record | NewDimensionList | SlotPart | ImportedExperiment | ratings.Line
 BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Parsed]] = {
     fmt.Kind.AGENTS: agent_record,
     fmt.Kind.SCENARIOS: scenario_record,
@@ -251,7 +263,7 @@ class Importer:
             await self.flush()
             await self._dimension_list(number, record)
             return
-        if isinstance(record, SlotPart | Experiment):
+        if isinstance(record, SlotPart | ImportedExperiment):
             await self.flush()
             await self._experiment(number, record)
             return
@@ -259,7 +271,9 @@ class Importer:
             await self.flush()
             await self._relationship(number, record)
             return
-        if isinstance(record, EpisodeLog) and not await self._index_scores(number, record):
+        if isinstance(record, EpisodeLog) and not (
+            await self._rejudged(number, record) and await self._index_scores(number, record)
+        ):
             return
         self.pending.append((number, kind, record))
         if len(self.pending) >= BATCH:
@@ -279,6 +293,25 @@ class Importer:
         ]
         if created:
             await add_imported(self.client, created)
+
+    async def _rejudged(self, number: int, episode: EpisodeLog) -> bool:
+        """Whether each of the episode's evaluations can be a re-judging's here; False, with the
+        line refused, when one is named by a stored rating study's id (its results would count
+        the episode's scores among its raters' means)."""
+        named = [evaluation.id for evaluation in episode.evaluations]
+        if not named:
+            return True
+        studies = await exist(self.client, [(RatingStudy, pk) for pk in named])
+        taken = [pk for pk, study in zip(named, studies, strict=True) if study]
+        if taken:
+            self.report.refuse(
+                number,
+                f"evaluation {taken[0]!r} is named by a rating study's id here: its results are "
+                "the study's raters' means",
+                ErrorCode.CONFLICT.value,
+            )
+            return False
+        return True
 
     async def _index_scores(self, number: int, episode: EpisodeLog) -> bool:
         """Give the dimensions the episode is scored on results before it is written (as
@@ -311,24 +344,28 @@ class Importer:
             return
         self.report.created[kind] += 1
 
-    async def _experiment(self, number: int, part: SlotPart | Experiment) -> None:
+    async def _experiment(self, number: int, part: SlotPart | ImportedExperiment) -> None:
         """An experiment's slots go in place first (nothing is counted for them); its record,
-        after them, is stored once every slot is in."""
+        after them, is stored once every slot is in, with the re-judgings of it (stored from
+        its episodes' evaluations) listed under it."""
         store = ExperimentStore(self.client)
         if isinstance(part, SlotPart):
             await store.import_slots(part.experiment_id, part.count, part.first, part.slots)
             return
         kind = fmt.Kind.EXPERIMENTS.value
-        match await store.import_record(part):
+        experiment = part.record
+        match await store.import_record(experiment):
             case "created":
+                await list_imported_rejudgings(self.client, str(experiment.pk), part.rejudgings)
                 self.report.created[kind] += 1
             case "skipped":
                 self.report.skipped[kind] += 1
             case "named":
-                taken = await store.find(part.name, part.tag)
+                taken = await store.find(experiment.name, experiment.tag)
                 self.report.refuse(
                     number,
-                    f"an experiment named {part.name!r} with tag {part.tag!r} is stored already "
+                    f"an experiment named {experiment.name!r} with tag {experiment.tag!r} is "
+                    "stored already "
                     f"({taken.pk if taken else 'another id'})",
                 )
             case _:

@@ -111,6 +111,8 @@ SLOTS_FIELD = "experiment_slots"
 """The field of a line holding part of an experiment's slots: the experiment's id."""
 SLOTS_PER_LINE = 1000
 EXPERIMENT_FIELDS = ("name", "tag", "design", "slot_count", "created_at", "started_at")
+REJUDGINGS_PER_EXPERIMENT = 1000
+"""The most re-judgings an experiment's line names."""
 RATING_STUDY_FIELD = "rating_study_id"
 """The field of a rating study's line (Parley's own) in a kind ANNOTATIONS export."""
 
@@ -266,10 +268,14 @@ def dimension_list_line(doc: dict[str, Any], dimensions: list[dict[str, Any]]) -
 
 
 def experiment_lines(
-    doc: dict[str, Any], plan: list[dict[str, Any]], filled: dict[int, str]
+    doc: dict[str, Any],
+    plan: list[dict[str, Any]],
+    filled: dict[int, str],
+    rejudgings: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """An experiment as lines: its slots (each with the episode filling it, or null), in parts,
-    then the record itself, which an import stores only once every slot is in."""
+    then the record itself, which an import stores only once every slot is in, naming the
+    re-judgings made of it (oldest first; their scores travel with the episodes)."""
     pk = doc.get("pk")
     count = len(plan)
     lines = []
@@ -280,7 +286,7 @@ def experiment_lines(
         ]
         lines.append({SLOTS_FIELD: pk, "first": first, "slot_count": count, "slots": part})
     record = {"experiment_id": pk, **{name: doc.get(name) for name in EXPERIMENT_FIELDS}}
-    return [*lines, {**record, "slot_count": count}]
+    return [*lines, {**record, "slot_count": count, "rejudgings": rejudgings or []}]
 
 
 def csv_header() -> str:

@@ -155,6 +155,24 @@ async def experiment_rejudgings(client: redis.Redis, experiment_id: str) -> list
     return [str(pk) for pk in found]
 
 
+async def list_imported_rejudgings(
+    client: redis.Redis, experiment_id: str, rejudging_ids: Sequence[str]
+) -> None:
+    """List under an imported experiment the re-judgings made of it that its export named,
+    those an import stored (from its episodes' evaluations) and no other experiment's, each at
+    its creation time."""
+    async with client.pipeline(transaction=False) as pipe:
+        for pk in rejudging_ids:
+            pipe.hmget(keys.rejudging(pk), ["created_at", "experiment_id"])
+        found: list[Any] = await pipe.execute()
+    async with client.pipeline(transaction=True) as pipe:
+        for pk, (created, made_of) in zip(rejudging_ids, found, strict=True):
+            if created is not None and made_of in (None, experiment_id):
+                pipe.hset(keys.rejudging(pk), "experiment_id", experiment_id)
+                pipe.zadd(keys.experiment_rejudgings(experiment_id), {pk: float(created)}, nx=True)
+        await pipe.execute()
+
+
 async def add_imported(client: redis.Redis, episodes: Sequence[EpisodeLog]) -> None:
     """The records results read a re-judging's scores from, and the re-judgings themselves,
     for the evaluations newly imported episodes carry (none is overwritten)."""

@@ -162,3 +162,35 @@ async def test_a_study_finishes_without_an_episode_deleted_before_it_was_rated(
     assert (await gql.data(SAVE, {"input": fields}))["saveRating"]["userErrors"] == []
     found = (await gql.data(progress, {"id": study}))["ratingStudy"]["progress"]
     assert found == {"assigned": 2, "rated": 2, "finished": True}
+
+
+async def test_an_imported_episode_judged_under_a_studys_id_leaves_its_results_as_they_were(
+    gql: GraphQLClient,
+) -> None:
+    """A study's results are its raters' means: an import whose episode carries an evaluation
+    named by the study's id (a re-judging's id elsewhere, or a hostile file) would add that
+    episode's scores to them. Its line is refused (CONFLICT) and nothing of it is written."""
+    study, episodes, tokens, rubric = await new_study(gql, 2, 1)
+    await rate_all(gql, study, tokens, rubric, 2)
+    before = (await gql.data(RESULTS, {"study": study}))["episodeResults"]["groups"]
+    tagged = "query($id: ID!) { episode(id: $id) { tag } }"
+    tag = (await gql.data(tagged, {"id": episodes[0]}))["episode"]["tag"]
+    exported = await gql.http.get("/export", params={"kind": "episodes", "tag": tag})
+    line = json.loads(exported.text.splitlines()[0])
+    scores = {"believability": 10.0, "overall_score": 10.0}
+    line["episode_id"] = f"judged-as-{study}"
+    line["parley"]["evaluations"] = [
+        {"id": study, "judge_model": "someone", "status": "COMPLETED",
+         "rewards": [[10.0, scores], [10.0, scores]]}
+    ]  # fmt: skip
+    answer = await gql.http.post(
+        "/import", content=json.dumps(line), headers={"content-type": "application/x-ndjson"}
+    )
+    report = answer.json()
+    assert report["created"] == {} and report["invalid"] == 1, report
+    [problem] = report["problems"]
+    assert problem["code"] == "CONFLICT" and "rating study" in problem["reason"], problem
+    after = (await gql.data(RESULTS, {"study": study}))["episodeResults"]["groups"]
+    assert after == before == [{"seat": 0, "scored": 2}, {"seat": 1, "scored": 2}]
+    gone = "query($id: ID!) { episode(id: $id) { id } }"
+    assert (await gql.data(gone, {"id": line["episode_id"]}))["episode"] is None

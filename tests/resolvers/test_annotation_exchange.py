@@ -319,6 +319,33 @@ async def test_a_rating_beyond_its_studys_rubric_is_refused(
     assert problem.code == "INVALID" and "'goal' is not a dimension of its study" in problem.reason
 
 
+async def test_a_rating_of_a_study_without_a_score_on_its_rubric_is_refused(
+    redis_client: redis.Redis, unchanged: Any
+) -> None:
+    """A rating of a study scores every dimension of its rubric, as a rater's save must: a
+    bare number, an empty table or a lone overall score (none of them in any range) is
+    refused, INVALID, and nothing is written."""
+    study, made = await study_with_ratings(redis_client)
+    lines = await exported(redis_client, study.episode_ids[0])
+    [line] = [x for x in lines if "rating_study_id" in x]
+    rating = next(x for x in lines if x.get("pk") == made[0])
+    partial = {k: v for k, v in rating["rewards"][0][1].items() if k != "goal"}
+    cases = {
+        "bare numbers": [1e300, -1e300],
+        "no scores": [[999.0, {}], [-999.0, {}]],
+        "a lone overall score": [[5.0, {"overall_score": 77.0}], rating["rewards"][1]],
+        "a dimension missing": [[partial["overall_score"], partial], rating["rewards"][1]],
+    }
+    await import_lines(redis_client, [json.dumps(line)])
+    async with unchanged():
+        for name, rewards in cases.items():
+            fresh = {**rating, "pk": "off-its-rubric", "rewards": rewards}
+            report = await import_lines(redis_client, [json.dumps(fresh)])
+            assert not report.created, (name, report)
+            [problem] = report.problems
+            assert problem.code == "INVALID" and "no score on" in problem.reason, (name, problem)
+
+
 async def study_ratings(client: redis.Redis, study: RatingStudy) -> list[Any]:
     """What a study's ratings are read from: which of its raters' episodes were saved, and the
     rating of each saved one (its item's AnnotationForEpisode)."""
@@ -379,6 +406,25 @@ async def test_a_study_line_over_the_limits_is_refused(redis_client: redis.Redis
     report = await import_lines(redis_client, [json.dumps(line)])
     [problem] = report.problems
     assert problem.code == "INVALID" and problem.reason.startswith("rating study")
+
+
+async def test_a_study_line_whose_rubric_names_a_dimension_twice_is_refused(
+    redis_client: redis.Redis, unchanged: Any
+) -> None:
+    """A rubric a study could not have (a dimension twice, at two ranges; a dimension named as
+    the overall score) is no line to check ratings against: refused, INVALID, nothing kept."""
+    goal = {"name": "goal", "description": "", "range_low": 0, "range_high": 10}
+    rubrics = {
+        "goal twice": [goal, {**goal, "range_high": 100}],
+        "overall as a dimension": [goal, {**goal, "name": "overall_score"}],
+    }
+    async with unchanged():
+        for name, rubric in rubrics.items():
+            line = {"rating_study_id": "odd-rubric", "name": name, "rubric": rubric,
+                    "episode_ids": ["e1"]}  # fmt: skip
+            report = await import_lines(redis_client, [json.dumps(line)])
+            [problem] = report.problems
+            assert problem.code == "INVALID" and "rubric" in problem.reason, (name, problem)
 
 
 async def test_a_stored_rating_another_writer_got_wrong_is_exported_and_refused_on_import(

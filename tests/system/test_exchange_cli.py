@@ -14,7 +14,9 @@ import redis.asyncio as redis
 
 from bench.support.processes import api_process, parley_env, run
 from parley.resolvers.experiment_design import Design
+from parley.storage import keys
 from parley.storage.embedded import EmbeddedRedis
+from parley.storage.evaluations import queue_rejudging
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import (
     AgentProfile,
@@ -32,6 +34,7 @@ from parley.storage.models import (
     StoredTurn,
 )
 from tests.support import sotopia_records as sotopia
+from tests.support.jobs import private_queue
 from tests.support.server import GraphQLClient, serve
 
 
@@ -345,6 +348,52 @@ async def test_experiments_travel_with_their_episodes_and_unfinished_ones_stay_b
     assert (group["model"], group["scored"], group["failed"]) == ("model-x", 4, 1)
     assert results.returncode == 0, results.stdout + results.stderr
     assert "1 episode: 1 failed" in results.stdout
+
+
+REJUDGINGS = """
+query($id: ID!) {
+  experiment(id: $id) { rejudgings { id judgeModel episodes } }
+  episodeResults(evaluation: "exp-rejudging", filter: {experimentId: $id}) { groups { scored } }
+}"""
+
+
+async def test_an_experiments_rejudgings_travel_with_it(
+    source_redis: redis.Redis, empty_redis: str, tmp_path: Path
+) -> None:
+    """The experiment page offers the re-judgings made of the experiment's episodes
+    (`experiment.rejudgings`): in a fresh Parley importing the export it offers them too, as
+    their results are there."""
+    pk, episodes = await experiment_world(source_redis, "exp-rejudged")
+    rejudging = Evaluation(
+        id="exp-rejudging", judge_model="judge-2", created_at=1_700_000_100.0
+    )  # queued, with the two completed episodes' entries and records, listed under `pk`
+    completed: list[tuple[str, dict[str, Any]]] = []
+    for episode in episodes[:2]:
+        fields = await source_redis.json().get(EpisodeLog.make_primary_key(episode))
+        assert isinstance(fields, dict)
+        completed.append((episode, fields))
+    await queue_rejudging(source_redis, private_queue(source_redis), rejudging, completed, pk)
+    rewards: list[Any] = [list(scored(5.0))] * 2
+    for episode in episodes[:2]:  # as the judge leaves them
+        key = EpisodeLog.make_primary_key(episode)
+        await source_redis.json().set(key, "$.evaluations[0].status", "COMPLETED")
+        await source_redis.json().set(key, "$.evaluations[0].rewards", rewards)
+        record = keys.evaluation_record(rejudging.id, episode)
+        await source_redis.json().set(record, "$.status", "COMPLETED")
+        await source_redis.json().set(record, "$.rewards", rewards)
+    source = parley_env(url_of(source_redis), tmp_path / "a")
+    target = parley_env(empty_redis, tmp_path / "b", seed="false")
+    out = tmp_path / "all.jsonl"
+    await export_lines(out, source)
+    await import_anew(out, target, "2 agents, 3 episodes, 1 experiments, 1 scenarios")
+
+    listed = [{"id": "exp-rejudging", "judgeModel": "judge-2", "episodes": 2}]
+    for parley, env in (("source", source), ("target", target)):
+        with api_process(env, tmp_path / f"{parley}.log", "--no-worker") as api:
+            async with httpx.AsyncClient(base_url=api.url, timeout=30) as http:
+                data = await GraphQLClient(http).data(REJUDGINGS, {"id": pk})
+        assert data["experiment"]["rejudgings"] == listed, parley
+        assert data["episodeResults"]["groups"] == [{"scored": 4}], parley
 
 
 async def test_csv_implies_episodes_and_url_takes_the_graphql_address(
