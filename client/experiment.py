@@ -178,7 +178,7 @@ class Remote:
             raise CommandError(f"cannot reach {self.url}: {err}") from None
         answer: dict[str, Any] = json.loads(text)
         if answer.get("errors"):
-            raise CommandError("; ".join(e["message"] for e in answer["errors"]))
+            raise CommandError("; ".join(map(coded, answer["errors"])))
         data: dict[str, Any] = answer["data"]
         return data
 
@@ -217,6 +217,12 @@ class Remote:
                     f"token; {TOKEN_HINT}"
                 )
             raise ConnectionError(f"the websocket closed ({ws.close_code})")
+
+
+def coded(error: dict[str, Any]) -> str:
+    """A GraphQL error's message, with its `extensions.code` when it has one."""
+    code = (error.get("extensions") or {}).get("code")
+    return f"{error['message']} ({code})" if code else str(error["message"])
 
 
 def user_errors(errors: list[dict[str, Any]]) -> CommandError:

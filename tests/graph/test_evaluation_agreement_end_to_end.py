@@ -18,7 +18,7 @@ from playwright.async_api import Browser, expect
 from scipy import stats
 
 from bench.support.fake_llm import FakeLLM, Rule
-from bench.support.processes import run
+from bench.support.processes import run, worker_process
 from bench.support.simulation import post
 from parley.engine.types import OVERALL_SCORE
 from parley.storage.models import EpisodeLog
@@ -162,7 +162,8 @@ async def judged(service: Service, fake_llm_server: FakeLLM) -> Judged:
         *(Rule(kind="judge", model="judge-a", score=s) for s in JUDGE_A),
         *(Rule(kind="judge", model="judge-b", score=s) for s in JUDGE_B),
     )
-    with service.worker("agreement-worker"):
+    # One episode at a time: each episode's two judges take the same place in their lists.
+    with worker_process(service.env, service.logs / "agreement-worker.log", concurrency=1):
         await post(service.url, START_EXPERIMENT, {"id": experiment})
         await until_finished(service.url, experiment)
     fake_llm_server.reset()
@@ -322,3 +323,65 @@ def grouped(cells: list[list[str]], names: list[str]) -> list[dict[str, Any]]:
 
     rows = [cells[i : i + len(names)] for i in range(0, len(cells), len(names))]
     return [dict(zip(names, map(figure, row), strict=True)) for row in rows]
+
+
+def said(figure: dict[str, Any]) -> str:
+    """A figure as the command's tables print it."""
+    return f"{figure['estimate']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]"
+
+
+async def test_the_command_prints_a_table_per_dimension_of_every_evaluation_by_default(
+    service: Service, judged: Judged
+) -> None:
+    """Without --evaluation it compares every evaluation of the experiment; a bare --evaluation
+    is the episodes' own judging, as `original` is."""
+    variables = {"id": judged.experiment, "evaluations": [None, judged.study]}
+    found = (await post(service.url, AGREEMENT, variables))["evaluationAgreement"]
+    url = ["--url", service.url]
+    tables = await run("experiment", "agreement", judged.experiment, *url, env=service.env)
+    assert tables.returncode == 0, tables.stderr
+    for figures in found:
+        dimension = figures["dimension"]
+        assert f"{dimension}: within each panel" in tables.stdout
+        assert f"{dimension}: between two evaluations, 8 agents" in tables.stdout
+        (pair,) = figures["pairs"]
+        row = next(
+            line
+            for line in tables.stdout.splitlines()
+            if said(pair["pearson"]) in line and said(pair["spearman"]) in line
+        )
+        cells = [cell.strip() for cell in row.strip("│ ").split("│")]
+        assert cells[:3] == ["original", judged.study, "8"], row
+    every = await run("experiment", "agreement", judged.experiment, "--json", *url, env=service.env)
+    bare = [judged.experiment, "--evaluation", "--evaluation", judged.study, "--json"]
+    named = await run("experiment", "agreement", *bare, *url, env=service.env)
+    assert every.returncode == named.returncode == 0, every.stderr + named.stderr
+    assert json.loads(every.stdout) == json.loads(named.stdout)
+    pairs = [(p["first"], p["second"]) for d in json.loads(every.stdout) for p in d["pairs"]]
+    assert set(pairs) == {(None, judged.study)}
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["no-such-experiment"], "no experiment with id 'no-such-experiment'"),
+        (
+            [
+                "EXPERIMENT",
+                "--evaluation",
+                "original",
+                "--evaluation",
+                "01HZZZZZZZZZZZZZZZZZZZZZZZ",
+            ],
+            "no re-judging or rating study with id '01HZZZZZZZZZZZZZZZZZZZZZZZ' (BAD_USER_INPUT)",
+        ),
+        (["EXPERIMENT", "--evaluation", "--evaluation", "original"], "(BAD_USER_INPUT)"),
+    ],
+)
+async def test_a_mistake_is_said_in_one_coded_line_with_status_2(
+    service: Service, judged: Judged, args: list[str], words: str
+) -> None:
+    given = [judged.experiment if a == "EXPERIMENT" else a for a in args]
+    done = await run("experiment", "agreement", *given, "--url", service.url, env=service.env)
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""

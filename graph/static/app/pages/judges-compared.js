@@ -17,7 +17,7 @@ const dimensionName = (d) => (d === "overall_score" ? "overall" : words(d));
 /** A cell of one estimate, its figures in data attributes for whoever reads the table. */
 function estimateCell(kind, symbol, estimate, unitsText = null) {
   const data = { estimate: estimate.estimate ?? "", low: estimate.low ?? "", high: estimate.high ?? "", n: estimate.n };
-  return h("td", { class: kind, dataset: data }, figure(symbol, estimate, unitsText));
+  return h("td", { class: `figure ${kind}`, dataset: data }, figure(symbol, estimate, unitsText));
 }
 
 function table(caption, kind, columns, rows) {
@@ -41,7 +41,7 @@ function panelRows(dimensions, letter) {
         "tr",
         { dataset: { dimension: d.dimension, evaluation: p.evaluation ?? "" } },
         h("th", { scope: "row" }, dimensionName(d.dimension)),
-        h("td", { title: p.runs.join(", ") }, `${letter(p.evaluation)}, ${plural(p.runs.length, "run", "runs")}`),
+        h("td", { class: "which", title: p.runs.join(", "), dataset: { label: "panel" } }, `${letter(p.evaluation)}, ${p.runs.every((run) => run.startsWith("rater#")) ? plural(p.runs.length, "rater", "raters") : plural(p.runs.length, "run", "runs")}`),
         estimateCell("alpha", "α", p.agreement.alpha, plural(p.agreement.alpha.n, "agent", "agents")),
         estimateCell("icc1", "ICC(2,1)", p.agreement.icc1),
         estimateCell("icck", "ICC(2,k)", p.agreement.icck),
@@ -57,8 +57,8 @@ function pairRows(dimensions, letter) {
         "tr",
         { dataset: { dimension: d.dimension, first: p.first ?? "", second: p.second ?? "" } },
         h("th", { scope: "row" }, dimensionName(d.dimension)),
-        h("td", { class: "which" }, `${letter(p.first)} and ${letter(p.second)}`),
-        h("td", { class: "units" }, String(p.pearson.n)),
+        h("td", { class: "which", dataset: { label: "between" } }, `${letter(p.first)} and ${letter(p.second)}`),
+        h("td", { class: "units", dataset: { label: "agents" } }, String(p.pearson.n)),
         estimateCell("pearson", "r", p.pearson),
         estimateCell("spearman", "ρ", p.spearman),
         estimateCell("tau", "τ", p.tau),
