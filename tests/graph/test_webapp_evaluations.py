@@ -485,4 +485,13 @@ async def test_judges_compared_fits_at_both_widths(
         await expect(section.locator("table.pairs tbody tr").first).to_be_visible()
         assert await page.evaluate(FITS) <= 0
         await section.screenshot(path=shots / f"judges-compared-{width}.png")
+        # the choice, the panels and the first two dimensions' pairs (boxes of the page's top)
+        await page.evaluate("window.scrollTo(0, 0)")
+        top = await section.bounding_box()
+        last = await section.locator("table.pairs tbody tr").nth(5).bounding_box()
+        assert top is not None and last is not None
+        height = last["y"] + last["height"] - top["y"] + 16
+        clip = {"x": 0, "y": top["y"] - 8, "width": viewport["width"], "height": height}
+        path = shots / f"judges-compared-{width}-top.png"
+        await page.screenshot(path=path, clip=clip, full_page=True)  # type: ignore[arg-type]
         assert await tab.clean() == []
