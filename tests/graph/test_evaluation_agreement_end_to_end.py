@@ -114,7 +114,7 @@ def given(rater: int, agents: list[str], agent: int, dimension: dict[str, Any]) 
     low, high = dimension["rangeLow"], dimension["rangeHigh"]
     meant = random.Random(f"{agents}/{agent}/{dimension['name']}").randint(low, high)
     noise = random.Random(f"{rater}/{agents}/{agent}/{dimension['name']}").randint(-1, 1)
-    return min(high, max(low, meant + noise))
+    return int(min(high, max(low, meant + noise)))
 
 
 async def rate(url: str, made: dict[str, Any], episodes: int) -> None:
