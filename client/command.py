@@ -1,5 +1,5 @@
 """What the `parley experiment` and `parley study` commands share: their one-line failure, the
-options that name the server, and how they read a TOML file."""
+options that name the server, how they read a TOML file, and how they print figures and tables."""
 
 import argparse
 import asyncio
@@ -8,7 +8,10 @@ import sys
 import tomllib
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 ERROR = 2
@@ -58,3 +61,19 @@ def add_server_options(command: argparse.ArgumentParser) -> None:
         default=os.environ.get("PARLEY_TOKEN"),
         help="the server's access token, if it needs one (default $PARLEY_TOKEN)",
     )
+
+
+def estimate(figure: dict[str, Any]) -> str:
+    """A figure as `0.62 [0.41, 0.80]`, or why it has no estimate or interval."""
+    if figure["estimate"] is None:
+        return f"- ({figure['reason']})"
+    if figure["low"] is None:
+        return f"{figure['estimate']:.3f} ({figure['reason']})"
+    return f"{figure['estimate']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]"
+
+
+def console() -> "Console":
+    """Where tables go: as wide as the terminal, or 200 columns into a pipe or a file."""
+    from rich.console import Console
+
+    return Console(width=None if os.isatty(1) else 200)

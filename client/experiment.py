@@ -1,7 +1,8 @@
 """`parley experiment run DESIGN.toml` and `parley experiment watch ID`: create or find an
 experiment on a local or remote Parley, start (or resume) it and show its progress live;
 `parley experiment results ID`: its mean scores with 95% intervals, as a table (exit status 1
-when nothing is scored yet).
+when nothing is scored yet); `parley experiment agreement ID`: how far its evaluations agree
+(client/agreement.py).
 
 Talks to the server only over GraphQL: HTTP for the mutations, a graphql-transport-ws websocket for
 `experimentProgress`. Ctrl-C detaches (the episodes keep running); the exit status is 0 when every
@@ -17,6 +18,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parley.client.agreement import add_agreement, show_agreement
 from parley.client.command import CommandError, add_server_options, read_toml, run_command
 from parley.client.server_url import TOKEN_HINT, refusal, server_root
 
@@ -176,7 +178,7 @@ class Remote:
             raise CommandError(f"cannot reach {self.url}: {err}") from None
         answer: dict[str, Any] = json.loads(text)
         if answer.get("errors"):
-            raise CommandError("; ".join(e["message"] for e in answer["errors"]))
+            raise CommandError("; ".join(map(coded, answer["errors"])))
         data: dict[str, Any] = answer["data"]
         return data
 
@@ -215,6 +217,12 @@ class Remote:
                     f"token; {TOKEN_HINT}"
                 )
             raise ConnectionError(f"the websocket closed ({ws.close_code})")
+
+
+def coded(error: dict[str, Any]) -> str:
+    """A GraphQL error's message, with its `extensions.code` when it has one."""
+    code = (error.get("extensions") or {}).get("code")
+    return f"{error['message']} ({code})" if code else str(error["message"])
 
 
 def user_errors(errors: list[dict[str, Any]]) -> CommandError:
@@ -387,6 +395,8 @@ async def run(args: argparse.Namespace) -> int:
         remote = Remote(http, args.url, args.token)
         if args.experiment_command == "results":
             return await show_results(remote, args)
+        if args.experiment_command == "agreement":
+            return await show_agreement(remote, args)
         if args.experiment_command == "run":
             experiment_id = await create_and_start(remote, args.design)
             args.id = experiment_id  # named when Ctrl-C detaches
@@ -469,5 +479,5 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     results.add_argument(
         "--json", action="store_true", help="print the rows as JSON instead of a table"
     )
-    for command in (run, watch, results):
+    for command in (run, watch, results, add_agreement(actions)):
         add_server_options(command)

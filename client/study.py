@@ -9,16 +9,19 @@ Talks to the server only over GraphQL over HTTP, as `parley experiment` does. Ex
 
 import argparse
 import json
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from parley.client.command import CommandError, add_server_options, read_toml, run_command
+from parley.client.command import (
+    CommandError,
+    add_server_options,
+    console,
+    estimate,
+    read_toml,
+    run_command,
+)
 from parley.client.experiment import Remote, camel, user_errors
 from parley.client.server_url import server_root
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 DONE, MISSING = 0, 1  # and ERROR (2) after a CommandError
 CREATE = """
@@ -173,13 +176,6 @@ async def fetched(remote: Remote, query: str, study_id: str) -> dict[str, Any]:
     return study
 
 
-def console() -> "Console":
-    """Where tables go: as wide as the terminal, or 200 columns into a pipe or a file."""
-    from rich.console import Console
-
-    return Console(width=None if os.isatty(1) else 200)
-
-
 async def status(remote: Remote, args: argparse.Namespace) -> int:
     study = await fetched(remote, STATUS, args.id)
     if args.json:
@@ -192,15 +188,6 @@ async def status(remote: Remote, args: argparse.Namespace) -> int:
         if study["closedAt"]:
             shown.print(f"closed at {study['closedAt']}: its links open nothing")
     return DONE if study["progress"]["finished"] else MISSING
-
-
-def estimate(figure: dict[str, Any]) -> str:
-    """A figure as `0.62 [0.41, 0.80]`, or why it has no estimate or interval."""
-    if figure["estimate"] is None:
-        return f"- ({figure['reason']})"
-    if figure["low"] is None:
-        return f"{figure['estimate']:.3f} ({figure['reason']})"
-    return f"{figure['estimate']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]"
 
 
 def results_tables(study: dict[str, Any]) -> list[Any]:

@@ -2,9 +2,10 @@
 serve` and `parley worker` processes: the page offers the episodes' own judge, the experiment's
 re-judging and its rating study; choosing one shows that evaluation's figures (the API's own),
 keeps the choice in the address, and beside the table shows how far the chosen evaluation agrees
-with the study's raters, as the API's humanAgreement says. An experiment nobody has rated says
-so, with a link that makes a study of it. With PARLEY_SCREENSHOTS=<dir>, the page with a study's
-agreement is saved at both widths."""
+with the study's raters, as the API's humanAgreement says; "Judges compared" shows the API's
+evaluationAgreement of the evaluations chosen. An experiment nobody has rated says so, with a link
+that makes a study of it. With PARLEY_SCREENSHOTS=<dir>, the page with a study's agreement and the
+judges compared are saved at both widths."""
 
 import asyncio
 import re
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
 from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.simulation import post
@@ -60,6 +61,7 @@ JUDGE_SCORES = [1, 2, 3, 4]
 REJUDGE_SCORES = [6, 7, 8, 9]
 """What the re-judging's judge gives, one episode each."""
 RATERS = 2
+ESTIMATE = "{ n estimate low high }"
 
 
 @dataclass
@@ -371,5 +373,125 @@ async def test_the_agreement_fits_beside_or_under_the_table_at_both_widths(
         height = bottom["y"] + bottom["height"] - top["y"] + 16
         clip = {"x": 0, "y": top["y"] - 8, "width": viewport["width"], "height": height}
         path = shots / f"experiment-agreement-{width}-results.png"
+        await page.screenshot(path=path, clip=clip, full_page=True)  # type: ignore[arg-type]
+        assert await tab.clean() == []
+
+
+COMPARED = f"""
+query($id: ID!, $evaluations: [ID]!) {{
+  evaluationAgreement(episodes: {{experimentId: $id}}, evaluations: $evaluations) {{
+    dimension units
+    panels {{ evaluation runs agreement {{ alpha {ESTIMATE} icc1 {ESTIMATE} icck {ESTIMATE} }} }}
+    pairs {{ first second pearson {ESTIMATE} spearman {ESTIMATE} tau {ESTIMATE} }}
+  }}
+}}"""
+"""The figures the "Judges compared" section shows, as the API gives them."""
+FIGURES = (
+    "cells => cells.map(c => [c.dataset.estimate, c.dataset.low, c.dataset.high, c.dataset.n])"
+)
+"""Each figure cell's estimate, interval and count as the page keeps them."""
+
+
+def as_shown(figure: dict[str, Any]) -> list[float | int | None]:
+    return [figure["estimate"], figure["low"], figure["high"], figure["n"]]
+
+
+def read_back(cells: list[list[str]]) -> list[list[float | int | None]]:
+    return [[None if v == "" else float(v) for v in cell[:3]] + [int(cell[3])] for cell in cells]
+
+
+async def shown_row(row: Locator, kinds: list[str]) -> list[list[float | int | None]]:
+    cells = row.locator(", ".join(f"td.{kind}" for kind in kinds))
+    return read_back(await cells.evaluate_all(FIGURES))
+
+
+async def test_judges_compared_shows_the_apis_figures_for_the_evaluations_chosen(
+    browser: Browser, service: Service, evaluated: Evaluated
+) -> None:
+    """The episodes' own judge, the re-judging and the study's raters, chosen together: every
+    pair's Pearson, Spearman and Kendall figures, its agents, and the study's panel's alpha and
+    ICCs are the API's evaluationAgreement; fewer than two chosen says so."""
+    chosen = [None, evaluated.rejudging, evaluated.study]
+    variables = {"id": evaluated.experiment, "evaluations": chosen}
+    expected = (await post(service.url, COMPARED, variables))["evaluationAgreement"]
+    overall = next(d for d in expected if d["dimension"] == "overall_score")
+    assert overall["pairs"][0]["pearson"]["estimate"] is not None  # a figure to compare
+    async with AppPage.open(browser, service.url, f"#/experiments/{evaluated.experiment}") as tab:
+        page = tab.page
+        section = page.locator("section.judges-compared")
+        labels = section.locator("fieldset label")
+        await expect(labels).to_have_count(3)
+        await expect(labels.nth(1)).to_contain_text(f"B. Re-judged by {MODEL}")
+        await section.get_by_role("button", name="Compare").click()
+        await expect(section.locator(".no-figures")).to_have_text(
+            "Choose two evaluations or more to compare them."
+        )
+        for n in range(3):
+            await labels.nth(n).click()
+        await section.get_by_role("button", name="Compare").click()
+        pairs = section.locator("table.pairs tbody tr")
+        await expect(pairs).to_have_count(sum(len(d["pairs"]) for d in expected))
+        await expect(section.locator("table.panels tbody tr")).to_have_count(len(expected))
+        for d in expected:
+            for pair in d["pairs"]:
+                row = section.locator(
+                    f'table.pairs tr[data-dimension="{d["dimension"]}"]'
+                    f'[data-first="{pair["first"] or ""}"][data-second="{pair["second"]}"]'
+                )
+                figures = [as_shown(pair[k]) for k in ("pearson", "spearman", "tau")]
+                assert await shown_row(row, ["pearson", "spearman", "tau"]) == figures
+                await expect(row.locator("td.units")).to_have_text(str(pair["pearson"]["n"]))
+            (panel,) = d["panels"]
+            assert panel["evaluation"] == evaluated.study
+            row = section.locator(f'table.panels tr[data-dimension="{d["dimension"]}"]')
+            figures = [as_shown(panel["agreement"][k]) for k in ("alpha", "icc1", "icck")]
+            assert await shown_row(row, ["alpha", "icc1", "icck"]) == figures
+        pearson = overall["pairs"][0]["pearson"]
+        first = section.locator('table.pairs tr[data-dimension="overall_score"]').first
+        value, low, high = (f"{pearson[k]:.2f}" for k in ("estimate", "low", "high"))
+        await expect(first.locator("td.pearson")).to_have_text(
+            f"r\u00a0=\u00a0{value} [{low},\u00a0{high}]"
+        )
+        await expect(first.locator("td.which")).to_have_text("A and B")
+        assert await tab.clean() == []
+
+
+async def test_judges_compared_on_an_experiment_of_one_evaluation_says_so(
+    browser: Browser, service: Service, evaluated: Evaluated
+) -> None:
+    async with AppPage.open(browser, service.url, f"#/experiments/{evaluated.unrated}") as tab:
+        section = tab.page.locator("section.judges-compared")
+        await expect(section.locator(".no-figures")).to_contain_text(
+            "The episodes' own judge is this experiment's only evaluation"
+        )
+        await expect(section.locator("form")).to_have_count(0)
+        assert await tab.clean() == []
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+async def test_judges_compared_fits_at_both_widths(
+    browser: Browser, service: Service, evaluated: Evaluated, shots: Path, width: str
+) -> None:
+    viewport = {"desktop": DESKTOP, "phone": PHONE}[width]
+    route = f"#/experiments/{evaluated.experiment}"
+    async with AppPage.open(browser, service.url, route, viewport) as tab:
+        page = tab.page
+        section = page.locator("section.judges-compared")
+        labels = section.locator("fieldset label")
+        await labels.nth(0).click()
+        await labels.nth(1).click()
+        await labels.nth(2).click()
+        await section.get_by_role("button", name="Compare").click()
+        await expect(section.locator("table.pairs tbody tr").first).to_be_visible()
+        assert await page.evaluate(FITS) <= 0
+        await section.screenshot(path=shots / f"judges-compared-{width}.png")
+        # the choice, the panels and the first two dimensions' pairs (boxes of the page's top)
+        await page.evaluate("window.scrollTo(0, 0)")
+        top = await section.bounding_box()
+        last = await section.locator("table.pairs tbody tr").nth(5).bounding_box()
+        assert top is not None and last is not None
+        height = last["y"] + last["height"] - top["y"] + 16
+        clip = {"x": 0, "y": top["y"] - 8, "width": viewport["width"], "height": height}
+        path = shots / f"judges-compared-{width}-top.png"
         await page.screenshot(path=path, clip=clip, full_page=True)  # type: ignore[arg-type]
         assert await tab.clean() == []

@@ -38,7 +38,7 @@ export function evaluationChoice(experiment, chosen) {
 
 /** A figure in words, "r = 0.71 [0.55, 0.82], 40 agents": pieces that each stay on one line,
  * so that on a phone the interval goes under the figure rather than off the screen. */
-function figure(symbol, estimate, unitsText = null) {
+export function figure(symbol, estimate, unitsText = null) {
   const why = estimate.reason ? ` (${REASONS[estimate.reason] ?? estimate.reason})` : "";
   if (estimate.estimate === null) return h("span", { class: "missing" }, `${symbol}: none${why}`);
   const pieces = [h("span", {}, `${symbol}\u00a0=\u00a0${estimate.estimate.toFixed(2)}`)];
@@ -48,7 +48,7 @@ function figure(symbol, estimate, unitsText = null) {
   return pieces.flatMap((piece, i) => (i ? [" ", piece] : [piece]));
 }
 
-const plural = (n, one, many) => `${n}\u00a0${n === 1 ? one : many}`;
+export const plural = (n, one, many) => `${n}\u00a0${n === 1 ? one : many}`;
 
 /** One study's agreement with the chosen evaluation, a row per dimension (overall first). */
 function agreementTable(study, dimensions) {

@@ -5,6 +5,7 @@ import { append, clear, h, routeLink, when, words } from "../dom.js";
 import { statusBadge } from "../status.js";
 import { backStack, pageSize, pager } from "./common.js";
 import { evaluationChoice, evaluationsOf, showHumanAgreement } from "./experiment-evaluation.js";
+import { judgesCompared } from "./judges-compared.js";
 
 const SLOTS_PER_PAGE = 50;
 
@@ -296,6 +297,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     evaluationChoice(experiment, evaluation),
     results.box,
     usageBox,
+    judgesCompared(api, experiment),
     h("h2", {}, "Episodes"),
     model ? h("p", {}, h("a", { href: routeLink(`/experiments/${encodeURIComponent(id)}`, { evaluation }) }, "Show every model")) : null,
     slotsBox,
