@@ -5,7 +5,7 @@ for i, key in ipairs(MORE_KEYS) do
   local hash = MORE_ARGS[2 * i - 1]
   if redis.call('SADD', K.bodies, hash) == 1 then
     redis.call('HINCRBY', K.refs, hash, 1)
-    redis.call('SET', key, MORE_ARGS[2 * i], 'NX')
+    redis.call('SET', key, MORE_ARGS[2 * i])
   end
 end
 local id = redis.call('XADD', K.calls, '*', A.field, A.entry)
