@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from parley.engine.ledger import CallPurpose, ModelCall, canonical, content_hash
 from parley.storage import keys
 from parley.storage.scripts import Script
+from parley.storage.vocabulary import ImportOutcome
 
 log = logging.getLogger("parley.ledger")
 
@@ -134,7 +135,24 @@ class DeleteArgs(NamedTuple):
     episode: str
 
 
+class ImportKeys(NamedTuple):
+    calls: str
+    bodies: str
+    refs: str
+    ledgers: str
+    episode: str
+
+
+class ImportArgs(NamedTuple):
+    id: str
+    field: str
+    entry: str
+    now: float
+    episode: str
+
+
 APPEND = Script("append_call", AppendKeys, AppendArgs)
+IMPORT = Script("import_call", ImportKeys, ImportArgs)
 DELETE = Script("delete_calls", AppendKeys, DeleteArgs)
 
 
@@ -158,6 +176,30 @@ async def append(
         client, _keys(episode_id), args, [keys.call_body(h) for h in hashes], texts
     )
     return str(entry_id)
+
+
+async def restore(
+    client: redis.Redis,
+    episode_key: str,
+    episode_id: str,
+    entry_id: str,
+    entry: StoredCall,
+    bodies: dict[str, str | None],
+) -> tuple[ImportOutcome, str]:
+    """Put an exported call back at its entry id in the ledger of the stored episode (at
+    `episode_key`), with the bodies it refers to (None: given by an earlier call, so stored
+    already): CREATED; SKIPPED when the ledger holds that id or a later one; MISSING without
+    the episode; INCOMPLETE (with the hash) for a body neither given nor stored."""
+    hashes = list(bodies)
+    texts = [part for h in hashes for part in (h, bodies[h] or "")]
+    outcome, detail = await IMPORT(
+        client,
+        ImportKeys(*_keys(episode_id), episode_key),
+        ImportArgs(entry_id, CALL_FIELD, entry.model_dump_json(), entry.at, episode_id),
+        [keys.call_body(h) for h in hashes],
+        texts,
+    )
+    return ImportOutcome(outcome), str(detail)
 
 
 async def delete(client: redis.Redis, episode_id: str) -> int:

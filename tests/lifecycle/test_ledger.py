@@ -4,15 +4,18 @@ deletion and retention freeing them; pages that hold still while calls are appen
 that cannot be written costing the episode nothing."""
 
 import dataclasses
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as redis
 
 from bench.support.fake_llm import FakeLLM, Rule
+from bench.support.processes import parley_env, run
 from bench.support.simulation import make_world
 from parley.engine.ledger import CallPurpose, CallScope, ModelCall, content_hash
 from parley.engine.llm import ChatRequest
@@ -22,6 +25,7 @@ from parley.lifecycle import start
 from parley.lifecycle.services import Services
 from parley.resolvers.model_calls import entries, model_calls
 from parley.storage import keys
+from parley.storage.embedded import EmbeddedRedis
 from parley.storage.ledger import DAY, Ledger, StoredCall, read_bodies
 from parley.storage.models import EpisodeLog, EpisodeStatus
 from parley.storage.records import get_or_none
@@ -198,3 +202,71 @@ async def test_a_call_outside_an_episode_is_not_recorded(
     request = ChatRequest(messages=[{"role": "user", "content": "hello"}])
     await recorded.models.complete(fake_llm.model_name(), request, GenerationStats())
     assert await redis_client.zcard(keys.CALL_LEDGERS) == before
+
+
+@pytest.fixture
+async def empty_redis(tmp_path: Path) -> AsyncIterator[redis.Redis]:
+    """A second, empty Redis: the Parley an export is imported into."""
+    server = EmbeddedRedis(tmp_path / "empty")
+    client = redis.Redis.from_url(await server.start(), decode_responses=True)
+    yield client
+    await client.aclose()
+    await server.stop()
+
+
+async def test_an_exported_ledger_imported_into_an_empty_parley_is_the_same(
+    recorded: Services,
+    fake_llm: FakeLLM,
+    redis_client: redis.Redis,
+    redis_url: str,
+    empty_redis: redis.Redis,
+    tmp_path: Path,
+) -> None:
+    tag = f"ledger-{uuid.uuid4().hex[:8]}"
+    first = await run_episode(recorded, fake_llm, tag)
+    second = await run_episode(recorded, fake_llm, tag)
+    out = tmp_path / "calls.jsonl"
+    source = parley_env(redis_url, tmp_path / "a")
+    done = await run(
+        "export", "--tag", tag, "--kind", "episodes,model_calls", "-o", str(out), env=source
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    call_lines = [x for x in lines if "model_call_of" in x]
+    every = {pk: await entries(redis_client, pk) for pk in (first, second)}
+    assert len(call_lines) == sum(len(e) for e in every.values())
+    given = [h for x in call_lines for h in x["bodies"]]
+    assert len(given) == len(set(given))  # each body once in the whole export
+
+    kwargs = empty_redis.connection_pool.connection_kwargs
+    url = f"redis://:{kwargs['password']}@{kwargs['host']}:{kwargs['port']}/0"
+    target = parley_env(url, tmp_path / "b")
+    imported = await run("import", str(out), env=target)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    assert imported.stdout.splitlines()[0] == f"created: 2 episodes, {len(call_lines)} model_calls"
+    for pk, found in every.items():
+        assert await entries(empty_redis, pk) == found  # same ids, same calls
+        page = await model_calls(empty_redis, pk, first=100)
+        original = await model_calls(redis_client, pk, first=100)
+        assert [c.messages for c in page.items] == [c.messages for c in original.items]
+        assert [c.response_format for c in page.items] == [
+            c.response_format for c in original.items
+        ]
+        assert page.cursor(0) == original.cursor(0)
+    for digest in set(given):  # counted once per episode that refers to it, as written
+        users = sum(
+            digest
+            in {
+                h
+                for x in call_lines
+                if x["model_call_of"] == pk
+                for h in (*x["messages"], *([x["schema_hash"]] if x["schema_hash"] else []))
+            }
+            for pk in every
+        )
+        assert await empty_redis.hget(keys.CALL_BODY_REFS, digest) == str(users)
+    again = await run("import", str(out), env=target)
+    assert again.stdout.splitlines()[:2] == [
+        "created: nothing",
+        f"skipped (already stored): 2 episodes, {len(call_lines)} model_calls",
+    ]
