@@ -47,8 +47,8 @@ class CallLine(StoredCall):
     @field_validator("call_id")
     @classmethod
     def _entry_id(cls, value: str) -> str:
-        log_position(value)  # ValueError for anything but a stream id entries can follow
-        return value
+        ms, seq = log_position(value)  # ValueError for anything but a stream id
+        return f"{ms}-{seq}"  # as Redis writes it back
 
     @field_validator("messages")
     @classmethod

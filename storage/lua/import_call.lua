@@ -8,8 +8,10 @@ for i, key in ipairs(MORE_KEYS) do
     return {IMPORT_OUTCOME.INCOMPLETE, MORE_ARGS[2 * i - 1]}
   end
 end
+-- XADD refuses an id not after the ledger's last: that call (or a later one) is there already.
+-- Its error is a table with `err`; the id it returns is a string, which has no such field.
 local added = redis.pcall('XADD', K.calls, A.id, A.field, A.entry)
-if type(added) == 'table' and added.err then return {IMPORT_OUTCOME.SKIPPED, ''} end
+if added.err then return {IMPORT_OUTCOME.SKIPPED, ''} end
 for i, key in ipairs(MORE_KEYS) do
   local hash = MORE_ARGS[2 * i - 1]
   if redis.call('SADD', K.bodies, hash) == 1 then
