@@ -133,6 +133,8 @@ class AppendArgs(NamedTuple):
 class DeleteArgs(NamedTuple):
     body_prefix: str
     episode: str
+    before: float | str
+    """Delete only a ledger whose last call ended before this (epoch seconds); "": any."""
 
 
 class ImportKeys(NamedTuple):
@@ -202,9 +204,11 @@ async def restore(
     return ImportOutcome(outcome), str(detail)
 
 
-async def delete(client: redis.Redis, episode_id: str) -> int:
-    """Delete the episode's ledger; how many bodies no other ledger referred to were freed."""
-    freed = await DELETE(client, _keys(episode_id), DeleteArgs(keys.CALL_BODY_PREFIX, episode_id))
+async def delete(client: redis.Redis, episode_id: str, before: float | None = None) -> int:
+    """Delete the episode's ledger (with `before`, only if its last call ended before that);
+    how many bodies no other ledger referred to were freed, or -1 when it was kept."""
+    args = DeleteArgs(keys.CALL_BODY_PREFIX, episode_id, "" if before is None else before)
+    freed = await DELETE(client, _keys(episode_id), args)
     return int(freed)
 
 
@@ -214,9 +218,10 @@ async def sweep(client: redis.Redis, older_than: float, limit: int = SWEEP_BATCH
     stale: Any = await client.zrangebyscore(
         keys.CALL_LEDGERS, "-inf", f"({older_than}", start=0, num=limit
     )
+    deleted = 0
     for episode_id in stale:
-        await delete(client, episode_id)
-    return len(stale)
+        deleted += await delete(client, episode_id, older_than) >= 0
+    return deleted
 
 
 class Ledger:
@@ -230,14 +235,16 @@ class Ledger:
         self.failures = 0
 
     async def record(self, call: ModelCall) -> None:
-        entry, bodies = stored_call(call, time.time())
+        episode = {"episode": call.scope.episode_id}
         try:
+            entry, bodies = stored_call(call, time.time())
             await append(self.client, call.scope.episode_id, entry, bodies)
         except (redis.RedisError, OSError) as err:
             self.failures += 1
-            log.warning(
-                "model call not recorded: %s", err, extra={"episode": call.scope.episode_id}
-            )
+            log.warning("model call not recorded: %s", err, extra=episode)
+        except Exception:  # a bug here must not fail the episode whose call it was
+            self.failures += 1
+            log.exception("model call not recorded", extra=episode)
 
     async def sweep(self, now: float | None = None) -> int:
         """Delete the ledgers past the retention window (a batch of them)."""

@@ -24,7 +24,7 @@ from parley.engine.usage import TokenCount
 from parley.lifecycle import start
 from parley.lifecycle.services import Services
 from parley.resolvers.model_calls import entries, model_calls
-from parley.storage import keys
+from parley.storage import keys, ledger
 from parley.storage.embedded import EmbeddedRedis
 from parley.storage.ledger import DAY, Ledger, StoredCall, read_bodies
 from parley.storage.models import EpisodeLog, EpisodeStatus
@@ -160,20 +160,20 @@ def call(episode_id: str, n: int, purpose: CallPurpose = CallPurpose.TURN) -> Mo
 
 
 async def test_pages_hold_still_while_calls_are_appended(redis_client: redis.Redis) -> None:
-    ledger = Ledger(redis_client, 30.0)
+    keeper = Ledger(redis_client, 30.0)
     pk = f"ledger-page-{uuid.uuid4().hex}"
     for n in range(5):
-        await ledger.record(call(pk, n, CallPurpose.JUDGE if n == 2 else CallPurpose.TURN))
+        await keeper.record(call(pk, n, CallPurpose.JUDGE if n == 2 else CallPurpose.TURN))
     first = await model_calls(redis_client, pk, first=2)
     assert [c.call.turn for c in first.items] == [0, 1] and first.has_next and first.total == 5
-    await ledger.record(call(pk, 5))  # appended while a reader pages
+    await keeper.record(call(pk, 5))  # appended while a reader pages
     second = await model_calls(redis_client, pk, first=2, after=first.cursor(1))
     assert [c.call.turn for c in second.items] == [2, 3] and second.total == 6
     rest = await model_calls(redis_client, pk, first=10, after=second.cursor(1))
     assert [c.call.turn for c in rest.items] == [4, 5] and not rest.has_next
     turns = await model_calls(redis_client, pk, first=2, purpose=CallPurpose.TURN)
     assert [c.call.turn for c in turns.items] == [0, 1] and turns.total == 5
-    await ledger.record(call(pk, 6))
+    await keeper.record(call(pk, 6))
     more = await model_calls(
         redis_client, pk, first=2, after=turns.cursor(1), purpose=CallPurpose.TURN
     )
@@ -182,16 +182,16 @@ async def test_pages_hold_still_while_calls_are_appended(redis_client: redis.Red
     assert [c.messages for c in one.items] == [call(pk, 3).request["messages"]]
     await Ledger(redis_client, 30.0).sweep()
     assert await redis_client.exists(keys.model_calls(pk))  # within the retention window
-    await ledger.sweep(now=time.time() + 31 * DAY)
+    await keeper.sweep(now=time.time() + 31 * DAY)
     assert not await redis_client.exists(keys.model_calls(pk))
     assert (await model_calls(redis_client, pk)).total == 0
 
 
 async def test_a_ledger_that_cannot_write_fails_no_call() -> None:
     dead = redis.Redis(port=1, socket_connect_timeout=0.2)  # nothing listens on port 1
-    ledger = Ledger(dead, 30.0)
-    await ledger.record(call("x", 0))
-    assert ledger.failures == 1
+    keeper = Ledger(dead, 30.0)
+    await keeper.record(call("x", 0))
+    assert keeper.failures == 1
     await dead.aclose()
 
 
@@ -270,3 +270,25 @@ async def test_an_exported_ledger_imported_into_an_empty_parley_is_the_same(
         "created: nothing",
         f"skipped (already stored): 2 episodes, {len(call_lines)} model_calls",
     ]
+
+
+async def test_the_sweep_keeps_a_ledger_that_got_a_call_since_it_was_chosen(
+    redis_client: redis.Redis,
+) -> None:
+    pk = f"ledger-sweep-{uuid.uuid4().hex}"
+    await Ledger(redis_client, 30.0).record(call(pk, 0))
+    recorded_at = await redis_client.zscore(keys.CALL_LEDGERS, pk)
+    assert recorded_at is not None
+    assert await ledger.delete(redis_client, pk, before=recorded_at) == -1  # not before it
+    assert await redis_client.exists(keys.model_calls(pk))
+    assert await ledger.delete(redis_client, pk, before=recorded_at + 1) >= 1
+    assert not await redis_client.exists(keys.model_calls(pk), keys.model_call_bodies(pk))
+
+
+async def test_a_call_the_ledger_cannot_encode_is_counted_not_raised(
+    redis_client: redis.Redis,
+) -> None:
+    odd = dataclasses.replace(call("x", 0), request={"model": "m", "messages": [], "x": {1, 2}})
+    keeper = Ledger(redis_client, 30.0)
+    await keeper.record(odd)
+    assert keeper.failures == 1
