@@ -20,6 +20,7 @@ from parley.engine.errors import (
 from parley.engine.game_prompts import game_action_schema, notices_text, phase_text, rules_text
 from parley.engine.games import GameState, game_rules, result_text
 from parley.engine.generation import Repair, ask, hotter
+from parley.engine.ledger import CallPurpose, scoped
 from parley.engine.llm import ChatRequest, LLMRouter
 from parley.engine.models import ModelInfo
 from parley.engine.panel import OnRuns, PanelEvaluation, judge_panel
@@ -150,6 +151,10 @@ class _Episode:
                 return []
 
     async def act(self, i: int, turn: int) -> AgentAction:
+        with scoped(purpose=CallPurpose.TURN, seat=i, turn=turn):
+            return await self._act(i, turn)
+
+    async def _act(self, i: int, turn: int) -> AgentAction:
         info, name = self.infos[i], self.names[i]
         recipients = [n for j, n in enumerate(self.names) if j != i]
         try:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from parley.engine.errors import LLMOutputError
+from parley.engine.ledger import CallPurpose, scoped
 from parley.engine.llm import ChatRequest, LLMRouter
 from parley.engine.parsing import InvalidOutput
 from parley.engine.prompts import repair_message
@@ -60,7 +61,8 @@ async def ask[T](
         first_error = str(exc)
     stats.repairs += 1
     retry = (repair or show_error())(request, answer, first_error)
-    answer = await llm.complete(model, retry, stats)
+    with scoped(purpose=CallPurpose.REASK):
+        answer = await llm.complete(model, retry, stats)
     try:
         return parse(answer)
     except InvalidOutput as exc:

@@ -7,13 +7,20 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from parley.core.backoff import Backoff
 from parley.engine.chat_client import ChatClient, ChatError
-from parley.engine.errors import LLMTimeout, LLMTransportError, LocalModelError, UnknownModelError
+from parley.engine.errors import (
+    LLMError,
+    LLMTimeout,
+    LLMTransportError,
+    LocalModelError,
+    UnknownModelError,
+)
+from parley.engine.ledger import CallLedger, CallScope, ModelCall, current_scope
 from parley.engine.limiter import AdaptiveLimit
 from parley.engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
 from parley.engine.models import (
@@ -30,7 +37,7 @@ from parley.engine.models import (
 )
 from parley.engine.parsing import well_formed
 from parley.engine.stats import GenerationStats
-from parley.engine.usage import Prices, add, counted
+from parley.engine.usage import Prices, TokenCount, add, counted
 
 SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
 Purpose = Literal["turn", "judge"]
@@ -83,6 +90,18 @@ class _Endpoint:
     schema_rejected: bool = False
 
 
+@dataclass
+class _Trace:
+    """What a call's tries sent and got, for its ledger record."""
+
+    request: dict[str, Any] | None = None
+    answer: str | None = None
+    tokens: TokenCount = field(default_factory=TokenCount)
+    latency_ms: float = 0.0
+    attempts: int = 0
+    error_code: str | None = None
+
+
 def _overloaded(exc: ChatError) -> bool:
     """Errors that say the endpoint has too much to do: fewer calls at once, then."""
     return exc.kind in ("rate_limited", "timeout") or (exc.status or 0) >= 500
@@ -110,6 +129,11 @@ class ModelRegistry:
         self.local = LocalModelServer(data_dir, threads=local_threads)
         self._endpoints: dict[str, _Endpoint] = {}
         self._limits: dict[str, AdaptiveLimit] = {}
+        self._ledger: CallLedger | None = None
+
+    def record_calls(self, ledger: CallLedger | None) -> None:
+        """Hand every call made in an episode's scope (engine/ledger.py) to `ledger`."""
+        self._ledger = ledger
 
     def capacity(self) -> int:
         """Calls the endpoints in use take at once now: their limits added up (0 before any
@@ -187,7 +211,39 @@ class ModelRegistry:
         return limit
 
     async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str:
-        """Send one chat request, retrying transport failures; return the reply text."""
+        """Send one chat request, retrying transport failures; return the reply text. A call
+        in an episode's scope is recorded in the ledger, answered or failed."""
+        scope = current_scope() if self._ledger is not None else None
+        if scope is None:
+            return await self._complete(model, request, stats, _Trace())
+        trace = _Trace()
+        try:
+            text = await self._complete(model, request, stats, trace)
+        except LLMError as exc:
+            await self._record(scope, model, trace, str(exc))
+            raise
+        await self._record(scope, model, trace, None)
+        return text
+
+    async def _record(self, scope: CallScope, model: str, trace: _Trace, error: str | None) -> None:
+        if self._ledger is None or trace.request is None:  # nothing was sent
+            return
+        call = ModelCall(
+            scope=scope,
+            model=model,
+            request=trace.request,
+            answer=trace.answer,
+            tokens=trace.tokens,
+            latency_ms=trace.latency_ms,
+            attempts=trace.attempts,
+            error_code=trace.error_code if error is not None else None,
+            error_message=error,
+        )
+        await self._ledger.record(call)
+
+    async def _complete(
+        self, model: str, request: ChatRequest, stats: GenerationStats, trace: _Trace
+    ) -> str:
         info = self.resolve(model)
         endpoint, _ = await self._endpoint(info)
         policy = self.retry
@@ -199,6 +255,7 @@ class ModelRegistry:
             use_schema = request.schema is not None and info.json_schema
             use_schema = use_schema and not endpoint.schema_rejected
             kwargs = _request_kwargs(info, request, use_schema)
+            trace.request, trace.attempts, trace.error_code = kwargs, trace.attempts + 1, None
             retry_after: float | None = None
             try:
                 stats.requests += 1
@@ -207,18 +264,23 @@ class ModelRegistry:
                     try:
                         response = await endpoint.client.create(kwargs, timeout)
                     except ChatError as exc:
+                        trace.error_code = exc.kind
                         if _overloaded(exc):
                             slot.overload(exc.retry_after)
                         raise
                     finally:
                         spent += time.monotonic() - t0
+                        trace.latency_ms = (time.monotonic() - t0) * 1000
                 stats.llm_seconds += time.monotonic() - t0
                 usage = response.get("usage") or {}
                 stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
                 stats.completion_tokens += int(usage.get("completion_tokens") or 0)
                 content = _content(response)
-                add(stats.usage, model, counted(usage, kwargs["messages"], content))
+                trace.answer = content
+                trace.tokens = counted(usage, kwargs["messages"], content)
+                add(stats.usage, model, trace.tokens)
                 if content is None:
+                    trace.error_code = "no_choices"
                     raise LLMTransportError(f"{model}: answer without choices")
                 return _clean(content, info)
             except ChatError as exc:

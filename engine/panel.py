@@ -19,6 +19,7 @@ from statistics import fmean, median
 
 from parley.engine.errors import JudgeFailed
 from parley.engine.judge import evaluate
+from parley.engine.ledger import CallPurpose, scoped
 from parley.engine.llm import LLMRouter
 from parley.engine.stats import GenerationStats
 from parley.engine.types import (
@@ -136,7 +137,8 @@ async def _run(
 ) -> tuple[JudgeRun, GenerationStats, str]:
     """One judge run: its scores or its failure, what it spent, and its prompt."""
     try:
-        judged = await evaluate(setup, transcript, llm, model)
+        with scoped(purpose=CallPurpose.JUDGE, seat=None, turn=None, judge=f"{model}#{repeat}"):
+            judged = await evaluate(setup, transcript, llm, model)
     except JudgeFailed as failed:
         run = JudgeRun(model=model, repeat=repeat, error=failed.reason, code=failed.code)
         return _spent(run, failed.stats), failed.stats, ""

@@ -5,6 +5,7 @@ from enum import Enum
 import strawberry
 
 from parley.core.errors import ErrorCode
+from parley.engine.ledger import CallPurpose
 from parley.engine.types import (
     ActionType,
     Aggregate,
@@ -38,6 +39,12 @@ _GRAPHQL: tuple[tuple[type[Enum], str | None, str], ...] = (
     ),
     (JudgeErrorCode, None, "Why a judge run gave no valid scores."),
     (
+        CallPurpose,
+        "ModelCallPurpose",
+        "Why a model was asked: an agent's TURN, the one REASK after an unusable answer (of a "
+        "turn or a judge), or a JUDGE's scores.",
+    ),
+    (
         EventKind,
         "EpisodeEventKind",
         "SNAPSHOT is the state when a subscription starts; then STATUS, TURN and INJECTION "
@@ -52,6 +59,7 @@ for enum_type, name, description in _GRAPHQL:
 __all__ = [
     "ActionType",
     "Aggregate",
+    "CallPurpose",
     "EpisodeStatus",
     "ErrorCode",
     "EvaluationStatus",

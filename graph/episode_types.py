@@ -2,15 +2,17 @@
 
 import asyncio
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 
 from parley.engine.models import ModelInfo
 from parley.engine.types import JudgeRun as StoredRun
 from parley.engine.types import JudgeSpec
+from parley.graph.connection import AFTER, FIRST, Connection, to_connection
 from parley.graph.context import Info
 from parley.graph.enums import (
+    CallPurpose,
     EpisodeStatus,
     EvaluationStatus,
 )
@@ -18,6 +20,7 @@ from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.game_types import EpisodeGame, episode_game_type
 from parley.graph.listed import Listed
+from parley.graph.model_call_types import ModelCall, model_call
 from parley.graph.projection import Reads, reading
 from parley.graph.seat_types import (
     DimensionScore,
@@ -31,7 +34,17 @@ from parley.graph.seat_types import (
 )
 from parley.graph.types import Agent, Relationship, Scenario, load_agent, primary_key
 from parley.graph.usage_types import ModelUsage
-from parley.resolvers import episodes, games, panels, perspective, relationships, transcript
+from parley.resolvers import (
+    episodes,
+    games,
+    panels,
+    perspective,
+    relationships,
+    transcript,
+)
+from parley.resolvers import (
+    model_calls as ledger_reads,
+)
 from parley.resolvers.names import agent_name
 from parley.storage import models
 from parley.storage.events import EpisodeEvent as StoredEvent
@@ -469,6 +482,30 @@ class Episode:
         if errors:
             raise UserInputError(errors[0].message)
         return Perspective(view=found) if found else None
+
+    @strawberry.field(
+        description="The requests sent to models for this episode (its ledger), in the order "
+        "they ended: each as sent, with its answer, tokens, latency and error. Kept for "
+        "PARLEY_MODEL_CALL_RETENTION_DAYS after the last one; an API token's only (they "
+        "show every agent's prompts, secrets included).",
+        metadata=reading("pk"),
+    )
+    async def model_calls(
+        self,
+        info: Info,
+        first: Annotated[int | None, strawberry.argument(description=FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        turn: Annotated[
+            int | None, strawberry.argument(description="Only the calls made in this turn.")
+        ] = None,
+        purpose: Annotated[
+            CallPurpose | None, strawberry.argument(description="Only calls for this purpose.")
+        ] = None,
+    ) -> Connection[ModelCall]:
+        page = await ledger_reads.model_calls(
+            info.context.services.client, str(self.record.pk), first, after, turn, purpose
+        )
+        return to_connection(page, model_call)
 
     created_at = stored("When it was queued.", when)
     started_at = stored("When its current run started.", when)

@@ -35,7 +35,8 @@ def add_commands(commands: Any) -> None:
         "--kind",
         help="what to write: all (the default; episodes with --format csv), or a "
         "comma-separated list of agents, scenarios, relationships, dimension_lists, episodes, "
-        "experiments, annotations (people's ratings of the episodes exported)",
+        "experiments, annotations (people's ratings of the episodes exported), model_calls "
+        "(their ledgers of model calls)",
     )
     out.add_argument(
         "--format",

@@ -25,7 +25,11 @@ from parley.graph.projection import reading
 from parley.resolvers.fields import Exposed
 
 Decorator = Callable[[type[Any]], type[Any]]
-_AS_GRAPHQL: dict[Any, Any] = {dict[str, Any] | None: JSON | None, dict[str, float]: JSON}
+_AS_GRAPHQL: dict[Any, Any] = {
+    dict[str, Any] | None: JSON | None,
+    dict[str, Any]: JSON,
+    dict[str, float]: JSON,
+}
 """Stored types GraphQL spells otherwise: a free-form object is JSON."""
 
 

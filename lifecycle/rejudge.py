@@ -28,6 +28,7 @@ from parley.core.errors import (
 )
 from parley.core.limits import RecordId, ShortText
 from parley.engine.errors import JudgeFailed
+from parley.engine.ledger import recording
 from parley.engine.llm import LLMRouter, ModelCatalog
 from parley.engine.panel import PanelProgress, judge_panel
 from parley.engine.stats import GenerationStats
@@ -323,7 +324,8 @@ class Rejudger:
         try:
             setup = await _setup(episode, entry)
             transcript = stored_transcript(episode, [a.name for a in setup.agents])
-            judged = await judge_panel(setup, transcript, self.llm, entry.judge_runs, on_runs)
+            with recording(episode_id, episode.attempt):
+                judged = await judge_panel(setup, transcript, self.llm, entry.judge_runs, on_runs)
         except SetupFailed as err:
             await self._fail(episode_id, running, str(err))
             return

@@ -26,6 +26,7 @@ from parley.storage import seats as seat_writes
 from parley.storage.episode_store import DEFAULT_RETENTION, EpisodeStore
 from parley.storage.events_log import EventsLog
 from parley.storage.jobs import JobQueue
+from parley.storage.ledger import Ledger
 from parley.storage.models import LISTED
 from parley.storage.runtime import redis_storage
 from parley.storage.tracking import TrackedDocuments
@@ -39,6 +40,12 @@ class Services:
     hub: EventHub
     log: EventsLog
     models: ModelRegistry
+    ledger: Ledger | None = None
+    """Where the models' calls in an episode's scope are recorded (none: not recorded)."""
+
+    def __post_init__(self) -> None:
+        if self.ledger is not None:
+            self.models.record_calls(self.ledger)
 
     @cached_property
     def seats(self) -> Seats:
@@ -73,12 +80,18 @@ class Services:
 
     @classmethod
     def over(
-        cls, client: redis.Redis, models: ModelRegistry, retention: float = DEFAULT_RETENTION
+        cls,
+        client: redis.Redis,
+        models: ModelRegistry,
+        retention: float = DEFAULT_RETENTION,
+        ledger_days: float = 0.0,
     ) -> Services:
-        """The services over a prepared client (the hub is not started)."""
+        """The services over a prepared client (the hub is not started); with `ledger_days`,
+        model calls are recorded and kept that many days."""
         jobs = JobQueue(client)
         store = EpisodeStore(client, retention, jobs.stream)
-        return cls(client, store, jobs, EventHub(client), EventsLog(client), models)
+        ledger = Ledger(client, ledger_days) if ledger_days > 0 else None
+        return cls(client, store, jobs, EventHub(client), EventsLog(client), models, ledger)
 
 
 @contextlib.asynccontextmanager
@@ -94,7 +107,12 @@ async def open_services(settings: RunSettings, *, seed_if_empty: bool) -> AsyncI
         )
         registry = ModelRegistry(settings.models_file, settings.data_dir)
         stack.push_async_callback(registry.aclose)
-        services = Services.over(client, registry, settings.event_retention_seconds)
+        services = Services.over(
+            client,
+            registry,
+            settings.event_retention_seconds,
+            settings.model_call_retention_days,
+        )
         await services.jobs.ensure_group()
         await seat_writes.index_tokens(client)
         await services.hub.start()

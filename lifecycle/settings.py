@@ -58,6 +58,12 @@ class RunSettings(BaseSettings):
         description="How long status events stay in the events log that episodeUpdates resumes "
         "from (older cursors get CURSOR_EXPIRED and a snapshot).",
     )
+    model_call_retention_days: float = Field(
+        default=30.0,
+        ge=0,
+        description="How long an episode's ledger of model calls (Episode.modelCalls) is kept "
+        "after its last call, in days; 0 records no calls.",
+    )
     log_format: LogFormat = Field(
         default="plain",
         description="plain text lines, or json: one JSON object per line (episode, attempt, "

@@ -27,6 +27,7 @@ import redis.asyncio as redis
 from parley.core.backoff import Backoff
 from parley.engine.episode import HistoryMismatch, Played, play
 from parley.engine.errors import EpisodeFailed, EpisodeSuspended
+from parley.engine.ledger import recording
 from parley.engine.limiter import INITIAL
 from parley.engine.panel import PanelProgress
 from parley.engine.stats import GenerationStats
@@ -177,6 +178,7 @@ class Worker:
         self.llm = services.models
         self.jobs = services.jobs
         self.store = services.store
+        self.ledger = services.ledger
         self.rejudger = Rejudger(services.client, services.models, self.config.max_attempts)
         self.seats = services.seats
         self.control = services.control
@@ -211,6 +213,8 @@ class Worker:
                 group.create_task(self._every(self.config.lease_seconds / 4, self._sweep))
                 group.create_task(self._every(self.config.poll_seconds, self._watch))
                 group.create_task(self._every(self.config.poll_seconds, self._expire_seats))
+                if self.ledger is not None:
+                    group.create_task(self._every(LEDGER_SWEEP_SECONDS, self.ledger.sweep))
                 group.create_task(self._read_loop())
                 await self._stopping.wait()
                 raise _Stop
@@ -655,9 +659,10 @@ class Worker:
                 raise Fenced
 
         try:
-            return await play(
-                setup, self.llm, on_turn, on_judging, history, control, judged, on_runs
-            )
+            with recording(episode_id, attempt):
+                return await play(
+                    setup, self.llm, on_turn, on_judging, history, control, judged, on_runs
+                )
         except EpisodeSuspended as suspended:
             await self._park(episode, attempt, suspended.state, spent)
             return None
@@ -684,6 +689,10 @@ class Worker:
                 "finished_at": time.time(),
             },
         )
+
+
+LEDGER_SWEEP_SECONDS = 60.0
+"""How often a worker deletes a batch of ledgers past the retention window."""
 
 
 class _Stop(Exception):

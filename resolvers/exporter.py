@@ -19,6 +19,7 @@ import redis.asyncio as redis
 
 from parley.core.errors import BadArgument
 from parley.resolvers import annotation_exchange as ratings
+from parley.resolvers import call_exchange as calls
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.episodes import episode_query
 from parley.resolvers.pagination import searchable
@@ -182,6 +183,10 @@ async def lines(
         async for batch in ratings.lines(client, chosen.query()):
             yield batch
         return
+    if kind == fmt.Kind.MODEL_CALLS:
+        async for batch in _call_lines(client, chosen):
+            yield batch
+        return
     model = MODELS[kind]
     if kind == fmt.Kind.EXPERIMENTS:
         async for batch in _experiment_lines(client, chosen):
@@ -203,6 +208,21 @@ async def lines(
             yield [await _dimension_list_line(client, d) for d in docs]
         else:
             yield await _episode_lines(profiles, docs)
+
+
+async def _call_lines(
+    client: redis.Redis, chosen: EpisodeFilter
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """The chosen episodes' model calls, each body once in the whole export."""
+    query = chosen.query()
+    if not searchable(query):
+        return
+    sent: set[str] = set()
+    async for batch in matching_keys(client, EpisodeLog, str(query.query)):
+        ids = [key.rsplit(":", 1)[-1] for key in batch]
+        found = await calls.lines(client, ids, sent)
+        if found:
+            yield found
 
 
 async def _experiment_lines(

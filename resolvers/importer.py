@@ -19,6 +19,7 @@ from parley.core.import_report import ImportReport
 from parley.core.limits import PATTERNS, Name, RecordId, ShortText
 from parley.core.wording import summary
 from parley.resolvers import annotation_exchange as ratings
+from parley.resolvers import call_exchange as calls
 from parley.resolvers import client_json
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.agents import AGENT, NewAgent
@@ -202,7 +203,7 @@ def dimension_list(line: dict[str, Any]) -> NewDimensionList:
     return NewDimensionList(pk=pk, name=line.get("name"), dimensions=line.get("dimensions"))
 
 
-Parsed = Record | NewDimensionList | SlotPart | ImportedExperiment | ratings.Line
+Parsed = Record | NewDimensionList | SlotPart | ImportedExperiment | ratings.Line | calls.CallLine
 BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Parsed]] = {
     fmt.Kind.AGENTS: agent_record,
     fmt.Kind.SCENARIOS: scenario_record,
@@ -211,6 +212,7 @@ BUILDERS: dict[fmt.Kind, Callable[[dict[str, Any]], Parsed]] = {
     fmt.Kind.EPISODES: episode_record,
     fmt.Kind.EXPERIMENTS: experiment_part,
     fmt.Kind.ANNOTATIONS: ratings.parse,
+    fmt.Kind.MODEL_CALLS: calls.parse,
 }
 
 
@@ -259,6 +261,10 @@ class Importer:
             await self.ratings.add(number, record)
             return
         await self.ratings.flush()
+        if isinstance(record, calls.CallLine):  # after its episode, which must be stored
+            await self.flush()
+            await calls.add(self.client, self.report, number, record)
+            return
         if isinstance(record, NewDimensionList):
             await self.flush()
             await self._dimension_list(number, record)

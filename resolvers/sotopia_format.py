@@ -36,6 +36,9 @@ class Kind(StrEnum):
     ANNOTATIONS = "annotations"
     """People's ratings of the episodes exported: Sotopia's `AnnotationForEpisode` and
     `Annotator` records, with their rating study's line (resolvers/annotation_exchange.py)."""
+    MODEL_CALLS = "model_calls"
+    """Parley's own kind: the exported episodes' ledgers of model calls, a call a line, each
+    body given once (resolvers/call_exchange.py)."""
 
 
 AGENT_FIELDS = (
@@ -110,6 +113,8 @@ ID_FIELD = {
 SLOTS_FIELD = "experiment_slots"
 """The field of a line holding part of an experiment's slots: the experiment's id."""
 SLOTS_PER_LINE = 1000
+CALL_OF = "model_call_of"
+"""The field of a line holding a model call: its episode's id."""
 EXPERIMENT_FIELDS = ("name", "tag", "design", "slot_count", "created_at", "started_at")
 REJUDGINGS_PER_EXPERIMENT = 1000
 """The most re-judgings an experiment's line names."""
@@ -136,6 +141,8 @@ def kind_of(line: dict[str, Any]) -> Kind | None:
             return kind
     if SLOTS_FIELD in line:
         return Kind.EXPERIMENTS
+    if CALL_OF in line:
+        return Kind.MODEL_CALLS
     if is_rating_line(line):
         return Kind.ANNOTATIONS
     if "scenario_id" in line and "agent_goals" in line:

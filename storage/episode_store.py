@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 
-from parley.storage import keys
+from parley.storage import keys, ledger
 from parley.storage.events import status_event
 from parley.storage.jobs import episode_entry
 from parley.storage.models import EpisodeLog, EpisodeStatus, StatusChange, Waiting
@@ -341,10 +341,12 @@ class EpisodeStore:
         return found
 
     async def delete(self, episode: EpisodeLog) -> None:
-        """Delete an episode with the keys that name it: its re-judgings' records of it, the
+        """Delete an episode with the keys that name it: its ledger of model calls (with the
+        bodies no other ledger refers to), its re-judgings' records of it, the
         keys its seat credentials are found by and its idempotency key (a new start with that
         key makes a new episode)."""
         pk = str(episode.pk)
+        await ledger.delete(self.client, pk)
         related = [keys.evaluation_record(e.id, pk) for e in episode.evaluations]
         related += [keys.seat_token(s.token_hash) for s in episode.human_seats if s.token_hash]
         if episode.idempotency_key:

@@ -214,3 +214,33 @@ def study_gold(study_id: str) -> str:
     """A hash from a rater's gold episode (`<rater>:<episode number>`) to how their saved
     rating compares with the expected scores (JSON)."""
     return f"parley:study-gold:{study_id}"
+
+
+def model_calls(episode_id: str) -> str:
+    """The episode's ledger of model calls: a Stream, one entry per call in the order they
+    ended (its entry id is the call's cursor); see storage/ledger.py."""
+    return f"parley:calls:{episode_id}"
+
+
+def model_call_bodies(episode_id: str) -> str:
+    """A set of the content hashes the episode's calls refer to: each counted once in
+    CALL_BODY_REFS however often the episode sends it."""
+    return f"parley:calls:{episode_id}:bodies"
+
+
+CALL_BODY_PREFIX = "parley:call-body:"
+"""A message or response format of a model call, stored once as its canonical JSON at this
+prefix plus its SHA-256 (hex)."""
+
+
+def call_body(content_hash: str) -> str:
+    return f"{CALL_BODY_PREFIX}{content_hash}"
+
+
+CALL_BODY_REFS = "parley:call-body-refs"
+"""A hash: for each stored body, how many episodes' ledgers refer to it (the body goes with the
+last of them)."""
+
+CALL_LEDGERS = "parley:calls:episodes"
+"""A sorted set of the episodes with a ledger by the time of its last call (epoch seconds):
+what the retention sweep deletes from."""

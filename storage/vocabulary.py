@@ -24,12 +24,14 @@ class ActRefusal(StrEnum):
 
 
 class ImportOutcome(StrEnum):
-    """What storing an imported experiment did."""
+    """What storing an imported experiment (or model call) did."""
 
     CREATED = "created"
     SKIPPED = "skipped"
     NAMED = "named"
     INCOMPLETE = "incomplete"
+    MISSING = "missing"
+    """A model call's episode is not stored."""
 
 
 class RelationshipRefusal(StrEnum):

@@ -56,6 +56,8 @@ EPISODE = {
     "environmentMessages": "environmentMessages { sequence turn text to at }",
     "perspective": "perspective(seat: 1) { seat agentName goal background partners { name "
     "relationship profile } seen { sequence turn speaker text to } yourTurn { turn } }",
+    "modelCalls": "modelCalls(first: 5) { totalCount nodes { id purpose turn messages { role } "
+    "answer } }",
 }
 """Every field of an episode: its name, or for one of an object type, what to select of it."""
 AGENT = {

@@ -273,6 +273,16 @@ def visits(world: World) -> list[Visit]:
         ],
         Visit("episode-game", f"#/episodes/{world.game}", "section.game .game-phase"),
         Visit("episode-unknown", "#/episodes/no-such-episode", "text=Episode not found"),
+        Visit(
+            "episode-calls",
+            f"#/episodes/{world.episodes['COMPLETED']}/calls",
+            'li.model-call[data-purpose="JUDGE"] .call-answer',
+        ),
+        Visit(
+            "episode-calls-turn",
+            f"#/episodes/{world.episodes['COMPLETED']}/calls?turn=1",
+            'li.model-call[data-purpose="TURN"][data-turn="1"] details',
+        ),
         Visit("agent-unknown", "#/agents/no-such-agent", "text=Agent not found"),
         Visit("start", "#/start", "form.start-form"),
         Visit("describe", "#/describe", "form.describe-form"),

@@ -11,7 +11,7 @@ import pytest
 from parley.storage.scripts import LUA, VOCABULARY, Script, vocabulary_prelude
 
 QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
-CALL = re.compile(r"redis\.call\(\s*'([^']*)'")
+CALL = re.compile(r"redis\.p?call\(\s*'([^']*)'")
 SYNTAX = {"", "$", "[", "]", "[]", "null", "*", ",", ":", "}"}
 """JSON and Redis syntax: the root path, list brackets, a JSON null, XADD's new id, the joints
 of an event's JSON."""

@@ -72,6 +72,12 @@ class JudgeErrorCode(str, Enum):
     INVALID_OUTPUT = "INVALID_OUTPUT"
 
 
+class ModelCallPurpose(str, Enum):
+    TURN = "TURN"
+    REASK = "REASK"
+    JUDGE = "JUDGE"
+
+
 class Redelivery(str, Enum):
     RESUME = "RESUME"
     RESTART = "RESTART"

@@ -3,6 +3,7 @@
 // so does the browser test that visits every page.
 
 import { describePage } from "./pages/describe.js";
+import { CALLS_ROUTE, callsPage } from "./pages/episode-calls.js";
 import { episodePage } from "./pages/episode.js";
 import { episodesPage } from "./pages/episodes.js";
 import { experimentRoutes } from "./pages/experiments.js";
@@ -15,6 +16,7 @@ import { worldRoutes } from "./pages/world.js";
 export const ROUTES = [
   [/^\/$/, episodesPage, "episodes"],
   [/^\/episodes\/([^/]+)$/, episodePage, "episodes"],
+  [CALLS_ROUTE, callsPage, "episodes"],
   [/^\/start$/, startPage, "start"],
   [/^\/describe$/, describePage, "describe"],
   [SEAT_ROUTE, seatPage, "episodes"],

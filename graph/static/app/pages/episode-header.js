@@ -59,7 +59,8 @@ export function episodeHeader(api, state, onPauseAt) {
     const { scenario, status, id, tag, attempt } = state.episode;
     title.replaceChildren(scenario ? scenario.codename || "Episode" : "Episode (scenario deleted)", " ", statusBadge(status));
     title.dataset.status = status;
-    summary.replaceChildren(`Episode ${id}`, tag ? ` · tag ${tag}` : "", attempt ? ` · attempt ${attempt}` : " · not started yet");
+    const calls = h("a", { href: `#/episodes/${encodeURIComponent(id)}/calls`, class: "calls-link" }, "model calls");
+    summary.replaceChildren(`Episode ${id}`, tag ? ` · tag ${tag}` : "", attempt ? ` · attempt ${attempt}` : " · not started yet", " · ", calls);
     actions.replaceChildren();
     if (TERMINAL.has(status)) return;
     actions.append(

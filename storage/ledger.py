@@ -1,0 +1,261 @@
+"""The ledger of model calls: each episode's calls in a Stream, the bodies they send stored once.
+
+A call's entry (`StoredCall`) names its messages and its response format by the SHA-256 of their
+canonical JSON (engine/ledger.py); each body is stored once at `keys.call_body(hash)` and counted
+once per episode that refers to it (`keys.CALL_BODY_REFS`), so the system prompt every turn of
+every episode repeats is one string, and deleting the last episode that sends it frees it.
+Appending is one script per call (`append_call.lua`); deleting, by the episode's deletion or the
+retention sweep, is one (`delete_calls.lua`).
+
+The request of a call is kept exactly as sent: its messages are the bodies in order, its
+response format the schema's body, and every other key of the JSON body is `params`; together
+they give back the body whose hash is `request` (how a replay finds the recorded answer).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import redis.asyncio as redis
+from pydantic import BaseModel, ConfigDict, Field
+
+from parley.engine.ledger import CallPurpose, ModelCall, canonical, content_hash
+from parley.storage import keys
+from parley.storage.scripts import Script
+from parley.storage.vocabulary import ImportOutcome
+
+log = logging.getLogger("parley.ledger")
+
+CALL_FIELD = "call"
+"""The field of a ledger entry that holds its call's JSON."""
+DAY = 86400.0
+SWEEP_BATCH = 100
+
+
+class StoredCall(BaseModel):
+    """One model call as its ledger entry holds it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt: int = Field(ge=0)
+    """The episode's attempt that made the call."""
+    purpose: CallPurpose
+    seat: int | None = Field(default=None, ge=0)
+    turn: int | None = Field(default=None, ge=0)
+    judge: str | None = None
+    model: str
+    params: dict[str, Any]
+    """The request body's keys besides `messages` and `response_format` (model, sampling)."""
+    messages: list[str]
+    """The hash of each message sent, in order."""
+    schema_hash: str | None = None
+    """The hash of the `response_format` sent, if one was."""
+    request: str
+    """The hash of the whole request body."""
+    answer: str | None = None
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    estimated_tokens: int = Field(default=0, ge=0)
+    latency_ms: float = Field(ge=0)
+    attempts: int = Field(ge=0)
+    error_code: str | None = None
+    error_message: str | None = None
+    at: float
+    """When the call ended (epoch seconds)."""
+
+    def hashes(self) -> list[str]:
+        return [*self.messages, *([self.schema_hash] if self.schema_hash else [])]
+
+    def body(self, bodies: dict[str, Any]) -> dict[str, Any]:
+        """The request body as sent, from its bodies by hash (KeyError for one missing)."""
+        request: dict[str, Any] = dict(self.params)
+        if self.schema_hash:
+            request["response_format"] = bodies[self.schema_hash]
+        request["messages"] = [bodies[h] for h in self.messages]
+        return request
+
+
+def stored_call(call: ModelCall, at: float) -> tuple[StoredCall, dict[str, str]]:
+    """A call's entry and the canonical JSON of each body it refers to, by hash."""
+    sent = call.request
+    bodies: dict[str, str] = {}
+
+    def named(value: Any) -> str:
+        text = canonical(value)
+        digest = content_hash(value)
+        bodies[digest] = text
+        return digest
+
+    schema = sent.get("response_format")
+    scope = call.scope
+    entry = StoredCall(
+        attempt=scope.attempt,
+        purpose=scope.purpose,
+        seat=scope.seat,
+        turn=scope.turn,
+        judge=scope.judge,
+        model=call.model,
+        params={k: v for k, v in sent.items() if k not in ("messages", "response_format")},
+        messages=[named(m) for m in sent.get("messages", [])],
+        schema_hash=None if schema is None else named(schema),
+        request=content_hash(sent),
+        answer=call.answer,
+        prompt_tokens=call.tokens.prompt_tokens,
+        completion_tokens=call.tokens.completion_tokens,
+        estimated_tokens=call.tokens.estimated_tokens,
+        latency_ms=round(call.latency_ms, 3),
+        attempts=call.attempts,
+        error_code=call.error_code,
+        error_message=call.error_message,
+        at=at,
+    )
+    return entry, bodies
+
+
+class AppendKeys(NamedTuple):
+    calls: str
+    bodies: str
+    refs: str
+    ledgers: str
+
+
+class AppendArgs(NamedTuple):
+    field: str
+    entry: str
+    now: float
+    episode: str
+
+
+class DeleteArgs(NamedTuple):
+    body_prefix: str
+    episode: str
+    before: float | str
+    """Delete only a ledger whose last call ended before this (epoch seconds); "": any."""
+
+
+class ImportKeys(NamedTuple):
+    calls: str
+    bodies: str
+    refs: str
+    ledgers: str
+    episode: str
+
+
+class ImportArgs(NamedTuple):
+    id: str
+    field: str
+    entry: str
+    now: float
+    episode: str
+
+
+APPEND = Script("append_call", AppendKeys, AppendArgs)
+IMPORT = Script("import_call", ImportKeys, ImportArgs)
+DELETE = Script("delete_calls", AppendKeys, DeleteArgs)
+
+
+def _keys(episode_id: str) -> AppendKeys:
+    return AppendKeys(
+        keys.model_calls(episode_id),
+        keys.model_call_bodies(episode_id),
+        keys.CALL_BODY_REFS,
+        keys.CALL_LEDGERS,
+    )
+
+
+async def append(
+    client: redis.Redis, episode_id: str, entry: StoredCall, bodies: dict[str, str]
+) -> str:
+    """Append one call to the episode's ledger with the bodies it refers to; its entry id."""
+    hashes = list(bodies)
+    texts = [part for h in hashes for part in (h, bodies[h])]
+    args = AppendArgs(CALL_FIELD, entry.model_dump_json(), entry.at, episode_id)
+    entry_id = await APPEND(
+        client, _keys(episode_id), args, [keys.call_body(h) for h in hashes], texts
+    )
+    return str(entry_id)
+
+
+async def restore(
+    client: redis.Redis,
+    episode_key: str,
+    episode_id: str,
+    entry_id: str,
+    entry: StoredCall,
+    bodies: dict[str, str | None],
+) -> tuple[ImportOutcome, str]:
+    """Put an exported call back at its entry id in the ledger of the stored episode (at
+    `episode_key`), with the bodies it refers to (None: given by an earlier call, so stored
+    already): CREATED; SKIPPED when the ledger holds that id or a later one; MISSING without
+    the episode; INCOMPLETE (with the hash) for a body neither given nor stored."""
+    hashes = list(bodies)
+    texts = [part for h in hashes for part in (h, bodies[h] or "")]
+    outcome, detail = await IMPORT(
+        client,
+        ImportKeys(*_keys(episode_id), episode_key),
+        ImportArgs(entry_id, CALL_FIELD, entry.model_dump_json(), entry.at, episode_id),
+        [keys.call_body(h) for h in hashes],
+        texts,
+    )
+    return ImportOutcome(outcome), str(detail)
+
+
+async def delete(client: redis.Redis, episode_id: str, before: float | None = None) -> int:
+    """Delete the episode's ledger (with `before`, only if its last call ended before that);
+    how many bodies no other ledger referred to were freed, or -1 when it was kept."""
+    args = DeleteArgs(keys.CALL_BODY_PREFIX, episode_id, "" if before is None else before)
+    freed = await DELETE(client, _keys(episode_id), args)
+    return int(freed)
+
+
+async def sweep(client: redis.Redis, older_than: float, limit: int = SWEEP_BATCH) -> int:
+    """Delete the ledgers whose last call ended before `older_than` (epoch seconds), up to
+    `limit` of them; how many were deleted."""
+    stale: Any = await client.zrangebyscore(
+        keys.CALL_LEDGERS, "-inf", f"({older_than}", start=0, num=limit
+    )
+    deleted = 0
+    for episode_id in stale:
+        deleted += await delete(client, episode_id, older_than) >= 0
+    return deleted
+
+
+class Ledger:
+    """Keeps the model calls of episodes for `retention_days` (engine/ledger.py's CallLedger).
+
+    Writing a call never fails the call: a Redis error is logged and counted in `failures`."""
+
+    def __init__(self, client: redis.Redis, retention_days: float) -> None:
+        self.client = client
+        self.retention_days = retention_days
+        self.failures = 0
+
+    async def record(self, call: ModelCall) -> None:
+        episode = {"episode": call.scope.episode_id}
+        try:
+            entry, bodies = stored_call(call, time.time())
+            await append(self.client, call.scope.episode_id, entry, bodies)
+        except (redis.RedisError, OSError) as err:
+            self.failures += 1
+            log.warning("model call not recorded: %s", err, extra=episode)
+        except Exception:  # a bug here must not fail the episode whose call it was
+            self.failures += 1
+            log.exception("model call not recorded", extra=episode)
+
+    async def sweep(self, now: float | None = None) -> int:
+        """Delete the ledgers past the retention window (a batch of them)."""
+        cutoff = (time.time() if now is None else now) - self.retention_days * DAY
+        return await sweep(self.client, cutoff)
+
+
+async def read_bodies(client: redis.Redis, hashes: Sequence[str]) -> dict[str, Any]:
+    """The bodies stored under `hashes` (decoded), by hash; a missing one is left out."""
+    unique = list(dict.fromkeys(hashes))
+    if not unique:
+        return {}
+    texts: Any = await client.mget([keys.call_body(h) for h in unique])
+    return {h: json.loads(t) for h, t in zip(unique, texts, strict=True) if t is not None}
