@@ -5,6 +5,7 @@
 Needs an interpreter with Sotopia installed, named by PARLEY_SOTOPIA_PYTHON (CI makes one with
 `sotopia==0.1.5`); without it the test is skipped, unless PARLEY_REQUIRE_SOTOPIA=1 (as in CI)."""
 
+import asyncio
 import json
 import os
 import subprocess
@@ -66,7 +67,8 @@ async def test_sotopia_reads_a_studys_ratings_and_episodes(
 ) -> None:
     python = sotopia_python()
     study, episodes, _, _ = await rated_study(gql, EPISODES, raters=2)
-    read = subprocess.run(
+    read = await asyncio.to_thread(
+        subprocess.run,
         [python, "-c", READER, json.dumps(episodes)],
         env={**os.environ, "REDIS_OM_URL": redis_url},
         capture_output=True,
