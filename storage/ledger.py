@@ -247,9 +247,13 @@ class Ledger:
             log.exception("model call not recorded", extra=episode)
 
     async def sweep(self, now: float | None = None) -> int:
-        """Delete the ledgers past the retention window (a batch of them)."""
+        """Delete every ledger past the retention window, a batch at a time (a batch that
+        comes back short is the last); how many were deleted."""
         cutoff = (time.time() if now is None else now) - self.retention_days * DAY
-        return await sweep(self.client, cutoff)
+        total = 0
+        while (deleted := await sweep(self.client, cutoff)) == SWEEP_BATCH:
+            total += deleted
+        return total + deleted
 
 
 async def read_bodies(client: redis.Redis, hashes: Sequence[str]) -> dict[str, Any]:

@@ -292,3 +292,15 @@ async def test_a_call_the_ledger_cannot_encode_is_counted_not_raised(
     keeper = Ledger(redis_client, 30.0)
     await keeper.record(odd)
     assert keeper.failures == 1
+
+
+async def test_one_sweep_deletes_every_ledger_past_the_window_beyond_a_batch(
+    redis_client: redis.Redis,
+) -> None:
+    keeper = Ledger(redis_client, 30.0)
+    pks = [f"ledger-many-{uuid.uuid4().hex}" for _ in range(ledger.SWEEP_BATCH + 3)]
+    for pk in pks:
+        await keeper.record(call(pk, 0))
+    deleted = await keeper.sweep(now=time.time() + 31 * DAY)
+    assert deleted >= len(pks)
+    assert not await redis_client.exists(*(keys.model_calls(pk) for pk in pks))
