@@ -66,6 +66,11 @@ class JudgeFailed(EpisodeFailed):
         self.runs = runs or []
 
 
+class ReplayMissing(EpisodeFailed):
+    """A replay met a request its source's ledger does not hold (engine/ledger.py `missing`):
+    the episode stops there, with no model asked. Not a judge's failure: it ends the episode."""
+
+
 class EpisodeSuspended(EngineError):
     """The episode stopped before a turn to wait (for a person, or a pause): `state` says where;
     playing it again with its stored history goes on from there."""

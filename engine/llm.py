@@ -18,9 +18,21 @@ from parley.engine.errors import (
     LLMTimeout,
     LLMTransportError,
     LocalModelError,
+    ReplayMissing,
     UnknownModelError,
 )
-from parley.engine.ledger import CallLedger, CallScope, ModelCall, current_scope
+from parley.engine.ledger import (
+    AnswerSource,
+    CallLedger,
+    CallScope,
+    ModelCall,
+    Recorded,
+    Served,
+    content_hash,
+    current_scope,
+    current_source,
+    missing,
+)
 from parley.engine.limiter import AdaptiveLimit
 from parley.engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
 from parley.engine.models import (
@@ -212,9 +224,14 @@ class ModelRegistry:
 
     async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str:
         """Send one chat request, retrying transport failures; return the reply text. A call
-        in an episode's scope is recorded in the ledger, answered or failed."""
-        scope = current_scope() if self._ledger is not None else None
-        if scope is None:
+        in an episode's scope is recorded in the ledger, answered or failed. A scope with an
+        answer source (a replay, the cache) takes the recorded answer instead when it has one."""
+        scope, source = current_scope(), current_source()
+        if scope is not None and source is not None:
+            served = await self._served(scope, source, model, request, stats)
+            if served is not None:
+                return served
+        if scope is None or self._ledger is None:
             return await self._complete(model, request, stats, _Trace())
         trace = _Trace()
         try:
@@ -224,6 +241,39 @@ class ModelRegistry:
             raise
         await self._record(scope, model, trace, None)
         return text
+
+    async def _served(
+        self,
+        scope: CallScope,
+        source: AnswerSource,
+        model: str,
+        request: ChatRequest,
+        stats: GenerationStats,
+    ) -> str | None:
+        """The answer `source` recorded for this request, as this registry would send it (with
+        its schema as `response_format`, or in the prompt where an endpoint refused that), or
+        None to ask the model; a replay stops at a request its source lacks. A recorded failure
+        fails again."""
+        info = self.resolve(model)
+        bodies = []
+        if request.schema is not None and info.json_schema:
+            bodies.append(_request_kwargs(info, request, True))
+        bodies.append(_request_kwargs(info, request, False))
+        for body in bodies:
+            found = await source.find(scope, content_hash(body))
+            if found is not None:
+                break
+        else:
+            if source.served == Served.REPLAY:
+                raise ReplayMissing(missing(scope, content_hash(bodies[0])), stats)
+            return None
+        if self._ledger is not None:
+            await self._ledger.record(_served_call(scope, model, body, found, source.served))
+        if found.error_code is not None or found.answer is None:
+            stats.failures += 1
+            failed = LLMTimeout if found.error_code == "timeout" else LLMTransportError
+            raise failed(found.error_message or f"{model}: answer without choices")
+        return _clean(found.answer, info)
 
     async def _record(self, scope: CallScope, model: str, trace: _Trace, error: str | None) -> None:
         if self._ledger is None or trace.request is None:  # nothing was sent
@@ -314,6 +364,25 @@ class ModelRegistry:
         for endpoint in endpoints:
             await endpoint.client.aclose()
         await self.local.aclose()
+
+
+def _served_call(
+    scope: CallScope, model: str, body: dict[str, Any], found: Recorded, served: Served
+) -> ModelCall:
+    """The ledger's record of a call answered from a ledger: nothing sent, nothing spent."""
+    return ModelCall(
+        scope=scope,
+        model=model,
+        request=body,
+        answer=found.answer,
+        tokens=TokenCount(),
+        latency_ms=0.0,
+        attempts=0,
+        error_code=found.error_code,
+        error_message=found.error_message,
+        served=served,
+        served_from=found.episode_id,
+    )
 
 
 def _request_kwargs(info: ModelInfo, request: ChatRequest, use_schema: bool) -> dict[str, Any]:

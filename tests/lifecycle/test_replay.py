@@ -1,0 +1,179 @@
+"""Replaying episodes from their ledgers, and the cache mode, with a real worker, a real Redis
+and a fake model server of the test's own that counts every request it gets."""
+
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as redis
+
+from bench.support.fake_llm import FakeLLM
+from bench.support.simulation import make_world, start_fields
+from parley.core.errors import ErrorCode
+from parley.engine.ledger import CallPurpose, CallScope, ReplayCode, Served
+from parley.lifecycle import start
+from parley.lifecycle.replay import replay_episode
+from parley.lifecycle.services import Services
+from parley.storage import keys
+from parley.storage.answers import ReplaySource, ledger_calls
+from parley.storage.ledger import Ledger, StoredCall
+from parley.storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
+from parley.storage.records import get_or_none
+from tests.lifecycle.conftest import burst
+
+
+@pytest.fixture
+async def recorded(services: Services, redis_client: redis.Redis) -> AsyncIterator[Services]:
+    """The services with their model calls recorded."""
+    yield dataclasses.replace(services, ledger=Ledger(redis_client, 30.0))
+    services.models.record_calls(None)
+
+
+async def finished(services: Services, fields: dict[str, Any]) -> EpisodeLog:
+    episode, errors = await start.start(services, fields)
+    assert not errors and episode is not None, errors
+    await burst(services)
+    stored = await get_or_none(EpisodeLog, str(episode.pk))
+    assert stored is not None
+    return stored
+
+
+async def replayed(services: Services, source: str) -> EpisodeLog:
+    episode, errors = await replay_episode(services, source)
+    assert not errors and episode is not None, errors
+    await burst(services)
+    stored = await get_or_none(EpisodeLog, str(episode.pk))
+    assert stored is not None and stored.replay_of == source
+    return stored
+
+
+def transcript(episode: EpisodeLog) -> list[dict[str, Any]]:
+    return [t.model_dump(exclude={"sequence", "at"}) for t in episode.turns]
+
+
+async def test_a_replay_asks_no_model_and_matches_turn_by_turn(
+    recorded: Services, own_fake_llm: FakeLLM, redis_client: redis.Redis
+) -> None:
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    model = own_fake_llm.model_name()
+    source = await finished(recorded, start_fields(scenario, agents, model, max_turns=3, tag=tag))
+    assert source.status == EpisodeStatus.COMPLETED and source.rewards
+    asked = len(own_fake_llm.requests)
+    assert asked > 0
+    replay = await replayed(recorded, str(source.pk))
+    assert len(own_fake_llm.requests) == asked  # not one request more
+    assert replay.status == EpisodeStatus.COMPLETED
+    assert transcript(replay) == transcript(source) and len(replay.turns) == 3
+    assert replay.rewards == source.rewards
+    assert replay.replay is not None and replay.replay.matched, replay.replay
+    assert replay.replay.turns_matched == 3 and replay.replay.code is None
+    calls = await ledger_calls(redis_client, str(replay.pk))
+    assert calls and all(c.served == Served.REPLAY for c in calls)
+    assert all(c.served_from == str(source.pk) and c.attempts == 0 for c in calls)
+    again = await replayed(recorded, str(replay.pk))  # a replay's ledger replays too
+    assert again.replay is not None and again.replay.matched
+    assert len(own_fake_llm.requests) == asked
+
+
+async def test_a_changed_prompt_stops_the_replay_with_its_code(
+    recorded: Services, own_fake_llm: FakeLLM
+) -> None:
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    model = own_fake_llm.model_name()
+    source = await finished(recorded, start_fields(scenario, agents, model, max_turns=2, tag=tag))
+    asked = len(own_fake_llm.requests)
+    profile = await EnvironmentProfile.get(scenario)
+    profile.scenario = "Colleagues decide where to have dinner."
+    await profile.save()
+    replay = await replayed(recorded, str(source.pk))
+    assert len(own_fake_llm.requests) == asked
+    assert replay.status == EpisodeStatus.FAILED and replay.turns == []
+    check = replay.replay
+    assert check is not None and not check.matched
+    assert check.code == ReplayCode.MISSING_CALL and check.turns_matched == 0
+    assert replay.error is not None and replay.error.startswith("REPLAY_MISSING_CALL:")
+    assert "seat 0's turn 0" in replay.error and "the prompts changed" in replay.error
+
+
+async def test_an_episode_without_a_ledger_is_refused(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    fields = start_fields(scenario, agents, fake_llm.model_name(), max_turns=1, tag=tag)
+    source = await finished(services, fields)  # no ledger kept
+    episode, errors = await replay_episode(services, str(source.pk))
+    assert episode is None and [e.code for e in errors] == [ErrorCode.NOT_FOUND]
+    missing, errors = await replay_episode(services, "01NOSUCHEPISODE0000000000")
+    assert missing is None and [e.code for e in errors] == [ErrorCode.NOT_FOUND]
+
+
+def call(request: str, answer: str, seat: int, turn: int, attempt: int = 1) -> StoredCall:
+    return StoredCall(
+        attempt=attempt,
+        purpose=CallPurpose.TURN,
+        seat=seat,
+        turn=turn,
+        model="m",
+        params={},
+        messages=[],
+        request=request,
+        answer=answer,
+        latency_ms=0,
+        attempts=1,
+        at=0,
+    )
+
+
+async def test_identical_requests_replay_in_ledger_order_by_place() -> None:
+    calls = [
+        call("same", "first", 0, 0),
+        call("same", "second", 0, 1),
+        call("same", "third", 1, 2),
+        call("other", "lost", 1, 3, attempt=1),
+        call("other", "kept", 1, 3, attempt=2),  # a later attempt made it again
+    ]
+    source = ReplaySource("src", calls)
+    scope = CallScope("new", 1)
+
+    async def answer(request: str, seat: int, turn: int) -> str | None:
+        found = await source.find(dataclasses.replace(scope, seat=seat, turn=turn), request)
+        return None if found is None else found.answer
+
+    assert await answer("same", 1, 2) == "third"  # its own place first
+    assert await answer("same", 0, 0) == "first"
+    assert await answer("same", 5, 5) == "second"  # then ledger order
+    assert await answer("same", 0, 1) is None  # each recorded answer is given once
+    assert await answer("other", 1, 3) == "kept"
+
+
+async def test_cache_mode_asks_only_what_no_ledger_holds(
+    recorded: Services, own_fake_llm: FakeLLM, redis_client: redis.Redis
+) -> None:
+    tag = f"cache-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    fields = start_fields(scenario, agents, own_fake_llm.model_name(), max_turns=2, tag=tag)
+    first = await finished(recorded, fields)
+    asked = len(own_fake_llm.requests)
+    cached = await finished(recorded, {**fields, "cache": True})
+    assert cached.status == EpisodeStatus.COMPLETED and cached.cache
+    assert len(own_fake_llm.requests) == asked  # every request was asked before
+    assert transcript(cached) == transcript(first) and cached.rewards == first.rewards
+    calls = await ledger_calls(redis_client, str(cached.pk))
+    assert calls and all(c.served == Served.CACHE for c in calls)
+    longer = await finished(recorded, {**fields, "cache": True, "max_turns": 3})
+    assert longer.status == EpisodeStatus.COMPLETED
+    fresh = [c for c in await ledger_calls(redis_client, str(longer.pk)) if c.served is None]
+    assert [(c.purpose, c.turn) for c in fresh if c.purpose == CallPurpose.TURN] == [
+        (CallPurpose.TURN, 2)
+    ]  # only the turn no ledger held (and the judge of a longer transcript) asked the model
+    assert len(own_fake_llm.requests) == asked + len(fresh)
+    # deleting the ledgers takes their answers out of the cache
+    for episode in (first, cached, longer):
+        await recorded.store.delete(episode)
+    for c in calls:
+        assert await redis_client.hget(keys.CALL_ANSWERS, c.request) is None
