@@ -76,6 +76,11 @@ class ModelCall:
         "no_choices; null when answered."
     )
     error_message = stored("What the provider or the connection said, when it failed.")
+    served = stored(
+        "Set when no model was asked: REPLAY (the replayed episode's ledger) or CACHE (an "
+        "identical request's recorded answer); tokens and latency are then 0."
+    )
+    served_from = stored("The episode whose ledger gave the answer, when served.")
 
     @strawberry.field(description="When the call ended.")
     def finished_at(self) -> datetime:

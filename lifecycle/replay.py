@@ -10,6 +10,7 @@ and results are those of any experiment.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -167,3 +168,40 @@ async def checked(
     ended = {**stored.model_dump(mode="json"), **to_jsonable_python(fields), "status": status}
     replay = EpisodeLog.model_validate(ended)
     return {"replay": compare(source, replay).model_dump(mode="json")}
+
+
+@dataclass(frozen=True)
+class ExperimentCheck:
+    """How a replayed experiment's episodes compare with the source's, slot by slot."""
+
+    matched: bool | None
+    """None while a slot has not ended its replay; then whether every one matched."""
+    checked: int
+    """Slots whose replay has ended."""
+    mismatched: int
+    first_divergence: str | None = None
+    """The first slot that does not match: its number, its episode and why."""
+
+
+async def experiment_check(services: Services, experiment: Experiment) -> ExperimentCheck | None:
+    """None for an experiment that is no replay."""
+    if experiment.replay_of is None:
+        return None
+    filled = await ExperimentStore(services.client).slots(str(experiment.pk))
+    numbers = sorted(filled)
+    episodes = await start.get_many(services.client, [filled[n] for n in numbers])
+    checks = {str(e.pk): e.replay for e in episodes}
+    checked = mismatched = 0
+    first: str | None = None
+    for number in numbers:
+        check = checks.get(filled[number])
+        if check is None:
+            continue
+        checked += 1
+        if not check.matched:
+            mismatched += 1
+            if first is None:
+                first = f"slot {number} (episode {filled[number]}): {check.divergence}"
+    done = checked == experiment.slot_count
+    matched = (mismatched == 0) if done else (False if mismatched else None)
+    return ExperimentCheck(matched, checked, mismatched, first)
