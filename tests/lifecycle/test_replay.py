@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from bench.support.fake_llm import FakeLLM
+from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.simulation import make_world, start_fields
 from parley.core.errors import ErrorCode
-from parley.engine.ledger import CallPurpose, CallScope, ReplayCode, Served
+from parley.engine.ledger import CallPurpose, CallScope, ReplayCode, Served, content_hash
 from parley.lifecycle import start
+from parley.lifecycle.experiments import create_experiment, start_experiment
 from parley.lifecycle.replay import replay_episode
 from parley.lifecycle.services import Services
 from parley.storage import keys
@@ -177,3 +178,44 @@ async def test_cache_mode_asks_only_what_no_ledger_holds(
         await recorded.store.delete(episode)
     for c in calls:
         assert await redis_client.hget(keys.CALL_ANSWERS, c.request) is None
+
+
+async def test_an_interrupted_experiment_run_again_asks_only_what_was_not_asked(
+    recorded: Services, own_fake_llm: FakeLLM, redis_client: redis.Redis
+) -> None:
+    tag = f"cache-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    model = own_fake_llm.model_name()
+    design = {
+        "scenarios": {"ids": [scenario]},
+        "agents": {"pairs": [agents]},
+        "models": {"seats": [[model, model]]},
+        "max_turns": 4,
+        "judge_model": model,
+        "cache": True,
+    }
+    experiment, errors = await create_experiment(
+        recorded, {"name": tag, "tag": tag, "design": design}
+    )
+    assert not errors and experiment is not None
+    # The provider breaks down at turn 2: the episode fails there, its first turns asked.
+    own_fake_llm.add_rule(Rule(contains=["Turn #2."], status=500, times=None))
+    await start_experiment(recorded, str(experiment.pk))
+    await burst(recorded)
+    [failed] = await EpisodeLog.find(EpisodeLog.experiment_id == str(experiment.pk)).all()
+    assert failed.status == EpisodeStatus.FAILED and len(failed.turns) == 2
+    asked = {content_hash(r.body) for r in own_fake_llm.requests if r.status == 200}
+    own_fake_llm.reset()
+    _, queued, errors = await start_experiment(recorded, str(experiment.pk))  # run again
+    assert not errors and queued == 1
+    await burst(recorded)
+    episodes = await EpisodeLog.find(EpisodeLog.experiment_id == str(experiment.pk)).all()
+    [done] = [e for e in episodes if e.pk != failed.pk]
+    assert done.status == EpisodeStatus.COMPLETED and done.cache
+    assert transcript(done)[:2] == transcript(failed)
+    again = [content_hash(r.body) for r in own_fake_llm.requests]
+    assert again and not asked & set(again)  # nothing answered before was asked again
+    calls = await ledger_calls(redis_client, str(done.pk))
+    served = [(c.seat, c.turn) for c in calls if c.served == Served.CACHE]
+    assert served == [(0, 0), (1, 1)]
+    assert len([c for c in calls if c.served is None]) == len(again)
