@@ -3,6 +3,7 @@ episode's ledger, and the cache of every ledger's answered requests (`keys.CALL_
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -76,7 +77,7 @@ class CacheSource:
         named: Any = await self.client.hget(keys.CALL_ANSWERS, request)
         if named is None:
             return None
-        episode_id, entry_id = str(named).split(" ", 1)
+        episode_id, entry_id = json.loads(named)
         found: Any = await self.client.xrange(keys.model_calls(episode_id), entry_id, entry_id)
         if not found:  # deleted since it was looked up
             return None

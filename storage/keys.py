@@ -243,7 +243,7 @@ last of them)."""
 
 CALL_ANSWERS = "parley:call-answers"
 """A hash from a request's hash (engine/ledger.py `content_hash` of the body sent) to the ledger
-entry that answered it (`<episode> <entry id>`, the latest): what an experiment's cache mode
+entry that answered it (`[episode, entry id]` as JSON, the latest): what an experiment's cache mode
 answers an identical request with. A ledger's deletion takes out the entries it holds."""
 
 CALL_LEDGERS = "parley:calls:episodes"

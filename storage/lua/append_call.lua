@@ -10,6 +10,6 @@ for i, key in ipairs(MORE_KEYS) do
   end
 end
 local id = redis.call('XADD', K.calls, '*', A.field, A.entry)
-if A.request ~= '' then redis.call('HSET', K.answers, A.request, A.episode .. ' ' .. id) end
+if A.request ~= '' then redis.call('HSET', K.answers, A.request, cjson.encode({A.episode, id})) end
 redis.call('ZADD', K.ledgers, A.now, A.episode)
 return id

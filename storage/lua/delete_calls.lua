@@ -8,7 +8,7 @@ if A.before ~= '' then
 end
 for _, entry in ipairs(redis.call('XRANGE', K.calls, '-', '+')) do
   local request = cjson.decode(entry[2][2]).request
-  if redis.call('HGET', K.answers, request) == A.episode .. ' ' .. entry[1] then
+  if redis.call('HGET', K.answers, request) == cjson.encode({A.episode, entry[1]}) then
     redis.call('HDEL', K.answers, request)
   end
 end

@@ -20,6 +20,6 @@ for i, key in ipairs(MORE_KEYS) do
     if MORE_ARGS[2 * i] ~= '' then redis.call('SET', key, MORE_ARGS[2 * i]) end
   end
 end
-if A.request ~= '' then redis.call('HSET', K.answers, A.request, A.episode .. ' ' .. A.id) end
+if A.request ~= '' then redis.call('HSET', K.answers, A.request, cjson.encode({A.episode, A.id})) end
 redis.call('ZADD', K.ledgers, A.now, A.episode)
 return {IMPORT_OUTCOME.CREATED, ''}

@@ -12,14 +12,14 @@ import redis.asyncio as redis
 from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.simulation import make_world, start_fields
 from parley.core.errors import ErrorCode
-from parley.engine.ledger import CallPurpose, CallScope, ReplayCode, Served, content_hash
+from parley.engine.ledger import CallPurpose, ReplayCode, Served, content_hash
 from parley.lifecycle import start
 from parley.lifecycle.experiments import create_experiment, start_experiment
 from parley.lifecycle.replay import replay_episode
 from parley.lifecycle.services import Services
 from parley.storage import keys
-from parley.storage.answers import ReplaySource, ledger_calls
-from parley.storage.ledger import Ledger, StoredCall
+from parley.storage.answers import ledger_calls
+from parley.storage.ledger import Ledger
 from parley.storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
 from parley.storage.records import get_or_none
 from tests.lifecycle.conftest import burst
@@ -111,45 +111,6 @@ async def test_an_episode_without_a_ledger_is_refused(
     assert episode is None and [e.code for e in errors] == [ErrorCode.NOT_FOUND]
     missing, errors = await replay_episode(services, "01NOSUCHEPISODE0000000000")
     assert missing is None and [e.code for e in errors] == [ErrorCode.NOT_FOUND]
-
-
-def call(request: str, answer: str, seat: int, turn: int, attempt: int = 1) -> StoredCall:
-    return StoredCall(
-        attempt=attempt,
-        purpose=CallPurpose.TURN,
-        seat=seat,
-        turn=turn,
-        model="m",
-        params={},
-        messages=[],
-        request=request,
-        answer=answer,
-        latency_ms=0,
-        attempts=1,
-        at=0,
-    )
-
-
-async def test_identical_requests_replay_in_ledger_order_by_place() -> None:
-    calls = [
-        call("same", "first", 0, 0),
-        call("same", "second", 0, 1),
-        call("same", "third", 1, 2),
-        call("other", "lost", 1, 3, attempt=1),
-        call("other", "kept", 1, 3, attempt=2),  # a later attempt made it again
-    ]
-    source = ReplaySource("src", calls)
-    scope = CallScope("new", 1)
-
-    async def answer(request: str, seat: int, turn: int) -> str | None:
-        found = await source.find(dataclasses.replace(scope, seat=seat, turn=turn), request)
-        return None if found is None else found.answer
-
-    assert await answer("same", 1, 2) == "third"  # its own place first
-    assert await answer("same", 0, 0) == "first"
-    assert await answer("same", 5, 5) == "second"  # then ledger order
-    assert await answer("same", 0, 1) is None  # each recorded answer is given once
-    assert await answer("other", 1, 3) == "kept"
 
 
 async def test_cache_mode_asks_only_what_no_ledger_holds(
