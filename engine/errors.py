@@ -66,9 +66,10 @@ class JudgeFailed(EpisodeFailed):
         self.runs = runs or []
 
 
-class ReplayMissing(EpisodeFailed):
-    """A replay met a request its source's ledger does not hold (engine/ledger.py `missing`):
-    the episode stops there, with no model asked. Not a judge's failure: it ends the episode."""
+class ReplayStopped(EpisodeFailed):
+    """A replay cannot go on: it met a request its source's ledger does not hold (engine/ledger.py
+    `missing`), or a call cancelled in the source that nothing cancels here. The episode stops
+    there, with no model asked; not a judge's failure, it ends the episode."""
 
 
 class EpisodeSuspended(EngineError):

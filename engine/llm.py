@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -18,20 +19,23 @@ from parley.engine.errors import (
     LLMTimeout,
     LLMTransportError,
     LocalModelError,
-    ReplayMissing,
+    ReplayStopped,
     UnknownModelError,
 )
 from parley.engine.ledger import (
+    CANCELLED,
     AnswerSource,
     CallLedger,
     CallScope,
     ModelCall,
     Recorded,
+    ReplayCode,
     Served,
     content_hash,
     current_scope,
     current_source,
     missing,
+    where,
 )
 from parley.engine.limiter import AdaptiveLimit
 from parley.engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
@@ -51,6 +55,8 @@ from parley.engine.parsing import well_formed
 from parley.engine.stats import GenerationStats
 from parley.engine.usage import Prices, TokenCount, add, counted
 
+REPLAY_CANCEL_WAIT = 60.0
+"""Seconds a replayed call that was cancelled in its source waits to be cancelled again."""
 SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
 Purpose = Literal["turn", "judge"]
 """What a request is for, which decides its timeout (`ModelInfo.timeout`, `judge_timeout`)."""
@@ -142,6 +148,7 @@ class ModelRegistry:
         self._endpoints: dict[str, _Endpoint] = {}
         self._limits: dict[str, AdaptiveLimit] = {}
         self._ledger: CallLedger | None = None
+        self.replay_cancel_wait = REPLAY_CANCEL_WAIT
 
     def record_calls(self, ledger: CallLedger | None) -> None:
         """Hand every call made in an episode's scope (engine/ledger.py) to `ledger`."""
@@ -239,6 +246,10 @@ class ModelRegistry:
         except LLMError as exc:
             await self._record(scope, model, trace, str(exc))
             raise
+        except asyncio.CancelledError:
+            trace.error_code = CANCELLED
+            await self._record(scope, model, trace, "cancelled before it ended")
+            raise
         await self._record(scope, model, trace, None)
         return text
 
@@ -265,14 +276,21 @@ class ModelRegistry:
                 break
         else:
             if source.served == Served.REPLAY:
-                raise ReplayMissing(missing(scope, content_hash(bodies[0])), stats)
+                raise ReplayStopped(missing(scope, content_hash(bodies[0])), stats)
             return None
         if self._ledger is not None:
-            await self._ledger.record(_served_call(scope, model, body, found, source.served))
+            await _kept(self._ledger.record(_served_call(scope, model, body, found, source.served)))
+        if found.error_code == CANCELLED:
+            # The source's call was cancelled by a sibling's failure: so is this one, once the
+            # same failure is replayed; nothing cancelling it is a difference.
+            await asyncio.sleep(self.replay_cancel_wait)
+            reason = f"the call for {where(scope)} was cancelled in the source, not here"
+            raise ReplayStopped(f"{ReplayCode.DIVERGED}: {reason}", stats)
         if found.error_code is not None or found.answer is None:
             stats.failures += 1
             failed = LLMTimeout if found.error_code == "timeout" else LLMTransportError
-            raise failed(found.error_message or f"{model}: answer without choices")
+            async with source.failing(found):
+                raise failed(found.error_message or f"{model}: answer without choices")
         return _clean(found.answer, info)
 
     async def _record(self, scope: CallScope, model: str, trace: _Trace, error: str | None) -> None:
@@ -289,7 +307,7 @@ class ModelRegistry:
             error_code=trace.error_code if error is not None else None,
             error_message=error,
         )
-        await self._ledger.record(call)
+        await _kept(self._ledger.record(call))
 
     async def _complete(
         self, model: str, request: ChatRequest, stats: GenerationStats, trace: _Trace
@@ -364,6 +382,13 @@ class ModelRegistry:
         for endpoint in endpoints:
             await endpoint.client.aclose()
         await self.local.aclose()
+
+
+async def _kept(write: Coroutine[Any, Any, None]) -> None:
+    """A ledger write that the caller's cancellation (a sibling request's failure cancels the
+    others of a judge's) does not cut short: a call whose answer came is recorded, so a replay
+    finds it."""
+    await asyncio.shield(write)
 
 
 def _served_call(

@@ -3,6 +3,7 @@ and a fake model server of the test's own that counts every request it gets."""
 
 import dataclasses
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,12 +16,18 @@ from parley.core.errors import ErrorCode
 from parley.engine.ledger import CallPurpose, ReplayCode, Served, content_hash
 from parley.lifecycle import start
 from parley.lifecycle.experiments import create_experiment, start_experiment
-from parley.lifecycle.replay import replay_episode
+from parley.lifecycle.replay import compare, replay_episode
 from parley.lifecycle.services import Services
 from parley.storage import keys
 from parley.storage.answers import ledger_calls
-from parley.storage.ledger import Ledger
-from parley.storage.models import EnvironmentProfile, EpisodeLog, EpisodeStatus
+from parley.storage.ledger import Ledger, StoredCall
+from parley.storage.models import (
+    EnvironmentProfile,
+    EpisodeLog,
+    EpisodeStatus,
+    ReplayCheck,
+    StoredTurn,
+)
 from parley.storage.records import get_or_none
 from tests.lifecycle.conftest import burst
 
@@ -180,3 +187,55 @@ async def test_an_interrupted_experiment_run_again_asks_only_what_was_not_asked(
     served = [(c.seat, c.turn) for c in calls if c.served == Served.CACHE]
     assert served == [(0, 0), (1, 1)]
     assert len([c for c in calls if c.served is None]) == len(again)
+
+
+async def test_recorded_failures_and_reasks_replay_as_they_went(
+    recorded: Services, own_fake_llm: FakeLLM, redis_client: redis.Redis
+) -> None:
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    model = own_fake_llm.model_name()
+    own_fake_llm.add_rule(
+        Rule(kind="action", contains=[tag], content="not json at all"),  # a re-ask at turn 0
+        Rule(kind="judge", status=500, times=None),  # the judge's every try fails
+    )
+    source = await finished(recorded, start_fields(scenario, agents, model, max_turns=2, tag=tag))
+    assert source.status == EpisodeStatus.COMPLETED and source.judge_error
+    recorded_calls = await ledger_calls(redis_client, str(source.pk))
+    assert any(c.purpose == CallPurpose.REASK for c in recorded_calls)
+    assert any(c.error_code == "server" for c in recorded_calls)
+    asked = len(own_fake_llm.requests)
+    own_fake_llm.reset()  # the provider works now: a replay must not find that out
+    replay = await replayed(recorded, str(source.pk))
+    assert own_fake_llm.requests == [] and asked > 0
+    assert replay.status == EpisodeStatus.COMPLETED, replay.error
+    assert replay.judge_error == source.judge_error
+    assert transcript(replay) == transcript(source)
+    assert replay.replay is not None and replay.replay.matched, replay.replay
+    calls = await ledger_calls(redis_client, str(replay.pk))
+
+    def made(found: list[StoredCall]) -> Counter[tuple[Any, ...]]:
+        return Counter((c.purpose, c.seat, c.turn, c.judge, c.request, c.error_code) for c in found)
+
+    assert made(calls) == made(recorded_calls)  # the same calls, failures and all
+
+
+def test_a_replay_that_differs_says_where_first() -> None:
+    said = [
+        StoredTurn(turn=i, agent_index=i % 2, agent_name=f"A{i % 2}", action_type="speak",
+                   argument=f"line {i}", sequence=i)
+        for i in range(3)
+    ]  # fmt: skip
+    source = EpisodeLog(environment="s", agents=["a", "b"], turns=said, rewards=[1.0, 2.0])
+    same = source.model_copy(update={"turns": [t.model_copy(update={"at": 9.0}) for t in said]})
+    assert compare(source, same) == ReplayCheck(matched=True, turns_matched=3)
+    changed = [*said[:1], said[1].model_copy(update={"argument": "other"}), said[2]]
+    check = compare(source, source.model_copy(update={"turns": changed}))
+    assert not check.matched and check.code == ReplayCode.DIVERGED and check.turns_matched == 1
+    assert check.divergence == ("turn 1: A1 speak 'other' where the source has A1 speak 'line 1'")
+    shorter = compare(source, source.model_copy(update={"turns": said[:2]}))
+    assert shorter.turns_matched == 2 and shorter.divergence is not None
+    assert "no turn" in shorter.divergence
+    scored = compare(source, source.model_copy(update={"rewards": [1.0, 3.0]}))
+    assert not scored.matched and scored.divergence is not None
+    assert scored.divergence.startswith("scores:")
