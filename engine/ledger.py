@@ -64,9 +64,9 @@ class Served(StrEnum):
 class ReplayCode(StrEnum):
     """Why a replay does not match its source."""
 
-    MISSING_CALL = "REPLAY_MISSING_CALL"
+    REPLAY_MISSING_CALL = "REPLAY_MISSING_CALL"
     """A request the source's ledger does not hold: the prompts changed."""
-    DIVERGED = "REPLAY_DIVERGED"
+    REPLAY_DIVERGED = "REPLAY_DIVERGED"
     """Every request was found, yet the transcript, the scores or the outcome differ."""
 
 
@@ -129,7 +129,7 @@ def recording(episode_id: str, attempt: int, source: AnswerSource | None = None)
 def missing(scope: CallScope, request: str) -> str:
     """Why a replay stopped at a request its source's ledger does not hold."""
     return (
-        f"{ReplayCode.MISSING_CALL}: the source's ledger holds no call for {where(scope)} "
+        f"{ReplayCode.REPLAY_MISSING_CALL}: the source's ledger holds no call for {where(scope)} "
         f"(request {request}): the prompts changed"
     )
 

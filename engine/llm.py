@@ -285,7 +285,7 @@ class ModelRegistry:
             # same failure is replayed; nothing cancelling it is a difference.
             await asyncio.sleep(self.replay_cancel_wait)
             reason = f"the call for {where(scope)} was cancelled in the source, not here"
-            raise ReplayStopped(f"{ReplayCode.DIVERGED}: {reason}", stats)
+            raise ReplayStopped(f"{ReplayCode.REPLAY_DIVERGED}: {reason}", stats)
         if found.error_code is not None or found.answer is None:
             stats.failures += 1
             failed = LLMTimeout if found.error_code == "timeout" else LLMTransportError

@@ -75,7 +75,7 @@ async def replay_episode(services: Services, pk: str) -> tuple[EpisodeLog | None
     source = await get_or_none(EpisodeLog, pk) if storable(pk) else None
     if source is None:
         return None, [not_found("episode", pk)]
-    problem = await replay_problem(services, source, ["id"])
+    problem = await replay_problem(services, source, ["input", "id"])
     if problem is not None:
         return None, [problem]
     return await start.start(services, replay_request(source))
@@ -92,12 +92,12 @@ async def replay_experiment(
     filled = await store.slots(pk)
     if len(filled) < source.slot_count:
         message = f"experiment {pk} has {source.slot_count - len(filled)} slots with no episode"
-        return None, [UserError(["id"], message, ErrorCode.CONFLICT)]
+        return None, [UserError(["input", "id"], message, ErrorCode.CONFLICT)]
     for number in sorted(filled):
         episode = await get_or_none(EpisodeLog, filled[number])
         if episode is None:
             return None, [not_found("episode", filled[number])]
-        problem = await replay_problem(services, episode, ["id"])
+        problem = await replay_problem(services, episode, ["input", "id"])
         if problem is not None:
             return None, [problem]
     new_pk = str(ULID())
@@ -127,10 +127,13 @@ def compare(source: EpisodeLog, replay: EpisodeLog) -> ReplayCheck:
         if mine != recorded:
             break
         same += 1
-    code = ReplayCode.DIVERGED
-    if (replay.error or "").startswith(ReplayCode.MISSING_CALL):
+    code = ReplayCode.REPLAY_DIVERGED
+    if (replay.error or "").startswith(ReplayCode.REPLAY_MISSING_CALL):
         return ReplayCheck(
-            matched=False, code=ReplayCode.MISSING_CALL, turns_matched=same, divergence=replay.error
+            matched=False,
+            code=ReplayCode.REPLAY_MISSING_CALL,
+            turns_matched=same,
+            divergence=replay.error,
         )
     if same < max(len(ours), len(theirs)):
         divergence = f"turn {same}: {_said(ours, same)} where the source has {_said(theirs, same)}"

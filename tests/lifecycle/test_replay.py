@@ -102,7 +102,7 @@ async def test_a_changed_prompt_stops_the_replay_with_its_code(
     assert replay.status == EpisodeStatus.FAILED and replay.turns == []
     check = replay.replay
     assert check is not None and not check.matched
-    assert check.code == ReplayCode.MISSING_CALL and check.turns_matched == 0
+    assert check.code == ReplayCode.REPLAY_MISSING_CALL and check.turns_matched == 0
     assert replay.error is not None and replay.error.startswith("REPLAY_MISSING_CALL:")
     assert "seat 0's turn 0" in replay.error and "the prompts changed" in replay.error
 
@@ -231,7 +231,9 @@ def test_a_replay_that_differs_says_where_first() -> None:
     assert compare(source, same) == ReplayCheck(matched=True, turns_matched=3)
     changed = [*said[:1], said[1].model_copy(update={"argument": "other"}), said[2]]
     check = compare(source, source.model_copy(update={"turns": changed}))
-    assert not check.matched and check.code == ReplayCode.DIVERGED and check.turns_matched == 1
+    assert (
+        not check.matched and check.code == ReplayCode.REPLAY_DIVERGED and check.turns_matched == 1
+    )
     assert check.divergence == ("turn 1: A1 speak 'other' where the source has A1 speak 'line 1'")
     shorter = compare(source, source.model_copy(update={"turns": said[:2]}))
     assert shorter.turns_matched == 2 and shorter.divergence is not None

@@ -98,8 +98,8 @@ class RelationshipType(str, Enum):
 
 
 class ReplayCode(str, Enum):
-    MISSING_CALL = "MISSING_CALL"
-    DIVERGED = "DIVERGED"
+    REPLAY_MISSING_CALL = "REPLAY_MISSING_CALL"
+    REPLAY_DIVERGED = "REPLAY_DIVERGED"
 
 
 class ResultsGroupBy(str, Enum):
