@@ -5,6 +5,7 @@ import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.simulation import make_world, start_fields
 from parley.core.errors import ErrorCode
 from parley.engine.ledger import CallPurpose, ReplayCode, Served, content_hash
+from parley.engine.llm import ModelRegistry
 from parley.lifecycle import start
 from parley.lifecycle.experiments import create_experiment, start_experiment
 from parley.lifecycle.replay import compare, replay_episode
@@ -29,6 +31,7 @@ from parley.storage.models import (
     StoredTurn,
 )
 from parley.storage.records import get_or_none
+from tests.engine.conftest import FAST_RETRY
 from tests.lifecycle.conftest import burst
 
 
@@ -241,3 +244,27 @@ def test_a_replay_that_differs_says_where_first() -> None:
     scored = compare(source, source.model_copy(update={"rewards": [1.0, 3.0]}))
     assert not scored.matched and scored.divergence is not None
     assert scored.divergence.startswith("scores:")
+
+
+async def test_a_replay_finds_what_was_sent_after_an_endpoint_refused_schema_mode(
+    recorded: Services, own_fake_llm: FakeLLM, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    model = own_fake_llm.model_name()
+    own_fake_llm.add_rule(Rule(kind="action", contains=[tag], status=400))  # refuses the schema
+    source = await finished(recorded, start_fields(scenario, agents, model, max_turns=2, tag=tag))
+    refused = [r for r in own_fake_llm.requests if r.status == 400]
+    assert refused and "response_format" in refused[0].body
+    calls = await ledger_calls(redis_client, str(source.pk))
+    assert calls[0].schema_hash is None  # the body sent after the refusal: schema in the prompt
+    asked = len(own_fake_llm.requests)
+    # A new server process: its endpoints have refused nothing yet, so it would send the schema.
+    fresh = dataclasses.replace(recorded, models=ModelRegistry(None, tmp_path, retry=FAST_RETRY))
+    fresh.models.record_calls(fresh.ledger)
+    try:
+        replay = await replayed(fresh, str(source.pk))
+    finally:
+        await fresh.models.aclose()
+    assert len(own_fake_llm.requests) == asked
+    assert replay.replay is not None and replay.replay.matched, replay.replay
