@@ -202,11 +202,12 @@ def parser() -> argparse.ArgumentParser:
         "to Sotopia's own code as REDIS_OM_URL.",
     )
     where.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
-    from parley.client import experiment, study
+    from parley.client import experiment, replay, study
     from parley.graph import exchange_cli
 
     exchange_cli.add_commands(commands)
     experiment.add_commands(commands)
+    replay.add_commands(commands)
     study.add_commands(commands)
     return root
 
@@ -217,6 +218,10 @@ def main(argv: list[str] | None = None) -> None:
         from parley.client import experiment
 
         sys.exit(experiment.main(args))
+    if args.command == "replay":
+        from parley.client import replay
+
+        sys.exit(replay.main(args))
     if args.command == "study":
         from parley.client import study
 

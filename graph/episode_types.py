@@ -182,6 +182,22 @@ def panel_judges(metadata: dict[str, Any] | None = None) -> Any:
     )
 
 
+@strawberry.type(
+    description="How a replay compares with its source: turn by turn, then its scores and outcome."
+)
+@shows(models.ReplayCheck)
+class ReplayCheck:
+    record: strawberry.Private[models.ReplayCheck]
+
+    matched = stored("Whether its transcript, scores and outcome are the source's.")
+    code = stored("Why it does not match; null when it does.")
+    turns_matched = stored("Turns equal to the source's before the first that differs.")
+    divergence = stored(
+        "The first difference, in words (for REPLAY_MISSING_CALL: the seat, turn or judge and "
+        "the request's hash)."
+    )
+
+
 def judge_runs(runs: list[StoredRun], agents: list[str]) -> list[JudgeRun]:
     return [JudgeRun(record=run, agents=agents) for run in runs]
 
@@ -407,6 +423,25 @@ class Episode:
         "(rejudgeEpisodes) makes that judgement its scores."
     )
     termination_reason = stored("Why the conversation ended.")
+    replay_of = stored(
+        "The episode this one replays from its ledger of model calls (asking no model); "
+        "null for an episode that is no replay.",
+        optional_id,
+    )
+
+    @strawberry.field(
+        description="How this replay compares with its source, turn by turn, then its scores "
+        "and outcome; null until a replay ends (and for an episode that is no replay).",
+        metadata=reading("replay"),
+    )
+    def replay(self) -> ReplayCheck | None:
+        check = self.record.replay
+        return None if check is None else ReplayCheck(record=check)
+
+    cache = stored(
+        "Whether a request identical to one any ledger holds was answered from it (an "
+        "experiment's cache mode)."
+    )
     generation_stats = stored("Model requests, retries, repairs and fallbacks it took.")
 
     @strawberry.field(

@@ -133,6 +133,11 @@ class DeleteInput:
     id: strawberry.ID = strawberry.field(description="The record to delete.")
 
 
+@strawberry.input(description="Which finished episode to replay.")
+class ReplayInput:
+    id: strawberry.ID = strawberry.field(description="The episode replayed.")
+
+
 @strawberry.input(description="A relationship between two existing, different agents.")
 @creates(RELATIONSHIP)
 class CreateRelationshipInput(NewRecordInput):

@@ -27,6 +27,7 @@ from parley.graph.seat_types import SeatToken
 from parley.graph.seats import SeatMutation
 from parley.graph.studies import StudyMutation
 from parley.graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
+from parley.lifecycle import replay
 from parley.lifecycle import start as simulations
 from parley.resolvers import agents, dimensions, relationships, scenarios
 from parley.storage.models import EpisodeLog
@@ -178,6 +179,15 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation,
     async def cancel_simulation(self, info: Info, input: inputs.DeleteInput) -> SimulationPayload:
         services = info.context.services
         record, errors = await simulations.cancel(services, input.id)
+        return SimulationPayload(episode=wrapped(Episode, record), user_errors=user_errors(errors))
+
+    @strawberry.mutation(
+        description="Replay a finished episode from its ledger of model calls: a new episode "
+        "(its `replayOf` the source) with the source's setup, every request answered from the "
+        "ledger and no model asked; `replay` on it says whether it matched, turn by turn."
+    )
+    async def replay_episode(self, info: Info, input: inputs.ReplayInput) -> SimulationPayload:
+        record, errors = await replay.replay_episode(info.context.services, input.id)
         return SimulationPayload(episode=wrapped(Episode, record), user_errors=user_errors(errors))
 
     @strawberry.mutation(description="Delete a finished episode.")

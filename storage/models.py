@@ -12,6 +12,7 @@ from typing import Any
 from aredis_om import Field, JsonModel
 from pydantic import BaseModel, ConfigDict
 
+from parley.engine.ledger import ReplayCode
 from parley.engine.types import (
     Aggregate,
     DimensionSpec,
@@ -288,6 +289,18 @@ class Evaluation(BaseModel):
         return Panel.stored(self.judge_model, self.judges, self.judge_aggregate)
 
 
+class ReplayCheck(BaseModel):
+    """How a replay compares with its source, turn by turn, then scores and outcome."""
+
+    matched: bool
+    code: ReplayCode | None = None
+    """Why it does not match (None when it does)."""
+    turns_matched: int = 0
+    """Turns equal to the source's before the first that differs (all of them when matched)."""
+    divergence: str | None = None
+    """The first difference, in words."""
+
+
 class EpisodeLog(ListedRecord, index=True):
     """Sotopia's EpisodeLog, plus the run state Parley adds as extra keys.
 
@@ -362,6 +375,12 @@ class EpisodeLog(ListedRecord, index=True):
     injections: list[StoredInjection] = []
     job: str | None = None
     """The entry id of the episode's current job: an older entry for it is stale."""
+    replay_of: str | None = None
+    """The episode this one replays from its ledger, asking no model."""
+    replay: ReplayCheck | None = None
+    """Set when a replay ends: whether it matched its source."""
+    cache: bool = False
+    """Answer a request identical to one any ledger holds with its recorded answer."""
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     finished_at: float | None = None
@@ -398,6 +417,8 @@ class Experiment(ListedRecord, index=True):
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     """When it was last started (or resumed)."""
+    replay_of: str | None = None
+    """The experiment whose episodes this one replays, slot by slot."""
 
     class Meta:
         global_key_prefix = keys.EXPERIMENTS[0]

@@ -334,6 +334,8 @@ class ExperimentDesignInput(BaseModel):
         alias="evaluationDimensionListId", default=None
     )
     "Custom dimensions (default: Sotopia's seven)."
+    cache: bool = False
+    "Answer a request identical to one any ledger of model calls holds with its recorded answer, asking no model: run again, it pays only for what was not asked."
 
 
 class ExperimentFilter(BaseModel):
@@ -462,6 +464,13 @@ class RelationshipFilter(BaseModel):
     "Kind of relationship."
     tag: Optional[str] = None
     "Tag (letter case ignored)."
+
+
+class ReplayInput(BaseModel):
+    """Which finished episode to replay."""
+
+    id: str
+    "The episode replayed."
 
 
 class SaveDraftInput(BaseModel):
