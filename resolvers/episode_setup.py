@@ -1,5 +1,7 @@
 """An episode's setup for the engine, read from the records it names."""
 
+from typing import Any
+
 from aredis_om import NotFoundError
 from pydantic import ValidationError
 
@@ -46,7 +48,7 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
         panel = episode.panel()  # models[0] names it: a judge, or a panel's label
         stand_in = episode.stand_in_model or panel.judges[0].model
         return EpisodeSetup(
-            scenario=ScenarioSpec.model_validate(scenario.model_dump()),
+            scenario=ScenarioSpec.model_validate(scenario_of(episode, scenario)),
             agents=[AgentSpec.model_validate(a.model_dump()) for a in agents],
             relationships=[RelationshipSpec.model_validate(r.model_dump()) for r in relationships],
             judge_model=panel.judges[0].model,
@@ -67,6 +69,19 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
         raise SetupError(
             f"the stored records do not make a valid episode: {summary(err)}"
         ) from None
+
+
+def scenario_of(episode: EpisodeLog, scenario: EnvironmentProfile) -> dict[str, Any]:
+    """The scenario's fields as this episode plays it: a fork's goal edits applied."""
+    fields = scenario.model_dump()
+    edits = episode.fork_change.goals if episode.fork_change else []
+    if edits:
+        goals = list(fields["agent_goals"])
+        goals += [""] * (len(episode.agents) - len(goals))
+        for edit in edits:
+            goals[edit.seat] = edit.goal
+        fields["agent_goals"] = goals
+    return fields
 
 
 async def load_dimensions(list_id: str | None) -> list[DimensionSpec]:

@@ -288,6 +288,31 @@ class Evaluation(BaseModel):
         return Panel.stored(self.judge_model, self.judges, self.judge_aggregate)
 
 
+class SeatModel(BaseModel):
+    """The model a fork puts in one seat instead of its parent's."""
+
+    seat: int
+    model: str
+
+
+class SeatGoal(BaseModel):
+    """The goal a fork gives one seat instead of its scenario's."""
+
+    seat: int
+    goal: str
+
+
+class ForkChange(BaseModel):
+    """What a fork changes from its parent from its fork turn on."""
+
+    seat_models: list[SeatModel] = []
+    injection: Injection | None = None
+    """An environment message delivered in the fork's first own turn."""
+    goals: list[SeatGoal] = []
+    """Goals that replace the scenario's for these seats (the agents see them from the start:
+    the kept turns are the parent's, played with the old goals)."""
+
+
 class EpisodeLog(ListedRecord, index=True):
     """Sotopia's EpisodeLog, plus the run state Parley adds as extra keys.
 
@@ -362,6 +387,13 @@ class EpisodeLog(ListedRecord, index=True):
     injections: list[StoredInjection] = []
     job: str | None = None
     """The entry id of the episode's current job: an older entry for it is stale."""
+    parent_id: str = Field(
+        default="", index=True, description="The episode this one is a fork of ('' for none)."
+    )
+    forked_at_turn: int | None = None
+    """For a fork: how many of its parent's turns it began with (they are its first turns)."""
+    fork_change: ForkChange | None = None
+    """For a fork: what it changed from its parent."""
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     finished_at: float | None = None
