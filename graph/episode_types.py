@@ -473,6 +473,7 @@ class Episode:
             "turns",
             "messages",
             "injections",
+            "fork_change",
             "status",
             "waiting",
             "rewards",
