@@ -41,6 +41,10 @@ query($id: ID!) {
     }
   }
 }"""
+RESULTS = """
+query($tag: String!) {
+  episodeResults(filter: {tag: $tag}, groupBy: [MODEL]) { groups { model scored } }
+}"""
 FORKS_OF = """
 query($parent: ID!) { episodes(filter: {parentId: $parent}) { nodes { id forkedAtTurn } } }"""
 
@@ -155,6 +159,9 @@ async def test_a_family_of_forks_reads_back_as_a_tree(
     assert sorted((e["id"], e["forkedAtTurn"]) for e in listed) == sorted(
         [(child, 2), (sibling, 1)]
     )
+    # Results count each fork as an episode of its own, with its own models.
+    groups = (await ask(url, RESULTS, {"tag": tag}))["episodeResults"]["groups"]
+    assert {g["model"]: g["scored"] for g in groups} == {alpha: 6, beta: 2}  # seat scores
 
 
 async def test_bad_forks_get_coded_errors(served: tuple[str, Path], fake_llm: FakeLLM) -> None:
