@@ -17,6 +17,27 @@ class SeatGoal:
     goal: str = strawberry.field(description="The goal its agent has in the fork.")
 
 
+@strawberry.type(description="Profile fields a fork gives one seat's agent instead of its own.")
+class SeatProfile:
+    seat: int = strawberry.field(description="The seat (0-based, in agent order).")
+    age: int | None = strawberry.field(description="Age; null: the agent's own.")
+    occupation: str | None = strawberry.field(description="Occupation; null: its own.")
+    public_info: str | None = strawberry.field(description="Public information; null: its own.")
+    personality_and_values: str | None = strawberry.field(
+        description="Personality and values; null: its own."
+    )
+    decision_making_style: str | None = strawberry.field(
+        description="Decision-making style; null: its own."
+    )
+    big_five: str | None = strawberry.field(description="Big Five traits; null: its own.")
+    mbti: str | None = strawberry.field(description="Myers-Briggs type; null: its own.")
+    secret: str | None = strawberry.field(description="Secret; null: its own.")
+
+    @classmethod
+    def of(cls, profile: models.SeatProfile) -> "SeatProfile":
+        return cls(**profile.model_dump())
+
+
 @strawberry.type(description="An environment message a fork delivers in its first own turn.")
 class ForkMessage:
     text: str = strawberry.field(description="What the environment says.")
@@ -30,6 +51,9 @@ class ForkChange:
         description="The environment message delivered at the fork turn; null for none."
     )
     goals: list[SeatGoal] = strawberry.field(description="Seats given another goal.")
+    profiles: list[SeatProfile] = strawberry.field(
+        description="Seats whose agent has other profile fields."
+    )
 
     @classmethod
     def of(cls, change: models.ForkChange) -> "ForkChange":
@@ -38,4 +62,5 @@ class ForkChange:
             seat_models=[SeatModel(seat=s.seat, model=s.model) for s in change.seat_models],
             inject_message=ForkMessage(text=message.text, to=list(message.to)) if message else None,
             goals=[SeatGoal(seat=g.seat, goal=g.goal) for g in change.goals],
+            profiles=[SeatProfile.of(p) for p in change.profiles],
         )

@@ -34,6 +34,28 @@ class SeatGoalInput:
     goal: str = strawberry.field(description="The goal, instead of the scenario's.")
 
 
+@strawberry.input(
+    description="Profile fields to give one seat's agent of a fork (its name stays: the kept "
+    "turns name it); the fields not given stay the agent's own."
+)
+class SeatProfileInput:
+    seat: int = strawberry.field(description="The seat (0-based, in agent order).")
+    age: int | None = strawberry.field(default=None, description="Age in years.")
+    occupation: str | None = strawberry.field(default=None, description="Occupation.")
+    public_info: str | None = strawberry.field(default=None, description="Public information.")
+    personality_and_values: str | None = strawberry.field(
+        default=None, description="Personality and values."
+    )
+    decision_making_style: str | None = strawberry.field(
+        default=None, description="How the agent makes decisions."
+    )
+    big_five: str | None = strawberry.field(default=None, description="Big Five traits.")
+    mbti: str | None = strawberry.field(default=None, description="Myers-Briggs type.")
+    secret: str | None = strawberry.field(
+        default=None, description="What the agent hides (only it sees it in play)."
+    )
+
+
 @strawberry.input(description="A fork of a finished episode: where, and what changes.")
 class ForkEpisodeInput:
     episode_id: strawberry.ID = strawberry.field(
@@ -55,6 +77,10 @@ class ForkEpisodeInput:
         default_factory=list,
         description="Seats whose agent has another goal in the fork (from the start: the "
         "kept turns stay as they were played).",
+    )
+    profiles: list[SeatProfileInput] = strawberry.field(
+        default_factory=list,
+        description="Seats whose agent has other profile fields in the fork (seen likewise).",
     )
     tag: str | None = strawberry.field(default=None, description="Its tag; the parent's if null.")
     idempotency_key: str | None = strawberry.field(

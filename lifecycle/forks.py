@@ -1,5 +1,6 @@
 """Forks: a new episode that shares the first k turns of a finished one and goes on with a
-change (other models in some seats, an environment message at turn k, other goals).
+change (other models in some seats, an environment message at turn k, other goals or profile
+fields).
 
 A fork is stored QUEUED with its parent's first k turns (and their Sotopia messages and the
 environment messages delivered in them) already in place, so the worker plays it exactly as
@@ -19,7 +20,7 @@ from pydantic import BaseModel, Field
 from ulid import ULID
 
 from parley.core.errors import ErrorCode, UserError, not_found, validated
-from parley.core.limits import RecordId, RequiredText, ShortText
+from parley.core.limits import Age, LongText, RecordId, RequiredText, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.types import Injection
 from parley.lifecycle import logs
@@ -36,6 +37,7 @@ from parley.storage.models import (
     ForkChange,
     SeatGoal,
     SeatModel,
+    SeatProfile,
     StoredInjection,
 )
 from parley.storage.records import get_or_none, storable
@@ -60,6 +62,18 @@ class GoalFields(BaseModel, extra="forbid"):
     goal: RequiredText
 
 
+class ProfileFields(BaseModel, extra="forbid"):
+    seat: Seat
+    age: Age | None = None
+    occupation: ShortText | None = None
+    public_info: LongText | None = None
+    personality_and_values: LongText | None = None
+    decision_making_style: LongText | None = None
+    big_five: ShortText | None = None
+    mbti: ShortText | None = None
+    secret: LongText | None = None
+
+
 class ForkFields(BaseModel, extra="forbid"):
     """What `forkEpisode` takes."""
 
@@ -68,6 +82,7 @@ class ForkFields(BaseModel, extra="forbid"):
     seat_models: Annotated[list[SeatModelFields], Field(max_length=MAX_AGENTS)] = []
     inject: InjectionFields | None = None
     goals: Annotated[list[GoalFields], Field(max_length=MAX_AGENTS)] = []
+    profiles: Annotated[list[ProfileFields], Field(max_length=MAX_AGENTS)] = []
     tag: ShortText | None = None
     idempotency_key: ShortText | None = None
 
@@ -105,6 +120,12 @@ def change_errors(
     errors += _seat_errors(seats, seated, "seatModels", "give a model to", prefix)
     goals = [goal.seat for goal in fields.goals]
     errors += _seat_errors(goals, seated, "goals", "give a goal to", prefix)
+    edited = [profile.seat for profile in fields.profiles]
+    errors += _seat_errors(edited, seated, "profiles", "edit the profile of", prefix)
+    for i, profile in enumerate(fields.profiles):
+        if not profile.model_dump(exclude={"seat"}, exclude_none=True):
+            message = "give at least one profile field to change"
+            errors.append(UserError([*prefix, "profiles", str(i)], message, ErrorCode.INVALID))
     for i, change in enumerate(fields.seat_models):
         try:
             services.models.resolve(change.model)
@@ -143,6 +164,7 @@ def forked(parent: EpisodeLog, fields: ForkFields) -> EpisodeLog:
         seat_models=[SeatModel(seat=c.seat, model=c.model) for c in fields.seat_models],
         injection=Injection.model_validate(fields.inject.model_dump()) if fields.inject else None,
         goals=[SeatGoal(seat=g.seat, goal=g.goal) for g in fields.goals],
+        profiles=[SeatProfile.model_validate(p.model_dump()) for p in fields.profiles],
     )
     if fields.inject is not None:  # delivered in the first turn the fork plays (StoredControl)
         new = StoredInjection(
@@ -196,12 +218,17 @@ class Forked:
 
 
 async def fork(services: Services, fields: dict[str, Any]) -> Forked:
-    """Check the request, then store the fork QUEUED, announce it and queue its job in one
-    script (the parent and the records it names checked there once more). An idempotency key
-    used before gives back that earlier fork."""
+    """`fork_episode` of a request as its fields (forkEpisode's input, snake case)."""
     valid, errors = validated(ForkFields, fields)
     if valid is None:
         return Forked(None, errors)
+    return await fork_episode(services, valid)
+
+
+async def fork_episode(services: Services, valid: ForkFields) -> Forked:
+    """Check the request against the stored parent, then store the fork QUEUED, announce it
+    and queue its job in one script (the parent and the records it names checked there once
+    more). An idempotency key used before gives back that earlier fork."""
     if not storable(valid.episode_id):
         return Forked(None, [not_found("episode", valid.episode_id, "episodeId")])
     parent = await get_or_none(EpisodeLog, valid.episode_id)

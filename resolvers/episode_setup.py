@@ -49,7 +49,7 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
         stand_in = episode.stand_in_model or panel.judges[0].model
         return EpisodeSetup(
             scenario=ScenarioSpec.model_validate(scenario_of(episode, scenario)),
-            agents=[AgentSpec.model_validate(a.model_dump()) for a in agents],
+            agents=[AgentSpec.model_validate(f) for f in agents_of(episode, agents)],
             relationships=[RelationshipSpec.model_validate(r.model_dump()) for r in relationships],
             judge_model=panel.judges[0].model,
             panel=panel,
@@ -81,6 +81,14 @@ def scenario_of(episode: EpisodeLog, scenario: EnvironmentProfile) -> dict[str, 
         for edit in edits:
             goals[edit.seat] = edit.goal
         fields["agent_goals"] = goals
+    return fields
+
+
+def agents_of(episode: EpisodeLog, agents: list[AgentProfile]) -> list[dict[str, Any]]:
+    """The agents' fields as this episode plays them: a fork's profile edits applied."""
+    fields = [agent.model_dump() for agent in agents]
+    for edit in episode.fork_change.profiles if episode.fork_change else []:
+        fields[edit.seat].update(edit.changes())
     return fields
 
 

@@ -302,6 +302,25 @@ class SeatGoal(BaseModel):
     goal: str
 
 
+class SeatProfile(BaseModel):
+    """Profile fields a fork gives one seat's agent instead of its stored ones (a name is
+    not among them: the kept turns name their speakers)."""
+
+    seat: int
+    age: int | None = None
+    occupation: str | None = None
+    public_info: str | None = None
+    personality_and_values: str | None = None
+    decision_making_style: str | None = None
+    big_five: str | None = None
+    mbti: str | None = None
+    secret: str | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The fields it sets."""
+        return self.model_dump(exclude={"seat"}, exclude_none=True)
+
+
 class ForkChange(BaseModel):
     """What a fork changes from its parent from its fork turn on."""
 
@@ -311,6 +330,8 @@ class ForkChange(BaseModel):
     goals: list[SeatGoal] = []
     """Goals that replace the scenario's for these seats (the agents see them from the start:
     the kept turns are the parent's, played with the old goals)."""
+    profiles: list[SeatProfile] = []
+    """Profile fields that replace the stored agents' for these seats (seen likewise)."""
 
 
 class EpisodeLog(ListedRecord, index=True):

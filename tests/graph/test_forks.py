@@ -36,7 +36,10 @@ query($id: ID!) {
     forks { id }
     family {
       id parentId forkedAtTurn agentModels
-      forkChange { seatModels { seat model } injectMessage { text to } goals { seat goal } }
+      forkChange {
+        seatModels { seat model } injectMessage { text to } goals { seat goal }
+        profiles { seat occupation secret age }
+      }
       turns { turn speaker argument }
     }
   }
@@ -122,7 +125,13 @@ async def test_a_family_of_forks_reads_back_as_a_tree(
     )
     grandchild = await forked(url, {"episodeId": child, "atTurn": 3})
     sibling = await forked(
-        url, {"episodeId": root, "atTurn": 1, "goals": [{"seat": 0, "goal": "Eat alone"}]}
+        url,
+        {
+            "episodeId": root,
+            "atTurn": 1,
+            "goals": [{"seat": 0, "goal": "Eat alone"}],
+            "profiles": [{"seat": 1, "occupation": "Chef"}],
+        },
     )
 
     read = (await ask(url, FAMILY, {"id": grandchild}))["episode"]
@@ -139,8 +148,12 @@ async def test_a_family_of_forks_reads_back_as_a_tree(
         "seatModels": [{"seat": 1, "model": beta}],
         "injectMessage": {"text": "The restaurant closes early.", "to": []},
         "goals": [],
+        "profiles": [],
     }
     assert by_id[sibling]["forkChange"]["goals"] == [{"seat": 0, "goal": "Eat alone"}]
+    assert by_id[sibling]["forkChange"]["profiles"] == [
+        {"seat": 1, "occupation": "Chef", "secret": None, "age": None}
+    ]
     assert by_id[root]["forkChange"] is None
     assert by_id[child]["turns"][:2] == by_id[root]["turns"][:2]
     assert by_id[grandchild]["turns"][:3] == by_id[child]["turns"][:3]

@@ -60,7 +60,7 @@ EPISODE = {
     "answer } }",
     "parent": "parent { id forkedAtTurn }",
     "forkChange": "forkChange { seatModels { seat model } injectMessage { text to } goals { seat "
-    "goal } }",
+    "goal } profiles { seat age secret } }",
     "forks": "forks { id parentId }",
     "family": "family { id parentId }",
 }

@@ -10,7 +10,7 @@ from parley.lifecycle.forks import Forked, fork
 from parley.lifecycle.services import Services
 from parley.lifecycle.start import cancel
 from parley.resolvers.agents import agent_names
-from parley.storage.models import EpisodeLog, EpisodeStatus, StoredTurn
+from parley.storage.models import AgentProfile, EpisodeLog, EpisodeStatus, StoredTurn
 from tests.lifecycle.conftest import burst
 
 Status = EpisodeStatus
@@ -121,21 +121,34 @@ async def test_an_injected_message_is_delivered_at_the_fork_turn(
     assert child.fork_change.injection.text == text
 
 
-async def test_goals_edited_in_a_fork_reach_its_agents(
+async def test_goals_and_profiles_edited_in_a_fork_reach_its_agents(
     services: Services, fake_llm: FakeLLM
 ) -> None:
     tag = f"fork-{uuid.uuid4().hex[:8]}"
     parent = await finished_parent(services, fake_llm, tag)
+    names = await agent_names(services.client, parent.agents)
     before = len(fake_llm.requests)
     goal = f"Convince them to skip lunch ({tag})"
+    secret = f"Has already eaten ({tag})"
     forked = await fork(
-        services, {"episode_id": parent.pk, "at_turn": 4, "goals": [{"seat": 0, "goal": goal}]}
+        services,
+        {
+            "episode_id": parent.pk,
+            "at_turn": 4,
+            "goals": [{"seat": 0, "goal": goal}],
+            "profiles": [{"seat": 1, "secret": secret, "occupation": "Chef"}],
+        },
     )
     assert forked.errors == [] and forked.episode is not None
     await burst(services)
     assert (await EpisodeLog.get(forked.episode.pk)).status == Status.COMPLETED
     asked = [r for r in fake_llm.requests[before:] if r.kind == "action" and tag in r.text]
-    assert any(goal in r.text for r in asked)
+    seat_0 = [r.text for r in asked if f"You are {names[0]}." in r.text]
+    seat_1 = [r.text for r in asked if f"You are {names[1]}." in r.text]
+    assert seat_0 and all(goal in text and secret not in text for text in seat_0)
+    assert seat_1 and all(secret in text and goal not in text for text in seat_1)
+    # The stored agent is unchanged: only the fork plays it so.
+    assert secret not in (await AgentProfile.get(parent.agents[1])).secret
 
 
 async def refused(services: Services, fields: dict[str, Any]) -> list[tuple[str, str]]:
@@ -175,6 +188,12 @@ async def test_bad_forks_are_refused_with_coded_errors(
     assert await refused(services, stranger) == [("INVALID", "input.inject.to.0")]
     assert await refused(services, {"episode_id": pk, "at_turn": 1, "inject": {"text": ""}}) == [
         ("INVALID", "input.inject.text")
+    ]
+    nothing = {"episode_id": pk, "at_turn": 1, "profiles": [{"seat": 0}]}
+    assert await refused(services, nothing) == [("INVALID", "input.profiles.0")]
+    goals = [{"seat": 1, "goal": "x"}, {"seat": 1, "goal": "y"}]
+    assert await refused(services, {"episode_id": pk, "at_turn": 1, "goals": goals}) == [
+        ("INVALID", "input.goals.1.seat")
     ]
     # An episode that has not finished cannot be forked (its turns may still change).
     scenario, agents = await make_world(f"{tag}-q")

@@ -371,6 +371,8 @@ class ForkEpisodeInput(BaseModel):
     "An environment message its agents see from turn atTurn on."
     goals: list["SeatGoalInput"] = Field(default_factory=lambda: [])
     "Seats whose agent has another goal in the fork (from the start: the kept turns stay as they were played)."
+    profiles: list["SeatProfileInput"] = Field(default_factory=lambda: [])
+    "Seats whose agent has other profile fields in the fork (seen likewise)."
     tag: Optional[str] = None
     "Its tag; the parent's if null."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
@@ -585,6 +587,33 @@ class SeatModelInput(BaseModel):
     "The seat (0-based, in agent order)."
     model: str
     "A model name, as in startSimulation."
+
+
+class SeatProfileInput(BaseModel):
+    """Profile fields to give one seat's agent of a fork (its name stays: the kept turns name it); the fields not given stay the agent's own."""
+
+    seat: int
+    "The seat (0-based, in agent order)."
+    age: Optional[int] = None
+    "Age in years."
+    occupation: Optional[str] = None
+    "Occupation."
+    public_info: Optional[str] = Field(alias="publicInfo", default=None)
+    "Public information."
+    personality_and_values: Optional[str] = Field(
+        alias="personalityAndValues", default=None
+    )
+    "Personality and values."
+    decision_making_style: Optional[str] = Field(
+        alias="decisionMakingStyle", default=None
+    )
+    "How the agent makes decisions."
+    big_five: Optional[str] = Field(alias="bigFive", default=None)
+    "Big Five traits."
+    mbti: Optional[str] = None
+    "Myers-Briggs type."
+    secret: Optional[str] = None
+    "What the agent hides (only it sees it in play)."
 
 
 class StartDraftJobInput(BaseModel):

@@ -5,6 +5,24 @@ import { h, routeLink } from "../dom.js";
 import { statusBadge, TERMINAL } from "../status.js";
 import { showFieldErrors } from "./common.js";
 
+const PROFILE_WORDS = {
+  age: "age",
+  occupation: "occupation",
+  publicInfo: "public information",
+  personalityAndValues: "personality",
+  decisionMakingStyle: "decision making",
+  bigFive: "Big Five",
+  mbti: "MBTI",
+  secret: "secret",
+};
+
+/** The profile fields a fork's edit of one seat sets, in words. */
+function profileFields(profile) {
+  return Object.entries(PROFILE_WORDS)
+    .filter(([name]) => profile[name] !== null && profile[name] !== undefined)
+    .map(([, words]) => words);
+}
+
 /** What a fork changed, in words: "seat 2 → model x; message “…”; seat 1's goal". */
 export function changeWords(change) {
   if (!change) return "";
@@ -12,6 +30,7 @@ export function changeWords(change) {
     ...change.seatModels.map((s) => `seat ${s.seat + 1} → ${s.model}`),
     ...(change.injectMessage ? [`message “${change.injectMessage.text}”`] : []),
     ...change.goals.map((g) => `seat ${g.seat + 1}'s goal: “${g.goal}”`),
+    ...change.profiles.map((p) => `seat ${p.seat + 1}'s ${profileFields(p).join(", ")}`),
   ];
   return parts.length ? parts.join("; ") : "no change";
 }
