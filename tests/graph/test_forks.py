@@ -223,15 +223,22 @@ async def test_an_export_and_an_import_keep_the_links(
                 {"id": episode_id},
             )
             assert deleted["deleteEpisode"]["deletedId"] == episode_id
-        # The fork comes first (newest first): it imports before its parent and links once
-        # the parent is there.
-        imported = await http.post(
-            "/import", content=exported.text, headers={"content-type": "application/x-ndjson"}
-        )
+        # A fork whose parent is neither imported nor stored comes in as it is: it names the
+        # missing parent, has none to read, and is the root of its family.
+        jsonl = {"content-type": "application/x-ndjson"}
+        alone = "\n".join(json.dumps(line) for line in lines if line["episode_id"] == child)
+        imported = await http.post("/import", content=alone + "\n", headers=jsonl)
+        assert imported.status_code == 200, imported.text
+        read = (await ask(url, FAMILY, {"id": child}))["episode"]
+        assert (read["parentId"], read["parent"], read["forkedAtTurn"]) == (root, None, 2)
+        assert [e["id"] for e in read["family"]] == [child]
+        # The whole export: the fork is there already, and links once its parent is imported.
+        imported = await http.post("/import", content=exported.text, headers=jsonl)
         assert imported.status_code == 200, imported.text
     read = (await ask(url, FAMILY, {"id": child}))["episode"]
     assert read["parent"] == {"id": root} and read["forkedAtTurn"] == 2
     assert [e["id"] for e in read["family"]] == [root, child]
+    assert [e["id"] for e in (await ask(url, FAMILY, {"id": root}))["episode"]["forks"]] == [child]
 
 
 async def test_parley_fork_prints_the_new_id_and_follows_it(
