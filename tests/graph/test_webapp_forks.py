@@ -64,6 +64,9 @@ async def test_a_fork_made_on_the_page_shows_its_family_and_compares_with_its_pa
                 service.url, sibling["episode"]["id"], lambda e: e["status"] == "COMPLETED"
             )
             await page.reload()
+            await expect(page.locator("main .summary .parent-link")).to_have_attribute(
+                "href", f"#/episodes/{root}"
+            )
             tree = page.locator("section.family .family-tree")
             await expect(tree.locator("li")).to_have_count(3)
             here = tree.locator(f'li[data-episode="{fork}"]')
