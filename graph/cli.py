@@ -202,12 +202,13 @@ def parser() -> argparse.ArgumentParser:
         "to Sotopia's own code as REDIS_OM_URL.",
     )
     where.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
-    from parley.client import experiment, replay, study
+    from parley.client import experiment, fork, replay, study
     from parley.graph import exchange_cli
 
     exchange_cli.add_commands(commands)
     experiment.add_commands(commands)
     replay.add_commands(commands)
+    fork.add_commands(commands)
     study.add_commands(commands)
     return root
 
@@ -226,6 +227,10 @@ def main(argv: list[str] | None = None) -> None:
         from parley.client import study
 
         sys.exit(study.main(args))
+    if args.command == "fork":
+        from parley.client import fork
+
+        sys.exit(fork.main(args))
     overrides: dict[str, Any] = {
         key: value
         for key, value in {

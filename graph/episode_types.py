@@ -18,6 +18,7 @@ from parley.graph.enums import (
 )
 from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
+from parley.graph.fork_types import ForkChange
 from parley.graph.game_types import EpisodeGame, episode_game_type
 from parley.graph.listed import Listed
 from parley.graph.model_call_types import ModelCall, model_call
@@ -507,6 +508,7 @@ class Episode:
             "turns",
             "messages",
             "injections",
+            "fork_change",
             "status",
             "waiting",
             "rewards",
@@ -541,6 +543,53 @@ class Episode:
             info.context.services.client, str(self.record.pk), first, after, turn, purpose
         )
         return to_connection(page, model_call)
+
+    @strawberry.field(
+        description="The episode this one is a fork of; null for an episode that is not a fork, "
+        "or whose parent was deleted (`parentId` still names it).",
+        metadata=reading("parent_id"),
+    )
+    async def parent(self) -> "Episode | None":
+        if not self.record.parent_id:
+            return None
+        return wrapped(Episode, await episodes.get_episode(self.record.parent_id))
+
+    @strawberry.field(
+        description="Id of the episode this one is a fork of; null when not a fork.",
+        metadata=reading("parent_id"),
+    )
+    def parent_id(self) -> strawberry.ID | None:
+        return strawberry.ID(self.record.parent_id) if self.record.parent_id else None
+
+    forked_at_turn = stored(
+        "For a fork: how many of its parent's turns it began with (its turns 0 to "
+        "forkedAtTurn - 1 are its parent's, unchanged); null when not a fork."
+    )
+
+    @strawberry.field(
+        description="For a fork: what it changed from its parent; null when not a fork.",
+        metadata=reading("fork_change"),
+    )
+    def fork_change(self) -> ForkChange | None:
+        change = self.record.fork_change
+        return ForkChange.of(change) if change else None
+
+    @strawberry.field(
+        description="The episodes forked from this one (forkEpisode), oldest first.",
+        metadata=reading("pk"),
+    )
+    async def forks(self) -> list["Episode"]:
+        return [Episode(record=e) for e in await episodes.forks_of(str(self.record.pk))]
+
+    @strawberry.field(
+        description="The whole family of this episode: its root (the first ancestor still "
+        "stored) and every fork under it, each after its parent (depth first, oldest fork "
+        "first); build the tree from each one's parentId. Just this episode when it has "
+        "neither parent nor forks.",
+        metadata=reading("pk"),
+    )
+    async def family(self) -> list["Episode"]:
+        return [Episode(record=e) for e in await episodes.family(str(self.record.pk))]
 
     created_at = stored("When it was queued.", when)
     started_at = stored("When its current run started.", when)

@@ -177,6 +177,9 @@ class EpisodeFilter:
     scenario_id: strawberry.ID | None = strawberry.field(
         default=None, description="Episodes of this scenario."
     )
+    parent_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Forks of this episode (made by forkEpisode from it)."
+    )
 
 
 @strawberry.input(description="One judge of a panel: a model, asked `repeats` times.")

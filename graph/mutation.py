@@ -10,6 +10,7 @@ from parley.graph.drafts import DraftMutation
 from parley.graph.episode_types import Episode
 from parley.graph.experiments import ExperimentMutation
 from parley.graph.fields import wrapped
+from parley.graph.forks import ForkMutation
 from parley.graph.inputs import fields_of, simulation_fields
 from parley.graph.payloads import (
     AgentPayload,
@@ -49,7 +50,14 @@ def deleted(pk: str, errors: Sequence[object]) -> strawberry.ID | None:
 
 
 @strawberry.type(description="Change the stored world.")
-class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation, StudyMutation):
+class Mutation(
+    ExperimentMutation,
+    RejudgeMutation,
+    SeatMutation,
+    DraftMutation,
+    StudyMutation,
+    ForkMutation,
+):
     @strawberry.mutation(description="Create an agent.")
     async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
         record, errors = await agents.create_agent(fields_of(input))

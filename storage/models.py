@@ -301,6 +301,52 @@ class ReplayCheck(BaseModel):
     """The first difference, in words."""
 
 
+class SeatModel(BaseModel):
+    """The model a fork puts in one seat instead of its parent's."""
+
+    seat: int
+    model: str
+
+
+class SeatGoal(BaseModel):
+    """The goal a fork gives one seat instead of its scenario's."""
+
+    seat: int
+    goal: str
+
+
+class SeatProfile(BaseModel):
+    """Profile fields a fork gives one seat's agent instead of its stored ones (a name is
+    not among them: the kept turns name their speakers)."""
+
+    seat: int
+    age: int | None = None
+    occupation: str | None = None
+    public_info: str | None = None
+    personality_and_values: str | None = None
+    decision_making_style: str | None = None
+    big_five: str | None = None
+    mbti: str | None = None
+    secret: str | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The fields it sets."""
+        return self.model_dump(exclude={"seat"}, exclude_none=True)
+
+
+class ForkChange(BaseModel):
+    """What a fork changes from its parent from its fork turn on."""
+
+    seat_models: list[SeatModel] = []
+    injection: Injection | None = None
+    """An environment message delivered in the fork's first own turn."""
+    goals: list[SeatGoal] = []
+    """Goals that replace the scenario's for these seats (the agents see them from the start:
+    the kept turns are the parent's, played with the old goals)."""
+    profiles: list[SeatProfile] = []
+    """Profile fields that replace the stored agents' for these seats (seen likewise)."""
+
+
 class EpisodeLog(ListedRecord, index=True):
     """Sotopia's EpisodeLog, plus the run state Parley adds as extra keys.
 
@@ -381,6 +427,14 @@ class EpisodeLog(ListedRecord, index=True):
     """Set when a replay ends: whether it matched its source."""
     cache: bool = False
     """Answer a request identical to one any ledger holds with its recorded answer."""
+
+    parent_id: str = Field(
+        default="", index=True, description="The episode this one is a fork of ('' for none)."
+    )
+    forked_at_turn: int | None = None
+    """For a fork: how many of its parent's turns it began with (they are its first turns)."""
+    fork_change: ForkChange | None = None
+    """For a fork: what it changed from its parent."""
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     finished_at: float | None = None
