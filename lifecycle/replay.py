@@ -36,6 +36,12 @@ async def replay_problem(
     if source.status not in REPLAYABLE:
         message = f"episode {pk} is {source.status}: only a completed or failed one replays"
         return UserError(field, message, ErrorCode.CONFLICT)
+    if source.parent_id:
+        message = (
+            f"episode {pk} is a fork of {source.parent_id}: its first {source.forked_at_turn} "
+            "turns are its parent's, whose calls are not in its ledger"
+        )
+        return UserError(field, message, ErrorCode.INVALID)
     if source.human_seats:
         message = f"episode {pk} had people in its seats: their turns are not in a ledger"
         return UserError(field, message, ErrorCode.INVALID)

@@ -46,9 +46,19 @@ async def test_what_cannot_be_replayed_is_refused_with_a_code(gql: GraphQLClient
     await done.save()
     [no_ledger] = await refused(gql, REPLAY_EPISODE, "replayEpisode", str(done.pk))
     assert no_ledger["code"] == "NOT_FOUND" and "no ledger" in str(no_ledger["message"])
+    fork = EpisodeLog(
+        environment="s",
+        agents=["a", "b"],
+        status=EpisodeStatus.COMPLETED,
+        parent_id=str(done.pk),
+        forked_at_turn=2,
+    )
+    await fork.save()
+    [of_fork] = await refused(gql, REPLAY_EPISODE, "replayEpisode", str(fork.pk))
+    assert of_fork["code"] == "INVALID" and "is a fork of" in str(of_fork["message"])
     [experiment] = await refused(gql, REPLAY_EXPERIMENT, "replayExperiment", missing)
     assert experiment["code"] == "NOT_FOUND"
-    for record in (queued, done):
+    for record in (queued, done, fork):
         await EpisodeLog.delete(str(record.pk))
 
 
