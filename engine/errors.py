@@ -66,6 +66,12 @@ class JudgeFailed(EpisodeFailed):
         self.runs = runs or []
 
 
+class ReplayStopped(EpisodeFailed):
+    """A replay cannot go on: it met a request its source's ledger does not hold (engine/ledger.py
+    `missing`), or a call cancelled in the source that nothing cancels here. The episode stops
+    there, with no model asked; not a judge's failure, it ends the episode."""
+
+
 class EpisodeSuspended(EngineError):
     """The episode stopped before a turn to wait (for a person, or a pause): `state` says where;
     playing it again with its stored history goes on from there."""

@@ -47,21 +47,100 @@ class CallScope:
     """The judge run that asked: `<model>#<repeat>`."""
 
 
+CANCELLED = "cancelled"
+"""The error code of a call cancelled before it ended (a sibling request's failure cancels the
+others of a judge's): a replay waits there until the same failure cancels it again."""
+
+
+class Served(StrEnum):
+    """Where the answer of a call that asked no model came from."""
+
+    REPLAY = "replay"
+    """The ledger of the episode being replayed."""
+    CACHE = "cache"
+    """The ledger of any episode that sent the identical request (an experiment's cache mode)."""
+
+
+class ReplayCode(StrEnum):
+    """Why a replay does not match its source."""
+
+    REPLAY_MISSING_CALL = "REPLAY_MISSING_CALL"
+    """A request the source's ledger does not hold: the prompts changed."""
+    REPLAY_DIVERGED = "REPLAY_DIVERGED"
+    """Every request was found, yet the transcript, the scores or the outcome differ."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """An answer recorded in a ledger for a request: what a replay or the cache gives back
+    instead of asking the model (a recorded failure fails again)."""
+
+    episode_id: str
+    """The episode whose ledger holds it."""
+    answer: str | None
+    error_code: str | None = None
+    error_message: str | None = None
+    position: int = 0
+    """Its place in that ledger: the order the source's calls ended in."""
+
+
+class AnswerSource(Protocol):
+    """Answers requests from a ledger: a replay (a request it lacks stops the episode) or the
+    cache (a request it lacks goes to the model)."""
+
+    @property
+    def served(self) -> Served: ...
+
+    async def find(self, scope: CallScope, request: str) -> Recorded | None:
+        """The answer recorded for the request of this hash, in this scope if it can."""
+        ...
+
+    def failing(self, recorded: Recorded) -> contextlib.AbstractAsyncContextManager[None]:
+        """Around raising a recorded failure: failures met at once (a judge's requests) are
+        raised in the order the source's ended, so the one that decided then decides again."""
+        ...
+
+
 _SCOPE: ContextVar[CallScope | None] = ContextVar("parley_call_scope", default=None)
+_SOURCE: ContextVar[AnswerSource | None] = ContextVar("parley_answer_source", default=None)
 
 
 def current_scope() -> CallScope | None:
     return _SCOPE.get()
 
 
+def current_source() -> AnswerSource | None:
+    return _SOURCE.get()
+
+
 @contextlib.contextmanager
-def recording(episode_id: str, attempt: int) -> Iterator[None]:
-    """Record the calls made in this block (and the tasks it starts) as the episode's."""
+def recording(episode_id: str, attempt: int, source: AnswerSource | None = None) -> Iterator[None]:
+    """Record the calls made in this block (and the tasks it starts) as the episode's; with a
+    `source`, answer them from it first."""
     token = _SCOPE.set(CallScope(episode_id, attempt))
+    answers = _SOURCE.set(source)
     try:
         yield
     finally:
+        _SOURCE.reset(answers)
         _SCOPE.reset(token)
+
+
+def missing(scope: CallScope, request: str) -> str:
+    """Why a replay stopped at a request its source's ledger does not hold."""
+    return (
+        f"{ReplayCode.REPLAY_MISSING_CALL}: the source's ledger holds no call for {where(scope)} "
+        f"(request {request}): the prompts changed"
+    )
+
+
+def where(scope: CallScope) -> str:
+    """A scope in words, for a reason a person reads."""
+    if scope.purpose == CallPurpose.JUDGE or scope.judge is not None:
+        kind = "re-ask of " if scope.purpose == CallPurpose.REASK else ""
+        return f"{kind}judge {scope.judge}"
+    kind = "re-ask at " if scope.purpose == CallPurpose.REASK else ""
+    return f"{kind}seat {scope.seat}'s turn {scope.turn}"
 
 
 @contextlib.contextmanager
@@ -108,6 +187,10 @@ class ModelCall:
     """Requests sent for this call (retries included)."""
     error_code: str | None = None
     error_message: str | None = None
+    served: Served | None = None
+    """Set when no model was asked: where the answer came from."""
+    served_from: str | None = None
+    """The episode whose ledger gave the answer."""
 
 
 class CallLedger(Protocol):

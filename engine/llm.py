@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -18,9 +19,24 @@ from parley.engine.errors import (
     LLMTimeout,
     LLMTransportError,
     LocalModelError,
+    ReplayStopped,
     UnknownModelError,
 )
-from parley.engine.ledger import CallLedger, CallScope, ModelCall, current_scope
+from parley.engine.ledger import (
+    CANCELLED,
+    AnswerSource,
+    CallLedger,
+    CallScope,
+    ModelCall,
+    Recorded,
+    ReplayCode,
+    Served,
+    content_hash,
+    current_scope,
+    current_source,
+    missing,
+    where,
+)
 from parley.engine.limiter import AdaptiveLimit
 from parley.engine.local_model import STOP_TOKENS, LocalModelServer, local_model_problem
 from parley.engine.models import (
@@ -39,6 +55,8 @@ from parley.engine.parsing import well_formed
 from parley.engine.stats import GenerationStats
 from parley.engine.usage import Prices, TokenCount, add, counted
 
+REPLAY_CANCEL_WAIT = 60.0
+"""Seconds a replayed call that was cancelled in its source waits to be cancelled again."""
 SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
 Purpose = Literal["turn", "judge"]
 """What a request is for, which decides its timeout (`ModelInfo.timeout`, `judge_timeout`)."""
@@ -130,6 +148,7 @@ class ModelRegistry:
         self._endpoints: dict[str, _Endpoint] = {}
         self._limits: dict[str, AdaptiveLimit] = {}
         self._ledger: CallLedger | None = None
+        self.replay_cancel_wait = REPLAY_CANCEL_WAIT
 
     def record_calls(self, ledger: CallLedger | None) -> None:
         """Hand every call made in an episode's scope (engine/ledger.py) to `ledger`."""
@@ -212,9 +231,14 @@ class ModelRegistry:
 
     async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str:
         """Send one chat request, retrying transport failures; return the reply text. A call
-        in an episode's scope is recorded in the ledger, answered or failed."""
-        scope = current_scope() if self._ledger is not None else None
-        if scope is None:
+        in an episode's scope is recorded in the ledger, answered or failed. A scope with an
+        answer source (a replay, the cache) takes the recorded answer instead when it has one."""
+        scope, source = current_scope(), current_source()
+        if scope is not None and source is not None:
+            served = await self._served(scope, source, model, request, stats)
+            if served is not None:
+                return served
+        if scope is None or self._ledger is None:
             return await self._complete(model, request, stats, _Trace())
         trace = _Trace()
         try:
@@ -222,8 +246,52 @@ class ModelRegistry:
         except LLMError as exc:
             await self._record(scope, model, trace, str(exc))
             raise
+        except asyncio.CancelledError:
+            trace.error_code = CANCELLED
+            await self._record(scope, model, trace, "cancelled before it ended")
+            raise
         await self._record(scope, model, trace, None)
         return text
+
+    async def _served(
+        self,
+        scope: CallScope,
+        source: AnswerSource,
+        model: str,
+        request: ChatRequest,
+        stats: GenerationStats,
+    ) -> str | None:
+        """The answer `source` recorded for this request, as this registry would send it (with
+        its schema as `response_format`, or in the prompt where an endpoint refused that), or
+        None to ask the model; a replay stops at a request its source lacks. A recorded failure
+        fails again."""
+        info = self.resolve(model)
+        bodies = []
+        if request.schema is not None and info.json_schema:
+            bodies.append(_request_kwargs(info, request, True))
+        bodies.append(_request_kwargs(info, request, False))
+        for body in bodies:
+            found = await source.find(scope, content_hash(body))
+            if found is not None:
+                break
+        else:
+            if source.served == Served.REPLAY:
+                raise ReplayStopped(missing(scope, content_hash(bodies[0])), stats)
+            return None
+        if self._ledger is not None:
+            await _kept(self._ledger.record(_served_call(scope, model, body, found, source.served)))
+        if found.error_code == CANCELLED:
+            # The source's call was cancelled by a sibling's failure: so is this one, once the
+            # same failure is replayed; nothing cancelling it is a difference.
+            await asyncio.sleep(self.replay_cancel_wait)
+            reason = f"the call for {where(scope)} was cancelled in the source, not here"
+            raise ReplayStopped(f"{ReplayCode.REPLAY_DIVERGED}: {reason}", stats)
+        if found.error_code is not None or found.answer is None:
+            stats.failures += 1
+            failed = LLMTimeout if found.error_code == "timeout" else LLMTransportError
+            async with source.failing(found):
+                raise failed(found.error_message or f"{model}: answer without choices")
+        return _clean(found.answer, info)
 
     async def _record(self, scope: CallScope, model: str, trace: _Trace, error: str | None) -> None:
         if self._ledger is None or trace.request is None:  # nothing was sent
@@ -239,7 +307,7 @@ class ModelRegistry:
             error_code=trace.error_code if error is not None else None,
             error_message=error,
         )
-        await self._ledger.record(call)
+        await _kept(self._ledger.record(call))
 
     async def _complete(
         self, model: str, request: ChatRequest, stats: GenerationStats, trace: _Trace
@@ -314,6 +382,32 @@ class ModelRegistry:
         for endpoint in endpoints:
             await endpoint.client.aclose()
         await self.local.aclose()
+
+
+async def _kept(write: Coroutine[Any, Any, None]) -> None:
+    """A ledger write that the caller's cancellation (a sibling request's failure cancels the
+    others of a judge's) does not cut short: a call whose answer came is recorded, so a replay
+    finds it."""
+    await asyncio.shield(write)
+
+
+def _served_call(
+    scope: CallScope, model: str, body: dict[str, Any], found: Recorded, served: Served
+) -> ModelCall:
+    """The ledger's record of a call answered from a ledger: nothing sent, nothing spent."""
+    return ModelCall(
+        scope=scope,
+        model=model,
+        request=body,
+        answer=found.answer,
+        tokens=TokenCount(),
+        latency_ms=0.0,
+        attempts=0,
+        error_code=found.error_code,
+        error_message=found.error_message,
+        served=served,
+        served_from=found.episode_id,
+    )
 
 
 def _request_kwargs(info: ModelInfo, request: ChatRequest, use_schema: bool) -> dict[str, Any]:

@@ -202,11 +202,13 @@ def parser() -> argparse.ArgumentParser:
         "to Sotopia's own code as REDIS_OM_URL.",
     )
     where.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
-    from parley.client import experiment, study
+    from parley.client import experiment, fork, replay, study
     from parley.graph import exchange_cli
 
     exchange_cli.add_commands(commands)
     experiment.add_commands(commands)
+    replay.add_commands(commands)
+    fork.add_commands(commands)
     study.add_commands(commands)
     return root
 
@@ -217,10 +219,18 @@ def main(argv: list[str] | None = None) -> None:
         from parley.client import experiment
 
         sys.exit(experiment.main(args))
+    if args.command == "replay":
+        from parley.client import replay
+
+        sys.exit(replay.main(args))
     if args.command == "study":
         from parley.client import study
 
         sys.exit(study.main(args))
+    if args.command == "fork":
+        from parley.client import fork
+
+        sys.exit(fork.main(args))
     overrides: dict[str, Any] = {
         key: value
         for key, value in {

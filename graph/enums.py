@@ -5,7 +5,7 @@ from enum import Enum
 import strawberry
 
 from parley.core.errors import ErrorCode
-from parley.engine.ledger import CallPurpose
+from parley.engine.ledger import CallPurpose, ReplayCode, Served
 from parley.engine.types import (
     ActionType,
     Aggregate,
@@ -45,6 +45,19 @@ _GRAPHQL: tuple[tuple[type[Enum], str | None, str], ...] = (
         "turn or a judge), or a JUDGE's scores.",
     ),
     (
+        Served,
+        "ModelCallServed",
+        "Where the answer of a call that asked no model came from: REPLAY (the ledger of the "
+        "episode replayed) or CACHE (an identical request's, in an experiment's cache mode).",
+    ),
+    (
+        ReplayCode,
+        None,
+        "Why a replay does not match its source: REPLAY_MISSING_CALL (a request its ledger "
+        "does not hold: the prompts changed) or REPLAY_DIVERGED (the transcript, scores or "
+        "outcome differ).",
+    ),
+    (
         EventKind,
         "EpisodeEventKind",
         "SNAPSHOT is the state when a subscription starts; then STATUS, TURN and INJECTION "
@@ -67,7 +80,9 @@ __all__ = [
     "JudgeErrorCode",
     "Redelivery",
     "RelationshipType",
+    "ReplayCode",
     "SeatTimeout",
+    "Served",
     "SortOrder",
     "TurnOrder",
 ]

@@ -18,6 +18,7 @@ from parley.graph.enums import (
 )
 from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
+from parley.graph.fork_types import ForkChange
 from parley.graph.game_types import EpisodeGame, episode_game_type
 from parley.graph.listed import Listed
 from parley.graph.model_call_types import ModelCall, model_call
@@ -179,6 +180,22 @@ def panel_judges(metadata: dict[str, Any] | None = None) -> Any:
         resolver=_panel_judges,
         description="The judges: the judge model alone, or a panel.",
         metadata=metadata,
+    )
+
+
+@strawberry.type(
+    description="How a replay compares with its source: turn by turn, then its scores and outcome."
+)
+@shows(models.ReplayCheck)
+class ReplayCheck:
+    record: strawberry.Private[models.ReplayCheck]
+
+    matched = stored("Whether its transcript, scores and outcome are the source's.")
+    code = stored("Why it does not match; null when it does.")
+    turns_matched = stored("Turns equal to the source's before the first that differs.")
+    divergence = stored(
+        "The first difference, in words (for REPLAY_MISSING_CALL: the seat, turn or judge and "
+        "the request's hash)."
     )
 
 
@@ -407,6 +424,25 @@ class Episode:
         "(rejudgeEpisodes) makes that judgement its scores."
     )
     termination_reason = stored("Why the conversation ended.")
+    replay_of = stored(
+        "The episode this one replays from its ledger of model calls (asking no model); "
+        "null for an episode that is no replay.",
+        optional_id,
+    )
+
+    @strawberry.field(
+        description="How this replay compares with its source, turn by turn, then its scores "
+        "and outcome; null until a replay ends (and for an episode that is no replay).",
+        metadata=reading("replay"),
+    )
+    def replay(self) -> ReplayCheck | None:
+        check = self.record.replay
+        return None if check is None else ReplayCheck(record=check)
+
+    cache = stored(
+        "Whether a request identical to one any ledger holds was answered from it (an "
+        "experiment's cache mode)."
+    )
     generation_stats = stored("Model requests, retries, repairs and fallbacks it took.")
 
     @strawberry.field(
@@ -472,6 +508,7 @@ class Episode:
             "turns",
             "messages",
             "injections",
+            "fork_change",
             "status",
             "waiting",
             "rewards",
@@ -506,6 +543,53 @@ class Episode:
             info.context.services.client, str(self.record.pk), first, after, turn, purpose
         )
         return to_connection(page, model_call)
+
+    @strawberry.field(
+        description="The episode this one is a fork of; null for an episode that is not a fork, "
+        "or whose parent was deleted (`parentId` still names it).",
+        metadata=reading("parent_id"),
+    )
+    async def parent(self) -> "Episode | None":
+        if not self.record.parent_id:
+            return None
+        return wrapped(Episode, await episodes.get_episode(self.record.parent_id))
+
+    @strawberry.field(
+        description="Id of the episode this one is a fork of; null when not a fork.",
+        metadata=reading("parent_id"),
+    )
+    def parent_id(self) -> strawberry.ID | None:
+        return strawberry.ID(self.record.parent_id) if self.record.parent_id else None
+
+    forked_at_turn = stored(
+        "For a fork: how many of its parent's turns it began with (its turns 0 to "
+        "forkedAtTurn - 1 are its parent's, unchanged); null when not a fork."
+    )
+
+    @strawberry.field(
+        description="For a fork: what it changed from its parent; null when not a fork.",
+        metadata=reading("fork_change"),
+    )
+    def fork_change(self) -> ForkChange | None:
+        change = self.record.fork_change
+        return ForkChange.of(change) if change else None
+
+    @strawberry.field(
+        description="The episodes forked from this one (forkEpisode), oldest first.",
+        metadata=reading("pk"),
+    )
+    async def forks(self) -> list["Episode"]:
+        return [Episode(record=e) for e in await episodes.forks_of(str(self.record.pk))]
+
+    @strawberry.field(
+        description="The whole family of this episode: its root (the first ancestor still "
+        "stored) and every fork under it, each after its parent (depth first, oldest fork "
+        "first); build the tree from each one's parentId. Just this episode when it has "
+        "neither parent nor forks.",
+        metadata=reading("pk"),
+    )
+    async def family(self) -> list["Episode"]:
+        return [Episode(record=e) for e in await episodes.family(str(self.record.pk))]
 
     created_at = stored("When it was queued.", when)
     started_at = stored("When its current run started.", when)

@@ -12,7 +12,7 @@ import strawberry
 from parley.graph.connection import AFTER, FIRST, Connection, list_field, one_field, to_connection
 from parley.graph.context import Info
 from parley.graph.enums import Aggregate, EpisodeStatus, SortOrder, TurnOrder
-from parley.graph.episode_types import Episode, an_id, when
+from parley.graph.episode_types import Episode, an_id, optional_id, when
 from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.inputs import AGGREGATE, JUDGES, JudgeInput
@@ -20,7 +20,7 @@ from parley.graph.payloads import user_errors
 from parley.graph.rejudge import Rejudging
 from parley.graph.types import UserError, primary_key
 from parley.lifecycle import experiments as service
-from parley.lifecycle import rejudge
+from parley.lifecycle import rejudge, replay
 from parley.lifecycle.experiment_follow import UnknownExperiment, follow_experiment
 from parley.lifecycle.experiments import Progress
 from parley.lifecycle.start import get_many
@@ -90,6 +90,11 @@ class ExperimentDesignInput:
     judge_aggregate: Aggregate = strawberry.field(default=Aggregate.MEAN, description=AGGREGATE)
     evaluation_dimension_list_id: strawberry.ID | None = strawberry.field(
         default=None, description="Custom dimensions (default: Sotopia's seven)."
+    )
+    cache: bool = strawberry.field(
+        default=False,
+        description="Answer a request identical to one any ledger of model calls holds with "
+        "its recorded answer, asking no model: run again, it pays only for what was not asked.",
     )
 
 
@@ -210,6 +215,20 @@ class ExperimentSlot:
         return wrapped(Episode, self.record)
 
 
+@strawberry.type(description="How a replayed experiment's episodes compare with the source's.")
+@shows(replay.ExperimentCheck, held_as="check")
+class ExperimentReplayCheck:
+    check: strawberry.Private[replay.ExperimentCheck]
+
+    matched = stored(
+        "Null while a slot's replay has not ended (and none differs); then whether every one "
+        "matched its source."
+    )
+    checked = stored("Slots whose replay has ended.")
+    mismatched = stored("Slots whose replay does not match its source.")
+    first_divergence = stored("The first slot that does not match: its number, episode and why.")
+
+
 @strawberry.type(description="A named batch of episodes expanded from a design.")
 @shows(models.Experiment)
 class Experiment:
@@ -227,6 +246,19 @@ class Experiment:
     created_at = stored("When it was created.", when)
     started_at = stored("When it was last started or resumed.", when)
     slot_count = stored("How many episode slots the design expanded into.")
+    replay_of = stored(
+        "The experiment whose episodes this one replays slot by slot; null for one that is no "
+        "replay.",
+        optional_id,
+    )
+
+    @strawberry.field(
+        description="How its replays compare with the source's episodes; null for an "
+        "experiment that is no replay."
+    )
+    async def replay(self, info: Info) -> ExperimentReplayCheck | None:
+        check = await replay.experiment_check(info.context.services, self.record)
+        return None if check is None else ExperimentReplayCheck(check=check)
 
     @strawberry.field(description="The slots in design order, each with its current episode.")
     async def slots(
@@ -327,6 +359,21 @@ class ExperimentMutation:
     )
     async def start_experiment(self, info: Info, input: ExperimentIdInput) -> ExperimentRunPayload:
         record, queued, errors = await service.start_experiment(info.context.services, input.id)
+        return ExperimentRunPayload(
+            experiment=wrapped(Experiment, record), changed=queued, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(
+        description="Replay a finished experiment from its ledgers of model calls: a new "
+        "experiment (its `replayOf` the source) whose slots are the source's, each queued as a "
+        "replay of the source's episode in it; `replay` on it says whether they matched."
+    )
+    async def replay_experiment(self, info: Info, input: ExperimentIdInput) -> ExperimentRunPayload:
+        services = info.context.services
+        record, errors = await replay.replay_experiment(services, input.id)
+        queued = 0
+        if record is not None:
+            record, queued, errors = await service.start_experiment(services, str(record.pk))
         return ExperimentRunPayload(
             experiment=wrapped(Experiment, record), changed=queued, user_errors=user_errors(errors)
         )

@@ -133,6 +133,11 @@ class DeleteInput:
     id: strawberry.ID = strawberry.field(description="The record to delete.")
 
 
+@strawberry.input(description="Which finished episode to replay.")
+class ReplayInput:
+    id: strawberry.ID = strawberry.field(description="The episode replayed.")
+
+
 @strawberry.input(description="A relationship between two existing, different agents.")
 @creates(RELATIONSHIP)
 class CreateRelationshipInput(NewRecordInput):
@@ -171,6 +176,9 @@ class EpisodeFilter:
     )
     scenario_id: strawberry.ID | None = strawberry.field(
         default=None, description="Episodes of this scenario."
+    )
+    parent_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Forks of this episode (made by forkEpisode from it)."
     )
 
 

@@ -73,9 +73,15 @@ class ModelCall:
     attempts = stored("Requests sent for this call, retries included.")
     error_code = stored(
         "Why it gave no answer: timeout, connection, rate_limited, server, client or "
-        "no_choices; null when answered."
+        "no_choices, or cancelled (cut short when another request of the same judge failed); "
+        "null when answered."
     )
     error_message = stored("What the provider or the connection said, when it failed.")
+    served = stored(
+        "Set when no model was asked: REPLAY (the replayed episode's ledger) or CACHE (an "
+        "identical request's recorded answer); tokens and latency are then 0."
+    )
+    served_from = stored("The episode whose ledger gave the answer, when served.")
 
     @strawberry.field(description="When the call ended.")
     def finished_at(self) -> datetime:

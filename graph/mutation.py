@@ -10,6 +10,7 @@ from parley.graph.drafts import DraftMutation
 from parley.graph.episode_types import Episode
 from parley.graph.experiments import ExperimentMutation
 from parley.graph.fields import wrapped
+from parley.graph.forks import ForkMutation
 from parley.graph.inputs import fields_of, simulation_fields
 from parley.graph.payloads import (
     AgentPayload,
@@ -27,6 +28,7 @@ from parley.graph.seat_types import SeatToken
 from parley.graph.seats import SeatMutation
 from parley.graph.studies import StudyMutation
 from parley.graph.types import Agent, EvaluationDimensionList, Relationship, Scenario
+from parley.lifecycle import replay
 from parley.lifecycle import start as simulations
 from parley.resolvers import agents, dimensions, relationships, scenarios
 from parley.storage.models import EpisodeLog
@@ -48,7 +50,14 @@ def deleted(pk: str, errors: Sequence[object]) -> strawberry.ID | None:
 
 
 @strawberry.type(description="Change the stored world.")
-class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation, StudyMutation):
+class Mutation(
+    ExperimentMutation,
+    RejudgeMutation,
+    SeatMutation,
+    DraftMutation,
+    StudyMutation,
+    ForkMutation,
+):
     @strawberry.mutation(description="Create an agent.")
     async def create_agent(self, input: inputs.CreateAgentInput) -> AgentPayload:
         record, errors = await agents.create_agent(fields_of(input))
@@ -178,6 +187,15 @@ class Mutation(ExperimentMutation, RejudgeMutation, SeatMutation, DraftMutation,
     async def cancel_simulation(self, info: Info, input: inputs.DeleteInput) -> SimulationPayload:
         services = info.context.services
         record, errors = await simulations.cancel(services, input.id)
+        return SimulationPayload(episode=wrapped(Episode, record), user_errors=user_errors(errors))
+
+    @strawberry.mutation(
+        description="Replay a finished episode from its ledger of model calls: a new episode "
+        "(its `replayOf` the source) with the source's setup, every request answered from the "
+        "ledger and no model asked; `replay` on it says whether it matched, turn by turn."
+    )
+    async def replay_episode(self, info: Info, input: inputs.ReplayInput) -> SimulationPayload:
+        record, errors = await replay.replay_episode(info.context.services, input.id)
         return SimulationPayload(episode=wrapped(Episode, record), user_errors=user_errors(errors))
 
     @strawberry.mutation(description="Delete a finished episode.")

@@ -130,8 +130,10 @@ def slot_request(
     number: int,
     previous: str,
     judges: dict[str, Any],
+    replaying: dict[int, str] | None = None,
 ) -> dict[str, Any]:
-    """The start request of a slot; `judges` is the experiment's `judging`."""
+    """The start request of a slot; `judges` is the experiment's `judging`, `replaying` the
+    source's episode of each slot when the experiment is a replay."""
     design = experiment.design
     request: dict[str, Any] = {
         "scenario_id": slot.scenario_id,
@@ -146,6 +148,10 @@ def slot_request(
     }
     if design.get("evaluation_dimension_list_id"):
         request["evaluation_dimension_list_id"] = design["evaluation_dimension_list_id"]
+    if replaying is not None:
+        request["replay_of"] = replaying[number]
+    elif design.get("cache"):
+        request["cache"] = True
     return request
 
 
@@ -173,6 +179,8 @@ async def start_experiment(
         return None, 0, [not_found("experiment", pk)]
     store = ExperimentStore(services.client)
     judges = judging(experiment)
+    source = experiment.replay_of
+    replaying = await store.slots(source) if source is not None else None
     queued = 0
     plan: list[ExperimentSlot] = []
     again: set[int] | None = None
@@ -187,7 +195,8 @@ async def start_experiment(
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
             batch = [
-                slot_request(experiment, plan[n], n, previous, judges) for n, previous in chunk
+                slot_request(experiment, plan[n], n, previous, judges, replaying)
+                for n, previous in chunk
             ]
             started = await simulations.start_many(services, batch)
             episodes, errors = started.episodes, started.errors

@@ -64,6 +64,9 @@ class SimulationFields(PanelFields, extra="forbid"):
     seat_deadline_seconds: Annotated[float, Field(ge=1, le=MAX_SEAT_DEADLINE)] = 300.0
     on_seat_timeout: SeatTimeout = SeatTimeout.LEAVE
     stand_in_model: ShortText | None = None
+    replay_of: RecordId | None = None
+    """Set by a replay (lifecycle/replay.py), never by a client's start."""
+    cache: bool = False
 
     @model_validator(mode="after")
     def consistent(self) -> "SimulationFields":
@@ -231,6 +234,8 @@ def new_episode(valid: SimulationFields, tokens: dict[int, str]) -> EpisodeLog:
         seat_deadline_seconds=valid.seat_deadline_seconds,
         on_seat_timeout=valid.on_seat_timeout,
         stand_in_model=valid.stand_in() if valid.human_seats else None,
+        replay_of=valid.replay_of,
+        cache=valid.cache,
         created_at=now,
     )
 

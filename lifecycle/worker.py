@@ -27,7 +27,7 @@ import redis.asyncio as redis
 from parley.core.backoff import Backoff
 from parley.engine.episode import HistoryMismatch, Played, play
 from parley.engine.errors import EpisodeFailed, EpisodeSuspended
-from parley.engine.ledger import recording
+from parley.engine.ledger import AnswerSource, recording
 from parley.engine.limiter import INITIAL
 from parley.engine.panel import PanelProgress
 from parley.engine.stats import GenerationStats
@@ -43,10 +43,12 @@ from parley.lifecycle.control import StoredControl
 from parley.lifecycle.drafts import Drafter
 from parley.lifecycle.jobs import crash_reason
 from parley.lifecycle.rejudge import Rejudger
+from parley.lifecycle.replay import checked
 from parley.lifecycle.services import Services, open_services
 from parley.lifecycle.settings import RunSettings
 from parley.lifecycle.usage import stored_usage, usage_fields
 from parley.resolvers.episode_setup import SetupError, load_setup
+from parley.storage.answers import CacheSource, replay_source
 from parley.storage.episode_store import Fenced, TransitionResult
 from parley.storage.events import NOT_JUDGED
 from parley.storage.jobs import Job, JobKind
@@ -177,6 +179,7 @@ class Worker:
         self.config = config or WorkerConfig()
         self.llm = services.models
         self.jobs = services.jobs
+        self.client = services.client
         self.store = services.store
         self.ledger = services.ledger
         self.rejudger = Rejudger(services.client, services.models, self.config.max_attempts)
@@ -457,7 +460,7 @@ class Worker:
         try:
             setup = await self._durably(lambda: load_setup(episode))
         except SetupError as err:
-            await self._fail(episode_id, mine, str(err), GenerationStats(), spent)
+            await self._fail(episode, mine, str(err), GenerationStats(), spent)
             return True
         history = episode.turns if start.mode == "resume" else []
         try:
@@ -474,7 +477,7 @@ class Worker:
             log.warning("restarted as attempt %d: %s", mine, err)
             played = await self._play(episode, mine, setup, [], spent)
         except EpisodeFailed as failed:
-            await self._fail(episode_id, mine, failed.reason, failed.stats, spent)
+            await self._fail(episode, mine, failed.reason, failed.stats, spent)
             return True
         if played is None:
             return True
@@ -482,22 +485,24 @@ class Worker:
         unjudged = played.unjudged
         # A panel resumed with every run that scored kept: the prompt its progress stored.
         prompt = parts.rewards_prompt or ("" if unjudged else episode.rewards_prompt)
+        fields = {
+            "messages": parts.messages,
+            "rewards": parts.rewards,
+            "reasoning": parts.reasoning,
+            "rewards_prompt": prompt,
+            "judge_runs": [run.model_dump(mode="json") for run in played.runs],
+            "judge_error": unjudged,
+            "generation_stats": played.stats.model_dump(),
+            **self._usage(spent, played.stats.usage),
+            "finished_at": time.time(),
+        }
+        fields |= await self._durably(lambda: checked(episode, Status.COMPLETED, fields))
         finished = await self._transition(
             episode_id,
             Status.COMPLETED,
             mine,
             reason=None if unjudged is None else NOT_JUDGED + unjudged,
-            fields={
-                "messages": parts.messages,
-                "rewards": parts.rewards,
-                "reasoning": parts.reasoning,
-                "rewards_prompt": prompt,
-                "judge_runs": [run.model_dump(mode="json") for run in played.runs],
-                "judge_error": unjudged,
-                "generation_stats": played.stats.model_dump(),
-                **self._usage(spent, played.stats.usage),
-                "finished_at": time.time(),
-            },
+            fields=fields,
         )
         if not finished.ok:
             raise Fenced
@@ -658,8 +663,14 @@ class Worker:
             if not await self._durably(lambda: self.store.mark(episode_id, attempt, fields)):
                 raise Fenced
 
+        source: AnswerSource | None = None
+        if episode.replay_of is not None:
+            replayed = episode.replay_of
+            source = await self._durably(lambda: replay_source(self.client, replayed))
+        elif episode.cache:
+            source = CacheSource(self.client)
         try:
-            with recording(episode_id, attempt):
+            with recording(episode_id, attempt, source):
                 return await play(
                     setup, self.llm, on_turn, on_judging, history, control, judged, on_runs
                 )
@@ -667,27 +678,25 @@ class Worker:
             await self._park(episode, attempt, suspended.state, spent)
             return None
         except EpisodeFailed as failed:
-            await self._fail(episode_id, attempt, failed.reason, failed.stats, spent)
+            await self._fail(episode, attempt, failed.reason, failed.stats, spent)
             return None
         finally:
             if self.controls.get(episode_id) is control:
                 del self.controls[episode_id]
 
     async def _fail(
-        self, episode_id: str, attempt: int, reason: str, stats: GenerationStats, spent: Usage
+        self, episode: EpisodeLog, attempt: int, reason: str, stats: GenerationStats, spent: Usage
     ) -> None:
         log.info("episode failed: %s", reason)
+        fields = {
+            "error": reason,
+            "generation_stats": stats.model_dump(),
+            **self._usage(spent, stats.usage),
+            "finished_at": time.time(),
+        }
+        fields |= await self._durably(lambda: checked(episode, Status.FAILED, fields))
         await self._transition(
-            episode_id,
-            Status.FAILED,
-            attempt,
-            reason=reason,
-            fields={
-                "error": reason,
-                "generation_stats": stats.model_dump(),
-                **self._usage(spent, stats.usage),
-                "finished_at": time.time(),
-            },
+            str(episode.pk), Status.FAILED, attempt, reason=reason, fields=fields
         )
 
 

@@ -1,5 +1,7 @@
 """An episode's setup for the engine, read from the records it names."""
 
+from typing import Any
+
 from aredis_om import NotFoundError
 from pydantic import ValidationError
 
@@ -46,8 +48,8 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
         panel = episode.panel()  # models[0] names it: a judge, or a panel's label
         stand_in = episode.stand_in_model or panel.judges[0].model
         return EpisodeSetup(
-            scenario=ScenarioSpec.model_validate(scenario.model_dump()),
-            agents=[AgentSpec.model_validate(a.model_dump()) for a in agents],
+            scenario=ScenarioSpec.model_validate(scenario_of(episode, scenario)),
+            agents=[AgentSpec.model_validate(f) for f in agents_of(episode, agents)],
             relationships=[RelationshipSpec.model_validate(r.model_dump()) for r in relationships],
             judge_model=panel.judges[0].model,
             panel=panel,
@@ -67,6 +69,27 @@ async def load_setup(episode: EpisodeLog) -> EpisodeSetup:
         raise SetupError(
             f"the stored records do not make a valid episode: {summary(err)}"
         ) from None
+
+
+def scenario_of(episode: EpisodeLog, scenario: EnvironmentProfile) -> dict[str, Any]:
+    """The scenario's fields as this episode plays it: a fork's goal edits applied."""
+    fields = scenario.model_dump()
+    edits = episode.fork_change.goals if episode.fork_change else []
+    if edits:
+        goals = list(fields["agent_goals"])
+        goals += [""] * (len(episode.agents) - len(goals))
+        for edit in edits:
+            goals[edit.seat] = edit.goal
+        fields["agent_goals"] = goals
+    return fields
+
+
+def agents_of(episode: EpisodeLog, agents: list[AgentProfile]) -> list[dict[str, Any]]:
+    """The agents' fields as this episode plays them: a fork's profile edits applied."""
+    fields = [agent.model_dump() for agent in agents]
+    for edit in episode.fork_change.profiles if episode.fork_change else []:
+        fields[edit.seat].update(edit.changes())
+    return fields
 
 
 async def load_dimensions(list_id: str | None) -> list[DimensionSpec]:

@@ -107,6 +107,9 @@ class Design(PanelFields, extra="forbid"):
     max_turns: Annotated[int, Field(ge=1, le=100)] = 20
     turn_order: TurnOrder = TurnOrder.ROUND_ROBIN
     evaluation_dimension_list_id: RecordId | None = None
+    cache: bool = False
+    """Answer a request identical to one any ledger holds with its recorded answer, asking no
+    model: a study run again pays only for what was not asked yet."""
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,11 @@ CALL_BODY_REFS = "parley:call-body-refs"
 """A hash: for each stored body, how many episodes' ledgers refer to it (the body goes with the
 last of them)."""
 
+CALL_ANSWERS = "parley:call-answers"
+"""A hash from a request's hash (engine/ledger.py `content_hash` of the body sent) to the ledger
+entry that answered it (`[episode, entry id]` as JSON, the latest): what an experiment's cache mode
+answers an identical request with. A ledger's deletion takes out the entries it holds."""
+
 CALL_LEDGERS = "parley:calls:episodes"
 """A sorted set of the episodes with a ledger by the time of its last call (epoch seconds):
 what the retention sweep deletes from."""

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import redis.asyncio as redis
 from pydantic import BaseModel, ConfigDict, Field
 
-from parley.engine.ledger import CallPurpose, ModelCall, canonical, content_hash
+from parley.engine.ledger import CallPurpose, ModelCall, Served, canonical, content_hash
 from parley.storage import keys
 from parley.storage.scripts import Script
 from parley.storage.vocabulary import ImportOutcome
@@ -64,8 +64,19 @@ class StoredCall(BaseModel):
     attempts: int = Field(ge=0)
     error_code: str | None = None
     error_message: str | None = None
+    served: Served | None = None
+    """Set for a call that asked no model: answered from a replayed ledger or the cache."""
+    served_from: str | None = None
+    """The episode whose ledger gave the answer."""
     at: float
     """When the call ended (epoch seconds)."""
+
+    @property
+    def answered(self) -> bool:
+        """A model's own answer (not a failure, nor one served from a ledger): what the cache
+        may give again."""
+        failed = self.error_code is not None or self.error_message is not None
+        return self.answer is not None and not failed and self.served is None
 
     def hashes(self) -> list[str]:
         return [*self.messages, *([self.schema_hash] if self.schema_hash else [])]
@@ -111,6 +122,8 @@ def stored_call(call: ModelCall, at: float) -> tuple[StoredCall, dict[str, str]]
         attempts=call.attempts,
         error_code=call.error_code,
         error_message=call.error_message,
+        served=call.served,
+        served_from=call.served_from,
         at=at,
     )
     return entry, bodies
@@ -121,6 +134,7 @@ class AppendKeys(NamedTuple):
     bodies: str
     refs: str
     ledgers: str
+    answers: str
 
 
 class AppendArgs(NamedTuple):
@@ -128,6 +142,8 @@ class AppendArgs(NamedTuple):
     entry: str
     now: float
     episode: str
+    request: str
+    """The request's hash for the cache to answer it with this call; "": not cached."""
 
 
 class DeleteArgs(NamedTuple):
@@ -142,6 +158,7 @@ class ImportKeys(NamedTuple):
     bodies: str
     refs: str
     ledgers: str
+    answers: str
     episode: str
 
 
@@ -151,6 +168,7 @@ class ImportArgs(NamedTuple):
     entry: str
     now: float
     episode: str
+    request: str
 
 
 APPEND = Script("append_call", AppendKeys, AppendArgs)
@@ -164,6 +182,7 @@ def _keys(episode_id: str) -> AppendKeys:
         keys.model_call_bodies(episode_id),
         keys.CALL_BODY_REFS,
         keys.CALL_LEDGERS,
+        keys.CALL_ANSWERS,
     )
 
 
@@ -173,7 +192,8 @@ async def append(
     """Append one call to the episode's ledger with the bodies it refers to; its entry id."""
     hashes = list(bodies)
     texts = [part for h in hashes for part in (h, bodies[h])]
-    args = AppendArgs(CALL_FIELD, entry.model_dump_json(), entry.at, episode_id)
+    request = entry.request if entry.answered else ""
+    args = AppendArgs(CALL_FIELD, entry.model_dump_json(), entry.at, episode_id, request)
     entry_id = await APPEND(
         client, _keys(episode_id), args, [keys.call_body(h) for h in hashes], texts
     )
@@ -197,7 +217,14 @@ async def restore(
     outcome, detail = await IMPORT(
         client,
         ImportKeys(*_keys(episode_id), episode_key),
-        ImportArgs(entry_id, CALL_FIELD, entry.model_dump_json(), entry.at, episode_id),
+        ImportArgs(
+            entry_id,
+            CALL_FIELD,
+            entry.model_dump_json(),
+            entry.at,
+            episode_id,
+            entry.request if entry.answered else "",
+        ),
         [keys.call_body(h) for h in hashes],
         texts,
     )

@@ -12,6 +12,7 @@ from typing import Any
 from aredis_om import Field, JsonModel
 from pydantic import BaseModel, ConfigDict
 
+from parley.engine.ledger import ReplayCode
 from parley.engine.types import (
     Aggregate,
     DimensionSpec,
@@ -288,6 +289,64 @@ class Evaluation(BaseModel):
         return Panel.stored(self.judge_model, self.judges, self.judge_aggregate)
 
 
+class ReplayCheck(BaseModel):
+    """How a replay compares with its source, turn by turn, then scores and outcome."""
+
+    matched: bool
+    code: ReplayCode | None = None
+    """Why it does not match (None when it does)."""
+    turns_matched: int = 0
+    """Turns equal to the source's before the first that differs (all of them when matched)."""
+    divergence: str | None = None
+    """The first difference, in words."""
+
+
+class SeatModel(BaseModel):
+    """The model a fork puts in one seat instead of its parent's."""
+
+    seat: int
+    model: str
+
+
+class SeatGoal(BaseModel):
+    """The goal a fork gives one seat instead of its scenario's."""
+
+    seat: int
+    goal: str
+
+
+class SeatProfile(BaseModel):
+    """Profile fields a fork gives one seat's agent instead of its stored ones (a name is
+    not among them: the kept turns name their speakers)."""
+
+    seat: int
+    age: int | None = None
+    occupation: str | None = None
+    public_info: str | None = None
+    personality_and_values: str | None = None
+    decision_making_style: str | None = None
+    big_five: str | None = None
+    mbti: str | None = None
+    secret: str | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The fields it sets."""
+        return self.model_dump(exclude={"seat"}, exclude_none=True)
+
+
+class ForkChange(BaseModel):
+    """What a fork changes from its parent from its fork turn on."""
+
+    seat_models: list[SeatModel] = []
+    injection: Injection | None = None
+    """An environment message delivered in the fork's first own turn."""
+    goals: list[SeatGoal] = []
+    """Goals that replace the scenario's for these seats (the agents see them from the start:
+    the kept turns are the parent's, played with the old goals)."""
+    profiles: list[SeatProfile] = []
+    """Profile fields that replace the stored agents' for these seats (seen likewise)."""
+
+
 class EpisodeLog(ListedRecord, index=True):
     """Sotopia's EpisodeLog, plus the run state Parley adds as extra keys.
 
@@ -362,6 +421,20 @@ class EpisodeLog(ListedRecord, index=True):
     injections: list[StoredInjection] = []
     job: str | None = None
     """The entry id of the episode's current job: an older entry for it is stale."""
+    replay_of: str | None = None
+    """The episode this one replays from its ledger, asking no model."""
+    replay: ReplayCheck | None = None
+    """Set when a replay ends: whether it matched its source."""
+    cache: bool = False
+    """Answer a request identical to one any ledger holds with its recorded answer."""
+
+    parent_id: str = Field(
+        default="", index=True, description="The episode this one is a fork of ('' for none)."
+    )
+    forked_at_turn: int | None = None
+    """For a fork: how many of its parent's turns it began with (they are its first turns)."""
+    fork_change: ForkChange | None = None
+    """For a fork: what it changed from its parent."""
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     finished_at: float | None = None
@@ -398,6 +471,8 @@ class Experiment(ListedRecord, index=True):
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     """When it was last started (or resumed)."""
+    replay_of: str | None = None
+    """The experiment whose episodes this one replays, slot by slot."""
 
     class Meta:
         global_key_prefix = keys.EXPERIMENTS[0]

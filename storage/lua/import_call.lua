@@ -1,7 +1,8 @@
 -- Restore one exported model call (A.entry) at its own entry id (A.id) in the ledger of a
 -- stored episode (K.episode). MORE_KEYS[i] is a body it refers to, named by the hash
 -- MORE_ARGS[2i-1], with its text MORE_ARGS[2i] ('' when the export gave it in an earlier line:
--- then it must be stored already). Returns {outcome, detail}.
+-- then it must be stored already). An answered request (A.request) is indexed for the cache.
+-- Returns {outcome, detail}.
 if redis.call('EXISTS', K.episode) == 0 then return {IMPORT_OUTCOME.MISSING, ''} end
 for i, key in ipairs(MORE_KEYS) do
   if MORE_ARGS[2 * i] == '' and redis.call('EXISTS', key) == 0 then
@@ -19,5 +20,6 @@ for i, key in ipairs(MORE_KEYS) do
     if MORE_ARGS[2 * i] ~= '' then redis.call('SET', key, MORE_ARGS[2 * i]) end
   end
 end
+if A.request ~= '' then redis.call('HSET', K.answers, A.request, cjson.encode({A.episode, A.id})) end
 redis.call('ZADD', K.ledgers, A.now, A.episode)
 return {IMPORT_OUTCOME.CREATED, ''}

@@ -11,6 +11,7 @@ from tests.support.server import GraphQLClient
 MUTATIONS = {
     "injectEvent": ("InjectEventInput", {"episodeId": "no-such-episode", "text": "Rain."}),
     "claimSeat": ("ClaimSeatInput", {"episodeId": "no-such-episode", "seat": 0}),
+    "forkEpisode": ("ForkEpisodeInput", {"episodeId": "no-such-episode", "atTurn": 0}),
 }
 
 

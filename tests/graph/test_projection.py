@@ -58,6 +58,11 @@ EPISODE = {
     "relationship profile } seen { sequence turn speaker text to } yourTurn { turn } }",
     "modelCalls": "modelCalls(first: 5) { totalCount nodes { id purpose turn messages { role } "
     "answer } }",
+    "parent": "parent { id forkedAtTurn }",
+    "forkChange": "forkChange { seatModels { seat model } injectMessage { text to } goals { seat "
+    "goal } profiles { seat age secret } }",
+    "forks": "forks { id parentId }",
+    "family": "family { id parentId }",
 }
 """Every field of an episode: its name, or for one of an object type, what to select of it."""
 AGENT = {

@@ -70,6 +70,10 @@ FAILURE = (
     "the judge did not answer: local/gemma-3-270m: request timed out (after 2 attempts); the "
     "transcript is kept and can be judged again"
 )
+FORK = """
+mutation($input: ForkEpisodeInput!) {
+  forkEpisode(input: $input) { episode { id } userErrors { message } }
+}"""
 PAUSE = "mutation($id: ID!) { pauseSimulation(input: {id: $id}) { userErrors { message } } }"
 START_EXPERIMENT = "mutation($id: ID!) { startExperiment(input: {id: $id}) { changed } }"
 PROGRESS = "query($id: ID!) { experiment(id: $id) { progress { finished completed total } } }"
@@ -146,6 +150,8 @@ class World:
     """A queued episode of a social game (Spyfall)."""
     study: tuple[str, str]
     """A rating study of the completed episode and the token of its rater 0."""
+    fork: str
+    """A fork of the completed episode at turn 1, with an environment message."""
 
 
 CREATE_AGENT = """mutation ($input: CreateAgentInput!) {
@@ -211,6 +217,10 @@ async def world(
         seated = (await post(service.url, START_WITH_SEATS, {"input": waiting}))["startSimulation"]
         seat_episode, seat_token = seated["episode"]["id"], seated["seatTokens"][0]["token"]
         await wait_for(service.url, done, lambda e: e["status"] == "COMPLETED")
+        fork_input = {"episodeId": done, "atTurn": 1, "injectMessage": {"text": "Rain."}}
+        forked = (await post(service.url, FORK, {"input": fork_input}))["forkEpisode"]
+        fork = forked["episode"]["id"]
+        await wait_for(service.url, fork, lambda e: e["status"] == "COMPLETED")
         await wait_for(service.url, seat_episode, lambda e: e["status"] == "WAITING")
         for _ in range(600):
             progress = (await post(service.url, PROGRESS, {"id": experiment}))["experiment"]
@@ -253,6 +263,7 @@ async def world(
         seat=(seat_episode, seat_token),
         game=game,
         study=(study["study"]["id"], study["raterLinks"][0]["token"]),
+        fork=fork,
     )
 
 
@@ -283,6 +294,13 @@ def visits(world: World) -> list[Visit]:
             f"#/episodes/{world.episodes['COMPLETED']}/calls?turn=1",
             'li.model-call[data-purpose="TURN"][data-turn="1"] details',
         ),
+        Visit("episode-fork", f"#/episodes/{world.fork}", ".family-tree [aria-current]"),
+        Visit(
+            "compare",
+            f"#/compare?a={world.episodes['COMPLETED']}&b={world.fork}",
+            '.branch-row[data-turn="1"] li.environment',
+        ),
+        Visit("compare-unknown", "#/compare?a=no-such&b=episode", "text=Nothing to compare"),
         Visit("agent-unknown", "#/agents/no-such-agent", "text=Agent not found"),
         Visit("start", "#/start", "form.start-form"),
         Visit("describe", "#/describe", "form.describe-form"),

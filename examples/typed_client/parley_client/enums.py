@@ -78,6 +78,11 @@ class ModelCallPurpose(str, Enum):
     JUDGE = "JUDGE"
 
 
+class ModelCallServed(str, Enum):
+    REPLAY = "REPLAY"
+    CACHE = "CACHE"
+
+
 class Redelivery(str, Enum):
     RESUME = "RESUME"
     RESTART = "RESTART"
@@ -90,6 +95,11 @@ class RelationshipType(str, Enum):
     FRIEND = "FRIEND"
     ROMANTIC_RELATIONSHIP = "ROMANTIC_RELATIONSHIP"
     FAMILY_MEMBER = "FAMILY_MEMBER"
+
+
+class ReplayCode(str, Enum):
+    REPLAY_MISSING_CALL = "REPLAY_MISSING_CALL"
+    REPLAY_DIVERGED = "REPLAY_DIVERGED"
 
 
 class ResultsGroupBy(str, Enum):

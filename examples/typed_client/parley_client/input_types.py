@@ -260,6 +260,8 @@ class EpisodeFilter(BaseModel):
     "Episodes this agent took part in."
     scenario_id: Optional[str] = Field(alias="scenarioId", default=None)
     "Episodes of this scenario."
+    parent_id: Optional[str] = Field(alias="parentId", default=None)
+    "Forks of this episode (made by forkEpisode from it)."
 
 
 class EpisodeResultsFilter(BaseModel):
@@ -334,6 +336,8 @@ class ExperimentDesignInput(BaseModel):
         alias="evaluationDimensionListId", default=None
     )
     "Custom dimensions (default: Sotopia's seven)."
+    cache: bool = False
+    "Answer a request identical to one any ledger of model calls holds with its recorded answer, asking no model: run again, it pays only for what was not asked."
 
 
 class ExperimentFilter(BaseModel):
@@ -350,6 +354,40 @@ class ExperimentIdInput(BaseModel):
 
     id: str
     "The experiment."
+
+
+class ForkEpisodeInput(BaseModel):
+    """A fork of a finished episode: where, and what changes."""
+
+    episode_id: str = Field(alias="episodeId")
+    "The episode to fork: completed, failed or cancelled."
+    at_turn: int = Field(alias="atTurn")
+    "How many of its turns the fork keeps (0 to the turns it played): the fork plays on from this turn."
+    seat_models: list["SeatModelInput"] = Field(
+        alias="seatModels", default_factory=lambda: []
+    )
+    "Seats to give another model; every seat a person played must get one (a fork has no people's seats)."
+    inject_message: Optional["ForkMessageInput"] = Field(
+        alias="injectMessage", default=None
+    )
+    "An environment message its agents see from turn atTurn on."
+    goals: list["SeatGoalInput"] = Field(default_factory=lambda: [])
+    "Seats whose agent has another goal in the fork (from the start: the kept turns stay as they were played)."
+    profiles: list["SeatProfileInput"] = Field(default_factory=lambda: [])
+    "Seats whose agent has other profile fields in the fork (seen likewise)."
+    tag: Optional[str] = None
+    "Its tag; the parent's if null."
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "Repeating a fork with the same key within 24 hours returns the first fork."
+
+
+class ForkMessageInput(BaseModel):
+    """An environment message a fork delivers at its fork turn."""
+
+    text: str
+    "What the environment says."
+    to: list[str] = Field(default_factory=lambda: [])
+    "Agent names it is for; empty: everyone."
 
 
 class GoldEpisodeInput(BaseModel):
@@ -464,6 +502,13 @@ class RelationshipFilter(BaseModel):
     "Tag (letter case ignored)."
 
 
+class ReplayInput(BaseModel):
+    """Which finished episode to replay."""
+
+    id: str
+    "The episode replayed."
+
+
 class SaveDraftInput(BaseModel):
     """An edited draft to store, all of it or nothing."""
 
@@ -533,6 +578,51 @@ class ScenarioSelectionInput(BaseModel):
     "Scenarios with this tag."
     codename: Optional[str] = None
     "With this codename."
+
+
+class SeatGoalInput(BaseModel):
+    """The goal to give one seat of a fork."""
+
+    seat: int
+    "The seat (0-based, in agent order)."
+    goal: str
+    "The goal, instead of the scenario's."
+
+
+class SeatModelInput(BaseModel):
+    """The model to put in one seat of a fork."""
+
+    seat: int
+    "The seat (0-based, in agent order)."
+    model: str
+    "A model name, as in startSimulation."
+
+
+class SeatProfileInput(BaseModel):
+    """Profile fields to give one seat's agent of a fork (its name stays: the kept turns name it); the fields not given stay the agent's own."""
+
+    seat: int
+    "The seat (0-based, in agent order)."
+    age: Optional[int] = None
+    "Age in years."
+    occupation: Optional[str] = None
+    "Occupation."
+    public_info: Optional[str] = Field(alias="publicInfo", default=None)
+    "Public information."
+    personality_and_values: Optional[str] = Field(
+        alias="personalityAndValues", default=None
+    )
+    "Personality and values."
+    decision_making_style: Optional[str] = Field(
+        alias="decisionMakingStyle", default=None
+    )
+    "How the agent makes decisions."
+    big_five: Optional[str] = Field(alias="bigFive", default=None)
+    "Big Five traits."
+    mbti: Optional[str] = None
+    "Myers-Briggs type."
+    secret: Optional[str] = None
+    "What the agent hides (only it sees it in play)."
 
 
 class StartDraftJobInput(BaseModel):
@@ -725,6 +815,7 @@ CreateEvaluationDimensionListInput.model_rebuild()
 CreateExperimentInput.model_rebuild()
 CreateRatingStudyInput.model_rebuild()
 ExperimentDesignInput.model_rebuild()
+ForkEpisodeInput.model_rebuild()
 GoldEpisodeInput.model_rebuild()
 RejudgeEpisodesInput.model_rebuild()
 SaveDraftInput.model_rebuild()

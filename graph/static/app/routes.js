@@ -2,6 +2,7 @@
 // that draws it, and the menu section it belongs to. The router in main.js reads this list, and
 // so does the browser test that visits every page.
 
+import { COMPARE_ROUTE, comparePage } from "./pages/compare.js";
 import { describePage } from "./pages/describe.js";
 import { CALLS_ROUTE, callsPage } from "./pages/episode-calls.js";
 import { episodePage } from "./pages/episode.js";
@@ -17,6 +18,7 @@ export const ROUTES = [
   [/^\/$/, episodesPage, "episodes"],
   [/^\/episodes\/([^/]+)$/, episodePage, "episodes"],
   [CALLS_ROUTE, callsPage, "episodes"],
+  [COMPARE_ROUTE, comparePage, "episodes"],
   [/^\/start$/, startPage, "start"],
   [/^\/describe$/, describePage, "describe"],
   [SEAT_ROUTE, seatPage, "episodes"],

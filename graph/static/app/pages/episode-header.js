@@ -47,6 +47,13 @@ function cancelButton(api, state, actions) {
   return cancel;
 }
 
+/** " · fork of <parent> at turn k" for a fork; nothing for another episode. */
+function forkOf({ parentId, forkedAtTurn }) {
+  if (!parentId) return [];
+  const parent = h("a", { href: `#/episodes/${encodeURIComponent(parentId)}`, class: "parent-link" }, parentId);
+  return [" · fork of ", parent, ` at turn ${forkedAtTurn}`];
+}
+
 /** The header's nodes, and `draw()`; `onPauseAt()` after a control changed when it pauses. */
 export function episodeHeader(api, state, onPauseAt) {
   const title = h("h1", {});
@@ -60,7 +67,7 @@ export function episodeHeader(api, state, onPauseAt) {
     title.replaceChildren(scenario ? scenario.codename || "Episode" : "Episode (scenario deleted)", " ", statusBadge(status));
     title.dataset.status = status;
     const calls = h("a", { href: `#/episodes/${encodeURIComponent(id)}/calls`, class: "calls-link" }, "model calls");
-    summary.replaceChildren(`Episode ${id}`, tag ? ` · tag ${tag}` : "", attempt ? ` · attempt ${attempt}` : " · not started yet", " · ", calls);
+    summary.replaceChildren(`Episode ${id}`, ...forkOf(state.episode), tag ? ` · tag ${tag}` : "", attempt ? ` · attempt ${attempt}` : " · not started yet", " · ", calls);
     actions.replaceChildren();
     if (TERMINAL.has(status)) return;
     actions.append(

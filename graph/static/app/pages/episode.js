@@ -3,6 +3,7 @@
 import { h } from "../dom.js";
 import { TERMINAL } from "../status.js";
 import { notFound } from "./common.js";
+import { familySection } from "./episode-family.js";
 import { episodeHeader } from "./episode-header.js";
 import { injectForm } from "./episode-inject.js";
 import { followEpisode } from "./episode-live.js";
@@ -22,10 +23,12 @@ function episodeView(api, state) {
     game: gameSection(),
     setup: setupSection(state),
     timeline: statusTimeline(state),
+    family: familySection(api, state),
   };
   view.header = episodeHeader(api, state, () => view.progress.draw());
   view.drawAll = (live = false) => {
     for (const part of [view.header, view.progress, view.setup, view.timeline]) part.draw();
+    view.family.draw();
     view.transcript.draw(live);
     view.results.draw();
     drawGame(view.game, state.episode.game);
@@ -49,7 +52,7 @@ function layout(view) {
       "div",
       { class: "columns" },
       h("div", { class: "column-main" }, view.transcript.node, view.inject, view.results.node),
-      h("div", { class: "column-side" }, view.game, view.setup.node, view.timeline.node),
+      h("div", { class: "column-side" }, view.game, view.setup.node, view.family.node, view.timeline.node),
     ),
   ];
 }
