@@ -13,6 +13,7 @@ from parley.engine.errors import (
     gather_or_fail,
 )
 from parley.engine.generation import ask
+from parley.engine.ledger import scoped
 from parley.engine.llm import ChatRequest, LLMRouter
 from parley.engine.models import ModelInfo
 from parley.engine.parsing import (
@@ -104,7 +105,8 @@ class _Judge:
         self, agent: int, dims: list[DimensionSpec]
     ) -> dict[str, DimensionScore]:
         context = short_judge_context(self.setup, self.transcript, agent)
-        return {d.name: await self.dimension(agent, context, d) for d in dims}
+        with scoped(seat=agent):  # the ledger says whose scores a call asked for
+            return {d.name: await self.dimension(agent, context, d) for d in dims}
 
     async def per_agent(self, agent: int, history: str) -> dict[str, DimensionScore]:
         """All dimensions in one answer; dimensions still invalid after a re-ask go one by one."""
@@ -130,7 +132,8 @@ class _Judge:
             return scores
 
         try:
-            return await ask(self.llm, self.info.name, request, parse, self.stats)
+            with scoped(seat=agent):
+                return await ask(self.llm, self.info.name, request, parse, self.stats)
         except LLMOutputError:
             self.stats.fallbacks += 1
         missing = [d for d in dims if d.name not in partial]

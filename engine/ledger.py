@@ -41,7 +41,8 @@ class CallScope:
     attempt: int
     purpose: CallPurpose = CallPurpose.TURN
     seat: int | None = None
-    """The agent's index (0-based) whose turn asked."""
+    """The agent's index (0-based) whose turn asked, or whose scores a judge's call asked for
+    (None for a judge's call about every agent at once)."""
     turn: int | None = None
     judge: str | None = None
     """The judge run that asked: `<model>#<repeat>`."""
@@ -138,7 +139,8 @@ def where(scope: CallScope) -> str:
     """A scope in words, for a reason a person reads."""
     if scope.purpose == CallPurpose.JUDGE or scope.judge is not None:
         kind = "re-ask of " if scope.purpose == CallPurpose.REASK else ""
-        return f"{kind}judge {scope.judge}"
+        whose = "" if scope.seat is None else f" on seat {scope.seat}"
+        return f"{kind}judge {scope.judge}{whose}"
     kind = "re-ask at " if scope.purpose == CallPurpose.REASK else ""
     return f"{kind}seat {scope.seat}'s turn {scope.turn}"
 
