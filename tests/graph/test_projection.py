@@ -62,6 +62,7 @@ EPISODE = {
     "forkChange": "forkChange { seatModels { seat model } injectMessage { text to } goals { seat "
     "goal } profiles { seat age secret } }",
     "forks": "forks { id parentId }",
+    "replay": "replay { matched code turnsMatched divergence }",
     "family": "family { id parentId }",
 }
 """Every field of an episode: its name, or for one of an object type, what to select of it."""
