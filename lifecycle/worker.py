@@ -444,7 +444,7 @@ class Worker:
         if start.losses >= self.config.max_attempts:
             given_up = await self._durably(lambda: self._give_up(episode, start.losses))
             if given_up.ok and given_up.status == Status.COMPLETED:
-                await self._fork_arms(episode)
+                await self._fork_arms(job, episode)
             return True
         started = await self._durably(lambda: self._begin(episode_id, episode.attempt, start))
         if not started.ok:
@@ -514,12 +514,15 @@ class Worker:
             log.info("episode completed")
         else:
             log.warning("episode completed without scores: %s", unjudged)
-        await self._fork_arms(episode)
+        await self._fork_arms(job, episode)
         return True
 
-    async def _fork_arms(self, episode: EpisodeLog) -> None:
-        """Fork the arms of an experiment's control episode that has just COMPLETED. What fails
-        here is left to the experiment's next start, which forks what is due."""
+    async def _fork_arms(self, job: Job, episode: EpisodeLog) -> None:
+        """Fork the arms of an experiment's control episode that has just COMPLETED (its run is
+        settled first: `_watch` stops no ended episode's task midway). What fails here is left
+        to the experiment's next start, which forks what is due."""
+        if job.entry_id in self.running:
+            self.running[job.entry_id].settled = True
         try:
             await fork_arms(self.services, episode)
         except Exception:
