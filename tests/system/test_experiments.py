@@ -466,3 +466,69 @@ seats = [["custom/fake@http://127.0.0.1:1/v1", "custom/fake@http://127.0.0.1:1/v
     assert DESIGN_TYPOS[line] in said.lower(), said
     for internal in ("Variable '$input'", "ExperimentDesignInput", "enum", "Found: {"):
         assert internal not in said, said
+
+
+ARM_RESULTS = """
+query($id: ID!) {
+  experiment(id: $id) {
+    arms { name pairs notReached differences { dimension pairs meanDifference
+                                               confidenceInterval { low high } } }
+  }
+  episodeResults(filter: {experimentId: $id, arm: "control"}) { groups { scored } }
+}"""
+
+
+def arms_example(path: Path, scenarios: list[str], tag: str, model: str) -> Path:
+    """examples/experiments/arms.toml over the test's world and the fake model: its scenarios
+    by id, its agents drawn uniformly among the world's, every model the fake one."""
+    from tests.support import repo_root
+
+    text = (repo_root() / "examples" / "experiments" / "arms.toml").read_text(encoding="utf-8")
+    ids = ", ".join(f'"{s}"' for s in scenarios)
+    for old, new in (
+        ('name = "sample-arms"', f'name = "{tag}"'),
+        ('tag = "sample-arms"', f'tag = "{tag}"'),
+        ("local/gemma-3-270m", model),
+        ('codename = "checkup_talk"', f"ids = [{ids}]"),
+        ('sample = "relationship"', f'sample = "uniform"\ntag = "{tag}"'),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def test_the_arms_example_runs_to_a_paired_comparison(
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    tag = "sys-arms"
+    scenarios, _ = await experiment_world(tag)
+    # The arm's episodes, which hear the alarm, are judged 9 on every dimension.
+    fake_llm.add_rule(Rule(kind="judge", contains=["fire alarm"], score=9, times=None))
+    path = arms_example(tmp_path / "arms.toml", scenarios, tag, fake_llm.model_name())
+    with api_process(env, tmp_path / "api.log") as api:
+        url = ["--url", api.url]
+        ran = Cli(["run", str(path), *url], tmp_path / "run.log")
+        assert ran.wait() == 0, ran.output()
+        pk = ran.experiment_id()
+        # 2 scenarios x 1 pair x 1 seating x 2 repeats, and as many arm slots
+        assert "8 episodes, 4 queued now" in ran.output()
+        assert "completed 8/8" in ran.output()
+        served = await post(api.url, ARM_RESULTS, {"id": pk})
+        table = Cli(["results", pk, *url], tmp_path / "results.log")
+        assert table.wait() == 0, table.output()
+    (arm,) = served["experiment"]["arms"]
+    assert arm["name"] == "alarm" and arm["pairs"] == 4 and arm["notReached"] == 0
+    overall = arm["differences"][0]
+    assert overall["dimension"] == "overall" and overall["pairs"] == 8
+    [control] = served["episodeResults"]["groups"]
+    assert control["scored"] == 8  # the control arm's 4 episodes, 2 seats each
+    episodes = await stored(pk)
+    assert sorted(e.arm for e in episodes) == ["alarm"] * 4 + ["control"] * 4
+    out = table.output()
+    assert "Control arm:" in out and "Arms: arm - control" in out
+    row = next(line for line in out.splitlines() if "alarm" in line)
+    assert f"{overall['meanDifference']:+.2f}" in row
+    interval = overall["confidenceInterval"]
+    if interval is not None:
+        assert f"[{interval['low']:+.2f}, {interval['high']:+.2f}]" in row
