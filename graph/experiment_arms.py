@@ -12,6 +12,12 @@ from parley.resolvers.experiment_design import Arm
 from parley.storage import models
 
 
+@strawberry.type(description="A control slot's episode and the arm's fork of it.")
+class ArmPair:
+    control: strawberry.ID = strawberry.field(description="The control slot's episode.")
+    arm: strawberry.ID = strawberry.field(description="The arm's fork of it.")
+
+
 @strawberry.type(description="An intervention arm compared with the control, slot by slot.")
 @shows(ArmResult, held_as="result")
 class ExperimentArm:
@@ -38,6 +44,16 @@ class ExperimentArm:
     unpaired = stored(
         "Arm slots that ended otherwise: failed, cancelled, or arm or control without scores."
     )
+
+    @strawberry.field(
+        description="The control and arm episodes of the first slot paired (both completed "
+        "with scores), to compare turn by turn; null before any is."
+    )
+    def first_pair(self) -> "ArmPair | None":
+        pair = self.result.first_pair
+        if pair is None:
+            return None
+        return ArmPair(control=strawberry.ID(pair[0]), arm=strawberry.ID(pair[1]))
 
     @strawberry.field(
         description="Per dimension, `overall` first: the mean of arm - control over the (slot, "

@@ -137,6 +137,8 @@ class ArmResult:
     """Arm slots that ended otherwise: failed, cancelled, or one of the two without scores."""
     differences: list[tuple[str, Paired]]
     """Per dimension, `overall` first: arm - control, paired by slot and seat."""
+    first_pair: tuple[str, str] | None = None
+    """The (control, arm) episodes of the first paired slot, to look at side by side."""
 
 
 async def arm_results(services: Services, experiment: Experiment) -> list[ArmResult]:
@@ -155,6 +157,7 @@ async def arm_results(services: Services, experiment: Experiment) -> list[ArmRes
     for i, arm in enumerate(layout.arms):
         pairs: list[tuple[Sequence[Any] | None, Sequence[Any] | None]] = []
         not_reached = unfinished = unpaired = 0
+        first: tuple[str, str] | None = None
         for control in range(layout.controls):
             number = layout.controls * (i + 1) + control
             parent = state.get(slots.get(control, ""))
@@ -169,9 +172,9 @@ async def arm_results(services: Services, experiment: Experiment) -> list[ArmRes
             both = (rewards.get(slots[control]), rewards.get(slots[number]))
             if scored(both[0]) and scored(both[1]):
                 pairs.append(both)
+                first = first or (slots[control], slots[number])
             else:
                 unpaired += 1
-        out.append(
-            ArmResult(arm, len(pairs), not_reached, unfinished, unpaired, differences(pairs))
-        )
+        counts = (len(pairs), not_reached, unfinished, unpaired)
+        out.append(ArmResult(arm, *counts, differences(pairs), first))
     return out

@@ -4,17 +4,23 @@ over the (slot, seat) pairs where both episodes have a score."""
 from collections.abc import Sequence
 from typing import Any
 
+from parley.engine.types import OVERALL_SCORE
 from parley.resolvers.statistics import Paired, paired
 from parley.storage.results_index import OVERALL, STANDARD
 
 
 def seat_scores(rewards: Sequence[Any] | None) -> list[dict[str, float]]:
-    """Each seat's scores by dimension (`overall` its overall score); a seat Sotopia's bare
-    `0.0` stands for (its judge gave no scores) has none."""
+    """Each seat's scores by dimension (`overall` its overall score, which Sotopia's
+    `overall_score` repeats); a seat Sotopia's bare `0.0` stands for (its judge gave no scores)
+    has none."""
     out: list[dict[str, float]] = []
     for reward in rewards or []:
         if isinstance(reward, list | tuple) and len(reward) == 2 and isinstance(reward[1], dict):
-            scores = {str(d): float(v) for d, v in reward[1].items() if isinstance(v, int | float)}
+            scores = {
+                str(d): float(v)
+                for d, v in reward[1].items()
+                if isinstance(v, int | float) and d != OVERALL_SCORE
+            }
             out.append({OVERALL: float(reward[0]), **scores})
         else:
             out.append({})
