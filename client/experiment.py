@@ -334,9 +334,15 @@ def summary(progress: dict[str, Any]) -> str:
         if progress["notReached"]
         else ""
     )
+    waiting = (
+        f", arm slots waiting {progress['armsWaiting']} (their control failed or was cancelled: "
+        "run again to retry it)"
+        if progress["armsWaiting"]
+        else ""
+    )
     return (
         f"completed {progress['completed']}/{progress['total']}{not_judged}, "
-        f"failed {progress['failed']}, cancelled {progress['cancelled']}{reached}"
+        f"failed {progress['failed']}, cancelled {progress['cancelled']}{reached}{waiting}"
     )
 
 

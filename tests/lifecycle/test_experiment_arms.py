@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 
 from bench.support.fake_llm import FakeLLM, Rule
+from parley.lifecycle import rejudge
 from parley.lifecycle import worker as worker_module
 from parley.lifecycle.experiment_arms import arm_results
 from parley.lifecycle.experiments import create_experiment, progress, start_experiment
 from parley.lifecycle.services import Services
 from parley.resolvers.names import agent_name
+from parley.resolvers.results import GroupBy, Results, ResultsFilter
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import AgentProfile, EpisodeLog, EpisodeStatus, Experiment, StoredTurn
 from tests.lifecycle.conftest import burst
@@ -132,6 +134,30 @@ async def test_an_arm_forks_each_control_at_its_turn_and_is_compared_pair_by_pai
     assert measured.finished and measured.all_completed and measured.total == 4
 
 
+async def test_a_rejudgings_records_carry_the_arm_its_results_filter_by(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"arms{uuid.uuid4().hex[:8]}"
+    experiment = await arms_experiment(services, fake_llm, tag)
+    await start_experiment(services, str(experiment.pk))
+    await burst(services)
+    rejudging, errors = await rejudge.queue(
+        services.client,
+        services.jobs,
+        services.models,
+        {"experiment_id": str(experiment.pk), "judge_model": fake_llm.model_name("second")},
+    )
+    assert errors == [] and rejudging is not None
+    await burst(services)
+    alpha = fake_llm.model_name("alpha")
+    # control: 2 episodes, alpha in both seats; beta: alpha in seat 1 of its 2 episodes
+    for arm, scored in (("control", 4), ("beta", 2)):
+        groups = await Results(services.client, rejudging.id).groups(
+            ResultsFilter(experiment_id=str(experiment.pk), arm=arm), [GroupBy.MODEL]
+        )
+        assert {g.key[GroupBy.MODEL]: g.scored for g in groups}[alpha] == scored
+
+
 async def test_a_start_forks_the_arms_a_lost_worker_left_once_even_when_concurrent(
     services: Services, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -245,3 +271,15 @@ async def test_two_arms_of_one_name_are_refused_at_the_second(
     assert [(e.field, e.code.value) for e in errors] == [
         (["input", "design", "arms", "1", "name"], "INVALID")
     ]
+
+
+async def test_an_experiment_with_arms_is_not_replayed_whole(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    from parley.lifecycle.replay import replay_experiment
+
+    tag = f"arms{uuid.uuid4().hex[:8]}"
+    experiment = await arms_experiment(services, fake_llm, tag)
+    replayed, errors = await replay_experiment(services, str(experiment.pk))
+    assert replayed is None
+    assert [(e.field, e.code.value) for e in errors] == [(["input", "id"], "INVALID")]

@@ -503,8 +503,12 @@ async def test_the_arms_example_runs_to_a_paired_comparison(
 ) -> None:
     tag = "sys-arms"
     scenarios, _ = await experiment_world(tag)
-    # The arm's episodes, which hear the alarm, are judged 9 on every dimension.
-    fake_llm.add_rule(Rule(kind="judge", contains=["fire alarm"], score=9, times=None))
+    # Agents who heard the alarm speak of leaving; episodes where they did are judged 9.
+    leave = json.dumps({"action_type": "speak", "argument": "We should get out now.", "to": []})
+    fake_llm.add_rule(
+        Rule(kind="action", contains=["fire alarm"], content=leave, times=None),
+        Rule(kind="judge", contains=["get out now"], score=9, times=None),
+    )
     path = arms_example(tmp_path / "arms.toml", scenarios, tag, fake_llm.model_name())
     with api_process(env, tmp_path / "api.log") as api:
         url = ["--url", api.url]
@@ -528,7 +532,7 @@ async def test_the_arms_example_runs_to_a_paired_comparison(
     out = table.output()
     assert "Control arm:" in out and "Arms: arm - control" in out
     row = next(line for line in out.splitlines() if "alarm" in line)
-    assert f"{overall['meanDifference']:+.2f}" in row
     interval = overall["confidenceInterval"]
-    if interval is not None:
-        assert f"[{interval['low']:+.2f}, {interval['high']:+.2f}]" in row
+    assert overall["meanDifference"] > 0 and interval["low"] > 0  # the alarm's effect
+    shown = f"{overall['meanDifference']:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}] *"
+    assert shown in row  # marked: its interval leaves 0 out
