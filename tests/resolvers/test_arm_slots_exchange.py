@@ -9,7 +9,11 @@ import redis.asyncio as redis
 from parley.resolvers.importer import SlotPart, import_lines, parse_line
 from parley.storage import keys
 
-CONTROL: dict[str, object] = {"scenario_id": "s1", "agent_ids": ["a1", "a2"], "agent_models": ["m", "m"]}
+CONTROL: dict[str, object] = {
+    "scenario_id": "s1",
+    "agent_ids": ["a1", "a2"],
+    "agent_models": ["m", "m"],
+}
 
 
 def slot_line(pk: str, slots: list[dict[str, object]], count: int = 2) -> str:

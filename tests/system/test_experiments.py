@@ -536,3 +536,60 @@ async def test_the_arms_example_runs_to_a_paired_comparison(
     assert overall["meanDifference"] > 0 and interval["low"] > 0  # the alarm's effect
     shown = f"{overall['meanDifference']:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}] *"
     assert shown in row  # marked: its interval leaves 0 out
+
+
+ARM_SLOTS = """
+query($id: ID!) {
+  experiment(id: $id) {
+    progress { total pending completed finished allCompleted }
+    slots { nodes { number arm controlSlot episode { id status parentId } } }
+  }
+}"""
+
+
+async def test_a_worker_killed_before_forking_an_arm_loses_nothing(
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """The worker dies (SIGKILL) right after storing a control COMPLETED, before forking its
+    arm: the control stays completed, its arm slot empty, and starting the experiment again
+    (twice at once) forks it once."""
+    scenarios, agents = await experiment_world("sys-arm-kill", agents=2)
+    design = {
+        "scenarios": {"ids": scenarios},
+        "agents": {"pairs": [agents]},
+        "models": {"seats": [[fake_llm.model_name()] * 2]},
+        "maxTurns": 3,
+        "judgeModel": fake_llm.model_name(),
+        "arms": [{"name": "goal", "atTurn": 1, "goals": [{"seat": 0, "goal": "Leave at once."}]}],
+    }
+    request = {"input": {"name": "sys-arm-kill", "tag": "sys-arm-kill", "design": design}}
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        created = (await post(api.url, CREATE, request))["createExperiment"]
+        assert created["userErrors"] == [], created
+        pk = created["experiment"]["id"]
+        await post(api.url, START, {"id": pk})
+        doomed_env = {**env, "PARLEY_FAILPOINT": "experiment:before-arms"}
+        with worker_process(doomed_env, tmp_path / "doomed.log", concurrency=1) as doomed:
+            assert doomed.popen.wait(60) == -signal.SIGKILL  # at its first control's end
+        state = (await post(api.url, ARM_SLOTS, {"id": pk}))["experiment"]
+        done = [s for s in state["slots"]["nodes"] if s["episode"]]
+        assert [s["episode"]["status"] for s in done] == ["COMPLETED", "QUEUED"]
+        assert all(s["arm"] == "" for s in done)  # no arm was forked
+        with worker_process(env, tmp_path / "w.log", concurrency=2):
+            # the other control completes and its worker forks its arm; the first's waits
+            await until(api.url, pk, lambda p: p["completed"] == 3)
+            await asyncio.sleep(1)  # past the lease: the killed worker's job is redelivered
+            assert (await progress(api.url, pk))["unfinished"] == 1
+            starts = await asyncio.gather(*(post(api.url, START, {"id": pk}) for _ in range(2)))
+            assert sorted(s["startExperiment"]["changed"] for s in starts) == [0, 1]
+            await until(api.url, pk, lambda p: p["finished"])
+        state = (await post(api.url, ARM_SLOTS, {"id": pk}))["experiment"]
+    assert state["progress"]["allCompleted"] and state["progress"]["total"] == 4
+    slots = state["slots"]["nodes"]
+    assert [(s["arm"], s["controlSlot"]) for s in slots] == [
+        ("", None), ("", None), ("goal", 0), ("goal", 1)]  # fmt: skip
+    for slot in slots[2:]:
+        control = slots[slot["controlSlot"]]["episode"]["id"]
+        assert slot["episode"]["parentId"] == control
+    episodes = await stored(pk)
+    assert len(episodes) == 4  # one fork per arm slot, none twice
