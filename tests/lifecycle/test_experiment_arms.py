@@ -283,3 +283,27 @@ async def test_an_experiment_with_arms_is_not_replayed_whole(
     replayed, errors = await replay_experiment(services, str(experiment.pk))
     assert replayed is None
     assert [(e.field, e.code.value) for e in errors] == [(["input", "id"], "INVALID")]
+
+
+async def test_arms_fork_a_design_comparing_models_against_a_partner(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"arms{uuid.uuid4().hex[:8]}"
+    alpha, partner = fake_llm.model_name("alpha"), fake_llm.model_name("partner")
+    experiment = await arms_experiment(
+        services, fake_llm, tag, models={"compare": [alpha], "partner": partner}
+    )
+    plan = await ExperimentStore(services.client).plan(str(experiment.pk))
+    # 2 scenarios x 1 pair x 2 seat orders = 4 control slots, then the arm's 4
+    assert len(plan) == 8
+    for n, control in enumerate(plan[:4]):
+        forked = plan[4 + n]
+        assert (forked.arm, forked.control_slot) == ("beta", n)
+        assert (forked.model, forked.seat) == (control.model, control.seat) == (alpha, n % 2)
+        assert forked.agent_models == [fake_llm.model_name("beta"), control.agent_models[1]]
+    await start_experiment(services, str(experiment.pk))
+    await burst(services)
+    measured = await progress(services, experiment)
+    assert measured.all_completed and measured.total == 8
+    (result,) = await arm_results(services, experiment)
+    assert result.pairs == 4 and result.differences[0][1].pairs == 8
