@@ -45,11 +45,20 @@ PROGRESS = """
 subscription($id: ID!) {
   experimentProgress(id: $id) {
     total pending completed unjudged failed cancelled unfinished finished allCompleted
-    episodesPerMinute secondsLeft counts { status count }
+    notReached armsWaiting episodesPerMinute secondsLeft counts { status count }
   }
 }"""
 
-
+ARMS = """
+query($id: ID!) {
+  experiment(id: $id) {
+    id
+    arms {
+      name atTurn pairs notReached unfinished unpaired
+      differences { dimension pairs meanDifference confidenceInterval { low high margin } }
+    }
+  }
+}"""
 RESULTS = """
 query($id: ID!, $filter: EpisodeResultsFilter, $groupBy: [ResultsGroupBy!], $evaluation: ID) {
   experiment(id: $id) { id }
@@ -254,6 +263,10 @@ def describe(progress: dict[str, Any]) -> dict[str, str]:
         parts.insert(0, f"not queued {progress['pending']}")
     if progress["unjudged"]:
         parts.append(f"of them not judged {progress['unjudged']}")
+    if progress["notReached"]:
+        parts.append(f"arm not reached {progress['notReached']}")
+    if progress["armsWaiting"]:
+        parts.append(f"arms waiting on a retry {progress['armsWaiting']}")
     left = progress["secondsLeft"]
     rate = progress["episodesPerMinute"]
     return {
@@ -315,9 +328,21 @@ def summary(progress: dict[str, Any]) -> str:
         if unjudged
         else ""
     )
+    reached = (
+        f", arm slots not reached {progress['notReached']} (their control ended before the "
+        "arm's turn)"
+        if progress["notReached"]
+        else ""
+    )
+    waiting = (
+        f", arm slots waiting {progress['armsWaiting']} (their control failed or was cancelled: "
+        "run again to retry it)"
+        if progress["armsWaiting"]
+        else ""
+    )
     return (
         f"completed {progress['completed']}/{progress['total']}{not_judged}, "
-        f"failed {progress['failed']}, cancelled {progress['cancelled']}"
+        f"failed {progress['failed']}, cancelled {progress['cancelled']}{reached}{waiting}"
     )
 
 
@@ -352,6 +377,41 @@ def results_table(groups: list[dict[str, Any]], by: list[str], margin: str) -> A
     return table
 
 
+def arms_table(arms: list[dict[str, Any]]) -> Any:
+    """Each arm against the control: pairs, and per dimension (overall first) the mean of arm
+    - control with its 95% interval; `*` marks an interval that leaves out 0."""
+    from rich.table import Table
+
+    table = Table(title="Arms: arm - control, paired by slot and seat (mean, 95% interval)")
+    for column in ("arm", "at turn", "pairs"):
+        table.add_column(column, justify="left" if column == "arm" else "right")
+    dimensions = list(dict.fromkeys(d["dimension"] for arm in arms for d in arm["differences"]))
+    for dimension in dimensions:
+        table.add_column(dimension.replace("_", " "), justify="right")
+    table.add_column("not paired")
+    for arm in arms:
+        cells = {d["dimension"]: d for d in arm["differences"]}
+        row = [arm["name"], str(arm["atTurn"]), str(arm["pairs"])]
+        for dimension in dimensions:
+            found = cells.get(dimension)
+            row.append("-" if found is None else difference(found))
+        left = [(arm[k], w) for k, w in (("notReached", "not reached"), ("unfinished",
+                "unfinished"), ("unpaired", "unpaired")) if arm[k]]  # fmt: skip
+        row.append(", ".join(f"{n} {why}" for n, why in left))
+        table.add_row(*row)
+    return table
+
+
+def difference(found: dict[str, Any]) -> str:
+    """`+0.50 [0.10, 0.90] *`: the mean difference, its interval, and `*` when it leaves out 0."""
+    interval = found["confidenceInterval"]
+    text = f"{found['meanDifference']:+.2f}"
+    if interval is None:
+        return text
+    flag = " *" if interval["low"] > 0 or interval["high"] < 0 else ""
+    return text + f" [{interval['low']:+.2f}, {interval['high']:+.2f}]{flag}"
+
+
 def apart(group: dict[str, Any]) -> str:
     """The group's episodes left out of the means, by why: `12 episodes: 11 failed, 1 unscored`
     (episodes, each once, whichever of its seats are in the group)."""
@@ -370,9 +430,12 @@ async def show_results(remote: Remote, args: argparse.Namespace) -> int:
     unknown = [key for key in by if key not in GROUP_KEYS]
     if unknown or not by:
         raise CommandError(f"--by takes a comma-separated list of {', '.join(GROUP_KEYS)}")
+    found = (await remote.execute(ARMS, {"id": args.id}))["experiment"]
+    arms = found["arms"] if found else []
+    only = {"arm": "control"} if arms else {}  # the model tables are of the control arm
     variables = {
         "id": args.id,
-        "filter": {"experimentId": args.id},
+        "filter": {"experimentId": args.id, **only},
         "groupBy": [key.upper() for key in by],
         "evaluation": args.evaluation,
     }
@@ -381,10 +444,18 @@ async def show_results(remote: Remote, args: argparse.Namespace) -> int:
     if answer["experiment"] is None and not groups:  # episodes may outlive their experiment
         raise CommandError(f"no experiment with id {args.id!r}")
     if args.json:
-        print(json.dumps(groups, indent=2), flush=True)
+        print(
+            json.dumps({"groups": groups, "arms": arms} if arms else groups, indent=2), flush=True
+        )
     else:
         # Wide enough not to fold the table when the output is a file or a pipe.
-        Console(width=None if os.isatty(1) else 240).print(results_table(groups, by, args.margin))
+        console = Console(width=None if os.isatty(1) else 240)
+        table = results_table(groups, by, args.margin)
+        if arms:
+            table.title = f"Control arm: {table.title}"
+        console.print(table)
+        if arms:
+            console.print(arms_table(arms))
     return COMPLETED if any(group["scored"] for group in groups) else UNFINISHED
 
 
@@ -454,8 +525,10 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "results",
         help="print an experiment's mean scores with 95%% margins",
         description="Print an experiment's mean scores with 95% margins, one row per model, "
-        "with its seat scores and the episodes left out of the means. Exit status: 0, or 1 "
-        "when nothing is scored yet, 2 on an error.",
+        "with its seat scores and the episodes left out of the means; for an experiment with "
+        "arms, those of its control arm, then each arm's paired difference from the control "
+        "(the episodes' own scores). Exit status: 0, or 1 when nothing is scored yet, 2 on an "
+        "error.",
     )
     results.add_argument("id", metavar="ID", help="the experiment's id")
     results.add_argument(

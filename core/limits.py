@@ -9,6 +9,8 @@ TEXT_MAX = 20_000
 LIST_MAX = 50
 MAX_JUDGE_RUNS = 10
 """Most judge runs one evaluation makes: a panel's judges, each times its repeats."""
+MAX_AGENTS = 10
+"""Agents (seats) in one episode."""
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX)]
 ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=NAME_MAX)]

@@ -15,12 +15,14 @@ from parley.graph.enums import Aggregate, EpisodeStatus, SortOrder, TurnOrder
 from parley.graph.episode_types import Episode, an_id, optional_id, when
 from parley.graph.errors import UserInputError
 from parley.graph.fields import shows, stored, wrapped
+from parley.graph.forks import ForkMessageInput, SeatGoalInput, SeatModelInput
 from parley.graph.inputs import AGGREGATE, JUDGES, JudgeInput
 from parley.graph.payloads import user_errors
 from parley.graph.rejudge import Rejudging
 from parley.graph.types import UserError, primary_key
 from parley.lifecycle import experiments as service
 from parley.lifecycle import rejudge, replay
+from parley.lifecycle.experiment_arms import arm_results
 from parley.lifecycle.experiment_follow import UnknownExperiment, follow_experiment
 from parley.lifecycle.experiments import Progress
 from parley.lifecycle.start import get_many
@@ -30,6 +32,7 @@ from parley.storage import models
 from parley.storage.experiments import ExperimentStore
 
 if TYPE_CHECKING:
+    from parley.graph.experiment_arms import ExperimentArm
     from parley.graph.studies import RatingStudy
 
 IN_PLAN = "Along the slot number: ASCENDING (design order, the default) or DESCENDING."
@@ -73,6 +76,29 @@ class ModelSelectionInput:
     )
 
 
+@strawberry.input(
+    description="An intervention arm: each control slot's episode, once completed, is forked at "
+    "`atTurn` with this change (at least one of inject, seatModels, goals)."
+)
+class ArmInput:
+    name: str = strawberry.field(description="Unique among the arms; not `control`.")
+    at_turn: int = strawberry.field(
+        description="The first turn played with the change, 1 to maxTurns - 1: the arm keeps "
+        "its control's turns before it."
+    )
+    inject: ForkMessageInput | None = strawberry.field(
+        default=None,
+        description="An environment message delivered at that turn (`to`: agent names every "
+        "slot has; empty: everyone).",
+    )
+    seat_models: list[SeatModelInput] | None = strawberry.field(
+        default=None, description="Seats (0 or 1) given another model from that turn on."
+    )
+    goals: list[SeatGoalInput] | None = strawberry.field(
+        default=None, description="Seats (0 or 1) given another goal."
+    )
+
+
 @strawberry.input(description="What an experiment runs; it expands into episode slots.")
 class ExperimentDesignInput:
     scenarios: ScenarioSelectionInput = strawberry.field(description="Which scenarios.")
@@ -95,6 +121,11 @@ class ExperimentDesignInput:
         default=False,
         description="Answer a request identical to one any ledger of model calls holds with "
         "its recorded answer, asking no model: run again, it pays only for what was not asked.",
+    )
+    arms: list[ArmInput] | None = strawberry.field(
+        default=None,
+        description="Interventions, at most 10, each compared with the control (the slots' own "
+        "episodes) over the same slots: arm i fills slots B * (i + 1) + n, B control slots.",
     )
 
 
@@ -182,8 +213,16 @@ class ExperimentProgress:
         left = self.progress.seconds_left
         return None if left is None else round(left, 1)
 
-    finished = stored("Every slot's episode has ended.")
-    all_completed = stored("Every slot's episode completed.")
+    not_reached = stored(
+        "Arm slots whose control episode ended before the arm's turn: never forked, they count "
+        "as ended."
+    )
+    arms_waiting = stored(
+        "Arm slots whose control failed or was cancelled: a new start retries the control, then "
+        "forks them."
+    )
+    finished = stored("Every slot's episode has ended (arm slots not reached count as ended).")
+    all_completed = stored("Every slot's episode completed (but arm slots not reached).")
 
 
 @strawberry.type(description="How many episodes have one status.")
@@ -209,6 +248,8 @@ class ExperimentSlot:
     repeat = stored("Which repeat of its combination, from 0.")
     model = stored("The compared model (designs against a partner; else empty).")
     seat = stored("The seat of the compared model, from 0; null with seats.")
+    arm = stored("The intervention arm it plays; empty for a control slot.")
+    control_slot = stored("For an arm's slot: the control slot whose episode it forks.")
 
     @strawberry.field(description="The episode now filling the slot; null before a start.")
     def episode(self) -> Episode | None:
@@ -282,6 +323,20 @@ class Experiment:
             for n in page.items
         ]
         return to_connection(page.with_items(items), lambda item: item)
+
+    @strawberry.field(
+        description="Each intervention arm against the control, in design order; empty for an "
+        "experiment without arms."
+    )
+    async def arms(
+        self, info: Info
+    ) -> list[Annotated["ExperimentArm", strawberry.lazy("parley.graph.experiment_arms")]]:
+        from parley.graph.experiment_arms import (
+            ExperimentArm,  # imported here: a cycle through results
+        )
+
+        found = await arm_results(info.context.services, self.record)
+        return [ExperimentArm(result=result) for result in found]
 
     @strawberry.field(description="Counts by status, rate and an estimate of the time left.")
     async def progress(self, info: Info) -> ExperimentProgress:

@@ -53,6 +53,11 @@ class EpisodeResultsFilter:
         default=None, description="Episodes this model judged (the episode's own judge)."
     )
     seat: int | None = strawberry.field(default=None, description="0 or 1.")
+    arm: str | None = strawberry.field(
+        default=None,
+        description="Episodes of this arm of an experiment with arms: `control` for its slots' "
+        "own episodes, else an intervention's name.",
+    )
 
     def plain(self) -> ResultsFilter:
         return ResultsFilter(
@@ -64,6 +69,7 @@ class EpisodeResultsFilter:
             agent_id=self.agent_id,
             judge_model=self.judge_model,
             seat=self.seat,
+            arm=self.arm,
         )
 
 

@@ -34,6 +34,8 @@ def apply(event: EpisodeEvent | None, state: Tally, experiment_id: str) -> bool 
         return None  # events may have been lost
     if event.type != EventKind.STATUS or event.status is None:
         return False
+    if event.episode_id in state.controls and event.status.terminal:
+        return None  # what its arms wait for may have changed (lifecycle/experiment_arms.py)
     if event.episode_id in state.states:
         reason = event.reason or ""
         unjudged = event.status == EpisodeStatus.COMPLETED and reason.startswith(NOT_JUDGED)

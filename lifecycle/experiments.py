@@ -19,8 +19,9 @@ from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import Name, ShortText
 from parley.lifecycle import failpoints
 from parley.lifecycle import start as simulations
+from parley.lifecycle.experiment_arms import RETRIED, fill_arms
 from parley.lifecycle.services import Services
-from parley.resolvers.experiment_design import Design, plan
+from parley.resolvers.experiment_design import CONTROL, Design, Layout, plan, reached
 from parley.resolvers.keyset import newest_first
 from parley.resolvers.pagination import Page, PageArgs, fetch_page
 from parley.resolvers.search import tag_terms
@@ -29,8 +30,6 @@ from parley.storage.experiments import ExperimentStore
 from parley.storage.models import UNFINISHED, EpisodeStatus, Experiment, ExperimentSlot
 from parley.storage.records import storable
 
-RETRIED = frozenset({EpisodeStatus.FAILED, EpisodeStatus.CANCELLED})
-"""Statuses whose slot a new start fills again."""
 ROUNDS = 3
 """Passes of one start: a pass can get back, through a slot's key, an episode written by an
 earlier start that stopped before recording it and that has failed since; the next pass
@@ -57,6 +56,11 @@ class Progress:
     """At that rate; None while no episode has completed, 0 once every slot has ended."""
     unjudged: int = 0
     """COMPLETED episodes without scores: their judge failed (each says why, `judge_error`)."""
+    not_reached: int = 0
+    """Arm slots whose control ended before the arm's turn: never filled, and ended so."""
+    arms_waiting: int = 0
+    """Arm slots with no episode whose control failed or was cancelled: a new start retries
+    the control, and its arms are forked once it completes."""
 
     @property
     def unfinished(self) -> int:
@@ -69,7 +73,8 @@ class Progress:
 
     @property
     def all_completed(self) -> bool:
-        return self.counts.get(EpisodeStatus.COMPLETED, 0) == self.total
+        """Every slot's episode completed (an arm slot not reached has none, and needs none)."""
+        return self.counts.get(EpisodeStatus.COMPLETED, 0) == self.total - self.not_reached
 
 
 async def create_experiment(
@@ -144,8 +149,11 @@ def slot_request(
         "turn_order": design["turn_order"],
         "tag": experiment.tag,
         "experiment_id": str(experiment.pk),
+        "experiment_slot": number,
         "idempotency_key": keys.experiment_slot_claim(str(experiment.pk), number, previous),
     }
+    if design.get("arms"):
+        request["arm"] = CONTROL
     if design.get("evaluation_dimension_list_id"):
         request["evaluation_dimension_list_id"] = design["evaluation_dimension_list_id"]
     if replaying is not None:
@@ -156,13 +164,14 @@ def slot_request(
 
 
 async def to_fill(store: ExperimentStore, experiment: Experiment) -> list[tuple[int, str]]:
-    """(slot, the episode now in it or "") of each slot with no episode or a failed one."""
+    """(slot, the episode now in it or "") of each control slot with no episode or a failed
+    one (arm slots are forked: `fill_arms`)."""
     filled = await store.slots(str(experiment.pk))
     numbers = sorted(filled)
     states = await store.statuses([filled[n] for n in numbers])
     state_of = dict(zip(numbers, states, strict=True))
     todo: list[tuple[int, str]] = []
-    for number in range(experiment.slot_count):
+    for number in range(Layout.of(experiment.design, experiment.slot_count).controls):
         state = state_of.get(number)
         if number not in filled or state is None or state[0] in RETRIED:
             todo.append((number, filled.get(number, "")))
@@ -172,8 +181,8 @@ async def to_fill(store: ExperimentStore, experiment: Experiment) -> list[tuple[
 async def start_experiment(
     services: Services, pk: str
 ) -> tuple[Experiment | None, int, list[UserError]]:
-    """Queue an episode for every slot with none, or with a failed or cancelled one; how many
-    slots this call filled."""
+    """Queue an episode for every control slot with none, or with a failed or cancelled one,
+    and fork every arm slot that is due (`fill_arms`); how many slots this call filled."""
     experiment = await get_experiment(services, pk)
     if experiment is None:
         return None, 0, [not_found("experiment", pk)]
@@ -212,7 +221,9 @@ async def start_experiment(
                     again.add(n)  # replaced by the next pass
                 elif done:
                     queued += 1
-    return await store.get(pk), queued, []
+    controls = Layout.of(experiment.design, experiment.slot_count).controls
+    forked, errors = await fill_arms(services, experiment, range(controls))
+    return await store.get(pk), queued + forked, errors
 
 
 def slot_error(error: UserError, chunk: list[tuple[int, str]]) -> UserError:
@@ -260,6 +271,11 @@ class Tally:
     """Episode id to (status, when it ended or 0)."""
     unjudged: set[str] = field(default_factory=set)
     """The COMPLETED episodes among them that have no scores (their judge failed)."""
+    controls: set[str] = field(default_factory=set)
+    """In an experiment with arms, the episodes filling control slots: when one ends, what its
+    arms wait for may change, so the state is read again."""
+    not_reached: int = 0
+    arms_waiting: int = 0
 
     def saw(
         self, episode_id: str, status: EpisodeStatus, at: float, unjudged: bool = False
@@ -272,10 +288,11 @@ class Tally:
 
     def progress(self, now: float) -> Progress:
         counts = Counter(status for status, _ in self.states.values())
-        pending = self.total - len(self.states)
+        pending = self.total - len(self.states) - self.not_reached - self.arms_waiting
         unjudged = len(self.unjudged)
+        arms = {"not_reached": self.not_reached, "arms_waiting": self.arms_waiting}
         if self.since is None:
-            return Progress(self.total, pending, dict(counts), unjudged=unjudged)
+            return Progress(self.total, pending, dict(counts), unjudged=unjudged, **arms)
         since = self.since
         done = [
             at for s, at in self.states.values() if s == EpisodeStatus.COMPLETED and at >= since
@@ -284,7 +301,7 @@ class Tally:
         span = (now if unfinished else max(done, default=since)) - since
         rate = len(done) / span if span > 0 and done else 0.0
         left = unfinished / rate if rate > 0 else (0.0 if not unfinished else None)
-        return Progress(self.total, pending, dict(counts), rate * 60, left, unjudged)
+        return Progress(self.total, pending, dict(counts), rate * 60, left, unjudged, **arms)
 
 
 async def progress(services: Services, experiment: Experiment) -> Progress:
@@ -294,8 +311,26 @@ async def progress(services: Services, experiment: Experiment) -> Progress:
 async def tally(services: Services, experiment: Experiment) -> Tally:
     """The stored state of the episodes now filling the experiment's slots."""
     store = ExperimentStore(services.client)
-    filled = list((await store.slots(str(experiment.pk))).values())
-    found = [(pk, s) for pk, s in zip(filled, await store.statuses(filled), strict=True) if s]
+    slots = await store.slots(str(experiment.pk))
+    filled = list(slots.values())
+    read = dict(zip(filled, await store.statuses(filled), strict=True))
+    found = [(pk, s) for pk, s in read.items() if s]
     states = {pk: (state.status, state.ended) for pk, state in found}
     unjudged = {pk for pk, state in found if state.unjudged}
-    return Tally(experiment.slot_count, experiment.started_at, states, unjudged)
+    made = Tally(experiment.slot_count, experiment.started_at, states, unjudged)
+    layout = Layout.of(experiment.design, experiment.slot_count)
+    if not layout.arms:
+        return made
+    for control in range(layout.controls):
+        parent = read.get(slots.get(control, ""))
+        if parent is None:
+            continue
+        made.controls.add(slots[control])
+        for number, arm in layout.arm_slots(control):
+            if number in slots and read.get(slots[number]) is not None:
+                continue
+            if parent.status in RETRIED:
+                made.arms_waiting += 1
+            elif parent.status == EpisodeStatus.COMPLETED and not reached(parent.played, arm):
+                made.not_reached += 1
+    return made

@@ -20,13 +20,13 @@ from pydantic import BaseModel, Field
 from ulid import ULID
 
 from parley.core.errors import ErrorCode, UserError, not_found, validated
-from parley.core.limits import Age, LongText, RecordId, RequiredText, ShortText
+from parley.core.limits import MAX_AGENTS, RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.types import Injection
 from parley.lifecycle import logs
 from parley.lifecycle.services import Services
-from parley.lifecycle.start import MAX_AGENTS
 from parley.resolvers.agents import agent_names
+from parley.resolvers.fork_fields import GoalFields, InjectionFields, ProfileFields, SeatModelFields
 from parley.storage.episode_store import initial_history
 from parley.storage.models import (
     AgentProfile,
@@ -44,34 +44,6 @@ from parley.storage.records import get_or_none, storable
 from parley.storage.times import stored_time
 
 log = logging.getLogger(__name__)
-Seat = Annotated[int, Field(ge=0, lt=MAX_AGENTS)]
-
-
-class SeatModelFields(BaseModel, extra="forbid"):
-    seat: Seat
-    model: ShortText
-
-
-class InjectionFields(BaseModel, extra="forbid"):
-    text: RequiredText
-    to: Annotated[list[ShortText], Field(max_length=MAX_AGENTS)] = []
-
-
-class GoalFields(BaseModel, extra="forbid"):
-    seat: Seat
-    goal: RequiredText
-
-
-class ProfileFields(BaseModel, extra="forbid"):
-    seat: Seat
-    age: Age | None = None
-    occupation: ShortText | None = None
-    public_info: LongText | None = None
-    personality_and_values: LongText | None = None
-    decision_making_style: LongText | None = None
-    big_five: ShortText | None = None
-    mbti: ShortText | None = None
-    secret: LongText | None = None
 
 
 class ForkFields(BaseModel, extra="forbid"):
@@ -85,6 +57,11 @@ class ForkFields(BaseModel, extra="forbid"):
     profiles: Annotated[list[ProfileFields], Field(max_length=MAX_AGENTS)] = []
     tag: ShortText | None = None
     idempotency_key: ShortText | None = None
+    experiment_id: ShortText = ""
+    """Set for an experiment's arm (lifecycle/experiment_arms.py), never by a client's fork:
+    with `arm` and `experiment_slot`, the slot the fork fills."""
+    arm: ShortText = ""
+    experiment_slot: Annotated[int, Field(ge=0)] | None = None
 
 
 def turns_played(episode: EpisodeLog) -> int:
@@ -192,6 +169,9 @@ def forked(parent: EpisodeLog, fields: ForkFields) -> EpisodeLog:
         evaluation_dimension_list_id=parent.evaluation_dimension_list_id,
         idempotency_key=fields.idempotency_key,
         redelivery=parent.redelivery,
+        experiment_id=fields.experiment_id,
+        experiment_slot=fields.experiment_slot,
+        arm=fields.arm,
         parent_id=str(parent.pk),
         forked_at_turn=k,
         fork_change=what,

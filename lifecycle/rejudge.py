@@ -64,7 +64,7 @@ log = logging.getLogger(__name__)
 MAX_EPISODES_PER_REJUDGING = 10_000
 """Most episodes one re-judging takes, named or found by experiment or tag."""
 BATCH = 500
-EPISODE_FIELDS = ("status", "environment", "agents", "tag", "experiment_id", "models")
+EPISODE_FIELDS = ("status", "environment", "agents", "tag", "experiment_id", "arm", "models")
 
 
 class RejudgeFields(PanelFields, extra="forbid"):

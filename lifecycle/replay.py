@@ -20,6 +20,7 @@ from parley.core.errors import ErrorCode, UserError, not_found
 from parley.engine.ledger import ReplayCode
 from parley.lifecycle import start
 from parley.lifecycle.services import Services
+from parley.resolvers.experiment_design import Layout
 from parley.storage import keys
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import EpisodeLog, EpisodeStatus, Experiment, ReplayCheck, StoredTurn
@@ -95,6 +96,9 @@ async def replay_experiment(
     source = await store.get(pk) if storable(pk) else None
     if source is None:
         return None, [not_found("experiment", pk)]
+    if Layout.of(source.design, source.slot_count).arms:
+        message = "an experiment with arms cannot be replayed: replay its episodes one by one"
+        return None, [UserError(["input", "id"], message, ErrorCode.INVALID)]
     filled = await store.slots(pk)
     if len(filled) < source.slot_count:
         message = f"experiment {pk} has {source.slot_count - len(filled)} slots with no episode"

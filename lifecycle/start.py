@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from ulid import ULID
 
 from parley.core.errors import ErrorCode, UserError, not_found, validated
-from parley.core.limits import RecordId, ShortText
+from parley.core.limits import MAX_AGENTS, RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
 from parley.engine.models import DEFAULT_MODEL
@@ -41,7 +41,6 @@ from parley.storage.models import (
 from parley.storage.records import exist, get_or_none, storable
 
 log = logging.getLogger(__name__)
-MAX_AGENTS = 10
 MAX_BATCH = 1000
 MAX_SEAT_DEADLINE = 7 * 24 * 3600.0
 HUMAN = "human"
@@ -59,6 +58,10 @@ class SimulationFields(PanelFields, extra="forbid"):
     idempotency_key: ShortText | None = None
     redelivery: Redelivery = Redelivery.RESUME
     experiment_id: ShortText = ""
+    experiment_slot: Annotated[int, Field(ge=0)] | None = None
+    """Set by an experiment's start, never by a client's: the slot the episode fills."""
+    arm: ShortText = ""
+    """Set by an experiment's start, never by a client's ("control" in one with arms)."""
     human_seats: Annotated[list[Annotated[int, Field(ge=0)]], Field(max_length=MAX_AGENTS)] = []
     claimable_seats: bool = False
     seat_deadline_seconds: Annotated[float, Field(ge=1, le=MAX_SEAT_DEADLINE)] = 300.0
@@ -227,6 +230,8 @@ def new_episode(valid: SimulationFields, tokens: dict[int, str]) -> EpisodeLog:
         idempotency_key=valid.idempotency_key,
         redelivery=valid.redelivery,
         experiment_id=valid.experiment_id,
+        experiment_slot=valid.experiment_slot,
+        arm=valid.arm,
         human_seats=[
             HumanSeat(seat=seat, token_hash=token_hash(tokens[seat]) if seat in tokens else "")
             for seat in valid.human_seats

@@ -41,6 +41,7 @@ from parley.engine.usage import Usage, merged
 from parley.lifecycle import logs
 from parley.lifecycle.control import StoredControl
 from parley.lifecycle.drafts import Drafter
+from parley.lifecycle.experiment_arms import fork_arms
 from parley.lifecycle.jobs import crash_reason
 from parley.lifecycle.rejudge import Rejudger
 from parley.lifecycle.replay import checked
@@ -177,6 +178,7 @@ class Running:
 class Worker:
     def __init__(self, services: Services, config: WorkerConfig | None = None) -> None:
         self.config = config or WorkerConfig()
+        self.services = services
         self.llm = services.models
         self.jobs = services.jobs
         self.client = services.client
@@ -440,7 +442,9 @@ class Worker:
             return True  # an older job of an episode queued again since
         start = AttemptStart.of(episode, self.config.consumer)
         if start.losses >= self.config.max_attempts:
-            await self._durably(lambda: self._give_up(episode, start.losses))
+            given_up = await self._durably(lambda: self._give_up(episode, start.losses))
+            if given_up.ok and given_up.status == Status.COMPLETED:
+                await self._fork_arms(job, episode)
             return True
         started = await self._durably(lambda: self._begin(episode_id, episode.attempt, start))
         if not started.ok:
@@ -510,7 +514,19 @@ class Worker:
             log.info("episode completed")
         else:
             log.warning("episode completed without scores: %s", unjudged)
+        await self._fork_arms(job, episode)
         return True
+
+    async def _fork_arms(self, job: Job, episode: EpisodeLog) -> None:
+        """Fork the arms of an experiment's control episode that has just COMPLETED (its run is
+        settled first: `_watch` stops no ended episode's task midway). What fails here is left
+        to the experiment's next start, which forks what is due."""
+        if job.entry_id in self.running:
+            self.running[job.entry_id].settled = True
+        try:
+            await fork_arms(self.services, episode)
+        except Exception:
+            log.exception("forking the episode's experiment arms failed")
 
     async def _give_up(self, episode: EpisodeLog, losses: int) -> TransitionResult:
         """End an episode whose workers were lost `losses` times in a row without progress:

@@ -17,13 +17,15 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import redis.asyncio as redis
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from parley.core.errors import ErrorCode, UserError, validated
-from parley.core.limits import RecordId, ShortText
+from parley.core.limits import MAX_AGENTS, Name, RecordId, ShortText
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ModelCatalog
 from parley.engine.types import TurnOrder
+from parley.resolvers.agents import agent_names
+from parley.resolvers.fork_fields import GoalFields, InjectionFields, SeatModelFields
 from parley.resolvers.names import agent_name, same_names
 from parley.resolvers.panels import PanelFields
 from parley.resolvers.search import tag_terms
@@ -41,6 +43,10 @@ from parley.storage.records import exist, get_many
 MAX_SLOTS = 10_000
 """Most episodes one experiment expands into."""
 MAX_LIST = 1_000
+MAX_ARMS = 10
+"""Interventions one design declares (besides its control)."""
+CONTROL = "control"
+"""The arm of a slot's own episode, which every intervention arm is compared with."""
 Pair = Annotated[list[RecordId], Field(min_length=2, max_length=2)]
 Seats = Annotated[list[ShortText], Field(min_length=2, max_length=2)]
 
@@ -99,6 +105,31 @@ class ModelSelection(BaseModel, extra="forbid"):
         return self
 
 
+class Arm(BaseModel, extra="forbid"):
+    """An intervention: each control slot's episode, once COMPLETED, is forked at `at_turn`
+    with this change (lifecycle/forks.py), so the two differ only from that turn on."""
+
+    name: Name
+    at_turn: Annotated[int, Field(ge=1)]
+    """The first turn played with the change (the fork keeps the control's turns before it)."""
+    inject: InjectionFields | None = None
+    seat_models: Annotated[list[SeatModelFields], Field(max_length=MAX_AGENTS)] = []
+    goals: Annotated[list[GoalFields], Field(max_length=MAX_AGENTS)] = []
+
+    @field_validator("name")
+    @classmethod
+    def not_control(cls, name: str) -> str:
+        if name.lower() == CONTROL:
+            raise ValueError(f"{CONTROL!r} is the slot's own episode: name the arm otherwise")
+        return name
+
+    @model_validator(mode="after")
+    def changes(self) -> "Arm":
+        if self.inject is None and not self.seat_models and not self.goals:
+            raise ValueError("give the arm a change: inject, seatModels or goals")
+        return self
+
+
 class Design(PanelFields, extra="forbid"):
     scenarios: ScenarioSelection
     agents: AgentSelection
@@ -110,6 +141,11 @@ class Design(PanelFields, extra="forbid"):
     cache: bool = False
     """Answer a request identical to one any ledger holds with its recorded answer, asking no
     model: a study run again pays only for what was not asked yet."""
+    arms: Annotated[list[Arm], Field(max_length=MAX_ARMS)] = []
+    """Interventions, each forked from every control slot's episode (`expand`)."""
+
+    def arm(self, name: str) -> Arm | None:
+        return next((arm for arm in self.arms if arm.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -198,16 +234,19 @@ def uniform_pair(rng: random.Random, world: World) -> list[str]:
 
 
 def expand(design: Design, world: World) -> tuple[list[ExperimentSlot], list[UserError]]:
-    """Every slot, scenario by scenario, then pair, seating and repeat."""
+    """Every control slot, scenario by scenario, then pair, seating and repeat; then one block
+    of as many slots per arm: slot `B * (i + 1) + n` is arm i of control slot n (B control
+    slots). MAX_SLOTS counts them all."""
     slots: list[ExperimentSlot] = []
     errors: list[UserError] = []
     assignments = seatings(design.models)
+    blocks = 1 + len(design.arms)
     for scenario in world.scenarios:
         pairs, problem = pairs_for(design, scenario, world)
         if problem:
             errors.append(UserError(["input", "design", "agents"], problem, ErrorCode.INVALID))
             continue
-        if len(slots) + len(pairs) * len(assignments) * design.repeats > MAX_SLOTS:
+        if (len(slots) + len(pairs) * len(assignments) * design.repeats) * blocks > MAX_SLOTS:
             message = f"the design expands into more than {MAX_SLOTS} episodes"
             return [], [UserError(["input", "design"], message, ErrorCode.INVALID)]
         for pair in pairs:
@@ -226,7 +265,74 @@ def expand(design: Design, world: World) -> tuple[list[ExperimentSlot], list[Use
     if not errors and not slots:
         message = "the design has no episodes"
         errors.append(UserError(["input", "design"], message, ErrorCode.INVALID))
-    return ([], errors) if errors else (slots, [])
+    return ([], errors) if errors else (slots + arm_slots(design, slots), [])
+
+
+def arm_slots(design: Design, controls: list[ExperimentSlot]) -> list[ExperimentSlot]:
+    """The slots of the design's arms, arm by arm, each in the order of the control slots: an
+    arm slot seats the models its arm gives from its turn on."""
+    out: list[ExperimentSlot] = []
+    for arm in design.arms:
+        for n, control in enumerate(controls):
+            models = list(control.agent_models)
+            for change in arm.seat_models:
+                models[change.seat] = change.model
+            update = {"arm": arm.name, "control_slot": n, "agent_models": models}
+            out.append(control.model_copy(update=update))
+    return out
+
+
+def arm_errors(design: Design) -> list[UserError]:
+    """Why an arm cannot be forked from the design's episodes (the seats are its two)."""
+    errors: list[UserError] = []
+    seats = 2
+    for i, arm in enumerate(design.arms):
+        where = ["input", "design", "arms", str(i)]
+        if arm.name in [other.name for other in design.arms[:i]]:
+            message = f"another arm is named {arm.name!r}: name each arm once"
+            errors.append(UserError([*where, "name"], message, ErrorCode.INVALID))
+        if arm.at_turn >= design.max_turns:
+            message = (
+                f"an arm forks at turn 1 to {design.max_turns - 1}: the design's episodes play "
+                f"at most {design.max_turns} turns (maxTurns)"
+            )
+            errors.append(UserError([*where, "atTurn"], message, ErrorCode.INVALID))
+        for part, changed, what in (
+            ("seatModels", [c.seat for c in arm.seat_models], "give a model to"),
+            ("goals", [g.seat for g in arm.goals], "give a goal to"),
+        ):
+            for j, seat in enumerate(changed):
+                path = [*where, part, str(j), "seat"]
+                if seat >= seats:
+                    message = f"seat {seat} does not exist: seats are numbered 0 to {seats - 1}"
+                    errors.append(UserError(path, message, ErrorCode.INVALID))
+                elif seat in changed[:j]:
+                    errors.append(UserError(path, f"{what} seat {seat} once", ErrorCode.INVALID))
+    return errors
+
+
+async def recipient_errors(
+    client: redis.Redis, design: Design, slots: list[ExperimentSlot]
+) -> list[UserError]:
+    """An error on each agent name an arm's injection is sent to that is not an agent of every
+    slot (a fork delivers it by name), read in one round trip."""
+    named = [(i, j, name) for i, arm in enumerate(design.arms) for j, name in
+             enumerate(arm.inject.to if arm.inject else [])]  # fmt: skip
+    if not named:
+        return []
+    pks = sorted({pk for slot in slots for pk in slot.agent_ids})
+    names = dict(zip(pks, await agent_names(client, pks), strict=True))
+    errors: list[UserError] = []
+    for i, j, name in named:
+        missing = next(
+            (n for n, slot in enumerate(slots) if name not in [names[a] for a in slot.agent_ids]),
+            None,
+        )
+        if missing is not None:
+            message = f"{name!r} is not an agent of slot {missing}: send to agents every slot has"
+            path = ["input", "design", "arms", str(i), "inject", "to", str(j)]
+            errors.append(UserError(path, message, ErrorCode.INVALID))
+    return errors
 
 
 def model_errors(design: Design, models: ModelCatalog) -> list[UserError]:
@@ -238,6 +344,9 @@ def model_errors(design: Design, models: ModelCatalog) -> list[UserError]:
         named.append((["models", "partner"], choice.partner))
     for i, seats in enumerate(choice.seats or []):
         named += [(["models", "seats", str(i), str(j)], name) for j, name in enumerate(seats)]
+    for i, arm in enumerate(design.arms):
+        for j, change in enumerate(arm.seat_models):
+            named.append((["arms", str(i), "seatModels", str(j), "model"], change.model))
     errors: list[UserError] = []
     for path, name in named:
         try:
@@ -333,9 +442,42 @@ async def plan(
     design, errors = validated(Design, fields, ("input", "design"))
     if design is None:
         return None, [], errors
-    errors = model_errors(design, models)
+    errors = model_errors(design, models) + arm_errors(design)
     world, missing = await load_world(client, design)
     if errors or world is None:
         return None, [], errors + missing
     slots, errors = expand(design, world)
+    controls = slots[: len(slots) // (1 + len(design.arms))]
+    errors = errors or await recipient_errors(client, design, controls)
     return (design, slots, []) if not errors else (None, [], errors)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the control and arm slots are in an experiment's slot map (see `expand`)."""
+
+    controls: int
+    """B: the control slots, 0 to B - 1."""
+    arms: list[Arm]
+
+    @classmethod
+    def of(cls, design: dict[str, Any], slot_count: int) -> "Layout":
+        """The layout of a stored design (one stored before arms has none)."""
+        arms = Design.model_validate(design).arms
+        return cls(slot_count // (1 + len(arms)), arms)
+
+    def arm_slots(self, control: int) -> list[tuple[int, Arm]]:
+        """(slot, arm) of each arm slot of a control slot."""
+        return [(self.controls * (i + 1) + control, arm) for i, arm in enumerate(self.arms)]
+
+    def control_of(self, number: int) -> tuple[int, Arm | None]:
+        """(control slot, arm) of a slot; the arm is None for a control slot."""
+        block, control = divmod(number, self.controls)
+        return control, (self.arms[block - 1] if block else None)
+
+
+def reached(played: int, arm: Arm) -> bool:
+    """Whether a control that played `played` turns reached the arm's turn: it played turn
+    `at_turn` (turns count from 0), so its arm can differ from it there. One that ended before
+    is never forked (at another turn the two would not be comparable)."""
+    return played > arm.at_turn

@@ -24,7 +24,7 @@ from parley.resolvers import client_json
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.agents import AGENT, NewAgent
 from parley.resolvers.dimensions import NewDimensionList, create_dimension_list
-from parley.resolvers.experiment_design import MAX_SLOTS, Design
+from parley.resolvers.experiment_design import MAX_SLOTS, Design, arm_errors
 from parley.resolvers.games import game_errors
 from parley.resolvers.relationships import RELATIONSHIP, NewRelationship, write_relationship
 from parley.resolvers.scenarios import SCENARIO, NewScenario
@@ -169,6 +169,19 @@ class ImportedExperiment:
     rejudgings: list[str]
 
 
+def arm_slot_problem(number: int, slot: SlotLine) -> None:
+    """An arm slot names an earlier slot as its control (control slots come first); a control
+    slot names none."""
+    if bool(slot.arm) != (slot.control_slot is not None):
+        message = f"slot {number}: give an arm slot both arm and control_slot, a control none"
+        raise fmt.LineError(message)
+    if slot.control_slot is not None and not 0 <= slot.control_slot < number:
+        raise fmt.LineError(
+            f"slot {number}: control_slot {slot.control_slot} is out of range: an arm slot's "
+            f"control is an earlier slot (0 to {number - 1})"
+        )
+
+
 def experiment_part(line: dict[str, Any]) -> SlotPart | ImportedExperiment:
     """An experiment line's record, or a slot line's part (see `fmt.Kind.EXPERIMENTS`)."""
     if fmt.SLOTS_FIELD in line:
@@ -179,13 +192,24 @@ def experiment_part(line: dict[str, Any]) -> SlotPart | ImportedExperiment:
                 f"slot {last} is past the experiment's {part.slot_count} slots (0 to "
                 f"{part.slot_count - 1})"
             )
+        for number, slot in enumerate(part.slots, part.first):
+            arm_slot_problem(number, slot)
         slots = [
             (ExperimentSlot(**s.model_dump(exclude={"episode_id"})), s.episode_id or "")
             for s in part.slots
         ]
         return SlotPart(part.experiment_slots, part.slot_count, part.first, slots)
     valid = ExperimentLine.model_validate(line)
-    Design.model_validate(valid.design)  # a design as createExperiment stores it
+    design = Design.model_validate(valid.design)  # a design as createExperiment stores it
+    problems = arm_errors(design)
+    if problems:
+        raise fmt.LineError("; ".join(f"{'.'.join(e.field[1:])}: {e.message}" for e in problems))
+    blocks = 1 + len(design.arms)
+    if valid.slot_count % blocks:
+        raise fmt.LineError(
+            f"slot_count {valid.slot_count} is no multiple of {blocks}: a design with "
+            f"{blocks - 1} arms has as many slots per arm as control slots"
+        )
     record = Experiment(
         pk=valid.experiment_id,
         name=valid.name,

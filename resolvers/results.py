@@ -61,6 +61,8 @@ class ResultsFilter:
     """The agent in the seat the score is for."""
     judge_model: str | None = None
     seat: int | None = None
+    arm: str | None = None
+    """Episodes of this arm of an experiment with arms ("control": its slots' own)."""
 
 
 @dataclass
@@ -133,6 +135,7 @@ def _common_filters(f: ResultsFilter, evaluation: str | None) -> list[str]:
         ("tag", f.tag),
         ("scenario", f.scenario_id),
         ("judge", f.judge_model),
+        ("arm", f.arm),
         ("evaluation", evaluation),
     ):
         if value:

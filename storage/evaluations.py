@@ -71,7 +71,7 @@ async def store_evaluation(
 
 def evaluation_record(episode_id: str, fields: dict[str, Any], entry: Evaluation) -> dict[str, Any]:
     """What results group an evaluation's scores by: the episode's scenario, agents, tag,
-    experiment and seat models, with the evaluation's judge in `models[0]`."""
+    experiment, arm and seat models, with the evaluation's judge in `models[0]`."""
     models = list(fields.get("models") or [])
     return {
         "episode": episode_id,
@@ -80,6 +80,7 @@ def evaluation_record(episode_id: str, fields: dict[str, Any], entry: Evaluation
         "agents": fields.get("agents") or [],
         "tag": fields.get("tag") or "",
         "experiment_id": fields.get("experiment_id") or "",
+        "arm": fields.get("arm") or "",
         "models": [entry.judge_model, *models[1:]],
         "evaluation_dimension_list_id": entry.evaluation_dimension_list_id,
         "status": entry.status.value,

@@ -20,6 +20,8 @@ class EpisodeState(NamedTuple):
     """finished_at, or 0 while it has not ended."""
     unjudged: bool = False
     """COMPLETED without scores: its judge failed (`judge_error`)."""
+    played: int = 0
+    """Turns it has played (`progress`)."""
 
 
 class NamesKeys(NamedTuple):
@@ -149,18 +151,39 @@ class ExperimentStore:
             pipe.json().mget(names, "$.status")
             pipe.json().mget(names, "$.finished_at")
             pipe.json().mget(names, "$.judge_error")
-            statuses, finished, unjudged = await pipe.execute()
+            pipe.json().mget(names, "$.progress")
+            statuses, finished, unjudged, played = await pipe.execute()
         found: list[EpisodeState | None] = []
-        for status, at, why in zip(statuses, finished, unjudged, strict=True):
+        for status, at, why, turns in zip(statuses, finished, unjudged, played, strict=True):
             # each reply is the list of the path's matches
             if not status:
                 found.append(None)
                 continue
             ended = at[0] if at else None
             found.append(
-                EpisodeState(EpisodeStatus(status[0]), float(ended or 0.0), bool(why and why[0]))
+                EpisodeState(
+                    EpisodeStatus(status[0]),
+                    float(ended or 0.0),
+                    bool(why and why[0]),
+                    int(turns[0] or 0) if turns else 0,
+                )
             )
         return found
+
+    async def slots_of(self, pk: str, numbers: Sequence[int]) -> dict[int, str]:
+        """`slots` of these slot numbers alone."""
+        if not numbers:
+            return {}
+        found = await self.client.hmget(keys.experiment_slots(pk), [str(n) for n in numbers])
+        return {n: str(e) for n, e in zip(numbers, found, strict=True) if e}
+
+    async def rewards(self, episode_ids: Sequence[str]) -> list[list[Any] | None]:
+        """The stored rewards of each episode (None for one that is gone), in one command."""
+        if not episode_ids:
+            return []
+        names = [EpisodeLog.make_primary_key(pk) for pk in episode_ids]
+        found: list[Any] = await self.client.json().mget(names, "$.rewards")
+        return [list(r[0]) if r else None for r in found]
 
     async def import_slots(
         self, pk: str, count: int, first: int, slots: Sequence[tuple[ExperimentSlot, str]]

@@ -388,6 +388,10 @@ class EpisodeLog(ListedRecord, index=True):
     losses: int = 0
     """Workers that stopped renewing their lease on this episode (died, hung, cut off)."""
     experiment_id: str = Field(default="", index=True, description="The experiment it belongs to.")
+    experiment_slot: int | None = None
+    """The slot of its experiment it was started (or forked) for."""
+    arm: str = ""
+    """In an experiment with arms: "control" for a control slot's episode, else its arm."""
     usage: list[ModelUsage] = []
     prompt_tokens: int = Field(default=0, index=True, sortable=True, description="All models'.")
     completion_tokens: int = Field(default=0, index=True, sortable=True)
@@ -458,6 +462,10 @@ class ExperimentSlot(BaseModel):
     """The model this slot measures (the compared one, in a design against a partner)."""
     seat: int | None = None
     """The seat of `model` in a design against a partner; None in one with explicit seats."""
+    arm: str = ""
+    """The intervention arm this slot plays ("" for a control slot: the design's own)."""
+    control_slot: int | None = None
+    """For an arm's slot: the control slot whose episode it forks."""
 
 
 class Experiment(ListedRecord, index=True):

@@ -38,6 +38,7 @@ TAGS: dict[str, str] = {
     "scenario": "$.environment",
     "tag": "$.tag",
     "experiment": "$.experiment_id",
+    "arm": "$.arm",
     "status": "$.status",
     "judge": "$.models[0]",
     "model_0": "$.models[1]",
@@ -78,11 +79,15 @@ def _score_schema(dimensions: Iterable[str]) -> list[str]:
     return args
 
 
-def _schema(dimensions: Iterable[str]) -> list[str]:
+def _tag_schema(names: Iterable[str]) -> list[str]:
     args: list[str] = []
-    for name, path in TAGS.items():
-        args += [path, "AS", name, "TAG", "SEPARATOR", SEPARATOR, "CASESENSITIVE", "SORTABLE"]
-    return args + _score_schema(dimensions)
+    for name in names:
+        args += [TAGS[name], "AS", name, "TAG", "SEPARATOR", SEPARATOR, "CASESENSITIVE", "SORTABLE"]
+    return args
+
+
+def _schema(dimensions: Iterable[str]) -> list[str]:
+    return _tag_schema(TAGS) + _score_schema(dimensions)
 
 
 INDEXES = {
@@ -205,9 +210,9 @@ class ResultsIndex:
         return sorted(str(name) for name in members)
 
     async def ensure_dimensions(self, dimensions: Iterable[str] = ()) -> None:
-        """Create a missing index with every field, or add the score fields of dimensions it
-        has none for yet (documents already stored are indexed for them too: RediSearch
-        rescans on FT.ALTER)."""
+        """Create a missing index with every field, or add the tag fields an index created by
+        an older Parley lacks and the score fields of dimensions it has none for yet (documents
+        already stored are indexed for them too: RediSearch rescans on FT.ALTER)."""
         wanted = list(dict.fromkeys([OVERALL, *STANDARD, *dimensions]))
         for name, prefix in INDEXES.items():
             fields = await self._fields(name)
@@ -215,15 +220,19 @@ class ResultsIndex:
                 names = custom([*wanted, *await self._claimed()])[:MAX_DIMENSIONS]
                 await self._create(name, prefix, [OVERALL, *STANDARD, *names])
                 continue
+            tags = [t for t in TAGS if t not in fields]
             missing = [d for d in wanted if score_field(0, d) not in fields]
-            if missing:
-                try:
-                    await self.client.execute_command(  # type: ignore[no-untyped-call]
-                        "FT.ALTER", name, "SCHEMA", "ADD", *_score_schema(missing)
-                    )
-                except redis.ResponseError as err:  # another process added them first
-                    if "duplicate" not in str(err).lower():
-                        raise
+            if tags or missing:
+                await self._alter(name, [*_tag_schema(tags), *_score_schema(missing)])
+
+    async def _alter(self, name: str, schema: list[str]) -> None:
+        try:
+            await self.client.execute_command(  # type: ignore[no-untyped-call]
+                "FT.ALTER", name, "SCHEMA", "ADD", *schema
+            )
+        except redis.ResponseError as err:  # another process added them first
+            if "duplicate" not in str(err).lower():
+                raise
 
     async def _create(self, name: str, prefix: str, dimensions: list[str]) -> None:
         try:

@@ -172,7 +172,7 @@ DRAFT = Script("save_rating_draft", DraftKeys, DraftArgs, RATER_CHECK)
 RENEW = Script("renew_rater", RenewKeys, RenewArgs, ("json",))
 CLOSE = Script("close_study", StudyKeys, CloseArgs)
 HUMAN_RESULTS = Script("write_human_results", HumanResultsKeys, HumanResultsArgs)
-GROUPED_BY = ["$.environment", "$.agents", "$.tag", "$.experiment_id", "$.models"]
+GROUPED_BY = ["$.environment", "$.agents", "$.tag", "$.experiment_id", "$.arm", "$.models"]
 """The episode's fields results group an evaluation's scores by."""
 
 

@@ -407,7 +407,7 @@ async def test_subscription_to_an_unknown_experiment_is_an_error(api_url: str) -
     assert message["payload"]["errors"][0]["message"] == "no experiment with id 'nope'"
 
 
-@pytest.mark.parametrize("name", ["design.toml", "design-hosted.toml"])
+@pytest.mark.parametrize("name", ["design.toml", "design-hosted.toml", "arms.toml"])
 async def test_the_example_design_files_are_valid_inputs(gql: GraphQLClient, name: str) -> None:
     from parley.client.experiment import read_design
     from tests.support import repo_root

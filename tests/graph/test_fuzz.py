@@ -25,10 +25,10 @@ from websockets import Subprotocol
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from parley.core.limits import LIST_MAX, NAME_MAX, TEXT_MAX
+from parley.core.limits import LIST_MAX, MAX_AGENTS, NAME_MAX, TEXT_MAX
 from parley.engine.models import DEFAULT_MODEL
 from parley.graph.settings import Settings
-from parley.lifecycle.start import MAX_AGENTS, MAX_BATCH
+from parley.lifecycle.start import MAX_BATCH
 from parley.storage.keys import INDEXED_DIMENSIONS, relationship_pair
 from parley.storage.keys import JOBS as STREAM
 from tests.support.fuzzing import (

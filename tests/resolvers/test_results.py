@@ -369,3 +369,60 @@ async def test_counts_apart_are_of_episodes_when_both_seats_fall_in_one_group(
     assert [(g.key[GroupBy.MODEL], g.failed, g.unscored, g.scored) for g in partnered] == [
         ("model-s", 0, 0, 1)
     ]
+
+
+async def test_the_arm_filter_keeps_one_arm_of_an_experiment(redis_client: redis.Redis) -> None:
+    tag = f"arms-{ULID()}"
+    rng = random.Random(3)
+    docs = [
+        episode(tag, "env-1", [JUDGE, "model-a", PARTNER], [reward(rng), reward(rng)], arm=arm)
+        for arm in ("control", "control", "alarm")
+    ]
+    docs.append(episode(tag, "env-1", [JUDGE, "model-a", PARTNER], [reward(rng), reward(rng)]))
+    await store(redis_client, docs)  # the last as Sotopia writes one: no arm
+
+    def scored(arm: str | None) -> Any:
+        return Results(redis_client).groups(ResultsFilter(tag=tag, arm=arm), [GroupBy.MODEL])
+
+    [control] = [g for g in await scored("control") if g.key[GroupBy.MODEL] == "model-a"]
+    expected = [d["rewards"][0][0] for d in docs[:2]]
+    assert control.scored == 2
+    assert dict(control.summaries())["overall"].mean == pytest.approx(statistics.fmean(expected))
+    [alarm] = [g for g in await scored("alarm") if g.key[GroupBy.MODEL] == "model-a"]
+    assert alarm.scored == 1
+    [every] = [g for g in await scored(None) if g.key[GroupBy.MODEL] == "model-a"]
+    assert every.scored == 4
+
+
+async def test_an_index_made_before_the_arm_field_gets_it(redis_client: redis.Redis) -> None:
+    """An older Parley's indexes have no `arm`: start-up adds it, and documents stored before
+    are filtered by it (RediSearch rescans on FT.ALTER)."""
+    from parley.storage import results_index
+
+    tag = f"old-{ULID()}"
+    rng = random.Random(4)
+    docs = [
+        episode(tag, "env-1", [JUDGE, "model-a", PARTNER], [reward(rng), reward(rng)], arm=arm)
+        for arm in ("control", "alarm")
+    ]
+    await store(redis_client, docs)
+    older = [name for name in results_index.TAGS if name != "arm"]
+    for index, prefix in results_index.INDEXES.items():
+        await redis_client.execute_command("FT.DROPINDEX", index)  # type: ignore[no-untyped-call]
+        await redis_client.execute_command(  # type: ignore[no-untyped-call]
+            "FT.CREATE", index, "ON", "JSON", "PREFIX", 1, prefix, "SCHEMA",
+            *results_index._tag_schema(older), *results_index._score_schema(["overall"]),
+        )  # fmt: skip
+    indexes = ResultsIndex(redis_client)
+    assert "arm" not in (await indexes._fields(keys.RESULTS_INDEX) or set())
+
+    await indexes.prepare()
+    await wait_indexed(redis_client, timeout=30)
+
+    for index in results_index.INDEXES:
+        assert "arm" in (await indexes._fields(index) or set())
+    groups = await Results(redis_client).groups(
+        ResultsFilter(tag=tag, arm="control"), [GroupBy.MODEL]
+    )
+    # the control episode alone: one score of each seat's model
+    assert {g.key[GroupBy.MODEL]: g.scored for g in groups} == {"model-a": 1, PARTNER: 1}

@@ -4,7 +4,7 @@ import json
 import uuid
 
 from parley.storage.connection import open_client
-from parley.storage.experiments import ExperimentStore
+from parley.storage.experiments import EpisodeState, ExperimentStore
 from parley.storage.models import EpisodeLog, EpisodeStatus
 
 
@@ -15,10 +15,10 @@ async def test_statuses_are_read_on_a_client_that_has_run_no_json_command(redis_
     pk = f"store-{uuid.uuid4().hex[:8]}"
     key = EpisodeLog.make_primary_key(pk)
     try:
-        document = {"pk": pk, "status": "COMPLETED", "finished_at": 12.5}
+        document = {"pk": pk, "status": "COMPLETED", "finished_at": 12.5, "progress": 4}
         await client.execute_command("JSON.SET", key, "$", json.dumps(document))  # type: ignore[no-untyped-call]
         found = await ExperimentStore(client).statuses([pk, f"{pk}-gone"])
-        assert found == [(EpisodeStatus.COMPLETED, 12.5, False), None]
+        assert found == [EpisodeState(EpisodeStatus.COMPLETED, 12.5, False, 4), None]
     finally:
         await client.delete(key)
         await client.aclose()

@@ -466,3 +466,130 @@ seats = [["custom/fake@http://127.0.0.1:1/v1", "custom/fake@http://127.0.0.1:1/v
     assert DESIGN_TYPOS[line] in said.lower(), said
     for internal in ("Variable '$input'", "ExperimentDesignInput", "enum", "Found: {"):
         assert internal not in said, said
+
+
+ARM_RESULTS = """
+query($id: ID!) {
+  experiment(id: $id) {
+    arms { name pairs notReached differences { dimension pairs meanDifference
+                                               confidenceInterval { low high } } }
+  }
+  episodeResults(filter: {experimentId: $id, arm: "control"}) { groups { scored } }
+}"""
+
+
+def arms_example(path: Path, scenarios: list[str], tag: str, model: str) -> Path:
+    """examples/experiments/arms.toml over the test's world and the fake model: its scenarios
+    by id, its agents drawn uniformly among the world's, every model the fake one."""
+    from tests.support import repo_root
+
+    text = (repo_root() / "examples" / "experiments" / "arms.toml").read_text(encoding="utf-8")
+    ids = ", ".join(f'"{s}"' for s in scenarios)
+    for old, new in (
+        ('name = "sample-arms"', f'name = "{tag}"'),
+        ('tag = "sample-arms"', f'tag = "{tag}"'),
+        ("local/gemma-3-270m", model),
+        ('codename = "checkup_talk"', f"ids = [{ids}]"),
+        ('sample = "relationship"', f'sample = "uniform"\ntag = "{tag}"'),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def test_the_arms_example_runs_to_a_paired_comparison(
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    tag = "sys-arms"
+    scenarios, _ = await experiment_world(tag)
+    # Agents who heard the alarm speak of leaving; episodes where they did are judged 9.
+    leave = json.dumps({"action_type": "speak", "argument": "We should get out now.", "to": []})
+    fake_llm.add_rule(
+        Rule(kind="action", contains=["fire alarm"], content=leave, times=None),
+        Rule(kind="judge", contains=["get out now"], score=9, times=None),
+    )
+    path = arms_example(tmp_path / "arms.toml", scenarios, tag, fake_llm.model_name())
+    with api_process(env, tmp_path / "api.log") as api:
+        url = ["--url", api.url]
+        ran = Cli(["run", str(path), *url], tmp_path / "run.log")
+        assert ran.wait() == 0, ran.output()
+        pk = ran.experiment_id()
+        # 2 scenarios x 1 pair x 1 seating x 2 repeats, and as many arm slots
+        assert "8 episodes, 4 queued now" in ran.output()
+        assert "completed 8/8" in ran.output()
+        served = await post(api.url, ARM_RESULTS, {"id": pk})
+        table = Cli(["results", pk, *url], tmp_path / "results.log")
+        assert table.wait() == 0, table.output()
+    (arm,) = served["experiment"]["arms"]
+    assert arm["name"] == "alarm" and arm["pairs"] == 4 and arm["notReached"] == 0
+    overall = arm["differences"][0]
+    assert overall["dimension"] == "overall" and overall["pairs"] == 8
+    [control] = served["episodeResults"]["groups"]
+    assert control["scored"] == 8  # the control arm's 4 episodes, 2 seats each
+    episodes = await stored(pk)
+    assert sorted(e.arm for e in episodes) == ["alarm"] * 4 + ["control"] * 4
+    out = table.output()
+    assert "Control arm:" in out and "Arms: arm - control" in out
+    row = next(line for line in out.splitlines() if "alarm" in line)
+    interval = overall["confidenceInterval"]
+    assert overall["meanDifference"] > 0 and interval["low"] > 0  # the alarm's effect
+    shown = f"{overall['meanDifference']:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}] *"
+    assert shown in row  # marked: its interval leaves 0 out
+
+
+ARM_SLOTS = """
+query($id: ID!) {
+  experiment(id: $id) {
+    progress { total pending completed finished allCompleted }
+    slots { nodes { number arm controlSlot episode { id status parentId } } }
+  }
+}"""
+
+
+async def test_a_worker_killed_before_forking_an_arm_loses_nothing(
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """The worker dies (SIGKILL) right after storing a control COMPLETED, before forking its
+    arm: the control stays completed, its arm slot empty, and starting the experiment again
+    (twice at once) forks it once."""
+    scenarios, agents = await experiment_world("sys-arm-kill", agents=2)
+    design = {
+        "scenarios": {"ids": scenarios},
+        "agents": {"pairs": [agents]},
+        "models": {"seats": [[fake_llm.model_name()] * 2]},
+        "maxTurns": 3,
+        "judgeModel": fake_llm.model_name(),
+        "arms": [{"name": "goal", "atTurn": 1, "goals": [{"seat": 0, "goal": "Leave at once."}]}],
+    }
+    request = {"input": {"name": "sys-arm-kill", "tag": "sys-arm-kill", "design": design}}
+    with api_process(env, tmp_path / "api.log", "--no-worker") as api:
+        created = (await post(api.url, CREATE, request))["createExperiment"]
+        assert created["userErrors"] == [], created
+        pk = created["experiment"]["id"]
+        await post(api.url, START, {"id": pk})
+        doomed_env = {**env, "PARLEY_FAILPOINT": "experiment:before-arms"}
+        with worker_process(doomed_env, tmp_path / "doomed.log", concurrency=1) as doomed:
+            assert doomed.popen.wait(60) == -signal.SIGKILL  # at its first control's end
+        state = (await post(api.url, ARM_SLOTS, {"id": pk}))["experiment"]
+        done = [s for s in state["slots"]["nodes"] if s["episode"]]
+        assert [s["episode"]["status"] for s in done] == ["COMPLETED", "QUEUED"]
+        assert all(s["arm"] == "" for s in done)  # no arm was forked
+        with worker_process(env, tmp_path / "w.log", concurrency=2):
+            # the other control completes and its worker forks its arm; the first's waits
+            await until(api.url, pk, lambda p: p["completed"] == 3)
+            await asyncio.sleep(1)  # past the lease: the killed worker's job is redelivered
+            assert (await progress(api.url, pk))["unfinished"] == 1
+            starts = await asyncio.gather(*(post(api.url, START, {"id": pk}) for _ in range(2)))
+            assert sorted(s["startExperiment"]["changed"] for s in starts) == [0, 1]
+            await until(api.url, pk, lambda p: p["finished"])
+        state = (await post(api.url, ARM_SLOTS, {"id": pk}))["experiment"]
+    assert state["progress"]["allCompleted"] and state["progress"]["total"] == 4
+    slots = state["slots"]["nodes"]
+    assert [(s["arm"], s["controlSlot"]) for s in slots] == [
+        ("", None), ("", None), ("goal", 0), ("goal", 1)]  # fmt: skip
+    for slot in slots[2:]:
+        control = slots[slot["controlSlot"]]["episode"]["id"]
+        assert slot["episode"]["parentId"] == control
+    episodes = await stored(pk)
+    assert len(episodes) == 4  # one fork per arm slot, none twice

@@ -42,6 +42,7 @@ from .fragments import EpisodeState, ProblemFields, YourTurnFields
 from .input_types import (
     AgentFilter,
     AgentSelectionInput,
+    ArmInput,
     ClaimSeatInput,
     CreateAgentInput,
     CreateEvaluationDimensionListInput,
@@ -136,6 +137,7 @@ __all__ = [
     "AgentFilter",
     "AgentSampling",
     "AgentSelectionInput",
+    "ArmInput",
     "AsyncBaseClient",
     "BaseModel",
     "ClaimSeatInput",

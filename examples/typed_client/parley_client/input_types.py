@@ -48,6 +48,23 @@ class AgentSelectionInput(BaseModel):
     "Draw only among agents with this tag (RELATIONSHIP: relationships of two)."
 
 
+class ArmInput(BaseModel):
+    """An intervention arm: each control slot's episode, once completed, is forked at `atTurn` with this change (at least one of inject, seatModels, goals)."""
+
+    name: str
+    "Unique among the arms; not `control`."
+    at_turn: int = Field(alias="atTurn")
+    "The first turn played with the change, 1 to maxTurns - 1: the arm keeps its control's turns before it."
+    inject: Optional["ForkMessageInput"] = None
+    "An environment message delivered at that turn (`to`: agent names every slot has; empty: everyone)."
+    seat_models: Optional[list["SeatModelInput"]] = Field(
+        alias="seatModels", default=None
+    )
+    "Seats (0 or 1) given another model from that turn on."
+    goals: Optional[list["SeatGoalInput"]] = None
+    "Seats (0 or 1) given another goal."
+
+
 class ClaimSeatInput(BaseModel):
     """An open human seat to claim."""
 
@@ -283,6 +300,8 @@ class EpisodeResultsFilter(BaseModel):
     "Episodes this model judged (the episode's own judge)."
     seat: Optional[int] = None
     "0 or 1."
+    arm: Optional[str] = None
+    "Episodes of this arm of an experiment with arms: `control` for its slots' own episodes, else an intervention's name."
 
 
 class EvaluationDimensionInput(BaseModel):
@@ -338,6 +357,8 @@ class ExperimentDesignInput(BaseModel):
     "Custom dimensions (default: Sotopia's seven)."
     cache: bool = False
     "Answer a request identical to one any ledger of model calls holds with its recorded answer, asking no model: run again, it pays only for what was not asked."
+    arms: Optional[list["ArmInput"]] = None
+    "Interventions, at most 10, each compared with the control (the slots' own episodes) over the same slots: arm i fills slots B * (i + 1) + n, B control slots."
 
 
 class ExperimentFilter(BaseModel):
@@ -811,6 +832,7 @@ class UsageFilter(BaseModel):
     "Current status."
 
 
+ArmInput.model_rebuild()
 CreateEvaluationDimensionListInput.model_rebuild()
 CreateExperimentInput.model_rebuild()
 CreateRatingStudyInput.model_rebuild()

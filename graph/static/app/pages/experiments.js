@@ -4,6 +4,7 @@ import { intervalChart, rangesOf } from "../chart.js";
 import { append, clear, h, routeLink, when, words } from "../dom.js";
 import { statusBadge } from "../status.js";
 import { backStack, pageSize, pager } from "./common.js";
+import { changeWords } from "./episode-family.js";
 import { evaluationChoice, evaluationsOf, showHumanAgreement } from "./experiment-evaluation.js";
 import { judgesCompared } from "./judges-compared.js";
 
@@ -24,7 +25,12 @@ function duration(seconds) {
 function progressText(p, ended) {
   const rate = p.episodesPerMinute > 0 ? `${p.episodesPerMinute.toFixed(1)} completed a minute` : null;
   if (p.finished) {
-    const outcome = [`${p.completed} completed`, p.failed ? `${p.failed} failed` : null, p.cancelled ? `${p.cancelled} cancelled` : null];
+    const outcome = [
+      `${p.completed} completed`,
+      p.failed ? `${p.failed} failed` : null,
+      p.cancelled ? `${p.cancelled} cancelled` : null,
+      p.notReached ? `${p.notReached} arm ${p.notReached === 1 ? "slot" : "slots"} not reached` : null,
+    ];
     return `${ended} of ${p.total} ended: ${outcome.filter(Boolean).join(", ")}${rate ? ` (${rate})` : ""}; finished.`;
   }
   const left = p.secondsLeft === null ? "time left unknown until an episode completes" : `about ${duration(p.secondsLeft)} left`;
@@ -38,7 +44,7 @@ function progressView(progress) {
   const counts = h("ul", { class: "counts", "aria-label": "Episodes by status" });
   const view = h("div", { class: "experiment-progress" }, bar, summary, counts);
   view.update = (p) => {
-    const ended = p.completed + p.failed + p.cancelled;
+    const ended = p.completed + p.failed + p.cancelled + p.notReached;
     bar.max = Math.max(1, p.total);
     bar.value = ended;
     view.dataset.finished = String(p.finished);
@@ -47,6 +53,13 @@ function progressView(progress) {
     counts.append(h("li", { dataset: { status: "PENDING" } }, "not started ", h("span", { class: "count" }, String(p.pending))));
     for (const { status, count } of p.counts) {
       counts.append(h("li", { dataset: { status } }, statusBadge(status), " ", h("span", { class: "count" }, String(count))));
+    }
+    if (p.notReached) {
+      // arm slots whose control ended before the arm's turn: never forked, ended so
+      counts.append(h("li", { dataset: { status: "NOT_REACHED" } }, "arm not reached ", h("span", { class: "count" }, String(p.notReached))));
+    }
+    if (p.armsWaiting) {
+      counts.append(h("li", { dataset: { status: "ARMS_WAITING" } }, "arm waiting on a retried control ", h("span", { class: "count" }, String(p.armsWaiting))));
     }
     if (p.unjudged) {
       // completed, but their judge gave no scores: each episode's page can judge it again
@@ -183,13 +196,72 @@ function resultsTable(experimentId, groups, { evaluation, label }) {
   return h("div", { class: "scroll-x" }, table);
 }
 
+/** A paired difference: `+0.50 [+0.10, +0.90]`, flagged when the interval leaves 0 out. */
+function differenceCell(difference) {
+  const interval = difference.confidenceInterval;
+  const sign = (x) => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)}`;
+  const apart = interval && (interval.low > 0 || interval.high < 0);
+  return h(
+    "td",
+    {
+      class: apart ? "difference apart" : "difference",
+      dataset: { dimension: difference.dimension, mean: difference.meanDifference, pairs: difference.pairs },
+      title: interval
+        ? `${difference.pairs} pairs, 95% interval ${interval.low.toFixed(2)} to ${interval.high.toFixed(2)}${apart ? ": leaves 0 out" : ""}`
+        : `${difference.pairs} pairs: too few for an interval`,
+    },
+    h("span", { class: "mean" }, sign(difference.meanDifference)),
+    interval ? [" ", h("span", { class: "margin" }, `[${sign(interval.low)}, ${sign(interval.high)}]`)] : null,
+  );
+}
+
+/** Each arm against the control: its change, turn and pairs, then arm − control per dimension
+ * (a row per dimension, overall first), and a link to one control/arm pair turn by turn. */
+function armsView(arms) {
+  if (!arms.length) return null;
+  const dimensions = [...new Set(arms.flatMap((arm) => arm.differences.map((d) => d.dimension)))];
+  const byName = arms.map((arm) => new Map(arm.differences.map((d) => [d.dimension, d])));
+  const row = (label, cells, dataset = {}) => h("tr", { dataset }, h("th", { scope: "row" }, label), cells);
+  const left = (arm) => {
+    const parts = [["not reached", arm.notReached], ["unfinished", arm.unfinished], ["unpaired", arm.unpaired]].filter(([, n]) => n);
+    return parts.length ? parts.map(([why, n]) => `${n} ${why}`).join(", ") : "none";
+  };
+  const table = h(
+    "table",
+    { class: "results arms" },
+    h("caption", {}, "Arm − control, paired by slot and seat: mean difference [95% interval]; an interval that leaves 0 out is marked"),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Arm"), arms.map((arm) => h("th", { scope: "col", dataset: { arm: arm.name } }, arm.name)))),
+    h(
+      "tbody",
+      {},
+      row("Change", arms.map((arm) => h("td", { class: "arm-change", dataset: { arm: arm.name } }, changeWords(arm.change))), { field: "change" }),
+      row("At turn", arms.map((arm) => h("td", { dataset: { arm: arm.name } }, String(arm.atTurn))), { field: "atTurn" }),
+      row("Pairs", arms.map((arm) => h("td", { dataset: { arm: arm.name } }, String(arm.pairs))), { field: "pairs" }),
+      dimensions.map((d) => row(words(d), arms.map((arm, j) => (byName[j].has(d) ? differenceCell(byName[j].get(d)) : h("td", {}, "–"))), { dimension: d })),
+      row("Not paired", arms.map((arm) => h("td", { dataset: { arm: arm.name } }, left(arm))), { field: "apart" }),
+      row(
+        "One pair",
+        arms.map((arm) =>
+          h(
+            "td",
+            { dataset: { arm: arm.name } },
+            arm.firstPair ? h("a", { class: "compare-pair", href: routeLink("/compare", { a: arm.firstPair.control, b: arm.firstPair.arm }) }, "Compare turn by turn") : "no pair yet",
+          ),
+        ),
+        { field: "pair" },
+      ),
+    ),
+  );
+  return h("div", { class: "scroll-x" }, table);
+}
+
 function slotTable(slots, model, names) {
   const shown = model ? slots.filter((slot) => slot.model === model || slot.agentModels.includes(model)) : slots;
   return h(
     "table",
     { class: "slots" },
     h("caption", {}, model ? `Episodes with ${model}` : "Episodes of the design"),
-    h("thead", {}, h("tr", {}, ["#", "Scenario", "Agents", "Models by seat", "Repeat", "Episode"].map((t) => h("th", { scope: "col" }, t)))),
+    h("thead", {}, h("tr", {}, ["#", "Scenario", "Agents", "Models by seat", "Repeat", "Arm", "Episode"].map((t) => h("th", { scope: "col" }, t)))),
     h(
       "tbody",
       {},
@@ -202,6 +274,7 @@ function slotTable(slots, model, names) {
           h("td", {}, slot.agentIds.map((agent) => names.get(agent) || agent).join(", ")),
           h("td", {}, slot.agentModels.join(" / ")),
           h("td", {}, String(slot.repeat)),
+          h("td", {}, slot.arm ? `${slot.arm} (of #${slot.controlSlot})` : "control"),
           h(
             "td",
             {},
@@ -233,7 +306,9 @@ function resultsView(api, experiment, lists, evaluation) {
   const label = (evaluationsOf(experiment).find(([key]) => key === (evaluation || "")) || [null, evaluation])[1];
   const update = async () => {
     if (!known) return;
-    const answer = await api.request("ExperimentResults", { filter: { experimentId: id }, groupBy: ["MODEL"], evaluation });
+    // An experiment with arms: its model tables are of the control arm (the slots' own episodes).
+    const arm = (JSON.parse(experiment.design).arms || []).length ? { arm: "control" } : {};
+    const answer = await api.request("ExperimentResults", { filter: { experimentId: id, ...arm }, groupBy: ["MODEL"], evaluation });
     const groups = answer.episodeResults.groups;
     append(clear(tableSlot), [resultsTable(id, groups, { evaluation, label })]);
     append(clear(chartSlot), [intervalChart(groups, ranges)]);
@@ -280,6 +355,11 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     pager((params) => routeLink(`/experiments/${encodeURIComponent(id)}`, params), { model, evaluation, after }, slots.pageInfo, stack),
   );
   showSlots(experiment.slots);
+  const armsBox = h("section", { class: "arms-box", hidden: !experiment.arms.length }, h("h2", {}, "Arms"), armsView(experiment.arms));
+  const showArms = (arms) => {
+    armsBox.hidden = !arms.length;
+    clear(armsBox).append(h("h2", {}, "Arms"), armsView(arms) || "");
+  };
   append(main, [
     h("p", {}, h("a", { href: "#/experiments" }, "← Experiments")),
     h("h1", {}, experiment.name),
@@ -294,8 +374,10 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     ),
     messages,
     h("h2", {}, "Results"),
+    experiment.arms.length ? h("p", { class: "arms-note" }, "These are the control arm's results: each slot's own episode. The arms are compared with it below.") : null,
     evaluationChoice(experiment, evaluation),
     results.box,
+    armsBox,
     usageBox,
     judgesCompared(api, experiment),
     h("h2", {}, "Episodes"),
@@ -312,7 +394,10 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     timer = setTimeout(async () => {
       try {
         const [again] = await Promise.all([detail(), results.update()]);
-        if (again.experiment) showSlots(again.experiment.slots);
+        if (again.experiment) {
+          showSlots(again.experiment.slots);
+          showArms(again.experiment.arms);
+        }
         clear(usageBox).append(usageLine(again.usageTotals));
       } catch {
         // the next change tries again
