@@ -117,7 +117,8 @@ class SharedLimit:
     async def admit(self, tokens: int) -> None:
         """Wait until the allowance lets a call of `tokens` tokens go (charged then)."""
         async with self._admitting:
-            while (wait := await self.allowance.admit(self.limits, tokens)) > 0:
+            # The wait is for time to pass (the rates move on), not for an event here.
+            while (wait := await self.allowance.admit(self.limits, tokens)) > 0:  # noqa: ASYNC110
                 await asyncio.sleep(wait)
 
     @contextlib.asynccontextmanager

@@ -2,6 +2,7 @@
 a 429's hold."""
 
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
@@ -54,7 +55,7 @@ async def test_processes_drawing_from_one_rate_never_exceed_it(
     assert here and there  # both processes were let through
     times = sorted(here + there)
     spacing = 60 / rpm
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     # Evenly spaced (to the scripts' tenth of a millisecond), so no window of a minute, nor of
     # any n spacings, holds more than the rate allows.
     assert min(gaps) >= spacing - 2e-4
@@ -74,7 +75,7 @@ async def test_a_dead_holders_place_comes_back_after_its_lease(
     killed = time.monotonic()
     assert not await allowance.enter(limits, "mine", 10)  # still held by the dead process
     assert (await allowance.usage(limits)).in_flight == 1
-    while not await allowance.enter(limits, "mine", 10):
+    while not await allowance.enter(limits, "mine", 10):  # noqa: ASYNC110 - a lease ends
         await asyncio.sleep(0.05)
     assert time.monotonic() - killed >= 1.0  # not before its lease ended
     assert (await allowance.usage(limits)).in_flight == 1

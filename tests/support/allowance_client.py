@@ -1,12 +1,12 @@
 """Another process drawing from a provider key's shared allowance, for tests that cross one.
 
-    python -m tests.support.allowance_client admit URL KEY RPM SECONDS CLIENTS
-        asks for requests for SECONDS with CLIENTS callers; prints the server times granted (JSON)
-    python -m tests.support.allowance_client hold-place URL KEY MAX LEASE
-        takes a place in flight for LEASE seconds, prints "entered", then waits to be killed
-    python -m tests.support.allowance_client call URL MODELS_FILE MODEL
-        makes one model call through a registry with the shared allowance; prints the seconds
-        from its start to its answer
+python -m tests.support.allowance_client admit URL KEY RPM SECONDS CLIENTS
+    asks for requests for SECONDS with CLIENTS callers; prints the server times granted (JSON)
+python -m tests.support.allowance_client hold-place URL KEY MAX LEASE
+    takes a place in flight for LEASE seconds, prints "entered", then waits to be killed
+python -m tests.support.allowance_client call URL MODELS_FILE MODEL
+    makes one model call through a registry with the shared allowance; prints the seconds
+    from its start to its answer
 """
 
 import asyncio
