@@ -6,6 +6,7 @@ import { statusBadge } from "../status.js";
 import { backStack, pageSize, pager } from "./common.js";
 import { evaluationChoice, evaluationsOf, showHumanAgreement } from "./experiment-evaluation.js";
 import { judgesCompared } from "./judges-compared.js";
+import { providerLimitsPanel } from "./provider-limits.js";
 
 const SLOTS_PER_PAGE = 50;
 
@@ -259,6 +260,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     return null;
   }
   const progress = progressView(experiment.progress);
+  const limits = providerLimitsPanel(api);
   const usageBox = h("div", { class: "usage-box" }, usageLine(data.usageTotals));
   const results = resultsView(api, experiment, data.evaluationDimensionLists, evaluation);
   await results.update();
@@ -293,6 +295,8 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
       h("button", { type: "button", class: "danger", onclick: act("CancelExperiment", "cancelExperiment") }, "Cancel"),
     ),
     messages,
+    h("h2", {}, "Provider limits"),
+    limits.box,
     h("h2", {}, "Results"),
     evaluationChoice(experiment, evaluation),
     results.box,
@@ -332,6 +336,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
   return () => {
     clearTimeout(timer);
     stop();
+    limits.stop();
   };
 }
 
