@@ -4,11 +4,12 @@ endpoint (engine/limiter.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -50,10 +51,12 @@ from parley.engine.models import (
     load_models_file,
     local_model_info,
     openai_model_info,
+    provider_limits,
 )
 from parley.engine.parsing import well_formed
+from parley.engine.shared_limit import Charge, LimitUsage, SharedAllowance, SharedLimit
 from parley.engine.stats import GenerationStats
-from parley.engine.usage import Prices, TokenCount, add, counted
+from parley.engine.usage import Prices, TokenCount, add, counted, estimate_prompt
 
 REPLAY_CANCEL_WAIT = 60.0
 """Seconds a replayed call that was cancelled in its source waits to be cancelled again."""
@@ -120,6 +123,21 @@ class _Trace:
     error_code: str | None = None
 
 
+def _holds_all(exc: ChatError) -> bool:
+    """A 429, or an answer that says when to come back: every process of a key with shared
+    limits holds its calls."""
+    return exc.kind == "rate_limited" or exc.retry_after is not None
+
+
+def _in_flight(
+    shared: SharedLimit | None, tokens: int, timeout: float
+) -> contextlib.AbstractAsyncContextManager[Charge]:
+    """A place among the shared key's calls in flight, or nothing to hold."""
+    if shared is None:
+        return contextlib.nullcontext(Charge(tokens))
+    return shared.in_flight(tokens, timeout)
+
+
 def _overloaded(exc: ChatError) -> bool:
     """Errors that say the endpoint has too much to do: fewer calls at once, then."""
     return exc.kind in ("rate_limited", "timeout") or (exc.status or 0) >= 500
@@ -137,11 +155,21 @@ class ModelRegistry:
         data_dir: Path,
         retry: RetryPolicy | None = None,
         local_threads: int | None = None,
+        allowance: SharedAllowance | None = None,
     ) -> None:
         self._configured: dict[str, ConfiguredModel] = {}
         if models_file is not None:
             for entry in load_models_file(models_file):
                 self._configured[entry.name] = entry
+        self._allowance = allowance
+        self._shared: dict[str, SharedLimit] = {}
+        """The shared allowance each model draws from, by model name (none: not limited so;
+        without an `allowance` the models file's limits are not kept)."""
+        if allowance is not None:
+            by_key: dict[str, SharedLimit] = {}
+            for name, limits in provider_limits(list(self._configured.values())).items():
+                shared = by_key.setdefault(limits.key, SharedLimit(limits, allowance))
+                self._shared[name] = shared
         self._prices = {name: entry.prices() for name, entry in self._configured.items()}
         self.retry = retry or RetryPolicy()
         self.local = LocalModelServer(data_dir, threads=local_threads)
@@ -162,6 +190,22 @@ class ModelRegistry:
     def limits(self) -> dict[str, AdaptiveLimit]:
         """Each endpoint's limit, by base URL."""
         return dict(self._limits)
+
+    async def limit_usage(self) -> list[LimitUsage]:
+        """Each limited key's allowance in use now, as every process sees it, with the models
+        counted under it."""
+        if self._allowance is None:
+            return []
+        models: dict[str, list[str]] = {}
+        keyed: dict[str, SharedLimit] = {}
+        for name, shared in self._shared.items():
+            models.setdefault(shared.limits.key, []).append(name)
+            keyed[shared.limits.key] = shared
+        found = []
+        for key, shared in keyed.items():
+            usage = await self._allowance.usage(shared.limits)
+            found.append(replace(usage, models=tuple(models[key])))
+        return found
 
     def list_models(self) -> list[ModelInfo]:
         problem = local_model_problem()
@@ -314,6 +358,7 @@ class ModelRegistry:
     ) -> str:
         info = self.resolve(model)
         endpoint, _ = await self._endpoint(info)
+        shared = self._shared.get(info.name)
         policy = self.retry
         timeout = info.judge_timeout if request.purpose == "judge" else info.timeout
         spent = 0.0  # seconds of requests and pauses so far (not of waits for a place)
@@ -327,7 +372,13 @@ class ModelRegistry:
             retry_after: float | None = None
             try:
                 stats.requests += 1
-                async with endpoint.limit.slot() as slot:
+                estimate = request.max_tokens + estimate_prompt(kwargs["messages"])
+                if shared is not None:  # before the local place: a long wait holds none
+                    await shared.admit(estimate)
+                async with (
+                    endpoint.limit.slot() as slot,
+                    _in_flight(shared, estimate, timeout) as charge,
+                ):
                     t0 = time.monotonic()  # the request's own clock starts with its place
                     try:
                         response = await endpoint.client.create(kwargs, timeout)
@@ -335,17 +386,20 @@ class ModelRegistry:
                         trace.error_code = exc.kind
                         if _overloaded(exc):
                             slot.overload(exc.retry_after)
+                        if shared is not None and _holds_all(exc):
+                            await shared.overloaded(exc.retry_after, exc.kind == "rate_limited")
                         raise
                     finally:
                         spent += time.monotonic() - t0
                         trace.latency_ms = (time.monotonic() - t0) * 1000
+                    usage = response.get("usage") or {}
+                    content = _content(response)
+                    trace.tokens = counted(usage, kwargs["messages"], content)
+                    charge.used = trace.tokens.prompt_tokens + trace.tokens.completion_tokens
                 stats.llm_seconds += time.monotonic() - t0
-                usage = response.get("usage") or {}
                 stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
                 stats.completion_tokens += int(usage.get("completion_tokens") or 0)
-                content = _content(response)
                 trace.answer = content
-                trace.tokens = counted(usage, kwargs["messages"], content)
                 add(stats.usage, model, trace.tokens)
                 if content is None:
                     trace.error_code = "no_choices"

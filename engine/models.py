@@ -22,6 +22,7 @@ from pydantic import (
 from parley.core.wording import plain
 from parley.engine.errors import UnknownModelError
 from parley.engine.local_model import SLOTS
+from parley.engine.shared_limit import ProviderLimits, default_key
 from parley.engine.usage import Prices
 
 LOCAL_MODEL = "local/gemma-3-270m"
@@ -118,6 +119,16 @@ def _price(value: Any, info: ValidationInfo) -> Any:
 Price = Annotated[float, BeforeValidator(_price)]
 
 
+def _count(value: Any, info: ValidationInfo) -> Any:
+    """A whole number, one or more; a string, a fraction or a boolean is refused."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{info.field_name} must be a whole number, 1 or more, not {value!r}")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_count)]
+
+
 class ConfiguredModel(BaseModel):
     """One entry of the models file."""
 
@@ -138,6 +149,15 @@ class ConfiguredModel(BaseModel):
     """US dollars per million prompt tokens."""
     completion_price: Price | None = None
     """US dollars per million completion tokens."""
+    requests_per_minute: Count | None = None
+    tokens_per_minute: Count | None = None
+    """Counted at each request's estimate (its max_tokens and its prompt at four characters a
+    token), corrected by the answer's `usage`."""
+    max_in_flight: Count | None = None
+    """Requests at once, across every process."""
+    limit_key: str | None = Field(default=None, min_length=1, max_length=200)
+    """What the limits are counted under; None: the base URL and `api_key_env`, so entries on
+    one endpoint and key share them."""
 
     @model_validator(mode="after")
     def _bounds(self) -> ConfiguredModel:
@@ -146,6 +166,17 @@ class ConfiguredModel(BaseModel):
         if (self.prompt_price is None) != (self.completion_price is None):
             raise ValueError("give both prompt_price and completion_price, or neither")
         return self
+
+    def provider_limits(self) -> ProviderLimits | None:
+        """The limits this entry states, under its key; None when it states none."""
+        stated = (self.requests_per_minute, self.tokens_per_minute, self.max_in_flight)
+        if all(value is None for value in stated):
+            return None
+        return ProviderLimits(self.limit_key_name, *stated)
+
+    @property
+    def limit_key_name(self) -> str:
+        return self.limit_key or default_key(self.base_url, self.api_key_env)
 
     def prices(self) -> Prices | None:
         if self.prompt_price is None or self.completion_price is None:
@@ -165,6 +196,30 @@ class ConfiguredModel(BaseModel):
 
 class ModelsFile(BaseModel):
     models: list[ConfiguredModel] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_limit_per_key(self) -> ModelsFile:
+        """Entries counted under one key state the same limits, or none (they take the key's)."""
+        stated: dict[str, tuple[str, ProviderLimits]] = {}
+        for entry in self.models:
+            limits = entry.provider_limits()
+            if limits is None:
+                continue
+            first = stated.setdefault(limits.key, (entry.name, limits))
+            if first[1] != limits:
+                raise ValueError(
+                    f"models {first[0]!r} and {entry.name!r} are counted under one limit key "
+                    f"({limits.key}) but state different limits: state them once, or give "
+                    "each its own limit_key"
+                )
+        return self
+
+
+def provider_limits(entries: list[ConfiguredModel]) -> dict[str, ProviderLimits]:
+    """The limits each model is counted under, by model name: an entry that states none takes
+    those another entry states for its key."""
+    by_key = {limits.key: limits for e in entries if (limits := e.provider_limits()) is not None}
+    return {e.name: by_key[e.limit_key_name] for e in entries if e.limit_key_name in by_key}
 
 
 def load_models_file(path: Path) -> list[ConfiguredModel]:

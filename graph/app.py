@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
@@ -432,6 +433,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         """Live counters: what a leak of subscriptions or tasks would show up in."""
         hub = request.app.state.services.hub
         documents = request.app.state.services.documents
+        limits = await request.app.state.services.models.limit_usage()
         return JSONResponse(
             {
                 "subscribers": hub.subscriber_count,
@@ -445,6 +447,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 "documents_held_misses": documents.misses,
                 "documents_tracking": documents.active,
                 "documents_tracking_reconnects": documents.reconnects,
+                "provider_limits": [asdict(usage) for usage in limits],
             }
         )
 

@@ -13,6 +13,7 @@ from parley.graph.evaluation_agreement import EvaluationAgreementQuery
 from parley.graph.experiments import ExperimentQuery
 from parley.graph.fields import wrapped
 from parley.graph.inputs import AgentFilter, EpisodeFilter, RelationshipFilter, ScenarioFilter
+from parley.graph.provider_limit_types import ProviderLimit
 from parley.graph.rejudge import RejudgeQuery
 from parley.graph.results import ResultsQuery
 from parley.graph.seats import SeatQuery
@@ -102,6 +103,14 @@ class Query(
     @strawberry.field(description="Models simulations can use, and whether each is usable now.")
     def models(self, info: Info) -> list[Model]:
         return [Model(record=m) for m in info.context.services.models.list_models()]
+
+    @strawberry.field(
+        description="Each provider key the models file states limits for, shared by every "
+        "Parley process, with the allowance in use now."
+    )
+    async def provider_limits(self, info: Info) -> list[ProviderLimit]:
+        found = await info.context.services.models.limit_usage()
+        return [ProviderLimit(usage=usage) for usage in found]
 
     @strawberry.field(description="Every evaluation dimension list.")
     async def evaluation_dimension_lists(self) -> list[EvaluationDimensionList]:

@@ -28,6 +28,7 @@ from parley.storage.events_log import EventsLog
 from parley.storage.jobs import JobQueue
 from parley.storage.ledger import Ledger
 from parley.storage.models import LISTED
+from parley.storage.provider_limits import RedisAllowance
 from parley.storage.runtime import redis_storage
 from parley.storage.tracking import TrackedDocuments
 
@@ -105,7 +106,9 @@ async def open_services(settings: RunSettings, *, seed_if_empty: bool) -> AsyncI
                 fsync=settings.redis_fsync,
             )
         )
-        registry = ModelRegistry(settings.models_file, settings.data_dir)
+        registry = ModelRegistry(
+            settings.models_file, settings.data_dir, allowance=RedisAllowance(client)
+        )
         stack.push_async_callback(registry.aclose)
         services = Services.over(
             client,

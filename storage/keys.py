@@ -249,3 +249,17 @@ answers an identical request with. A ledger's deletion takes out the entries it 
 CALL_LEDGERS = "parley:calls:episodes"
 """A sorted set of the episodes with a ledger by the time of its last call (epoch seconds):
 what the retention sweep deletes from."""
+
+
+def provider_limit(key_hash: str) -> str:
+    """A provider key's shared allowance (hash; the key's name by its SHA-256, hex): when each
+    rate next lets a request go (`requests_at`, `tokens_at`), the hold a 429 set
+    (`hold_until`), this minute's `requests` and `tokens` (of `minute`), and the 429s seen
+    (`rate_limited`); see storage/provider_limits.py. Expires a day after its last call."""
+    return f"parley:provider-limit:{key_hash}"
+
+
+def provider_limit_holders(key_hash: str) -> str:
+    """The calls in flight on a provider key: a sorted set of their leases by deadline (epoch
+    seconds), so a process that dies mid-call loses its place when the lease ends."""
+    return f"parley:provider-limit:{key_hash}:holders"

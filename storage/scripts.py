@@ -43,6 +43,7 @@ from parley.storage.vocabulary import (
     ActRefusal,
     AttemptMode,
     ImportOutcome,
+    LimitField,
     PauseMode,
     RatingRefusal,
     RelationshipRefusal,
@@ -85,6 +86,7 @@ VOCABULARY: dict[str, dict[str, str]] = {
     "STUDY": _paths(RatingStudy),
     "RATER": _paths(StudyRater, ""),
     "RATING_REFUSAL": _values(RatingRefusal),
+    "LIMIT": _values(LimitField),
 }
 """Every name a script may use for a value Python declares: the statuses, the record fields'
 JSON paths (`EPISODE.status` is `$.status`; `SEAT.token_hash` is `.token_hash`, to follow a path

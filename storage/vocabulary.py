@@ -53,3 +53,20 @@ class RatingRefusal(StrEnum):
     CLOSED = "closed"
     STALE = "stale"
     """Saved meanwhile (another tab or device): not at the revision it was based on."""
+
+
+class LimitField(StrEnum):
+    """The fields of a provider key's allowance (`keys.provider_limit`)."""
+
+    REQUESTS_AT = "requests_at"
+    """When the requests rate next lets one go (epoch seconds)."""
+    TOKENS_AT = "tokens_at"
+    """When the tokens rate next lets one go."""
+    HOLD_UNTIL = "hold_until"
+    """Until when a 429 holds every process's calls."""
+    MINUTE = "minute"
+    """The minute (epoch seconds over 60) `requests` and `tokens` are counted in."""
+    REQUESTS = "requests"
+    TOKENS = "tokens"
+    RATE_LIMITED = "rate_limited"
+    """429 answers seen."""

@@ -23,6 +23,7 @@ knows when to come back:
 
     FakeLLM(delay=0.2, limit=RateLimit(in_flight=40))      # 429 without Retry-After
     FakeLLM(delay=0.2, limit=RateLimit(per_second=200))    # 429 with the seconds to wait
+    FakeLLM(limit=RateLimit(per_minute=60))                 # per API key, as providers count
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ class Rule(BaseModel):
     """Send `usage` with the answer; None = as the server does (`FakeLLM.usage`)."""
     score: int | None = None
     """Answer a judge request with this score on every dimension (kept within its range)."""
+    retry_after: float | None = None
+    """Seconds said in a Retry-After header with a scripted error status."""
 
     @classmethod
     def leave(cls, agent: str, turn: int | None = None) -> Rule:
@@ -114,6 +117,10 @@ class RateLimit(BaseModel):
 
     in_flight: int | None = None
     per_second: int | None = None
+    per_minute: int | None = None
+    """Requests of one API key (its Authorization header) in any `window` seconds; one over
+    is told when the oldest of them ages out."""
+    window: float = 60.0
     retry_after: float | None = None
     """Seconds to wait, said with a 429 for too many at once (None: nothing said, as TGI and
     Ollama do); one over the per-second limit is told when the oldest request of the last
@@ -311,6 +318,7 @@ class FakeLLM:
         self.rejected = 0
         """Requests answered 429 by the rate limit."""
         self._admitted: deque[float] = deque()
+        self._admitted_by_key: dict[str, deque[float]] = {}
         self.faults = faults or {}
         """Chance of each unscripted answer going wrong: "500", "429", "garbage", "hang",
         "repeat" (an agent's turn answered with a line it says every time)."""
@@ -353,6 +361,7 @@ class FakeLLM:
         self.limit = RateLimit()
         self.usage = True
         self.peak_in_flight = self.rejected = 0
+        self._admitted_by_key.clear()
         self._generation += 1
 
     @property
@@ -399,10 +408,17 @@ class FakeLLM:
             roll -= chance
         return None
 
-    def _over_limit(self) -> tuple[bool, float | None]:
+    def _over_limit(self, api_key: str) -> tuple[bool, float | None]:
         """Whether the rate limit refuses this request (else it is admitted), and the seconds
         to tell the client to wait."""
         now = time.monotonic()
+        if self.limit.per_minute is not None:
+            keyed = self._admitted_by_key.setdefault(api_key, deque())
+            while keyed and keyed[0] <= now - self.limit.window:
+                keyed.popleft()
+            if len(keyed) >= self.limit.per_minute:
+                return True, keyed[0] + self.limit.window - now
+            keyed.append(now)
         window = self._admitted
         while window and window[0] <= now - 1.0:
             window.popleft()
@@ -416,7 +432,7 @@ class FakeLLM:
 
     # --- endpoints ---------------------------------------------------------------
     async def _chat(self, request: Request) -> Response:
-        refused, wait = self._over_limit()
+        refused, wait = self._over_limit(request.headers.get("authorization", ""))
         if refused:
             self.rejected += 1
             headers = {}
@@ -452,9 +468,11 @@ class FakeLLM:
                 await asyncio.sleep(0.05)
             return JSONResponse({"error": {"message": "shutting down"}}, status_code=503)
         if status != 200:
+            said = rule.retry_after if rule is not None else None
             return JSONResponse(
                 {"error": {"message": f"scripted HTTP {status}", "type": "fake"}},
                 status_code=status,
+                headers={} if said is None else {"retry-after": f"{said:g}"},
             )
         content = rule.content if rule and rule.content is not None else None
         if content is None and rule is not None and rule.score is not None and schema:
@@ -564,6 +582,8 @@ def fake_llm_process(
         limits += ["--max-in-flight", str(limit.in_flight)]
     if limit.per_second is not None:
         limits += ["--per-second", str(limit.per_second)]
+    if limit.per_minute is not None:
+        limits += ["--per-minute", str(limit.per_minute), "--window", str(limit.window)]
     if not usage:
         limits.append("--no-usage")
     process = subprocess.Popen(
@@ -614,12 +634,18 @@ def main() -> None:
     )
     parser.add_argument("--max-in-flight", type=int, help="429 beyond this many at once")
     parser.add_argument("--per-second", type=int, help="429 beyond this many in any second")
+    parser.add_argument("--per-minute", type=int, help="429 beyond this many a minute per key")
+    parser.add_argument("--window", type=float, default=60.0, help="the minute's seconds")
     parser.add_argument("--retry-after", type=float, help="seconds said with a 429 (at once)")
     parser.add_argument("--no-usage", action="store_true", help="answer without `usage`")
     args = parser.parse_args()
     faults = {k: float(v) for k, v in (f.split("=") for f in args.faults.split(",") if f)}
     limit = RateLimit(
-        in_flight=args.max_in_flight, per_second=args.per_second, retry_after=args.retry_after
+        in_flight=args.max_in_flight,
+        per_second=args.per_second,
+        per_minute=args.per_minute,
+        window=args.window,
+        retry_after=args.retry_after,
     )
     fake = FakeLLM(delay=args.delay, faults=faults, limit=limit, usage=not args.no_usage)
     fake.port = args.port

@@ -7,6 +7,7 @@ import { backStack, pageSize, pager } from "./common.js";
 import { changeWords } from "./episode-family.js";
 import { evaluationChoice, evaluationsOf, showHumanAgreement } from "./experiment-evaluation.js";
 import { judgesCompared } from "./judges-compared.js";
+import { providerLimitsPanel } from "./provider-limits.js";
 
 const SLOTS_PER_PAGE = 50;
 
@@ -334,6 +335,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     return null;
   }
   const progress = progressView(experiment.progress);
+  const limits = providerLimitsPanel(api);
   const usageBox = h("div", { class: "usage-box" }, usageLine(data.usageTotals));
   const results = resultsView(api, experiment, data.evaluationDimensionLists, evaluation);
   await results.update();
@@ -373,6 +375,8 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
       h("button", { type: "button", class: "danger", onclick: act("CancelExperiment", "cancelExperiment") }, "Cancel"),
     ),
     messages,
+    h("h2", {}, "Provider limits"),
+    limits.box,
     h("h2", {}, "Results"),
     experiment.arms.length ? h("p", { class: "arms-note" }, "These are the control arm's results: each slot's own episode. The arms are compared with it below.") : null,
     evaluationChoice(experiment, evaluation),
@@ -417,6 +421,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
   return () => {
     clearTimeout(timer);
     stop();
+    limits.stop();
   };
 }
 
