@@ -4,7 +4,9 @@ A line is one call (`model_call_of`: its episode, `call_id`: its ledger entry id
 stored fields) with the bodies it refers to that no earlier line of the export gave (`bodies`,
 by hash), so a system prompt every call repeats travels once. An import checks each body
 against its hash, puts the call back at its entry id (cursors stay valid), skips a call already
-there, and refuses one whose episode is not stored or whose body is neither given nor stored.
+there, and refuses one whose episode is not stored, whose body is neither given nor stored,
+whose `request` is not the hash of the body it names (a replay and the cache find answers by
+that hash), or whose entry id comes before its ledger's last without being stored.
 """
 
 from __future__ import annotations
@@ -104,10 +106,29 @@ def parse(line: dict[str, Any]) -> CallLine:
     return CallLine.model_validate(line)
 
 
+async def sends_another_request(client: redis.Redis, line: CallLine) -> bool:
+    """Whether the body the line names (its bodies, given or stored) hashes to another request
+    than its `request`; False while a body is missing (the import refuses that line anyway)."""
+    bodies = dict(line.bodies)
+    bodies.update(await read_bodies(client, [h for h in line.hashes() if h not in bodies]))
+    try:
+        body = line.body(bodies)
+    except KeyError:
+        return False
+    return content_hash(body) != line.request
+
+
 async def add(client: redis.Redis, report: ImportReport, number: int, line: CallLine) -> None:
     """Write one call's line (its episode's line came before it)."""
     kind = fmt.Kind.MODEL_CALLS.value
     episode_id = str(line.model_call_of)
+    if await sends_another_request(client, line):
+        report.refuse(
+            number,
+            f"model call's request {line.request[:16]}… is not the hash of the body its "
+            "messages, response format and params make (the line was changed after export)",
+        )
+        return
     given: dict[str, str | None] = {h: None for h in line.hashes()}
     given.update({h: canonical(body) for h, body in line.bodies.items()})
     outcome, detail = await restore(
@@ -125,6 +146,12 @@ async def add(client: redis.Redis, report: ImportReport, number: int, line: Call
             report.skipped[kind] += 1
         case ImportOutcome.MISSING:
             report.refuse(number, f"model call of episode {episode_id!r}, which is not stored")
+        case ImportOutcome.UNORDERED:
+            report.refuse(
+                number,
+                f"model call {line.call_id} of episode {episode_id!r} comes before the last one "
+                "its ledger holds, and is not stored (an export lists each ledger in order)",
+            )
         case _:
             report.refuse(
                 number,

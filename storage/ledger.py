@@ -210,8 +210,9 @@ async def restore(
 ) -> tuple[ImportOutcome, str]:
     """Put an exported call back at its entry id in the ledger of the stored episode (at
     `episode_key`), with the bodies it refers to (None: given by an earlier call, so stored
-    already): CREATED; SKIPPED when the ledger holds that id or a later one; MISSING without
-    the episode; INCOMPLETE (with the hash) for a body neither given nor stored."""
+    already): CREATED; SKIPPED when the ledger holds that id; UNORDERED when it holds a later
+    one but not that one; MISSING without the episode; INCOMPLETE (with the hash) for a body
+    neither given nor stored."""
     hashes = list(bodies)
     texts = [part for h in hashes for part in (h, bodies[h] or "")]
     outcome, detail = await IMPORT(

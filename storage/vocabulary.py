@@ -32,6 +32,8 @@ class ImportOutcome(StrEnum):
     INCOMPLETE = "incomplete"
     MISSING = "missing"
     """A model call's episode is not stored."""
+    UNORDERED = "unordered"
+    """A model call whose entry id comes before its ledger's last, and is not stored."""
 
 
 class RelationshipRefusal(StrEnum):

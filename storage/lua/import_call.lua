@@ -9,10 +9,14 @@ for i, key in ipairs(MORE_KEYS) do
     return {IMPORT_OUTCOME.INCOMPLETE, MORE_ARGS[2 * i - 1]}
   end
 end
--- XADD refuses an id not after the ledger's last: that call (or a later one) is there already.
--- Its error is a table with `err`; the id it returns is a string, which has no such field.
+-- XADD refuses an id not after the ledger's last (its error is a table with `err`; the id it
+-- returns is a string, which has no such field): skipped when that very call is there already,
+-- refused when it is not (an export lists each ledger in order, so the lines were reordered).
 local added = redis.pcall('XADD', K.calls, A.id, A.field, A.entry)
-if added.err then return {IMPORT_OUTCOME.SKIPPED, ''} end
+if added.err then
+  if #redis.call('XRANGE', K.calls, A.id, A.id) == 1 then return {IMPORT_OUTCOME.SKIPPED, ''} end
+  return {IMPORT_OUTCOME.UNORDERED, ''}
+end
 for i, key in ipairs(MORE_KEYS) do
   local hash = MORE_ARGS[2 * i - 1]
   if redis.call('SADD', K.bodies, hash) == 1 then

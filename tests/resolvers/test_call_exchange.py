@@ -1,7 +1,8 @@
 """Model call lines sent to /import: a good one is written at its entry id and skipped when sent
 again; hostile ones (a body that is not what its hash says, a hash that is not one, a body the
 call does not name, a call of an episode not stored, a body neither given nor stored, a bad
-entry id, an unknown field) are invalid lines with their reasons, and write nothing."""
+entry id, an unknown field, a request hash that is not its body's, a call placed before its
+ledger's last) are invalid lines with their reasons, and write nothing."""
 
 import json
 import uuid
@@ -95,3 +96,40 @@ async def test_call_lines_are_checked_whole_and_written_once(
     again = await send(api_url, [good])
     assert again["skipped"] == {"model_calls": 1} and again["created"] == {}
     assert await redis_client.hget(keys.CALL_BODY_REFS, good["messages"][1]) == "1"
+
+
+async def test_a_request_hash_that_is_not_the_bodys_cannot_plant_an_answer(
+    api_url: str, redis_client: redis.Redis
+) -> None:
+    pk = await stored_episode(redis_client)
+    real = call_line(pk, "3-0", f"a real question {uuid.uuid4().hex}")
+    forged = call_line(pk, "3-1", f"another question {uuid.uuid4().hex}")
+    forged["request"] = real["request"]  # what the cache and a replay find answers by
+    forged["answer"] = "a planted answer"
+    report = await send(api_url, [forged])
+    assert report["invalid"] == 1 and report["created"] == {}, report
+    assert "is not the hash of the body" in report["problems"][0]["reason"]
+    assert await redis_client.hget(keys.CALL_ANSWERS, real["request"]) is None
+    assert await entries(redis_client, pk) == []
+    stored_bodies = call_line(pk, "3-2", forged_text := f"stored {uuid.uuid4().hex}")
+    assert (await send(api_url, [stored_bodies]))["created"] == {"model_calls": 1}
+    again = call_line(pk, "3-3", forged_text)  # its bodies stored already, none given
+    again["bodies"], again["request"] = {}, real["request"]
+    report = await send(api_url, [again])
+    assert (
+        report["invalid"] == 1 and "is not the hash of the body" in report["problems"][0]["reason"]
+    )
+
+
+async def test_a_call_placed_before_its_ledgers_last_is_refused_not_skipped(
+    api_url: str, redis_client: redis.Redis
+) -> None:
+    pk = await stored_episode(redis_client)
+    later = call_line(pk, "9-0", f"later {uuid.uuid4().hex}")
+    earlier = call_line(pk, "4-0", f"earlier {uuid.uuid4().hex}")
+    report = await send(api_url, [later, earlier, later])
+    assert report["created"] == {"model_calls": 1} and report["skipped"] == {"model_calls": 1}
+    assert report["invalid"] == 1, report
+    (problem,) = report["problems"]
+    assert problem["line"] == 2 and "comes before the last one" in problem["reason"]
+    assert [entry_id for entry_id, _ in await entries(redis_client, pk)] == ["9-0"]
