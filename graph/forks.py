@@ -90,11 +90,10 @@ class ForkEpisodeInput:
 
 
 def fork_fields(data: ForkEpisodeInput) -> dict[str, Any]:
-    """The lifecycle's fields of a fork request (the message as `inject`)."""
+    """The lifecycle's fields of a fork request."""
     fields = provided(data)
-    message = fields.pop("inject_message", None)
-    if message is not None:
-        fields["inject"] = provided(message)
+    if (message := fields.get("inject_message")) is not None:
+        fields["inject_message"] = provided(message)
     return fields
 
 

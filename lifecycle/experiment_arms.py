@@ -44,7 +44,7 @@ def arm_fork(
         episode_id=control,
         at_turn=arm.at_turn,
         seat_models=arm.seat_models,
-        inject=arm.inject,
+        inject_message=arm.inject,
         goals=arm.goals,
         tag=experiment.tag,
         idempotency_key=keys.experiment_slot_claim(pk, number, previous),

@@ -52,7 +52,7 @@ class ForkFields(BaseModel, extra="forbid"):
     episode_id: RecordId
     at_turn: Annotated[int, Field(ge=0)]
     seat_models: Annotated[list[SeatModelFields], Field(max_length=MAX_AGENTS)] = []
-    inject: InjectionFields | None = None
+    inject_message: InjectionFields | None = None
     goals: Annotated[list[GoalFields], Field(max_length=MAX_AGENTS)] = []
     profiles: Annotated[list[ProfileFields], Field(max_length=MAX_AGENTS)] = []
     tag: ShortText | None = None
@@ -115,10 +115,10 @@ def change_errors(
                 f"seat {person.seat} was a person's: give it a model (a fork has no people's seats)"
             )
             errors.append(UserError([*prefix, "seatModels"], message, ErrorCode.INVALID))
-    for i, name in enumerate(fields.inject.to if fields.inject else []):
+    for i, name in enumerate(fields.inject_message.to if fields.inject_message else []):
         if name not in names:
             message = f"{name!r} is not an agent of this episode"
-            path = [*prefix, "inject", "to", str(i)]
+            path = [*prefix, "injectMessage", "to", str(i)]
             errors.append(UserError(path, message, ErrorCode.INVALID))
     return errors
 
@@ -139,13 +139,22 @@ def forked(parent: EpisodeLog, fields: ForkFields) -> EpisodeLog:
     ]
     what = ForkChange(
         seat_models=[SeatModel(seat=c.seat, model=c.model) for c in fields.seat_models],
-        injection=Injection.model_validate(fields.inject.model_dump()) if fields.inject else None,
+        injection=(
+            Injection.model_validate(message.model_dump())
+            if (message := fields.inject_message)
+            else None
+        ),
         goals=[SeatGoal(seat=g.seat, goal=g.goal) for g in fields.goals],
         profiles=[SeatProfile.model_validate(p.model_dump()) for p in fields.profiles],
     )
-    if fields.inject is not None:  # delivered in the first turn the fork plays (StoredControl)
+    if (
+        fields.inject_message is not None
+    ):  # delivered in the first turn the fork plays (StoredControl)
         new = StoredInjection(
-            text=fields.inject.text, to=fields.inject.to, at=stored_time(now), sequence=1
+            text=fields.inject_message.text,
+            to=fields.inject_message.to,
+            at=stored_time(now),
+            sequence=1,
         )
         delivered.append(new)
     return EpisodeLog(

@@ -193,6 +193,14 @@ async def test_bad_forks_get_coded_errors(served: tuple[str, Path], fake_llm: Fa
             {"episodeId": root, "atTurn": 1, "seatModels": [{"seat": 7, "model": beta}]},
             ("input.seatModels.0.seat", "INVALID"),
         ),
+        (
+            {"episodeId": root, "atTurn": 1, "injectMessage": {"text": "hi", "to": ["Nobody"]}},
+            ("input.injectMessage.to.0", "INVALID"),
+        ),
+        (
+            {"episodeId": root, "atTurn": 1, "injectMessage": {"text": ""}},
+            ("input.injectMessage.text", "INVALID"),
+        ),
     ]
     for request, expected in cases:
         payload = (await ask(url, FORK, {"input": request}))["forkEpisode"]

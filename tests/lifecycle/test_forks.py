@@ -102,7 +102,7 @@ async def test_an_injected_message_is_delivered_at_the_fork_turn(
     text = f"A fire alarm rings ({tag})."
     forked = await fork(
         services,
-        {"episode_id": parent.pk, "at_turn": 2, "inject": {"text": text, "to": [names[1]]}},
+        {"episode_id": parent.pk, "at_turn": 2, "inject_message": {"text": text, "to": [names[1]]}},
     )
     assert forked.errors == [] and forked.episode is not None
     await burst(services)
@@ -184,11 +184,11 @@ async def test_bad_forks_are_refused_with_coded_errors(
     ]
     unknown = {"episode_id": pk, "at_turn": 1, "seat_models": [{"seat": 0, "model": "no/such"}]}
     assert await refused(services, unknown) == [("INVALID", "input.seatModels.0.model")]
-    stranger = {"episode_id": pk, "at_turn": 1, "inject": {"text": "hi", "to": ["Nobody"]}}
-    assert await refused(services, stranger) == [("INVALID", "input.inject.to.0")]
-    assert await refused(services, {"episode_id": pk, "at_turn": 1, "inject": {"text": ""}}) == [
-        ("INVALID", "input.inject.text")
-    ]
+    stranger = {"episode_id": pk, "at_turn": 1, "inject_message": {"text": "hi", "to": ["Nobody"]}}
+    assert await refused(services, stranger) == [("INVALID", "input.injectMessage.to.0")]
+    assert await refused(
+        services, {"episode_id": pk, "at_turn": 1, "inject_message": {"text": ""}}
+    ) == [("INVALID", "input.injectMessage.text")]
     nothing = {"episode_id": pk, "at_turn": 1, "profiles": [{"seat": 0}]}
     assert await refused(services, nothing) == [("INVALID", "input.profiles.0")]
     goals = [{"seat": 1, "goal": "x"}, {"seat": 1, "goal": "y"}]
