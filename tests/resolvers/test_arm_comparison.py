@@ -2,6 +2,8 @@
 its judge did not score included), paired per seat and dimension where both episodes have a
 score, and the paired interval checked against scipy's paired t-test."""
 
+from typing import Any
+
 import pytest
 from scipy import stats
 
@@ -22,7 +24,7 @@ def test_seat_scores_read_sotopia_rewards_and_its_bare_zero_as_no_scores() -> No
 
 
 def test_differences_pair_each_seat_with_the_same_seat_and_skip_missing_scores() -> None:
-    pairs = [
+    pairs: list[tuple[list[Any] | None, list[Any]]] = [
         ([reward(1.0, goal=5.0), reward(0.0, goal=2.0)], [reward(2.0, goal=8.0), 0.0]),
         ([reward(3.0, goal=4.0), reward(1.0)], [reward(1.0, goal=6.0), reward(4.0, goal=1.0)]),
         (None, [reward(9.0, goal=9.0)]),  # a control never scored pairs with nothing
