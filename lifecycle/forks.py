@@ -109,6 +109,7 @@ def change_errors(
         except UnknownModelError as err:
             path = [*prefix, "seatModels", str(i), "model"]
             errors.append(UserError(path, str(err), ErrorCode.INVALID))
+    errors += kept_model_errors(parent, seats, services)
     for person in parent.human_seats:
         if person.seat not in seats:
             message = (
@@ -120,6 +121,32 @@ def change_errors(
             message = f"{name!r} is not an agent of this episode"
             path = [*prefix, "injectMessage", "to", str(i)]
             errors.append(UserError(path, message, ErrorCode.INVALID))
+    return errors
+
+
+def kept_model_errors(
+    parent: EpisodeLog, changed: list[int], services: Services
+) -> list[UserError]:
+    """A model the fork keeps from its parent (a seat's not changed, a judge's) that is no
+    longer configured here: the fork could not run."""
+    errors: list[UserError] = []
+    people = {person.seat for person in parent.human_seats}
+    models = list(parent.models or [])
+    for seat in range(len(parent.agents)):
+        if seat in changed or seat in people:
+            continue
+        name = models[1 + seat] if 1 + seat < len(models) else ""
+        try:
+            services.models.resolve(name)
+        except UnknownModelError as err:
+            message = f"seat {seat} keeps its parent's model, which is gone ({err}): give it one"
+            errors.append(UserError(["input", "seatModels"], message, ErrorCode.INVALID))
+    for judge in dict.fromkeys(j.model for j in parent.panel().judges):
+        try:
+            services.models.resolve(judge)
+        except UnknownModelError as err:
+            message = f"the episode's judge is gone ({err}), and a fork keeps its parent's judges"
+            errors.append(UserError(["input", "episodeId"], message, ErrorCode.INVALID))
     return errors
 
 

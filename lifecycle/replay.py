@@ -49,6 +49,11 @@ async def replay_problem(
     if not await services.client.exists(keys.model_calls(pk)):
         message = f"episode {pk} has no ledger of model calls (not recorded, or past retention)"
         return UserError(field, message, ErrorCode.NOT_FOUND)
+    _, errors = await start.check(services.client, replay_request(source), services.models)
+    if errors:  # a model no longer configured, or a record of its setup deleted
+        first = errors[0]
+        message = f"episode {pk} cannot start again as it was: {first.message}"
+        return UserError(field, message, first.code)
     return None
 
 

@@ -204,6 +204,27 @@ async def test_bad_forks_are_refused_with_coded_errors(
     await cancel(services, queued)
 
 
+async def test_a_model_the_fork_would_keep_that_is_gone_refuses_it_before_it_queues(
+    services: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"fork-{uuid.uuid4().hex[:8]}"
+    parent = await finished_parent(services, fake_llm, tag)
+    pk, gone = str(parent.pk), "gone/from-the-models-file"
+    key = EpisodeLog.make_primary_key(pk)
+    await services.client.json().set(key, "$.models[2]", gone)  # seat 1's model
+    assert await refused(services, {"episode_id": pk, "at_turn": 1}) == [
+        ("INVALID", "input.seatModels")
+    ]
+    given = {"episode_id": pk, "at_turn": 1, "seat_models": [{"seat": 1, "model": "x"}]}
+    given["seat_models"][0]["model"] = fake_llm.model_name("beta")
+    await services.client.json().set(key, "$.judges", [{"model": gone, "repeats": 1}])
+    result = await fork(services, given)
+    assert [(e.code.value, ".".join(e.field)) for e in result.errors] == [
+        ("INVALID", "input.episodeId")
+    ]
+    assert "judge is gone" in result.errors[0].message and result.episode is None
+
+
 async def test_a_person_s_seat_must_get_a_model_and_no_seat_credential_is_carried(
     services: Services, fake_llm: FakeLLM
 ) -> None:

@@ -246,6 +246,22 @@ def test_a_replay_that_differs_says_where_first() -> None:
     assert scored.divergence.startswith("scores:")
 
 
+async def test_an_episode_whose_model_is_gone_is_refused_at_its_id(
+    recorded: Services, fake_llm: FakeLLM, redis_client: redis.Redis
+) -> None:
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    fields = start_fields(scenario, agents, fake_llm.model_name(), max_turns=1, tag=tag)
+    source = await finished(recorded, fields)
+    key = EpisodeLog.make_primary_key(str(source.pk))
+    await redis_client.json().set(key, "$.models[1]", "gone/from-the-models-file")
+    episode, errors = await replay_episode(recorded, str(source.pk))
+    assert episode is None
+    assert [(e.field, e.code) for e in errors] == [(["input", "id"], ErrorCode.INVALID)]
+    assert "cannot start again as it was" in errors[0].message
+    assert "gone/from-the-models-file" in errors[0].message
+
+
 async def test_a_replay_finds_what_was_sent_after_an_endpoint_refused_schema_mode(
     recorded: Services, own_fake_llm: FakeLLM, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
