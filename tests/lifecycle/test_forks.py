@@ -215,8 +215,8 @@ async def test_a_model_the_fork_would_keep_that_is_gone_refuses_it_before_it_que
     assert await refused(services, {"episode_id": pk, "at_turn": 1}) == [
         ("INVALID", "input.seatModels")
     ]
-    given = {"episode_id": pk, "at_turn": 1, "seat_models": [{"seat": 1, "model": "x"}]}
-    given["seat_models"][0]["model"] = fake_llm.model_name("beta")
+    beta = fake_llm.model_name("beta")
+    given = {"episode_id": pk, "at_turn": 1, "seat_models": [{"seat": 1, "model": beta}]}
     await services.client.json().set(key, "$.judges", [{"model": gone, "repeats": 1}])
     result = await fork(services, given)
     assert [(e.code.value, ".".join(e.field)) for e in result.errors] == [
