@@ -24,7 +24,7 @@ from parley.resolvers import client_json
 from parley.resolvers import sotopia_format as fmt
 from parley.resolvers.agents import AGENT, NewAgent
 from parley.resolvers.dimensions import NewDimensionList, create_dimension_list
-from parley.resolvers.experiment_design import MAX_SLOTS, Design, arm_errors
+from parley.resolvers.experiment_design import MAX_SLOTS, Design, Layout, arm_errors
 from parley.resolvers.games import game_errors
 from parley.resolvers.relationships import RELATIONSHIP, NewRelationship, write_relationship
 from parley.resolvers.scenarios import SCENARIO, NewScenario
@@ -222,6 +222,25 @@ def experiment_part(line: dict[str, Any]) -> SlotPart | ImportedExperiment:
     return ImportedExperiment(record, valid.rejudgings)
 
 
+def misplaced_slot(experiment: Experiment, plan: list[ExperimentSlot]) -> str | None:
+    """Why the slots given for an experiment with arms are not where its design lays them out
+    (a control block, then one block per arm, each arm slot forking the control slot at its
+    place in the block), if they are not: its arms would compare the wrong episodes."""
+    layout = Layout.of(experiment.design, experiment.slot_count)
+    if not layout.arms or len(plan) != experiment.slot_count:
+        return None  # no arms; or slots missing, which storing the record refuses
+    for number, slot in enumerate(plan):
+        control, arm = layout.control_of(number)
+        wanted = (arm.name, control) if arm else ("", None)
+        if (slot.arm, slot.control_slot) != wanted:
+            place = f"arm {arm.name!r} forking slot {control}" if arm else "a control slot"
+            return (
+                f"slot {number} is {place} in the design's layout, but its line gives arm "
+                f"{slot.arm!r} and control_slot {slot.control_slot} (export it again)"
+            )
+    return None
+
+
 def dimension_list(line: dict[str, Any]) -> NewDimensionList:
     pk = _record_id(line.get("dimension_list_id"), "dimension_list_id")
     return NewDimensionList(pk=pk, name=line.get("name"), dimensions=line.get("dimensions"))
@@ -384,6 +403,9 @@ class Importer:
             return
         kind = fmt.Kind.EXPERIMENTS.value
         experiment = part.record
+        if misplaced := misplaced_slot(experiment, await store.plan(str(experiment.pk))):
+            self.report.refuse(number, misplaced)
+            return
         match await store.import_record(experiment):
             case "created":
                 await list_imported_rejudgings(self.client, str(experiment.pk), part.rejudgings)
