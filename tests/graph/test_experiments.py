@@ -21,6 +21,7 @@ from parley.storage.models import (
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
+    Experiment,
     RelationshipProfile,
 )
 from tests.support.experiments import Worlds, sampled_design
@@ -255,6 +256,22 @@ async def test_list_pages_newest_first(
     second = (await gql.data(query, {"after": first["pageInfo"]["endCursor"]}))["experiments"]
     assert first["totalCount"] == 3 and first["pageInfo"]["hasNextPage"]
     assert [n["id"] for n in first["nodes"] + second["nodes"]] == ids[::-1]
+
+
+async def test_a_record_whose_design_does_not_validate_leaves_the_list_readable(
+    gql: GraphQLClient,
+) -> None:
+    """Another writer's experiment (no design, or arms that are no arms) reads as one without
+    arms: the list's progress column reads every experiment on the page."""
+    tag = f"foreign-{time.time_ns()}"
+    designs = [{}, {"arms": [{"name": "x"}]}, {"arms": "not a list"}]
+    for i, foreign in enumerate(designs):
+        await Experiment(name=f"foreign-{i}", tag=tag, design=foreign, slot_count=2).save()
+    query = """query($tag: String) { experiments(filter: {tag: $tag}) {
+                 nodes { name progress { total pending notReached } } } }"""
+    nodes = (await gql.data(query, {"tag": tag}))["experiments"]["nodes"]
+    assert sorted(n["name"] for n in nodes) == ["foreign-0", "foreign-1", "foreign-2"]
+    assert {(n["progress"]["total"], n["progress"]["pending"]) for n in nodes} == {(2, 2)}
 
 
 @pytest.mark.parametrize(
