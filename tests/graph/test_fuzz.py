@@ -29,6 +29,8 @@ from parley.core.limits import LIST_MAX, MAX_AGENTS, NAME_MAX, TEXT_MAX
 from parley.engine.models import DEFAULT_MODEL
 from parley.graph.settings import Settings
 from parley.lifecycle.start import MAX_BATCH
+from parley.storage.connection import open_client, prepare
+from parley.storage.embedded import EmbeddedRedis
 from parley.storage.keys import INDEXED_DIMENSIONS, relationship_pair
 from parley.storage.keys import JOBS as STREAM
 from tests.support.fuzzing import (
@@ -58,7 +60,7 @@ from tests.support.fuzzing import (
     weighted,
     world_records,
 )
-from tests.support.server import GraphQLClient
+from tests.support.server import GraphQLClient, serve
 
 FUZZ = settings(
     max_examples=50 * SCALE,
@@ -363,6 +365,37 @@ MUTATIONS = [
 
 
 # --- Redis ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def own_redis_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """A Redis of this module's own: every example reads every key before and after its
+    mutation, so it must hold this module's world alone, not all the session has written."""
+    server = EmbeddedRedis(tmp_path_factory.mktemp("fuzz-redis"))
+    yield await server.start()
+    await server.stop()
+
+
+@pytest.fixture(scope="module")
+async def redis_client(own_redis_url: str, redis_client: redis.Redis) -> AsyncIterator[redis.Redis]:
+    """This module's client, its records' models bound to it; the session's binding is put
+    back after it (`redis_client` inside is the session's)."""
+    own = open_client(own_redis_url)
+    try:
+        await prepare(own)
+        yield own
+    finally:
+        await prepare(redis_client)
+        await own.aclose()
+
+
+@pytest.fixture(scope="module")
+async def api_url(
+    own_redis_url: str, redis_client: redis.Redis, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[str]:
+    """A uvicorn serving this module's Redis (bound after the models are)."""
+    async with serve(own_redis_url, tmp_path_factory.mktemp("fuzz-data")) as url:
+        yield url
 
 
 async def stored(client: redis.Redis) -> dict[str, str]:
