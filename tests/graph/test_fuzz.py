@@ -33,6 +33,7 @@ from parley.storage.connection import open_client, prepare
 from parley.storage.embedded import EmbeddedRedis
 from parley.storage.keys import INDEXED_DIMENSIONS, relationship_pair
 from parley.storage.keys import JOBS as STREAM
+from tests.support.database import snapshot
 from tests.support.fuzzing import (
     AGENTS,
     DIMENSION_LIST,
@@ -398,34 +399,8 @@ async def api_url(
         yield url
 
 
-async def stored(client: redis.Redis) -> dict[str, str]:
-    """Every key and its value (streams by length), read in two pipelined round trips."""
-    keys = sorted([key async for key in client.scan_iter(count=1000)])
-    async with client.pipeline(transaction=False) as pipe:
-        for key in keys:
-            pipe.type(key)
-        kinds: list[str] = await pipe.execute()
-    async with client.pipeline(transaction=False) as pipe:
-        for key, kind in zip(keys, kinds, strict=True):
-            if kind == "ReJSON-RL":
-                pipe.json().get(key)
-            elif kind == "string":
-                pipe.get(key)
-            elif kind == "hash":
-                pipe.hgetall(key)
-            elif kind == "stream":
-                pipe.xlen(key)
-            else:
-                pipe.type(key)
-        values: list[Any] = await pipe.execute()
-    return {
-        key: json.dumps(value, sort_keys=True, default=str)
-        for key, value in zip(keys, values, strict=True)
-    }
-
-
 async def assert_unchanged(client: redis.Redis, before: dict[str, str], what: str) -> None:
-    after = await stored(client)
+    after = await snapshot(client)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     assert not changed, f"{what} changed {changed}"
 
@@ -523,7 +498,7 @@ async def check_mutation(
 ) -> None:
     """Send one mutation (its input in variables, or `inline` in the document) and check the
     invariants of issue 5 on its answer."""
-    before = await stored(client)
+    before = await snapshot(client)
     if inline:
         body = await send(gql, mutation.inline(variables), None)
     else:
@@ -726,7 +701,7 @@ async def test_oversized_values_are_refused_naming_the_limit(
 ) -> None:
     mutation = limit.mutation
     value = data.draw(oversized(limit), label="value")
-    before = await stored(world.client)
+    before = await snapshot(world.client)
     body = await send(
         gql, mutation.document, {mutation.argument: with_value(limit.base, limit.path, value)}
     )
@@ -744,7 +719,7 @@ async def test_oversized_values_are_refused_naming_the_limit(
 async def test_batch_over_the_limit_is_refused_naming_it(gql: GraphQLClient, world: World) -> None:
     mutation = BY_NAME["startSimulations"]
     inputs = [SIMULATION] * (MAX_BATCH + 1)
-    before = await stored(world.client)
+    before = await snapshot(world.client)
     body = await send(gql, mutation.document, {"inputs": inputs})
     assert body is not None, body
     payload = body["data"]["startSimulations"]
