@@ -295,8 +295,9 @@ def arm_errors(design: Design) -> list[UserError]:
     seats = 2
     for i, arm in enumerate(design.arms):
         where = ["input", "design", "arms", str(i)]
-        if arm.name in [other.name for other in design.arms[:i]]:
-            message = f"another arm is named {arm.name!r}: name each arm once"
+        if arm.name.casefold() in [other.name.casefold() for other in design.arms[:i]]:
+            # the results index matches arm names as tags: without regard to letter case
+            message = f"another arm is named {arm.name!r}: name each arm once (case aside)"
             errors.append(UserError([*where, "name"], message, ErrorCode.INVALID))
         if arm.at_turn >= design.max_turns:
             message = (

@@ -7,7 +7,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parley.resolvers.experiment_design import Design, World, expand
+from parley.core.errors import ErrorCode
+from parley.resolvers.experiment_design import Arm, Design, World, arm_errors, expand
 from parley.storage.models import EnvironmentProfile, RelationshipProfile
 
 
@@ -156,3 +157,18 @@ def test_relationship_sampling_leaves_out_relationships_of_two_agents_of_one_nam
         "every stored relationship that is STRANGER, as scenario 's0' needs, joins two agents "
         "of the same name"
     )
+
+
+def test_arm_names_are_told_apart_regardless_of_letter_case() -> None:
+    """The results index matches an arm's name as a tag, without regard to case."""
+    arms = [
+        {"name": "Alarm", "at_turn": 1, "inject": {"text": "Fire!"}},
+        {"name": "alarm", "at_turn": 2, "inject": {"text": "Smoke."}},
+        {"name": "calm", "at_turn": 2, "goals": [{"seat": 0, "goal": "Stay calm."}]},
+    ]
+    plan = design().model_copy(update={"arms": [Arm.model_validate(a) for a in arms]})
+    errors = arm_errors(plan)
+    assert [(e.field, e.code) for e in errors] == [
+        (["input", "design", "arms", "1", "name"], ErrorCode.INVALID)
+    ]
+    assert "name each arm once" in errors[0].message
