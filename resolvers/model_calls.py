@@ -74,6 +74,8 @@ async def model_calls(
     `after` names, with the total of those matching."""
     limit = page_size(first)
     start = _after(after)
+    if turn is not None and turn < 0:
+        raise BadArgument(f"turn counts from 0, got {turn}")
     key = keys.model_calls(episode_id)
     if turn is None and purpose is None:
         async with client.pipeline(transaction=False) as pipe:

@@ -138,11 +138,17 @@ async def test_an_api_token_reads_an_episodes_calls_and_a_seat_token_none(
     assert [n["id"] for n in in_turn["episode"]["modelCalls"]["nodes"]] == [turns[0]["id"]]
 
     forged = CURSORS.cursor(("0-0 + 1",))  # a cursor of the list naming no entry id
-    for bad in ("not-a-cursor", forged, CURSORS.cursor(("99999999999999999999999-0",))):
+    wrong = [
+        {"after": "not-a-cursor"},
+        {"after": forged},
+        {"after": CURSORS.cursor(("99999999999999999999999-0",))},
+        {"turn": -1},
+    ]
+    for bad in wrong:
         async with httpx.AsyncClient(base_url=served, timeout=30) as http:
             response = await http.post(
                 "/graphql",
-                json={"query": CALLS, "variables": {"id": episode_id, "after": bad}},
+                json={"query": CALLS, "variables": {"id": episode_id, **bad}},
                 headers={"authorization": "Bearer alpha"},
             )
         error = response.json()["errors"][0]
