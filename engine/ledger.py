@@ -131,7 +131,7 @@ def missing(scope: CallScope, request: str) -> str:
     """Why a replay stopped at a request its source's ledger does not hold."""
     return (
         f"{ReplayCode.REPLAY_MISSING_CALL}: the source's ledger holds no call for {where(scope)} "
-        f"(request {request}): the prompts changed"
+        f"(request {request}): the prompts changed, or the ledger lacks calls the source made"
     )
 
 
