@@ -164,25 +164,15 @@ def forked(parent: EpisodeLog, fields: ForkFields) -> EpisodeLog:
         for injection in parent.injections
         if injection.turn is not None and injection.turn < k
     ]
+    message = fields.inject_message
     what = ForkChange(
         seat_models=[SeatModel(seat=c.seat, model=c.model) for c in fields.seat_models],
-        injection=(
-            Injection.model_validate(message.model_dump())
-            if (message := fields.inject_message)
-            else None
-        ),
+        injection=Injection.model_validate(message.model_dump()) if message else None,
         goals=[SeatGoal(seat=g.seat, goal=g.goal) for g in fields.goals],
         profiles=[SeatProfile.model_validate(p.model_dump()) for p in fields.profiles],
     )
-    if (
-        fields.inject_message is not None
-    ):  # delivered in the first turn the fork plays (StoredControl)
-        new = StoredInjection(
-            text=fields.inject_message.text,
-            to=fields.inject_message.to,
-            at=stored_time(now),
-            sequence=1,
-        )
+    if message is not None:  # delivered in the first turn the fork plays (StoredControl)
+        new = StoredInjection(text=message.text, to=message.to, at=stored_time(now), sequence=1)
         delivered.append(new)
     return EpisodeLog(
         pk=str(ULID()),
