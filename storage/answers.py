@@ -16,9 +16,6 @@ from parley.engine.ledger import CANCELLED, CallPurpose, CallScope, Recorded, Se
 from parley.storage import keys
 from parley.storage.ledger import CALL_FIELD, StoredCall
 
-SIBLING_WAIT = 5.0
-"""Seconds a replayed failure waits for the source's earlier failures to be raised first."""
-
 type Place = tuple[CallPurpose, int | None, int | None, str | None]
 """Where in an episode a call was made: purpose, seat, turn, judge."""
 
@@ -29,11 +26,6 @@ def _place_of_scope(scope: CallScope) -> Place:
 
 def _place(call: StoredCall) -> Place:
     return (call.purpose, call.seat, call.turn, call.judge)
-
-
-def _fails(call: StoredCall) -> bool:
-    """A recorded failure a replay raises again (a cancelled call is cancelled, not raised)."""
-    return call.error_code != CANCELLED and (call.error_code is not None or call.answer is None)
 
 
 class ReplaySource:
@@ -51,13 +43,11 @@ class ReplaySource:
         for call in calls:
             last[_place(call)] = max(last.get(_place(call), 0), call.attempt)
         self._by_request: dict[str, list[tuple[int, StoredCall]]] = defaultdict(list)
-        self._failures: dict[int, asyncio.Event] = {}
-        """Every recorded failure to replay, by position: set once raised (or cancelled)."""
         for position, call in enumerate(calls):
             if call.attempt == last[_place(call)]:
                 self._by_request[call.request].append((position, call))
-                if _fails(call):
-                    self._failures[position] = asyncio.Event()
+        self._failures: dict[int, asyncio.Event] = {}
+        """The recorded failures given out, by position: set once raised (or cancelled)."""
 
     async def find(self, scope: CallScope, request: str) -> Recorded | None:
         waiting = self._by_request.get(request)
@@ -66,20 +56,18 @@ class ReplaySource:
         place = _place_of_scope(scope)
         index = next((i for i, (_, c) in enumerate(waiting) if _place(c) == place), 0)
         position, call = waiting.pop(index)
+        if call.error_code != CANCELLED and (call.error_code is not None or call.answer is None):
+            self._failures[position] = asyncio.Event()
         return Recorded(self.episode_id, call.answer, call.error_code, call.error_message, position)
 
     @contextlib.asynccontextmanager
     async def failing(self, recorded: Recorded) -> AsyncIterator[None]:
-        """Raise a recorded failure once every failure the source recorded before it has been
-        raised: requests running at once (a judge's) reach theirs in any order, and the first
-        failure raised decides what the episode says. One not asked within SIBLING_WAIT is
-        given up (the replay has diverged, and says so elsewhere)."""
         try:
-            earlier = [e for p, e in self._failures.items() if p < recorded.position]
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(SIBLING_WAIT):
-                    for ended in earlier:
-                        await ended.wait()
+            await asyncio.sleep(0)  # the requests started with this one find theirs first
+            for position, ended in sorted(self._failures.items()):
+                if position >= recorded.position:
+                    break
+                await ended.wait()
             yield
         finally:
             self._failures.setdefault(recorded.position, asyncio.Event()).set()

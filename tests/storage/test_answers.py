@@ -1,7 +1,6 @@
 """Answers from ledgers: a replay's order among identical requests, and the cache's index of
 answered requests in a real Redis, kept and freed with the ledgers."""
 
-import asyncio
 import dataclasses
 import uuid
 
@@ -51,27 +50,6 @@ async def test_identical_requests_replay_in_ledger_order_by_place() -> None:
     assert await answer("same", 5, 5) == "second"  # then ledger order
     assert await answer("same", 0, 1) is None  # each recorded answer is given once
     assert await answer("other", 1, 3) == "kept"
-
-
-async def test_a_replayed_failure_is_raised_after_every_earlier_failure_of_the_source() -> None:
-    """A judge's requests run at once and reach the replay in any order; the first failure
-    raised decides the episode's error, so it must be the one the source met first."""
-    failed = [
-        call(f"ask {n}", "", 0, 0).model_copy(update={"answer": None, "error_code": "timeout"})
-        for n in range(3)
-    ]
-    source = ReplaySource("src", [call("fine", "yes", 0, 0), *failed])
-    raised: list[str] = []
-
-    async def fail(request: str, after: float) -> None:
-        await asyncio.sleep(after)
-        found = await source.find(CallScope("new", 1), request)
-        assert found is not None and found.error_code == "timeout"
-        async with source.failing(found):
-            raised.append(request)
-
-    await asyncio.gather(fail("ask 2", 0), fail("ask 1", 0.02), fail("ask 0", 0.05))
-    assert raised == ["ask 0", "ask 1", "ask 2"]
 
 
 def model_call(episode: str, answer: str | None, **more: object) -> ModelCall:
