@@ -489,6 +489,20 @@ async def test_the_episodes_list_shows_each_agents_overall_score_and_why_one_fai
         assert await tab.clean() == []
 
 
+async def test_a_word_longer_than_a_phone_wraps_in_the_episodes_list(
+    browser: Browser, service: Service, world: World
+) -> None:
+    """Whatever the records hold (a tag of one long word here), no cell of the list runs past
+    the screen's edge."""
+    tag = f"{world.tag}-{'unbroken' * 12}"
+    done = await EpisodeLog.get(world.episodes["COMPLETED"])
+    await done.model_copy(update={"pk": str(ULID()), "tag": tag}).save()
+    async with AppPage.open(browser, service.url, f"#/?tag={tag}", PHONE) as tab:
+        await expect(tab.page.locator("table.episodes tbody tr")).to_have_count(1)
+        found = await tab.page.evaluate(PAGE_FAULTS)
+        assert found["overflow"] <= 0 and found["past"] == [], found
+
+
 async def test_with_tokens_the_first_load_asks_for_one_before_sending_anything(
     browser: Browser, redis_url: str, tmp_path: Path
 ) -> None:
