@@ -138,7 +138,7 @@ async def test_an_api_token_reads_an_episodes_calls_and_a_seat_token_none(
     assert [n["id"] for n in in_turn["episode"]["modelCalls"]["nodes"]] == [turns[0]["id"]]
 
     forged = CURSORS.cursor(("0-0 + 1",))  # a cursor of the list naming no entry id
-    wrong = [
+    wrong: list[dict[str, object]] = [
         {"after": "not-a-cursor"},
         {"after": forged},
         {"after": CURSORS.cursor(("99999999999999999999999-0",))},
