@@ -4,6 +4,7 @@ options that name the server, how they read a TOML file, and how they print figu
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import tomllib
 from collections.abc import Coroutine
@@ -23,12 +24,41 @@ class CommandError(RuntimeError):
 
 
 def run_command(command: Coroutine[Any, Any, int]) -> int:
-    """The command's exit status, or ERROR once its CommandError is printed."""
+    """The command's exit status, or ERROR once its CommandError is printed (Ctrl-C raises
+    KeyboardInterrupt, as `interruptible` says)."""
     try:
-        return asyncio.run(command)
+        return asyncio.run(interruptible(command))
     except CommandError as err:
         print(f"parley: {err}", file=sys.stderr, flush=True)
         return ERROR
+
+
+async def interruptible(command: Coroutine[Any, Any, int]) -> int:
+    """Run `command`; Ctrl-C cancels it and raises KeyboardInterrupt.
+
+    The loop's own signal handler is used, not asyncio.run's: that one runs only once the
+    main thread wakes, and the signal may reach another thread (the progress bar's), leaving
+    the loop asleep until the server next sends something. The loop's handler wakes it through
+    its wakeup fd, whichever thread the signal reaches."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    interrupted = False
+
+    def interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+    try:
+        return await command
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
 
 
 def read_toml(
