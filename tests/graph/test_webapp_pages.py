@@ -489,18 +489,19 @@ async def test_the_episodes_list_shows_each_agents_overall_score_and_why_one_fai
         assert await tab.clean() == []
 
 
-async def test_a_word_longer_than_a_phone_wraps_in_the_episodes_list(
+async def test_a_word_longer_than_the_screen_wraps_in_the_episodes_list(
     browser: Browser, service: Service, world: World
 ) -> None:
     """Whatever the records hold (a tag of one long word here), no cell of the list runs past
-    the screen's edge."""
-    tag = f"{world.tag}-{'unbroken' * 12}"
+    the screen's edge, at either width (the agent's page lists the episode too)."""
+    tag = f"{world.tag}-{'unbroken' * 30}"
     done = await EpisodeLog.get(world.episodes["COMPLETED"])
     await done.model_copy(update={"pk": str(ULID()), "tag": tag}).save()
-    async with AppPage.open(browser, service.url, f"#/?tag={tag}", PHONE) as tab:
-        await expect(tab.page.locator("table.episodes tbody tr")).to_have_count(1)
-        found = await tab.page.evaluate(PAGE_FAULTS)
-        assert found["overflow"] <= 0 and found["past"] == [], found
+    for viewport in WIDTHS.values():
+        async with AppPage.open(browser, service.url, f"#/?tag={tag}", viewport) as tab:
+            await expect(tab.page.locator("table.episodes tbody tr")).to_have_count(1)
+            found = await tab.page.evaluate(PAGE_FAULTS)
+            assert found["overflow"] <= 0 and found["past"] == [], (viewport, found)
 
 
 async def test_with_tokens_the_first_load_asks_for_one_before_sending_anything(
