@@ -51,6 +51,15 @@ async def finished(services: Services, fields: dict[str, Any]) -> EpisodeLog:
     return stored
 
 
+async def one_turn_episode(services: Services, fake: FakeLLM) -> EpisodeLog:
+    """A finished episode of one turn in a world of its own."""
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    return await finished(
+        services, start_fields(scenario, agents, fake.model_name(), max_turns=1, tag=tag)
+    )
+
+
 async def replayed(services: Services, source: str) -> EpisodeLog:
     episode, errors = await replay_episode(services, source)
     assert not errors and episode is not None, errors
@@ -113,10 +122,7 @@ async def test_a_changed_prompt_stops_the_replay_with_its_code(
 async def test_an_episode_without_a_ledger_is_refused(
     services: Services, fake_llm: FakeLLM
 ) -> None:
-    tag = f"replay-{uuid.uuid4().hex[:8]}"
-    scenario, agents = await make_world(tag)
-    fields = start_fields(scenario, agents, fake_llm.model_name(), max_turns=1, tag=tag)
-    source = await finished(services, fields)  # no ledger kept
+    source = await one_turn_episode(services, fake_llm)  # no ledger kept
     episode, errors = await replay_episode(services, str(source.pk))
     assert episode is None and [e.code for e in errors] == [ErrorCode.NOT_FOUND]
     missing, errors = await replay_episode(services, "01NOSUCHEPISODE0000000000")
@@ -249,10 +255,7 @@ def test_a_replay_that_differs_says_where_first() -> None:
 async def test_an_episode_whose_model_is_gone_is_refused_at_its_id(
     recorded: Services, fake_llm: FakeLLM, redis_client: redis.Redis
 ) -> None:
-    tag = f"replay-{uuid.uuid4().hex[:8]}"
-    scenario, agents = await make_world(tag)
-    fields = start_fields(scenario, agents, fake_llm.model_name(), max_turns=1, tag=tag)
-    source = await finished(recorded, fields)
+    source = await one_turn_episode(recorded, fake_llm)
     key = EpisodeLog.make_primary_key(str(source.pk))
     await redis_client.json().set(key, "$.models[1]", "gone/from-the-models-file")
     episode, errors = await replay_episode(recorded, str(source.pk))

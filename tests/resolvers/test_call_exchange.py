@@ -111,9 +111,9 @@ async def test_a_request_hash_that_is_not_the_bodys_cannot_plant_an_answer(
     assert "is not the hash of the body" in report["problems"][0]["reason"]
     assert await redis_client.hget(keys.CALL_ANSWERS, real["request"]) is None
     assert await entries(redis_client, pk) == []
-    stored_bodies = call_line(pk, "3-2", forged_text := f"stored {uuid.uuid4().hex}")
+    stored_bodies = call_line(pk, "3-2", stored_text := f"stored {uuid.uuid4().hex}")
     assert (await send(api_url, [stored_bodies]))["created"] == {"model_calls": 1}
-    again = call_line(pk, "3-3", forged_text)  # its bodies stored already, none given
+    again = call_line(pk, "3-3", stored_text)  # its bodies stored already, none given
     again["bodies"], again["request"] = {}, real["request"]
     report = await send(api_url, [again])
     assert (
