@@ -6,8 +6,9 @@ when nothing is scored yet); `parley experiment agreement ID`: how far its evalu
 
 Talks to the server only over GraphQL: HTTP for the mutations, a graphql-transport-ws websocket for
 `experimentProgress`. Ctrl-C detaches (the episodes keep running); the exit status is 0 when every
-episode completed with scores, 1 when the experiment ended otherwise, 2 on an error and 130 when
-detached.
+episode completed with scores (every one queued, when the design's precision stopped it), 1 when
+the experiment ended otherwise, 2 on an error, 3 when its budget stopped it and 130 when detached.
+`--estimate` prints what it will take instead of running it (client/estimate.py).
 """
 
 import argparse
@@ -20,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from parley.client.agreement import add_agreement, show_agreement
 from parley.client.command import CommandError, add_server_options, read_toml, run_command
+from parley.client.estimate import show_estimate
 from parley.client.server_url import TOKEN_HINT, refusal, server_root
 
 if TYPE_CHECKING:
     import aiohttp
 
-COMPLETED, UNFINISHED, DETACHED = 0, 1, 130  # and ERROR (2) after a CommandError
+COMPLETED, UNFINISHED, BUDGET_REACHED, DETACHED = 0, 1, 3, 130  # ERROR (2): a CommandError
 RECONNECTS = 5
 FORBIDDEN = 4403
 """The close code of a graphql-transport-ws connection refused for its token."""
@@ -45,7 +47,7 @@ PROGRESS = """
 subscription($id: ID!) {
   experimentProgress(id: $id) {
     total pending completed unjudged failed cancelled unfinished finished allCompleted
-    notReached armsWaiting episodesPerMinute secondsLeft counts { status count }
+    notReached armsWaiting held stopped episodesPerMinute secondsLeft counts { status count }
   }
 }"""
 
@@ -70,6 +72,7 @@ query($id: ID!, $filter: EpisodeResultsFilter, $groupBy: [ResultsGroupBy!], $eva
     }
   }
 }"""
+STOPS = {"BUDGET": "its budget is reached", "PRECISION": "its precision is reached"}
 GROUP_KEYS = {
     "model": "model",
     "partner_model": "partnerModel",
@@ -239,12 +242,18 @@ def user_errors(errors: list[dict[str, Any]]) -> CommandError:
     return CommandError("\n".join(lines))
 
 
-async def create_and_start(remote: Remote, path: Path) -> str:
+async def create(remote: Remote, path: Path) -> dict[str, Any]:
+    """Create the experiment the design file describes, or find it by its name and tag."""
     request = read_design(path)
     created = (await remote.execute(CREATE, {"input": request}))["createExperiment"]
     if created["userErrors"]:
         raise user_errors(created["userErrors"])
-    experiment = created["experiment"]
+    experiment: dict[str, Any] = created["experiment"]
+    return experiment
+
+
+async def create_and_start(remote: Remote, path: Path) -> str:
+    experiment = await create(remote, path)
     started = (await remote.execute(START, {"id": experiment["id"]}))["startExperiment"]
     if started["userErrors"]:
         raise user_errors(started["userErrors"])
@@ -267,6 +276,8 @@ def describe(progress: dict[str, Any]) -> dict[str, str]:
         parts.append(f"arm not reached {progress['notReached']}")
     if progress["armsWaiting"]:
         parts.append(f"arms waiting on a retry {progress['armsWaiting']}")
+    if progress["stopped"]:
+        parts.append(f"held {progress['held']} ({STOPS[progress['stopped']]})")
     left = progress["secondsLeft"]
     rate = progress["episodesPerMinute"]
     return {
@@ -340,10 +351,27 @@ def summary(progress: dict[str, Any]) -> str:
         if progress["armsWaiting"]
         else ""
     )
+    stopped = (
+        f"; stopped: {STOPS[progress['stopped']]}, {progress['held']} episodes never queued"
+        if progress["stopped"]
+        else ""
+    )
     return (
         f"completed {progress['completed']}/{progress['total']}{not_judged}, "
         f"failed {progress['failed']}, cancelled {progress['cancelled']}{reached}{waiting}"
+        f"{stopped}"
     )
+
+
+def exit_status(final: dict[str, Any]) -> int:
+    """COMPLETED when every episode it queued completed with scores (all of them, unless its
+    precision stopped it), BUDGET_REACHED when its budget stopped it, else UNFINISHED."""
+    if final["stopped"] == "BUDGET":
+        return BUDGET_REACHED
+    played = final["total"] - final["held"] - final["notReached"]
+    if final["completed"] == played and not final["unjudged"]:
+        return COMPLETED
+    return UNFINISHED
 
 
 def results_table(groups: list[dict[str, Any]], by: list[str], margin: str) -> Any:
@@ -468,6 +496,8 @@ async def run(args: argparse.Namespace) -> int:
             return await show_results(remote, args)
         if args.experiment_command == "agreement":
             return await show_agreement(remote, args)
+        if args.experiment_command == "run" and args.estimate:
+            return await show_estimate(remote, (await create(remote, args.design))["id"])
         if args.experiment_command == "run":
             experiment_id = await create_and_start(remote, args.design)
             args.id = experiment_id  # named when Ctrl-C detaches
@@ -475,7 +505,7 @@ async def run(args: argparse.Namespace) -> int:
             experiment_id = args.id
         final = await follow(remote, experiment_id)
     print(summary(final), flush=True)
-    return COMPLETED if final["allCompleted"] and not final["unjudged"] else UNFINISHED
+    return exit_status(final)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -492,8 +522,8 @@ def main(args: argparse.Namespace) -> int:
 
 FOLLOWING = (
     "Ctrl-C stops showing the progress and leaves the episodes running. Exit status: 0 when "
-    "every episode completed, 1 when the experiment ended otherwise, 2 on an error, 130 after "
-    "Ctrl-C."
+    "every episode completed (every one queued, when its precision stopped it), 1 when the "
+    "experiment ended otherwise, 2 on an error, 3 when its budget stopped it, 130 after Ctrl-C."
 )
 
 
@@ -514,6 +544,13 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
         type=Path,
         metavar="DESIGN.toml",
         help="the design file (examples/experiments/design.toml is one)",
+    )
+    run.add_argument(
+        "--estimate",
+        action="store_true",
+        help="do not run it: print the model calls, tokens and dollars it will take, from "
+        "comparable recorded episodes (a calibration run of two episodes per kind first, when "
+        "some have none); exit status 0 when every slot is covered",
     )
     watch = actions.add_parser(
         "watch",

@@ -58,6 +58,7 @@ from parley.engine.shared_limit import Charge, LimitUsage, SharedAllowance, Shar
 from parley.engine.stats import GenerationStats
 from parley.engine.usage import Prices, TokenCount, add, counted, estimate_prompt
 
+FREE = Prices(prompt=0.0, completion=0.0)
 REPLAY_CANCEL_WAIT = 60.0
 """Seconds a replayed call that was cancelled in its source waits to be cancelled again."""
 SCHEMA_INSTRUCTION = "Answer with only a JSON object that follows this JSON schema:"
@@ -171,6 +172,7 @@ class ModelRegistry:
                 shared = by_key.setdefault(limits.key, SharedLimit(limits, allowance))
                 self._shared[name] = shared
         self._prices = {name: entry.prices() for name, entry in self._configured.items()}
+        self._prices[LOCAL_MODEL] = FREE  # it runs on this machine: its tokens cost nothing
         self.retry = retry or RetryPolicy()
         self.local = LocalModelServer(data_dir, threads=local_threads)
         self._endpoints: dict[str, _Endpoint] = {}

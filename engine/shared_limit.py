@@ -23,6 +23,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 HOLD_WITHOUT_RETRY_AFTER = 1.0
 """Seconds every process holds a key's calls after a 429 that says no Retry-After."""
@@ -46,6 +47,13 @@ class ProviderLimits:
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     max_in_flight: int | None = None
+
+    def charge(self, tokens: int) -> int:
+        """What a call of `tokens` tokens is charged: never more than a minute's tokens, so a
+        request larger than that goes once a whole minute is free, not after many minutes."""
+        if self.tokens_per_minute is None:
+            return tokens
+        return min(tokens, self.tokens_per_minute)
 
     @property
     def storage_id(self) -> str:
@@ -116,6 +124,7 @@ class SharedLimit:
 
     async def admit(self, tokens: int) -> None:
         """Wait until the allowance lets a call of `tokens` tokens go (charged then)."""
+        tokens = self.limits.charge(tokens)
         async with self._admitting:
             # The wait is for time to pass (the rates move on), not for an event here.
             while (wait := await self.allowance.admit(self.limits, tokens)) > 0:  # noqa: ASYNC110
@@ -125,7 +134,7 @@ class SharedLimit:
     async def in_flight(self, tokens: int, timeout: float) -> AsyncIterator[Charge]:
         """Hold a place among the key's calls in flight (when it has a cap) for the block; at
         its end give the place back and correct the tokens charged by what was used."""
-        charge = Charge(tokens)
+        charge = Charge(self.limits.charge(tokens))
         lease = None
         if self.limits.max_in_flight is not None:
             lease = uuid.uuid4().hex
@@ -135,7 +144,7 @@ class SharedLimit:
         finally:
             refund = 0
             if self.limits.tokens_per_minute is not None and charge.used is not None:
-                refund = charge.tokens - charge.used
+                refund = charge.tokens - self.limits.charge(charge.used)
             if lease is not None or refund:
                 await asyncio.shield(self.allowance.leave(self.limits, lease, refund))
 
@@ -154,5 +163,9 @@ class SharedLimit:
 
 def default_key(base_url: str, api_key_env: str | None) -> str:
     """The key an entry's limits are counted under unless it names one: its endpoint and the
-    environment variable its API key is read from (never the key itself)."""
-    return f"{base_url.rstrip('/')} {api_key_env or '-'}"
+    environment variable its API key is read from (never the key itself). Credentials in the
+    URL (user and password, a query) are left out: the key is shown on `/metrics`."""
+    parts = urlsplit(base_url)
+    host = parts.netloc.rpartition("@")[2]
+    endpoint = urlunsplit((parts.scheme, host, parts.path, "", "")).rstrip("/")
+    return f"{endpoint} {api_key_env or '-'}"

@@ -14,17 +14,19 @@ from parley.graph.context import Info
 from parley.graph.enums import Aggregate, EpisodeStatus, SortOrder, TurnOrder
 from parley.graph.episode_types import Episode, an_id, optional_id, when
 from parley.graph.errors import UserInputError
+from parley.graph.experiment_costs import CostEstimate, PrecisionInput
 from parley.graph.fields import shows, stored, wrapped
 from parley.graph.forks import ForkMessageInput, SeatGoalInput, SeatModelInput
 from parley.graph.inputs import AGGREGATE, JUDGES, JudgeInput
 from parley.graph.payloads import user_errors
 from parley.graph.rejudge import Rejudging
 from parley.graph.types import UserError, primary_key
+from parley.lifecycle import estimate, rejudge, replay
 from parley.lifecycle import experiments as service
-from parley.lifecycle import rejudge, replay
 from parley.lifecycle.experiment_arms import arm_results
 from parley.lifecycle.experiment_follow import UnknownExperiment, follow_experiment
 from parley.lifecycle.experiments import Progress
+from parley.lifecycle.pacing import Stop
 from parley.lifecycle.start import get_many
 from parley.resolvers.experiment_design import Sampling
 from parley.resolvers.pagination import numbered
@@ -127,6 +129,17 @@ class ExperimentDesignInput:
         description="Interventions, at most 10, each compared with the control (the slots' own "
         "episodes) over the same slots: arm i fills slots B * (i + 1) + n, B control slots.",
     )
+    budget: float | None = strawberry.field(
+        default=None,
+        description="US dollars: no episode is queued once what was spent plus what the "
+        "episodes in flight may cost would exceed it (every model priced in the models file; "
+        "the embedded model costs 0). Not with arms.",
+    )
+    precision: PrecisionInput | None = strawberry.field(
+        default=None,
+        description="Queue the repeats one round at a time, and no more once each compared "
+        "model's overall score is known this precisely (repeats >= 2; not with arms).",
+    )
 
 
 @strawberry.input(description="A new experiment: a name, unique with its tag, and a design.")
@@ -221,7 +234,20 @@ class ExperimentProgress:
         "Arm slots whose control failed or was cancelled: a new start retries the control, then "
         "forks them."
     )
-    finished = stored("Every slot's episode has ended (arm slots not reached count as ended).")
+    held = stored(
+        "Slots never queued because the experiment stopped (`stopped`): they count as ended."
+    )
+
+    @strawberry.field(
+        description="Why the experiment queues no more episodes (its budget, or its precision "
+        "reached); null while it is not stopped."
+    )
+    def stopped(self) -> Stop | None:
+        return None if self.progress.stopped is None else Stop(self.progress.stopped)
+
+    finished = stored(
+        "Every slot's episode has ended (arm slots not reached and held slots count as ended)."
+    )
     all_completed = stored("Every slot's episode completed (but arm slots not reached).")
 
 
@@ -338,6 +364,22 @@ class Experiment:
         found = await arm_results(info.context.services, self.record)
         return [ExperimentArm(result=result) for result in found]
 
+    @strawberry.field(
+        description="The design's budget in US dollars; null without one (what its episodes "
+        "spent: `usageTotals(filter: {experimentId})`)."
+    )
+    def budget(self) -> float | None:
+        value = self.record.design.get("budget")
+        return float(value) if isinstance(value, int | float) else None
+
+    @strawberry.field(
+        description="What its slots will take (calls, tokens, dollars) from comparable recorded "
+        "episodes, with 95% ranges."
+    )
+    async def estimate(self, info: Info) -> CostEstimate:
+        found = await estimate.of_experiment(info.context.services, self.record)
+        return CostEstimate(found=found)
+
     @strawberry.field(description="Counts by status, rate and an estimate of the time left.")
     async def progress(self, info: Info) -> ExperimentProgress:
         measured = await service.progress(info.context.services, self.record)
@@ -414,6 +456,20 @@ class ExperimentMutation:
     )
     async def start_experiment(self, info: Info, input: ExperimentIdInput) -> ExperimentRunPayload:
         record, queued, errors = await service.start_experiment(info.context.services, input.id)
+        return ExperimentRunPayload(
+            experiment=wrapped(Experiment, record), changed=queued, user_errors=user_errors(errors)
+        )
+
+    @strawberry.mutation(
+        description="Queue a calibration run: the first two slots of each kind (models and "
+        "turn limit) with no comparable recorded episode, so that `estimate` covers every slot. "
+        "They are the experiment's own slots: a start does not play them again."
+    )
+    async def calibrate_experiment(
+        self, info: Info, input: ExperimentIdInput
+    ) -> ExperimentRunPayload:
+        services = info.context.services
+        record, queued, errors = await service.calibrate_experiment(services, input.id)
         return ExperimentRunPayload(
             experiment=wrapped(Experiment, record), changed=queued, user_errors=user_errors(errors)
         )

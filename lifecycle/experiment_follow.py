@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator
 from functools import partial
 
 from parley.lifecycle.experiments import Progress, Tally, get_experiment, tally
-from parley.lifecycle.follow import patiently
+from parley.lifecycle.follow import Subscriber, patiently
 from parley.lifecycle.services import Services
 from parley.storage import keys
 from parley.storage.events import NOT_JUDGED, EpisodeEvent, EventKind
@@ -21,6 +21,7 @@ from parley.storage.models import EpisodeStatus, Experiment
 
 BURST = 0.05
 """Seconds to let further events arrive before sending the progress again."""
+PACED_WAIT = 1.0
 
 
 class UnknownExperiment(LookupError):
@@ -34,14 +35,31 @@ def apply(event: EpisodeEvent | None, state: Tally, experiment_id: str) -> bool 
         return None  # events may have been lost
     if event.type != EventKind.STATUS or event.status is None:
         return False
-    if event.episode_id in state.controls and event.status.terminal:
-        return None  # what its arms wait for may have changed (lifecycle/experiment_arms.py)
+    if event.status.terminal and (state.paced or event.episode_id in state.controls):
+        if state.paced and event.experiment_id != experiment_id:
+            return False
+        # what its arms wait for may have changed (lifecycle/experiment_arms.py), or what a
+        # paced experiment queues, or whether it stopped (lifecycle/pacing.py)
+        return None
     if event.episode_id in state.states:
         reason = event.reason or ""
         unjudged = event.status == EpisodeStatus.COMPLETED and reason.startswith(NOT_JUDGED)
         state.saw(event.episode_id, event.status, event.at, unjudged)
         return True
     return None if event.experiment_id == experiment_id else False
+
+
+async def next_event(subscriber: Subscriber, state: Tally) -> EpisodeEvent | None:
+    """The next event; for a paced experiment with nothing in flight, None after PACED_WAIT
+    without one (read the state again: the worker that ended its last episode may have queued
+    more, or stopped it, after the stream last read)."""
+    idle = state.paced and not any(not s.terminal for s, _ in state.states.values())
+    if not idle:
+        return await subscriber.next()
+    try:
+        return await asyncio.wait_for(subscriber.next(), PACED_WAIT)
+    except TimeoutError:
+        return None
 
 
 async def reread(services: Services, pk: str, known: Experiment) -> tuple[Experiment, Tally]:
@@ -67,7 +85,7 @@ async def follow_experiment(services: Services, pk: str) -> AsyncGenerator[Progr
                 if current.finished:
                     return
                 yield current
-            outcome = apply(await subscriber.next(), state, pk)
+            outcome = apply(await next_event(subscriber, state), state, pk)
             if outcome is False:
                 continue
             await asyncio.sleep(BURST)

@@ -19,7 +19,9 @@ from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import Name, ShortText
 from parley.lifecycle import failpoints
 from parley.lifecycle import start as simulations
+from parley.lifecycle.estimate import calibration_of
 from parley.lifecycle.experiment_arms import RETRIED, fill_arms
+from parley.lifecycle.pacing import LOCK_SECONDS, admit, budget_errors
 from parley.lifecycle.services import Services
 from parley.resolvers.experiment_design import CONTROL, Design, Layout, plan, reached
 from parley.resolvers.keyset import newest_first
@@ -61,6 +63,10 @@ class Progress:
     arms_waiting: int = 0
     """Arm slots with no episode whose control failed or was cancelled: a new start retries
     the control, and its arms are forked once it completes."""
+    held: int = 0
+    """Slots never queued because the experiment stopped (`stopped`); they count as ended."""
+    stopped: str | None = None
+    """Why a paced experiment stopped queuing (lifecycle/pacing.py's `Stop`), or None."""
 
     @property
     def unfinished(self) -> int:
@@ -86,6 +92,9 @@ async def create_experiment(
         return None, errors
     design, slots, errors = await plan(services.client, valid.design, services.models)
     if design is None:
+        return None, errors
+    errors = budget_errors(design, slots, services.models.prices)
+    if errors:
         return None, errors
     record = Experiment(
         pk=str(ULID()),
@@ -163,9 +172,11 @@ def slot_request(
     return request
 
 
-async def to_fill(store: ExperimentStore, experiment: Experiment) -> list[tuple[int, str]]:
-    """(slot, the episode now in it or "") of each control slot with no episode or a failed
-    one (arm slots are forked: `fill_arms`)."""
+async def to_fill(
+    store: ExperimentStore, experiment: Experiment, retry: bool = True
+) -> list[tuple[int, str]]:
+    """(slot, the episode now in it or "") of each control slot with no episode, or (`retry`)
+    a failed one (arm slots are forked: `fill_arms`)."""
     filled = await store.slots(str(experiment.pk))
     numbers = sorted(filled)
     states = await store.statuses([filled[n] for n in numbers])
@@ -173,33 +184,117 @@ async def to_fill(store: ExperimentStore, experiment: Experiment) -> list[tuple[
     todo: list[tuple[int, str]] = []
     for number in range(Layout.of(experiment.design, experiment.slot_count).controls):
         state = state_of.get(number)
-        if number not in filled or state is None or state[0] in RETRIED:
+        if number not in filled or state is None or (retry and state[0] in RETRIED):
             todo.append((number, filled.get(number, "")))
     return todo
+
+
+def is_paced(experiment: Experiment) -> bool:
+    """Whether its design has a budget or a precision (lifecycle/pacing.py)."""
+    design = experiment.design
+    return design.get("budget") is not None or design.get("precision") is not None
 
 
 async def start_experiment(
     services: Services, pk: str
 ) -> tuple[Experiment | None, int, list[UserError]]:
     """Queue an episode for every control slot with none, or with a failed or cancelled one,
-    and fork every arm slot that is due (`fill_arms`); how many slots this call filled."""
+    and fork every arm slot that is due (`fill_arms`); how many slots this call filled. A
+    paced experiment queues only what its budget and precision let through now."""
+    return await fill_slots(services, pk, resume=True)
+
+
+async def top_up(services: Services, pk: str) -> int:
+    """Queue what a paced experiment lets through now that one of its episodes has ended (run
+    by the worker that ended it); how many it queued. An unpaced one queued every slot at its
+    start: nothing is done."""
+    experiment = await get_experiment(services, pk)
+    if experiment is None or not is_paced(experiment):
+        return 0
+    # Many episodes may end at once: each asks, and whoever holds the lock answers every ask
+    # made meanwhile (it fills again while the count moved), so none waits behind the others.
+    store = ExperimentStore(services.client)
+    queued = 0
+    while True:
+        asked = await store.ask_to_pace(pk)
+        lock = store.pacing_lock(pk, LOCK_SECONDS)
+        if not await lock.acquire(blocking=False):
+            return queued  # the holder sees the count moved, and fills again
+        try:
+            while True:
+                found = await get_experiment(services, pk) or experiment
+                _, filled, _ = await _fill(services, found, False, None)
+                queued += filled
+                now = await store.pacing_asks(pk)
+                if now == asked:
+                    break
+                asked = now
+        finally:
+            await lock.release()
+        if await store.pacing_asks(pk) == asked:
+            return queued  # no ask came between the last fill and the release
+
+
+async def calibrate_experiment(
+    services: Services, pk: str
+) -> tuple[Experiment | None, int, list[UserError]]:
+    """Queue the calibration run an estimate needs: the first two control slots of each kind
+    with no comparable recorded episode (lifecycle/estimate.py). They are slots of the
+    experiment, so a later start does not play them again."""
     experiment = await get_experiment(services, pk)
     if experiment is None:
         return None, 0, [not_found("experiment", pk)]
+    chosen = set(await calibration_of(services, experiment))
+    if not chosen:
+        return experiment, 0, []
+    return await fill_slots(services, pk, resume=True, only=chosen)
+
+
+async def fill_slots(
+    services: Services, pk: str, resume: bool, only: set[int] | None = None
+) -> tuple[Experiment | None, int, list[UserError]]:
+    """`start_experiment` (`resume`: a start, which retries failed slots and marks its time),
+    or `top_up`, of every slot or `only` these; a paced experiment's under its lock."""
+    experiment = await get_experiment(services, pk)
+    if experiment is None:
+        return None, 0, [not_found("experiment", pk)]
+    if not is_paced(experiment):
+        return await _fill(services, experiment, resume, only)
+    lock = ExperimentStore(services.client).pacing_lock(pk, LOCK_SECONDS, wait=LOCK_SECONDS)
+    async with lock:
+        found = await get_experiment(services, pk) or experiment
+        return await _fill(services, found, resume, only)
+
+
+async def _fill(
+    services: Services, experiment: Experiment, resume: bool, only: set[int] | None
+) -> tuple[Experiment | None, int, list[UserError]]:
+    pk = str(experiment.pk)
     store = ExperimentStore(services.client)
     judges = judging(experiment)
     source = experiment.replay_of
     replaying = await store.slots(source) if source is not None else None
+    controls = Layout.of(experiment.design, experiment.slot_count).controls
     queued = 0
     plan: list[ExperimentSlot] = []
     again: set[int] | None = None
     """After the first pass: the slots whose key gave back an earlier episode that has failed."""
     for _ in range(ROUNDS):
-        todo = [t for t in await to_fill(store, experiment) if again is None or t[0] in again]
+        todo = [
+            t
+            for t in await to_fill(store, experiment, retry=resume or again is not None)
+            if (again is None or t[0] in again) and (only is None or t[0] in only)
+        ]
+        if todo:
+            admitted = await admit(services, experiment, todo, controls)
+            if admitted.stop is not None:
+                await store.mark_stopped(pk, admitted.stop)
+            todo = admitted.slots
         if not todo:
             break
         plan = plan or await store.plan(pk)
-        await store.mark_started(pk, time.time())
+        if resume:
+            await store.mark_started(pk, time.time())
         again = set()
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
@@ -221,7 +316,8 @@ async def start_experiment(
                     again.add(n)  # replaced by the next pass
                 elif done:
                     queued += 1
-    controls = Layout.of(experiment.design, experiment.slot_count).controls
+    if only is not None:
+        return await store.get(pk), queued, []
     forked, errors = await fill_arms(services, experiment, range(controls))
     return await store.get(pk), queued + forked, errors
 
@@ -276,6 +372,9 @@ class Tally:
     arms wait for may change, so the state is read again."""
     not_reached: int = 0
     arms_waiting: int = 0
+    stopped: str | None = None
+    paced: bool = False
+    """Its design has a budget or a precision: an ended episode may queue others, or stop it."""
 
     def saw(
         self, episode_id: str, status: EpisodeStatus, at: float, unjudged: bool = False
@@ -289,10 +388,15 @@ class Tally:
     def progress(self, now: float) -> Progress:
         counts = Counter(status for status, _ in self.states.values())
         pending = self.total - len(self.states) - self.not_reached - self.arms_waiting
+        held = pending if self.stopped is not None else 0
+        pending -= held
         unjudged = len(self.unjudged)
-        arms = {"not_reached": self.not_reached, "arms_waiting": self.arms_waiting}
+        ends = {"not_reached": self.not_reached, "arms_waiting": self.arms_waiting, "held": held}
+        stopped = self.stopped
         if self.since is None:
-            return Progress(self.total, pending, dict(counts), unjudged=unjudged, **arms)
+            return Progress(
+                self.total, pending, dict(counts), unjudged=unjudged, stopped=stopped, **ends
+            )
         since = self.since
         done = [
             at for s, at in self.states.values() if s == EpisodeStatus.COMPLETED and at >= since
@@ -301,7 +405,9 @@ class Tally:
         span = (now if unfinished else max(done, default=since)) - since
         rate = len(done) / span if span > 0 and done else 0.0
         left = unfinished / rate if rate > 0 else (0.0 if not unfinished else None)
-        return Progress(self.total, pending, dict(counts), rate * 60, left, unjudged, **arms)
+        return Progress(
+            self.total, pending, dict(counts), rate * 60, left, unjudged, stopped=stopped, **ends
+        )
 
 
 async def progress(services: Services, experiment: Experiment) -> Progress:
@@ -318,6 +424,7 @@ async def tally(services: Services, experiment: Experiment) -> Tally:
     states = {pk: (state.status, state.ended) for pk, state in found}
     unjudged = {pk for pk, state in found if state.unjudged}
     made = Tally(experiment.slot_count, experiment.started_at, states, unjudged)
+    made.stopped, made.paced = experiment.stopped, is_paced(experiment)
     layout = Layout.of(experiment.design, experiment.slot_count)
     if not layout.arms:
         return made

@@ -42,6 +42,7 @@ from parley.lifecycle import logs
 from parley.lifecycle.control import StoredControl
 from parley.lifecycle.drafts import Drafter
 from parley.lifecycle.experiment_arms import fork_arms
+from parley.lifecycle.experiments import top_up
 from parley.lifecycle.jobs import crash_reason
 from parley.lifecycle.rejudge import Rejudger
 from parley.lifecycle.replay import checked
@@ -445,6 +446,8 @@ class Worker:
             given_up = await self._durably(lambda: self._give_up(episode, start.losses))
             if given_up.ok and given_up.status == Status.COMPLETED:
                 await self._fork_arms(job, episode)
+            elif given_up.ok:
+                await self._top_up(episode)
             return True
         started = await self._durably(lambda: self._begin(episode_id, episode.attempt, start))
         if not started.ok:
@@ -527,6 +530,17 @@ class Worker:
             await fork_arms(self.services, episode)
         except Exception:
             log.exception("forking the episode's experiment arms failed")
+        await self._top_up(episode)
+
+    async def _top_up(self, episode: EpisodeLog) -> None:
+        """Queue what the ended episode's experiment lets through now, if it is paced (a budget
+        or a precision: lifecycle/pacing.py). What fails here is left to its next start."""
+        if not episode.experiment_id:
+            return
+        try:
+            await top_up(self.services, episode.experiment_id)
+        except Exception:
+            log.exception("queuing more of the episode's experiment failed")
 
     async def _give_up(self, episode: EpisodeLog, losses: int) -> TransitionResult:
         """End an episode whose workers were lost `losses` times in a row without progress:
@@ -714,6 +728,7 @@ class Worker:
         await self._transition(
             str(episode.pk), Status.FAILED, attempt, reason=reason, fields=fields
         )
+        await self._top_up(episode)
 
 
 LEDGER_SWEEP_SECONDS = 60.0

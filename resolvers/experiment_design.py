@@ -35,6 +35,7 @@ from parley.resolvers.agents import agent_names
 from parley.resolvers.fork_fields import GoalFields, InjectionFields, SeatModelFields
 from parley.resolvers.names import agent_name, same_names
 from parley.resolvers.panels import PanelFields
+from parley.resolvers.precision import Precision
 from parley.resolvers.search import tag_terms
 from parley.storage.models import (
     AgentProfile,
@@ -51,6 +52,8 @@ MAX_SLOTS = 10_000
 """Most episodes one experiment expands into."""
 MAX_LIST = 1_000
 MAX_ARMS = 10
+MAX_BUDGET = 1_000_000.0
+"""Most US dollars one design may budget."""
 """Interventions one design declares (besides its control)."""
 CONTROL = "control"
 """The arm of a slot's own episode, which every intervention arm is compared with."""
@@ -150,6 +153,25 @@ class Design(PanelFields, extra="forbid"):
     model: a study run again pays only for what was not asked yet."""
     arms: Annotated[list[Arm], Field(max_length=MAX_ARMS)] = []
     """Interventions, each forked from every control slot's episode (`expand`)."""
+    budget: Annotated[float, Field(gt=0, le=MAX_BUDGET)] | None = None
+    """US dollars: no episode is queued once what was spent and what is in flight would
+    exceed it (lifecycle/pacing.py)."""
+    precision: Precision | None = None
+    """Queue the repeats one round at a time, and none once every compared model's overall
+    score is known this precisely (resolvers/precision.py)."""
+
+    @model_validator(mode="after")
+    def paced_without_arms(self) -> "Design":
+        if (self.budget is not None or self.precision is not None) and self.arms:
+            raise ValueError("a budget or a precision is for a design without arms")
+        if self.precision is not None and self.repeats < 2:
+            raise ValueError("a precision needs repeats of 2 or more: the rounds it stops after")
+        return self
+
+    @property
+    def paced(self) -> bool:
+        """Its episodes are queued as they fit (a budget) or round by round (a precision)."""
+        return self.budget is not None or self.precision is not None
 
     def arm(self, name: str) -> Arm | None:
         return next((arm for arm in self.arms if arm.name == name), None)

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 from pydantic import TypeAdapter
+from redis.asyncio.lock import Lock
 
 from parley.storage import keys
 from parley.storage.models import EpisodeLog, EpisodeStatus, Experiment, ExperimentSlot
@@ -122,6 +123,21 @@ class ExperimentStore:
 
     async def mark_started(self, pk: str, at: float) -> None:
         await self.client.json().set(Experiment.make_primary_key(pk), "$.started_at", at)
+
+    def pacing_lock(self, pk: str, seconds: float, wait: float | None = None) -> Lock:
+        """The lock held while a paced experiment decides what to queue (`wait`: seconds to
+        wait for it when acquired blocking)."""
+        return self.client.lock(keys.experiment_pacing(pk), timeout=seconds, blocking_timeout=wait)
+
+    async def ask_to_pace(self, pk: str) -> int:
+        """Count one more ask to queue what the experiment lets through; the count now."""
+        return int(await self.client.incr(keys.experiment_pacing_wanted(pk)))
+
+    async def pacing_asks(self, pk: str) -> int:
+        return int(await self.client.get(keys.experiment_pacing_wanted(pk)) or 0)
+
+    async def mark_stopped(self, pk: str, stop: str) -> None:
+        await self.client.json().set(Experiment.make_primary_key(pk), "$.stopped", stop)
 
     async def slots(self, pk: str) -> dict[int, str]:
         """Slot number to the id of the episode filling it (slots with none are absent)."""

@@ -117,6 +117,17 @@ def experiment_slots(experiment_id: str) -> str:
     return f"parley:experiment-slots:{experiment_id}"
 
 
+def experiment_pacing(experiment_id: str) -> str:
+    """The lock held while a paced experiment decides what to queue (lifecycle/pacing.py)."""
+    return f"parley:experiment-pacing:{experiment_id}"
+
+
+def experiment_pacing_wanted(experiment_id: str) -> str:
+    """A count of the asks to queue more of a paced experiment (lifecycle/experiments.py's
+    `top_up`): the lock's holder fills again while it moves."""
+    return f"parley:experiment-pacing-wanted:{experiment_id}"
+
+
 def experiment_rejudgings(experiment_id: str) -> str:
     """The re-judgings made of an experiment's episodes (`rejudgeEpisodes(experimentId)`): a
     sorted set of their ids, scored by when each was queued."""

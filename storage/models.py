@@ -476,6 +476,8 @@ class Experiment(ListedRecord, index=True):
     tag: str = Field(default="", index=True, description="Tag its episodes carry.")
     design: dict[str, Any] = {}
     slot_count: int = 0
+    stopped: str | None = None
+    """Why a paced experiment queues no more episodes (lifecycle/pacing.py's `Stop`)."""
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     """When it was last started (or resumed)."""

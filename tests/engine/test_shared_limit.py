@@ -11,6 +11,7 @@ import redis.asyncio as redis
 from bench.support.fake_llm import FakeLLM
 from parley.engine.errors import UnknownModelError
 from parley.engine.llm import ChatRequest, ModelRegistry
+from parley.engine.shared_limit import LimitUsage, ProviderLimits, SharedLimit, default_key
 from parley.engine.stats import GenerationStats
 from parley.storage.provider_limits import RedisAllowance
 from tests.support.spare_redis import spare_redis
@@ -116,3 +117,59 @@ async def test_two_registries_share_the_places_in_flight(
     assert len(own_fake_llm.requests) == 6 and own_fake_llm.peak_in_flight == 1
     [usage] = await registries[0].limit_usage()
     assert usage.in_flight == 0 and usage.requests_this_minute <= 6
+
+
+@pytest.mark.parametrize(
+    ("base_url", "key"),
+    [
+        ("http://h:8000/v1/", "http://h:8000/v1 K"),
+        ("https://user:secret@api.example/v1", "https://api.example/v1 K"),
+        ("https://api.example/v1?api-key=secret#part", "https://api.example/v1 K"),
+        ("http://[::1]:9/v1", "http://[::1]:9/v1 K"),
+    ],
+)
+def test_the_default_key_names_the_endpoint_without_its_credentials(
+    base_url: str, key: str
+) -> None:
+    assert default_key(base_url, "K") == key
+    assert "secret" not in default_key(base_url, None)
+
+
+class Charges:
+    """An allowance that records what it was charged and lets every call go."""
+
+    def __init__(self) -> None:
+        self.admitted: list[int] = []
+        self.refunded: list[int] = []
+
+    async def admit(self, limits: ProviderLimits, tokens: int) -> float:
+        self.admitted.append(tokens)
+        return 0.0
+
+    async def enter(self, limits: ProviderLimits, lease: str, seconds: float) -> bool:
+        return True
+
+    async def leave(self, limits: ProviderLimits, lease: str | None, refund: int) -> None:
+        self.refunded.append(refund)
+
+    async def penalize(self, limits: ProviderLimits, hold: float, rejected: bool) -> None:
+        raise AssertionError("no 429 here")
+
+    async def usage(self, limits: ProviderLimits) -> LimitUsage:
+        raise AssertionError("not asked")
+
+
+async def test_a_request_larger_than_a_minutes_tokens_is_charged_a_minute() -> None:
+    allowance = Charges()
+    shared = SharedLimit(ProviderLimits("k", tokens_per_minute=1000), allowance)
+    await shared.admit(5000)
+    async with shared.in_flight(5000, timeout=1.0) as charge:
+        charge.used = 400
+    await shared.admit(300)
+    async with shared.in_flight(300, timeout=1.0) as charge:
+        charge.used = 200
+    assert allowance.admitted == [1000, 300]
+    assert allowance.refunded == [600, 100]
+    unlimited = SharedLimit(ProviderLimits("k", requests_per_minute=5), allowance)
+    await unlimited.admit(5000)
+    assert allowance.admitted[-1] == 5000

@@ -593,3 +593,36 @@ async def test_a_worker_killed_before_forking_an_arm_loses_nothing(
         assert slot["episode"]["parentId"] == control
     episodes = await stored(pk)
     assert len(episodes) == 4  # one fork per arm slot, none twice
+
+
+def priced_models(path: Path, fake: FakeLLM) -> Path:
+    prices = {"prompt_price": 100.0, "completion_price": 400.0}
+    entries = [{"name": n, "model": n, "base_url": fake.base_url, **prices} for n in ("m", "j")]
+    path.write_text(json.dumps({"models": entries}))
+    return path
+
+
+async def test_estimate_calibrates_then_a_budget_stops_the_run_with_status_3(
+    experiment_world: Worlds, env: dict[str, str], tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    scenarios, _ = await experiment_world("sys-budget")
+    models = priced_models(tmp_path / "models.json", fake_llm)
+    priced = {**env, "PARLEY_MODELS_FILE": str(models)}
+    path = design_file(tmp_path / "design.toml", "sys-budget", scenarios, "m")
+    text = path.read_text().replace('judge_model = "m"', 'judge_model = "j"')
+    path.write_text(text.replace("[design.scenarios]", "budget = 0.000001\n\n[design.scenarios]"))
+    with (
+        api_process(priced, tmp_path / "api.log", "--no-worker") as api,
+        worker_process(priced, tmp_path / "w.log"),
+    ):
+        url = ["--url", api.url]
+        estimate = Cli(["run", str(path), "--estimate", *url], tmp_path / "estimate.log")
+        assert estimate.wait() == 0, estimate.output()
+        said = estimate.output()
+        assert "a calibration run plays 2 of them first" in said
+        assert "estimate for 8 of 8 episodes, from 2 recorded comparable episodes" in said
+        assert "cost         $" in said and "budget       $0.0000" in said
+        # The budget is below one episode's cost: nothing beyond the calibration is queued.
+        ran = Cli(["run", str(path), *url], tmp_path / "run.log")
+        assert ran.wait() == 3, ran.output()
+        assert "stopped: its budget is reached, 6 episodes never queued" in ran.output()

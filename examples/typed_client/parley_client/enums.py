@@ -60,6 +60,11 @@ class EvaluationStatus(str, Enum):
     FAILED = "FAILED"
 
 
+class ExperimentStop(str, Enum):
+    BUDGET = "BUDGET"
+    PRECISION = "PRECISION"
+
+
 class JudgeAggregate(str, Enum):
     MEAN = "MEAN"
     MEDIAN = "MEDIAN"

@@ -359,6 +359,10 @@ class ExperimentDesignInput(BaseModel):
     "Answer a request identical to one any ledger of model calls holds with its recorded answer, asking no model: run again, it pays only for what was not asked."
     arms: Optional[list["ArmInput"]] = None
     "Interventions, at most 10, each compared with the control (the slots' own episodes) over the same slots: arm i fills slots B * (i + 1) + n, B control slots."
+    budget: Optional[float] = None
+    "US dollars: no episode is queued once what was spent plus what the episodes in flight may cost would exceed it (every model priced in the models file; the embedded model costs 0). Not with arms."
+    precision: Optional["PrecisionInput"] = None
+    "Queue the repeats one round at a time, and no more once each compared model's overall score is known this precisely (repeats >= 2; not with arms)."
 
 
 class ExperimentFilter(BaseModel):
@@ -451,6 +455,15 @@ class ModelSelectionInput(BaseModel):
     "The fixed partner model."
     seats: Optional[list[list[str]]] = None
     "Explicit (seat 1, seat 2) model assignments."
+
+
+class PrecisionInput(BaseModel):
+    """Stop queuing repeats once each compared model's overall score is known to ± halfWidth at 95% (the repeats are queued one round at a time)."""
+
+    half_width: float = Field(alias="halfWidth")
+    "The 95% interval's half-width, > 0."
+    min_scores: int = Field(alias="minScores", default=10)
+    "Fewest scores an interval may rest on, 2..10000."
 
 
 class RaterInput(BaseModel):

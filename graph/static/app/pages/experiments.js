@@ -23,6 +23,8 @@ function duration(seconds) {
 }
 
 /** How far an experiment got, in words: rates and time left count completed episodes only. */
+const STOPS = { BUDGET: "its budget is reached", PRECISION: "its precision is reached" };
+
 function progressText(p, ended) {
   const rate = p.episodesPerMinute > 0 ? `${p.episodesPerMinute.toFixed(1)} completed a minute` : null;
   if (p.finished) {
@@ -31,6 +33,7 @@ function progressText(p, ended) {
       p.failed ? `${p.failed} failed` : null,
       p.cancelled ? `${p.cancelled} cancelled` : null,
       p.notReached ? `${p.notReached} arm ${p.notReached === 1 ? "slot" : "slots"} not reached` : null,
+      p.stopped ? `${p.held} never queued: stopped, as ${STOPS[p.stopped]}` : null,
     ];
     return `${ended} of ${p.total} ended: ${outcome.filter(Boolean).join(", ")}${rate ? ` (${rate})` : ""}; finished.`;
   }
@@ -45,7 +48,7 @@ function progressView(progress) {
   const counts = h("ul", { class: "counts", "aria-label": "Episodes by status" });
   const view = h("div", { class: "experiment-progress" }, bar, summary, counts);
   view.update = (p) => {
-    const ended = p.completed + p.failed + p.cancelled + p.notReached;
+    const ended = p.completed + p.failed + p.cancelled + p.notReached + p.held;
     bar.max = Math.max(1, p.total);
     bar.value = ended;
     view.dataset.finished = String(p.finished);
@@ -58,6 +61,10 @@ function progressView(progress) {
     if (p.notReached) {
       // arm slots whose control ended before the arm's turn: never forked, ended so
       counts.append(h("li", { dataset: { status: "NOT_REACHED" } }, "arm not reached ", h("span", { class: "count" }, String(p.notReached))));
+    }
+    if (p.held) {
+      // slots a stopped experiment never queued: its budget or its precision was reached
+      counts.append(h("li", { dataset: { status: "HELD" } }, `held (${STOPS[p.stopped]}) `, h("span", { class: "count" }, String(p.held))));
     }
     if (p.armsWaiting) {
       counts.append(h("li", { dataset: { status: "ARMS_WAITING" } }, "arm waiting on a retried control ", h("span", { class: "count" }, String(p.armsWaiting))));
@@ -126,6 +133,61 @@ function usageLine(usage) {
     { class: "usage" },
     `Tokens over ${usage.episodes} episodes: ${count(usage.promptTokens)} prompt, ${count(usage.completionTokens)} completion${estimated}; ${cost}.`,
   );
+}
+
+/** A figure with its 95% range, as dollars or whole counts. */
+function figureText(figure, money) {
+  if (!figure) return "unknown";
+  const shown = (n) => (money ? `$${n.toFixed(4)}` : Math.round(n).toLocaleString("en"));
+  const range = figure.low === null ? " (range unknown until a kind of episode is recorded twice)" : ` (95% range ${shown(figure.low)} to ${shown(figure.high)})`;
+  return `${shown(figure.expected)}${range}`;
+}
+
+/** What the experiment will take, and its budget against what it spent; `update(estimate)`. */
+function costView(api, id, budget, errorBox) {
+  const box = h("div", { class: "estimate-box" });
+  const messages = h("div", { "aria-live": "polite" });
+  box.update = (estimate, usage) => {
+    clear(box);
+    const spent = usage.cost === null ? null : usage.cost;
+    if (budget !== null) {
+      const used = spent === null ? "" : `: $${spent.toFixed(4)} spent (${percent(spent, budget)}%)`;
+      box.append(h("p", { class: "budget" }, `Budget $${budget.toFixed(4)}${used}.`));
+    }
+    if (!estimate.covered) {
+      box.append(h("p", { class: "estimate" }, `Nothing comparable is recorded for its ${estimate.episodes} episodes yet: a calibration run plays two of each kind, then the estimate covers them.`));
+    } else {
+      const part = estimate.covered === estimate.episodes ? `its ${estimate.episodes} episodes` : `${estimate.covered} of its ${estimate.episodes} episodes`;
+      box.append(
+        h("p", { class: "estimate" }, `Estimate for ${part}, from ${estimate.comparable} comparable recorded ${estimate.comparable === 1 ? "episode" : "episodes"}:`),
+        h(
+          "ul",
+          { class: "estimate-figures" },
+          h("li", {}, "Model calls ", figureText(estimate.calls, false)),
+          h("li", {}, "Tokens ", figureText(estimate.tokens, false)),
+          h("li", {}, "Cost ", estimate.cost ? figureText(estimate.cost, true) : "unknown: a model has no prices in the models file"),
+        ),
+      );
+    }
+    if (estimate.uncovered.length) {
+      const calibrate = async () => {
+        clear(messages);
+        try {
+          const answer = (await api.request("CalibrateExperiment", { id })).calibrateExperiment;
+          if (answer.userErrors.length) messages.append(...answer.userErrors.map((e) => h("p", { role: "alert" }, e.message)));
+          else messages.append(h("p", { class: "notice" }, `${answer.changed} calibration episodes queued.`));
+        } catch (error) {
+          messages.append(errorBox(error));
+        }
+      };
+      box.append(
+        h("p", {}, "Not covered: ", estimate.uncovered.map((models) => models.join(" / ")).join("; "), "."),
+        h("div", { class: "actions" }, h("button", { type: "button", onclick: calibrate }, "Calibrate")),
+      );
+    }
+    box.append(messages);
+  };
+  return box;
 }
 
 function cell(result, model) {
@@ -337,8 +399,11 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
   const progress = progressView(experiment.progress);
   const limits = providerLimitsPanel(api);
   const usageBox = h("div", { class: "usage-box" }, usageLine(data.usageTotals));
+  const costs = costView(api, id, experiment.budget, errorBox);
+  const estimated = () => api.request("ExperimentEstimate", { id });
   const results = resultsView(api, experiment, data.evaluationDimensionLists, evaluation);
-  await results.update();
+  const [first] = await Promise.all([estimated(), results.update()]);
+  costs.update(first.experiment.estimate, data.usageTotals);
 
   const messages = h("div", { class: "form-errors", "aria-live": "polite" });
   const act = (operation, field) => async () => {
@@ -375,6 +440,8 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
       h("button", { type: "button", class: "danger", onclick: act("CancelExperiment", "cancelExperiment") }, "Cancel"),
     ),
     messages,
+    h("h2", {}, "Cost"),
+    costs,
     h("h2", {}, "Provider limits"),
     limits.box,
     h("h2", {}, "Results"),
@@ -397,12 +464,13 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     clearTimeout(timer);
     timer = setTimeout(async () => {
       try {
-        const [again] = await Promise.all([detail(), results.update()]);
+        const [again, estimate] = await Promise.all([detail(), estimated(), results.update()]);
         if (again.experiment) {
           showSlots(again.experiment.slots);
           showArms(again.experiment.arms);
         }
         clear(usageBox).append(usageLine(again.usageTotals));
+        if (estimate.experiment) costs.update(estimate.experiment.estimate, again.usageTotals);
       } catch {
         // the next change tries again
       }

@@ -1,0 +1,169 @@
+"""Paced experiments played by real workers against the fake model server: a budget stops
+queuing at its cap, a precision stops the repeats once the compared model is known well enough,
+and the estimate reads what comparable episodes spent."""
+
+import dataclasses
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.support.fake_llm import FakeLLM
+from parley.engine.llm import ModelRegistry
+from parley.lifecycle.estimate import of_experiment
+from parley.lifecycle.experiments import (
+    Progress,
+    calibrate_experiment,
+    create_experiment,
+    get_experiment,
+    progress,
+    start_experiment,
+)
+from parley.lifecycle.services import Services
+from parley.resolvers.usage import usage_totals
+from parley.storage.experiments import ExperimentStore
+from parley.storage.models import EpisodeStatus, Experiment
+from tests.engine.conftest import FAST_RETRY
+from tests.lifecycle.conftest import burst
+from tests.support.experiments import experiment_world
+
+PRICES = {"prompt_price": 100.0, "completion_price": 400.0}
+"""Dollars per million tokens: dear enough that one episode costs cents."""
+
+
+@pytest.fixture
+async def priced(services: Services, fake_llm: FakeLLM, tmp_path: Path) -> AsyncIterator[Services]:
+    """The services with `agent` and `judge` priced, and `unpriced`, all at the fake."""
+    models = tmp_path / "priced.json"
+    entries: list[dict[str, Any]] = [
+        {"name": "agent", "model": "agent", **PRICES},
+        {"name": "judge", "model": "judge", **PRICES},
+        {"name": "unpriced", "model": "unpriced"},
+    ]
+    listed = [{**e, "base_url": fake_llm.base_url} for e in entries]
+    models.write_text(json.dumps({"models": listed}))
+    registry = ModelRegistry(models, tmp_path, retry=FAST_RETRY)
+    yield dataclasses.replace(services, models=registry)
+    await registry.aclose()
+
+
+async def made(services: Services, tag: str, scenarios: list[str], **design: Any) -> Experiment:
+    fields = {
+        "scenarios": {"ids": scenarios},
+        "agents": {"sample": "uniform", "seed": 3, "pairs_per_scenario": 2},
+        "models": {"compare": ["agent"], "partner": "agent"},
+        "max_turns": 2,
+        "judge_model": "judge",
+        **design,
+    }
+    name = f"{tag}-{uuid.uuid4().hex[:6]}"
+    experiment, errors = await create_experiment(
+        services, {"name": name, "tag": tag, "design": fields}
+    )
+    assert errors == [] and experiment is not None
+    return experiment
+
+
+async def progress_of(services: Services, experiment: Experiment) -> Progress:
+    """The progress of the experiment as now stored (a stop is written on its record)."""
+    found = await get_experiment(services, str(experiment.pk))
+    assert found is not None
+    return await progress(services, found)
+
+
+async def spent(experiment: Experiment) -> float:
+    return (await usage_totals(experiment_id=str(experiment.pk))).cost or 0.0
+
+
+async def test_a_budget_refuses_a_model_without_prices(priced: Services) -> None:
+    scenarios, _ = await experiment_world(f"pace-{uuid.uuid4().hex[:6]}")
+    design = {
+        "scenarios": {"ids": scenarios},
+        "agents": {"sample": "uniform", "seed": 3},
+        "models": {"compare": ["unpriced"], "partner": "agent"},
+        "judge_model": "judge",
+        "budget": 1.0,
+    }
+    experiment, errors = await create_experiment(
+        priced, {"name": "x", "tag": "pace-refused", "design": design}
+    )
+    assert experiment is None
+    assert [(e.field, e.code.value) for e in errors] == [(["input", "design", "budget"], "INVALID")]
+    assert "'unpriced'" in errors[0].message
+
+
+async def test_the_estimate_covers_what_comparable_episodes_spent_and_a_budget_stops_at_its_cap(
+    priced: Services,
+) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    first = await made(priced, tag, scenarios, repeats=2)  # 16 episodes
+    before = await of_experiment(priced, first)
+    assert before.covered == 0 and before.cost is None and before.uncovered
+    assert before.uncovered == [("judge", "agent", "agent")]
+
+    # A calibration run plays two slots, and then the estimate covers every slot.
+    _, queued, errors = await calibrate_experiment(priced, str(first.pk))
+    assert (queued, errors) == (2, [])
+    await burst(priced)
+    calibrated = await of_experiment(priced, first)
+    assert calibrated.covered == calibrated.episodes == 16 and calibrated.comparable == 2
+    assert calibrated.cost is not None and calibrated.cost.low is not None
+
+    await start_experiment(priced, str(first.pk))
+    await burst(priced)
+    ran = await progress_of(priced, first)
+    assert ran.counts == {EpisodeStatus.COMPLETED: 16}
+    cost = await spent(first)
+    assert abs(calibrated.cost.expected - cost) <= 0.15 * cost
+
+    # A budget of about five episodes' cost: it stops queuing, spends no more than its cap,
+    # and says so.
+    per_episode = cost / 16
+    second = await made(priced, tag, scenarios, repeats=2, budget=round(5.5 * per_episode, 6))
+    _, queued, errors = await start_experiment(priced, str(second.pk))
+    assert errors == [] and 0 < queued < 16
+    await burst(priced)
+    stopped = await progress_of(priced, second)
+    assert stopped.stopped == "BUDGET" and stopped.finished
+    assert stopped.held == 16 - stopped.counts[EpisodeStatus.COMPLETED] > 0
+    assert await spent(second) <= 5.5 * per_episode + 1e-9
+    # A start again queues nothing more.
+    _, again, _ = await start_experiment(priced, str(second.pk))
+    assert again == 0
+
+
+async def test_a_precision_stops_the_repeats_once_the_compared_model_is_known(
+    priced: Services,
+) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    # The fake's scores spread by a few points at most: one round of 8 knows them to ± 5.
+    precision = {"half_width": 5.0, "min_scores": 8}
+    experiment = await made(priced, tag, scenarios, repeats=3, precision=precision)
+    _, queued, _ = await start_experiment(priced, str(experiment.pk))
+    assert queued == 8  # one round: 2 scenarios x 2 pairs x 2 seatings
+    await burst(priced)
+    found = await progress_of(priced, experiment)
+    assert found.stopped == "PRECISION" and found.finished
+    assert (found.counts, found.held) == ({EpisodeStatus.COMPLETED: 8}, 16)
+    plan = await ExperimentStore(priced.client).plan(str(experiment.pk))
+    filled = await ExperimentStore(priced.client).slots(str(experiment.pk))
+    assert {plan[n].repeat for n in filled} == {0}
+
+
+async def test_a_precision_not_reached_plays_every_round(priced: Services) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    experiment = await made(
+        priced, tag, scenarios, repeats=2, precision={"half_width": 0.01, "min_scores": 100}
+    )
+    _, queued, _ = await start_experiment(priced, str(experiment.pk))
+    assert queued == 8
+    await burst(priced)
+    found = await progress_of(priced, experiment)
+    assert found.stopped is None and found.finished
+    assert found.counts == {EpisodeStatus.COMPLETED: 16}
