@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine, Iterable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from parley.engine.stats import GenerationStats
@@ -81,17 +82,63 @@ class EpisodeSuspended(EngineError):
         self.state = state
 
 
+_STOP: ContextVar[asyncio.Event | None] = ContextVar("parley_gather_stop", default=None)
+
+
+def gather_stop() -> asyncio.Event | None:
+    """In a job of `gather_or_fail`, the event set once the gather stops its jobs (one failed,
+    or the gather itself was cancelled); None elsewhere."""
+    return _STOP.get()
+
+
 async def gather_or_fail[T](jobs: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
     """Run `jobs` concurrently and return their results in order.
 
-    The first EpisodeFailed cancels the others and is raised as itself (not wrapped in an
-    ExceptionGroup), so callers handle one failure type whether one job ran or many.
+    The first failure stops the others (`gather_stop` is set, their tasks cancelled). Once every
+    job has ended, the failure of the first job in order among those that failed is raised as
+    itself (not wrapped in an ExceptionGroup, so callers handle one failure type whether one job
+    ran or many); a failure that is not an EpisodeFailed (a bug) is raised with the others in an
+    ExceptionGroup. Which job failed first is a matter of timing, which failed at all is not (the
+    ledger keeps where each stopped, and a replay plays each to there), so an episode and its
+    replay report the same failure.
+
+    Cancelling the gather stops its jobs and is passed on once they have ended, whatever they
+    raised.
     """
+    stop = asyncio.Event()
+
+    async def run(job: Coroutine[Any, Any, T]) -> T:
+        _STOP.set(stop)  # in this job's own context
+        return await job
+
+    tasks = [asyncio.create_task(run(job)) for job in jobs]
+    if not tasks:
+        return []
     try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(job) for job in jobs]
-    except* EpisodeFailed as failed:
-        first = failed.exceptions[0]
-        assert isinstance(first, EpisodeFailed)
-        raise first from None
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except asyncio.CancelledError:
+        await _stopped(stop, tasks)
+        raise
+    if await _stopped(stop, tasks):
+        raise asyncio.CancelledError
+    failed = [e for task in tasks if not task.cancelled() and (e := task.exception()) is not None]
+    if failed and all(isinstance(e, EpisodeFailed) for e in failed):
+        raise failed[0]
+    if failed:
+        raise BaseExceptionGroup("a job of gather_or_fail failed", failed)
     return [task.result() for task in tasks]
+
+
+async def _stopped(stop: asyncio.Event, tasks: list[asyncio.Task[Any]]) -> bool:
+    """Stop the jobs still running and wait until every one has ended; True when the waiting
+    task was cancelled meanwhile."""
+    stop.set()
+    for task in tasks:
+        task.cancel()
+    cancelled = False
+    while not all(task.done() for task in tasks):
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled

@@ -49,8 +49,9 @@ class CallScope:
 
 
 CANCELLED = "cancelled"
-"""The error code of a call cancelled before it ended (a sibling request's failure cancels the
-others of a judge's): a replay waits there until the same failure cancels it again."""
+"""The error code of a call cut short, or not sent, when a sibling request's failure stopped
+the others (engine/errors.py `gather_or_fail`: a judge's, or a turn's): a replay waits there
+until the same failure stops it again."""
 
 
 class Served(StrEnum):
@@ -81,8 +82,6 @@ class Recorded:
     answer: str | None
     error_code: str | None = None
     error_message: str | None = None
-    position: int = 0
-    """Its place in that ledger: the order the source's calls ended in."""
 
 
 class AnswerSource(Protocol):
@@ -94,11 +93,6 @@ class AnswerSource(Protocol):
 
     async def find(self, scope: CallScope, request: str) -> Recorded | None:
         """The answer recorded for the request of this hash, in this scope if it can."""
-        ...
-
-    def failing(self, recorded: Recorded) -> contextlib.AbstractAsyncContextManager[None]:
-        """Around raising a recorded failure: failures met at once (a judge's requests) are
-        raised in the order the source's ended, so the one that decided then decides again."""
         ...
 
 

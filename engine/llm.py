@@ -22,6 +22,7 @@ from parley.engine.errors import (
     LocalModelError,
     ReplayStopped,
     UnknownModelError,
+    gather_stop,
 )
 from parley.engine.ledger import (
     CANCELLED,
@@ -278,8 +279,18 @@ class ModelRegistry:
     async def complete(self, model: str, request: ChatRequest, stats: GenerationStats) -> str:
         """Send one chat request, retrying transport failures; return the reply text. A call
         in an episode's scope is recorded in the ledger, answered or failed. A scope with an
-        answer source (a replay, the cache) takes the recorded answer instead when it has one."""
+        answer source (a replay, the cache) takes the recorded answer instead when it has one.
+
+        In a job of `gather_or_fail` that its gather stopped (a sibling failed), a call that
+        ended stands (a cancellation while it is recorded does not undo its answer or failure)
+        and the job stops at its next call, recorded cancelled: the ledger says where each job
+        stopped. A replay plays such a job on until its recorded calls say it was cancelled."""
         scope, source = current_scope(), current_source()
+        stop = gather_stop()
+        replaying = source is not None and source.served == Served.REPLAY
+        if stop is not None and stop.is_set() and not replaying:
+            await self._unsent(scope, model, request)
+            raise asyncio.CancelledError
         if scope is not None and source is not None:
             served = await self._served(scope, source, model, request, stats)
             if served is not None:
@@ -298,6 +309,18 @@ class ModelRegistry:
             raise
         await self._record(scope, model, trace, None)
         return text
+
+    async def _unsent(self, scope: CallScope | None, model: str, request: ChatRequest) -> None:
+        """Record a call that a stopped job does not send, as cancelled, with the body it would
+        send: a replay of the job stops there too."""
+        if scope is None or self._ledger is None:
+            return
+        info = self.resolve(model)
+        endpoint = self._endpoints.get(info.name)
+        rejected = endpoint is not None and endpoint.schema_rejected
+        use_schema = request.schema is not None and info.json_schema and not rejected
+        trace = _Trace(request=_request_kwargs(info, request, use_schema), error_code=CANCELLED)
+        await self._record(scope, model, trace, "cancelled before it was sent")
 
     async def _served(
         self,
@@ -329,14 +352,16 @@ class ModelRegistry:
         if found.error_code == CANCELLED:
             # The source's call was cancelled by a sibling's failure: so is this one, once the
             # same failure is replayed; nothing cancelling it is a difference.
+            stop = gather_stop()
+            if stop is not None and stop.is_set():  # it was, while the call was recorded
+                raise asyncio.CancelledError
             await asyncio.sleep(self.replay_cancel_wait)
             reason = f"the call for {where(scope)} was cancelled in the source, not here"
             raise ReplayStopped(f"{ReplayCode.REPLAY_DIVERGED}: {reason}", stats)
         if found.error_code is not None or found.answer is None:
             stats.failures += 1
             failed = LLMTimeout if found.error_code == "timeout" else LLMTransportError
-            async with source.failing(found):
-                raise failed(found.error_message or f"{model}: answer without choices")
+            raise failed(found.error_message or f"{model}: answer without choices")
         return _clean(found.answer, info)
 
     async def _record(self, scope: CallScope, model: str, trace: _Trace, error: str | None) -> None:
@@ -443,8 +468,15 @@ class ModelRegistry:
 async def _kept(write: Coroutine[Any, Any, None]) -> None:
     """A ledger write that the caller's cancellation (a sibling request's failure cancels the
     others of a judge's) does not cut short: a call whose answer came is recorded, so a replay
-    finds it."""
-    await asyncio.shield(write)
+    finds it. In a job of `gather_or_fail` that its gather stopped, the cancellation does not
+    cut the call short either (the job stops at its next call): its answer or failure is what
+    the ledger says."""
+    try:
+        await asyncio.shield(write)
+    except asyncio.CancelledError:
+        stop = gather_stop()
+        if stop is None or not stop.is_set():
+            raise
 
 
 def _served_call(

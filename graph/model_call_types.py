@@ -73,8 +73,8 @@ class ModelCall:
     attempts = stored("Requests sent for this call, retries included.")
     error_code = stored(
         "Why it gave no answer: timeout, connection, rate_limited, server, client or "
-        "no_choices, or cancelled (cut short when another request of the same judge failed); "
-        "null when answered."
+        "no_choices, or cancelled (cut short, or not sent, when another request of the same "
+        "judge or turn failed); null when answered."
     )
     error_message = stored("What the provider or the connection said, when it failed.")
     served = stored(

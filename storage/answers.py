@@ -3,16 +3,13 @@ episode's ledger, and the cache of every ledger's answered requests (`keys.CALL_
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from typing import Any
 
 import redis.asyncio as redis
 
-from parley.engine.ledger import CANCELLED, CallPurpose, CallScope, Recorded, Served
+from parley.engine.ledger import CallPurpose, CallScope, Recorded, Served
 from parley.storage import keys
 from parley.storage.ledger import CALL_FIELD, StoredCall
 
@@ -42,35 +39,19 @@ class ReplaySource:
         last: dict[Place, int] = {}
         for call in calls:
             last[_place(call)] = max(last.get(_place(call), 0), call.attempt)
-        self._by_request: dict[str, list[tuple[int, StoredCall]]] = defaultdict(list)
-        for position, call in enumerate(calls):
+        self._by_request: dict[str, list[StoredCall]] = defaultdict(list)
+        for call in calls:
             if call.attempt == last[_place(call)]:
-                self._by_request[call.request].append((position, call))
-        self._failures: dict[int, asyncio.Event] = {}
-        """The recorded failures given out, by position: set once raised (or cancelled)."""
+                self._by_request[call.request].append(call)
 
     async def find(self, scope: CallScope, request: str) -> Recorded | None:
         waiting = self._by_request.get(request)
         if not waiting:
             return None
         place = _place_of_scope(scope)
-        index = next((i for i, (_, c) in enumerate(waiting) if _place(c) == place), 0)
-        position, call = waiting.pop(index)
-        if call.error_code != CANCELLED and (call.error_code is not None or call.answer is None):
-            self._failures[position] = asyncio.Event()
-        return Recorded(self.episode_id, call.answer, call.error_code, call.error_message, position)
-
-    @contextlib.asynccontextmanager
-    async def failing(self, recorded: Recorded) -> AsyncIterator[None]:
-        try:
-            await asyncio.sleep(0)  # the requests started with this one find theirs first
-            for position, ended in sorted(self._failures.items()):
-                if position >= recorded.position:
-                    break
-                await ended.wait()
-            yield
-        finally:
-            self._failures.setdefault(recorded.position, asyncio.Event()).set()
+        index = next((i for i, c in enumerate(waiting) if _place(c) == place), 0)
+        call = waiting.pop(index)
+        return Recorded(self.episode_id, call.answer, call.error_code, call.error_message)
 
 
 async def ledger_calls(client: redis.Redis, episode_id: str) -> list[StoredCall]:
@@ -104,7 +85,3 @@ class CacheSource:
         if call.request != request or not call.answered:
             return None
         return Recorded(episode_id, call.answer)
-
-    @contextlib.asynccontextmanager
-    async def failing(self, recorded: Recorded) -> AsyncIterator[None]:
-        yield  # the cache gives no failures

@@ -9,8 +9,10 @@ import pytest
 from bench.support.factories import make_setup
 from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.episode import simulate
-from parley.engine.errors import EpisodeFailed
-from parley.engine.llm import ModelRegistry
+from parley.engine.errors import EpisodeFailed, LLMError, gather_or_fail
+from parley.engine.ledger import ModelCall, recording
+from parley.engine.llm import ChatRequest, ModelRegistry
+from parley.engine.stats import GenerationStats
 
 
 async def test_malformed_action_repaired_by_reask(
@@ -102,3 +104,61 @@ async def test_cancellation_propagates(fake_llm: FakeLLM, registry: ModelRegistr
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+class HeldLedger:
+    """Keeps the calls; each write holds until `release`."""
+
+    def __init__(self) -> None:
+        self.calls: list[ModelCall] = []
+        self.writing = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def record(self, call: ModelCall) -> None:
+        self.calls.append(call)
+        self.writing.set()
+        await self.release.wait()
+
+
+async def failing_call(registry: ModelRegistry, fake: FakeLLM) -> int:
+    """A call whose every try fails, in an episode's scope, failing as a judge's job would."""
+    request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+    with recording("episode", 1):
+        try:
+            await registry.complete(fake.model_name(), request, GenerationStats())
+        except LLMError as exc:
+            raise EpisodeFailed(f"the call: {exc}", GenerationStats()) from exc
+    return 0
+
+
+async def test_a_cancellation_while_a_failure_is_recorded_is_passed_on(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    fake_llm.add_rule(Rule(status=500, times=None))
+    ledger = HeldLedger()
+    registry.record_calls(ledger)
+    task = asyncio.create_task(failing_call(registry, fake_llm))
+    await asyncio.wait_for(ledger.writing.wait(), 10)
+    task.cancel()  # a worker stopping: not the call's failure
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    ledger.release.set()
+    assert [c.error_code for c in ledger.calls] == ["server"]
+
+
+async def test_a_failure_being_recorded_when_a_sibling_fails_stands(
+    fake_llm: FakeLLM, registry: ModelRegistry
+) -> None:
+    fake_llm.add_rule(Rule(status=500, times=None))
+    ledger = HeldLedger()
+    registry.record_calls(ledger)
+
+    async def sibling() -> int:
+        await ledger.writing.wait()
+        raise EpisodeFailed("the sibling", GenerationStats())
+
+    with pytest.raises(EpisodeFailed) as caught:
+        await gather_or_fail([failing_call(registry, fake_llm), sibling()])
+    assert caught.value.reason.startswith("the call: ")  # the first job's, though it came last
+    ledger.release.set()
+    assert [c.error_code for c in ledger.calls] == ["server"]

@@ -1,9 +1,10 @@
 """Replaying episodes from their ledgers, and the cache mode, with a real worker, a real Redis
 and a fake model server of the test's own that counts every request it gets."""
 
+import asyncio
 import dataclasses
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import redis.asyncio as redis
 from bench.support.fake_llm import FakeLLM, Rule
 from bench.support.simulation import make_world, start_fields
 from parley.core.errors import ErrorCode
-from parley.engine.ledger import CallPurpose, ReplayCode, Served, content_hash
+from parley.engine.ledger import CANCELLED, CallPurpose, ModelCall, ReplayCode, Served, content_hash
 from parley.engine.llm import ModelRegistry
 from parley.lifecycle import start
 from parley.lifecycle.experiments import create_experiment, start_experiment
@@ -71,6 +72,10 @@ async def replayed(services: Services, source: str) -> EpisodeLog:
 
 def transcript(episode: EpisodeLog) -> list[dict[str, Any]]:
     return [t.model_dump(exclude={"sequence", "at"}) for t in episode.turns]
+
+
+def made(found: list[StoredCall]) -> Counter[tuple[Any, ...]]:
+    return Counter((c.purpose, c.seat, c.turn, c.judge, c.request, c.error_code) for c in found)
 
 
 async def test_a_replay_asks_no_model_and_matches_turn_by_turn(
@@ -222,11 +227,54 @@ async def test_recorded_failures_and_reasks_replay_as_they_went(
     assert transcript(replay) == transcript(source)
     assert replay.replay is not None and replay.replay.matched, replay.replay
     calls = await ledger_calls(redis_client, str(replay.pk))
-
-    def made(found: list[StoredCall]) -> Counter[tuple[Any, ...]]:
-        return Counter((c.purpose, c.seat, c.turn, c.judge, c.request, c.error_code) for c in found)
-
     assert made(calls) == made(recorded_calls)  # the same calls, failures and all
+
+
+class CrossedJudgeCalls(Ledger):
+    """A ledger that crosses the ends of a judge's two per-agent calls in every episode: seat 1's
+    is written after seat 0's, yet its write returns first (so a failure of seat 1 is raised
+    first), and seat 0's returns only a while later, once seat 1's failure has stopped the judge.
+    Re-asks and cancelled calls are written as they come."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        super().__init__(client, 30.0)
+        self.written: defaultdict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
+
+    async def record(self, call: ModelCall) -> None:
+        scope = call.scope
+        if scope.purpose != CallPurpose.JUDGE or call.error_code == CANCELLED:
+            await super().record(call)
+            return
+        assert scope.seat is not None
+        if scope.seat == 1:
+            await self.written[scope.episode_id, 0].wait()
+        await super().record(call)
+        self.written[scope.episode_id, scope.seat].set()
+        if scope.seat == 0:
+            await self.written[scope.episode_id, 1].wait()
+            await asyncio.sleep(0.2)
+
+
+async def test_a_judges_failures_at_once_report_the_first_agents_in_source_and_replay(
+    recorded: Services, own_fake_llm: FakeLLM, redis_client: redis.Redis
+) -> None:
+    """Which of a judge's failures at once is raised first is a matter of timing; the one
+    reported is the first agent's, in the source and in its replay alike."""
+    crossed = dataclasses.replace(recorded, ledger=CrossedJudgeCalls(redis_client))
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    model = own_fake_llm.model_name()
+    own_fake_llm.add_rule(Rule(kind="judge", status=500, times=None))
+    source = await finished(crossed, start_fields(scenario, agents, model, max_turns=1, tag=tag))
+    assert source.status == EpisodeStatus.COMPLETED and source.judge_error
+    assert f"gave no valid scores for Ava0 {tag}:" in source.judge_error  # raised last
+    recorded_calls = await ledger_calls(redis_client, str(source.pk))
+    judged = [(c.seat, c.error_code) for c in recorded_calls if c.purpose == CallPurpose.JUDGE]
+    assert judged == [(0, "server"), (1, "server")]
+    replay = await replayed(crossed, str(source.pk))
+    assert replay.judge_error == source.judge_error
+    assert replay.replay is not None and replay.replay.matched, replay.replay
+    assert made(await ledger_calls(redis_client, str(replay.pk))) == made(recorded_calls)
 
 
 def test_a_replay_that_differs_says_where_first() -> None:
@@ -287,3 +335,36 @@ async def test_a_replay_finds_what_was_sent_after_an_endpoint_refused_schema_mod
         await fresh.models.aclose()
     assert len(own_fake_llm.requests) == asked
     assert replay.replay is not None and replay.replay.matched, replay.replay
+
+
+async def test_a_judge_stopped_between_two_calls_stops_there_in_its_replay_too(
+    recorded: Services, own_fake_llm: FakeLLM, redis_client: redis.Redis
+) -> None:
+    """Seat 0's answer is being recorded when seat 1's failure stops the judge: the answer
+    stands and seat 0 stops at its next call, its re-ask, recorded cancelled though never sent;
+    the replay stops it at the same re-ask."""
+    crossed = dataclasses.replace(recorded, ledger=CrossedJudgeCalls(redis_client))
+    tag = f"replay-{uuid.uuid4().hex[:8]}"
+    scenario, agents = await make_world(tag)
+    model = own_fake_llm.model_name()
+    own_fake_llm.add_rule(
+        Rule(kind="judge", contains=[f"how well Ava0 {tag} did"], content="not json"),
+        Rule(kind="judge", status=500, times=None),
+    )
+    source = await finished(crossed, start_fields(scenario, agents, model, max_turns=1, tag=tag))
+    assert source.judge_error and f"gave no valid scores for Ava1 {tag}:" in source.judge_error
+    recorded_calls = await ledger_calls(redis_client, str(source.pk))
+    judged = [c for c in recorded_calls if c.judge is not None]
+    assert [(c.purpose, c.seat, c.error_code) for c in judged] == [
+        (CallPurpose.JUDGE, 0, None),
+        (CallPurpose.JUDGE, 1, "server"),
+        (CallPurpose.REASK, 0, CANCELLED),
+    ]
+    assert judged[2].attempts == 0
+    asked = len(own_fake_llm.requests)
+    assert len([r for r in own_fake_llm.requests if f"how well Ava0 {tag} did" in r.text]) == 1
+    replay = await replayed(crossed, str(source.pk))
+    assert len(own_fake_llm.requests) == asked
+    assert replay.judge_error == source.judge_error
+    assert replay.replay is not None and replay.replay.matched, replay.replay
+    assert made(await ledger_calls(redis_client, str(replay.pk))) == made(recorded_calls)
