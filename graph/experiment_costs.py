@@ -5,6 +5,7 @@ import strawberry
 from parley.graph.fields import shows, stored
 from parley.lifecycle import estimate
 from parley.lifecycle.pacing import Stop
+from parley.resolvers.precision import Precision
 
 strawberry.enum(
     Stop,
@@ -73,6 +74,9 @@ class CostEstimate:
 )
 class PrecisionInput:
     half_width: float = strawberry.field(description="The 95% interval's half-width, > 0.")
-    min_scores: int = strawberry.field(
-        default=10, description="Fewest scores an interval may rest on, 2..10000."
+    min_scores: int | None = strawberry.field(
+        default=None,
+        description="Fewest scores an interval may rest on, 2..10000 (default "
+        f"{Precision.model_fields['min_scores'].default}: fewer let intervals that look narrow "
+        "by chance stop it early).",
     )

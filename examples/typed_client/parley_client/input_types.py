@@ -462,8 +462,8 @@ class PrecisionInput(BaseModel):
 
     half_width: float = Field(alias="halfWidth")
     "The 95% interval's half-width, > 0."
-    min_scores: int = Field(alias="minScores", default=10)
-    "Fewest scores an interval may rest on, 2..10000."
+    min_scores: Optional[int] = Field(alias="minScores", default=None)
+    "Fewest scores an interval may rest on, 2..10000 (default 30: fewer let intervals that look narrow by chance stop it early)."
 
 
 class RaterInput(BaseModel):
