@@ -1,15 +1,16 @@
 """Four workers on one rate-limited API key: throughput, 429s, the estimate and a budget.
 
-Run: python -m bench.bench_budget [--per-minute 600] [--repeats 60] [--delay 0.05]
+Run: python -m bench.bench_budget [--per-minute 600] [--repeats 7] [--delay 0.05]
 
 The fake OpenAI-compatible server (in this process, answering after `delay`) allows one API key
 `per-minute` requests in any minute and answers 429 beyond. The models file gives the agent and
 judge models that key, the same `requests_per_minute` and prices; an API with no worker and four
 `parley worker` processes with no flags share one embedded Redis. Steps:
 
-1. estimate: an experiment of `repeats` x 2 episodes (one scenario and pair, the agent model in
-   both seat orders, four turns and a judge) is estimated with `--estimate`'s calls: nothing
-   comparable is recorded, so a calibration run plays two episodes first;
+1. estimate: an experiment of `repeats` x 18 episodes (three scenarios and three pairs, each
+   pair in each scenario, the agent model in both seat orders, four turns and a judge) is
+   estimated with `--estimate`'s calls: nothing comparable is recorded, so a calibration run
+   plays two episodes first;
 2. run: the experiment runs; printed are the requests the fake served a minute in the steady
    state (from STEADY_AFTER seconds after the start to the last episode's end), the 429s it
    answered then and in all, and the cost spent against the estimate;
@@ -30,6 +31,9 @@ from bench.support.processes import api_process, parley_env, worker_process
 from bench.support.simulation import make_world, post
 
 KEY_ENV = "BENCH_PROVIDER_KEY"
+WORLDS = ("bb", "budget-world", "a-budget-world-of-long-names-for-longer-prompts")
+"""Three scenarios, each with a pair of agents named after it: every pair meets in every
+scenario, in both seat orders (18 episodes a repeat)."""
 STEADY_AFTER = 15.0
 """Seconds after the start before the steady state is counted (workers warm, queue full)."""
 PRICES = {"prompt_price": 2.5, "completion_price": 10.0}
@@ -96,7 +100,7 @@ def steady(fake: FakeLLM, since: float, until: float) -> tuple[float, int]:
     return served / (until - since) * 60, refused
 
 
-async def main(per_minute: int = 600, repeats: int = 60, delay: float = 0.05) -> None:
+async def main(per_minute: int = 600, repeats: int = 7, delay: float = 0.05) -> None:
     with tempfile.TemporaryDirectory(prefix="parley-bench-budget-") as tmp:
         work = Path(tmp)
         with FakeLLM(delay=delay, limit=RateLimit(per_minute=per_minute)) as fake:
@@ -106,10 +110,14 @@ async def main(per_minute: int = 600, repeats: int = 60, delay: float = 0.05) ->
                     **parley_env(redis_url, data / "parley", seed="false", models_file=str(models)),
                     KEY_ENV: "sk-bench",
                 }
-                scenario, agents = await make_world("bench-budget")
+                scenarios, pairs = [], []
+                for tag in WORLDS:  # names of other lengths: episodes of other sizes
+                    scenario, agents = await make_world(tag)
+                    scenarios.append(scenario)
+                    pairs.append(agents)
                 design = {
-                    "scenarios": {"ids": [scenario]},
-                    "agents": {"pairs": [agents]},
+                    "scenarios": {"ids": scenarios},
+                    "agents": {"pairs": pairs},
                     "models": {"compare": ["agent"], "partner": "agent"},
                     "repeats": repeats,
                     "maxTurns": 4,
@@ -156,7 +164,7 @@ async def steps(url: str, fake: FakeLLM, design: dict[str, Any], per_minute: int
     print(
         f"spent ${spent:.4f}; estimate ${cost['expected']:.4f} is "
         f"{(cost['expected'] - spent) / spent:+.1%} of it; in the 95% range: "
-        f"{cost['low'] <= spent <= cost['high']}"
+        f"{cost['low'] - 1e-9 <= spent <= cost['high'] + 1e-9}"
     )
     cap = round(spent / 3, 6)
     budgeted = await create(url, "bench-budget-capped", {**design, "budget": cap})
