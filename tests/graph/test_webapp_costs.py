@@ -128,6 +128,8 @@ async def test_the_cost_section_calibrates_estimates_and_shows_a_budget_stop(
         held = page.locator('.counts li[data-status="HELD"] .count')
         await expect(held).to_have_text(str(progress["held"]))
         await expect(page.locator(".estimate-box .budget")).to_contain_text(f"Budget ${cap:.4f}")
+        episodes = page.locator("table.slots tbody tr td:last-child")
+        await expect(episodes.filter(has_text="held")).to_have_count(progress["held"])
         for name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
             await page.set_viewport_size(viewport)  # type: ignore[arg-type]
             await fits(tab)

@@ -318,7 +318,7 @@ function armsView(arms) {
   return h("div", { class: "scroll-x" }, table);
 }
 
-function slotTable(slots, model, names) {
+function slotTable(slots, model, names, stopped) {
   const shown = model ? slots.filter((slot) => slot.model === model || slot.agentModels.includes(model)) : slots;
   return h(
     "table",
@@ -343,7 +343,9 @@ function slotTable(slots, model, names) {
             {},
             slot.episode
               ? h("a", { href: `#/episodes/${encodeURIComponent(slot.episode.id)}` }, statusBadge(slot.episode.status))
-              : "not started",
+              : stopped
+                ? "held"
+                : "not started",
           ),
         ),
       ),
@@ -417,11 +419,11 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
     }
   };
   const slotsBox = h("div", { class: "slots-box" });
-  const showSlots = (slots) => clear(slotsBox).append(
-    slotTable(slots.nodes, model, names),
+  const showSlots = (slots, stopped) => clear(slotsBox).append(
+    slotTable(slots.nodes, model, names, stopped),
     pager((params) => routeLink(`/experiments/${encodeURIComponent(id)}`, params), { model, evaluation, after }, slots.pageInfo, stack),
   );
-  showSlots(experiment.slots);
+  showSlots(experiment.slots, experiment.progress.stopped);
   const armsBox = h("section", { class: "arms-box", hidden: !experiment.arms.length }, h("h2", {}, "Arms"), armsView(experiment.arms));
   const showArms = (arms) => {
     armsBox.hidden = !arms.length;
@@ -466,7 +468,7 @@ export async function experimentPage({ api, query, main, setConnection, errorBox
       try {
         const [again, estimate] = await Promise.all([detail(), estimated(), results.update()]);
         if (again.experiment) {
-          showSlots(again.experiment.slots);
+          showSlots(again.experiment.slots, again.experiment.progress.stopped);
           showArms(again.experiment.arms);
         }
         clear(usageBox).append(usageLine(again.usageTotals));
