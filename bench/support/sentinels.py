@@ -167,11 +167,16 @@ class SentinelCluster:
         """Until the replica is in sync with the primary."""
         deadline = time.monotonic() + timeout
         while True:
-            with self.connect(self.replica) as client:
-                if client.info("replication").get("master_link_status") == "up":
-                    return
+            try:
+                with self.connect(self.replica) as client:
+                    if client.info("replication").get("master_link_status") == "up":
+                        return
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                pass
             if time.monotonic() > deadline:
-                raise RuntimeError("the replica did not sync with the primary")
+                raise RuntimeError(
+                    f"the replica did not sync with the primary: {self._log_tail(self.replica)}"
+                )
             time.sleep(0.05)
 
     def wait_sentinels(self, timeout: float = 30.0) -> None:
@@ -237,7 +242,7 @@ class SentinelCluster:
                 raise RuntimeError(f"the replica was not promoted within {timeout} s")
             time.sleep(0.05)
 
-    def rejoin_as_replica(self, timeout: float = 30.0) -> float:
+    def rejoin_as_replica(self, timeout: float = 60.0) -> float:
         """Start the killed primary again as a replica of the promoted one (what an operator,
         or a supervisor with Sentinel's view, does) and wait until it is in sync; the two
         swap names. The seconds it took."""
@@ -275,7 +280,7 @@ class SentinelCluster:
         logs = [node.directory / "redis.log", node.directory / "sentinel.log"]
         for path in logs:
             if path.exists():
-                return " | ".join(path.read_text(errors="replace").splitlines()[-5:])
+                return " | ".join(path.read_text(errors="replace").splitlines()[-12:])
         return "(no log)"
 
 
