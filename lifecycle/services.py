@@ -104,6 +104,7 @@ async def open_services(settings: RunSettings, *, seed_if_empty: bool) -> AsyncI
                 settings.data_dir,
                 seed_if_empty=seed_if_empty,
                 fsync=settings.redis_fsync,
+                acks=settings.replica_acks(),
             )
         )
         registry = ModelRegistry(

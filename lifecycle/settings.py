@@ -4,12 +4,14 @@ Read from the environment (and a `.env` file when present); the API adds its own
 """
 
 from pathlib import Path
+from typing import Self
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from parley.lifecycle.logs import LogFormat
-from parley.storage.durability import Fsync
+from parley.storage import sentinel
+from parley.storage.durability import Fsync, ReplicaAcks
 
 
 def default_data_dir() -> Path:
@@ -24,7 +26,34 @@ class RunSettings(BaseSettings):
     redis_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("REDIS_URL", "REDIS_OM_URL", "PARLEY_REDIS_URL"),
-        description="Redis with JSON and Search; when unset an embedded Redis is started.",
+        description="Redis with JSON and Search, or its Sentinels (redis+sentinel://...); when "
+        "unset (and no PARLEY_SENTINELS) an embedded Redis is started.",
+    )
+    sentinels: str | None = Field(
+        default=None,
+        description="Comma-separated host:port of the Sentinels that watch the primary, "
+        "instead of a redis+sentinel:// URL.",
+    )
+    sentinel_service: str = Field(
+        default="mymaster", description="The name the Sentinels monitor the primary under."
+    )
+    sentinel_password: str | None = Field(
+        default=None, description="The Sentinels' own password, when they ask for one."
+    )
+    redis_password: str | None = Field(
+        default=None, description="The primary's and replicas' password, with PARLEY_SENTINELS."
+    )
+    replicas_acked: int = Field(
+        default=0,
+        ge=0,
+        description="Replicas that must hold a start, a turn, a status change or a person's "
+        "action before it is acknowledged (WAIT); 0 waits for none.",
+    )
+    replica_ack_timeout: float = Field(
+        default=1.0,
+        gt=0,
+        description="Seconds to wait for them; past it the write is not acknowledged (the API "
+        "answers UNAVAILABLE, a worker retries).",
     )
     redis_fsync: Fsync = Field(
         default="everysec",
@@ -69,3 +98,30 @@ class RunSettings(BaseSettings):
         description="plain text lines, or json: one JSON object per line (episode, attempt, "
         "worker and request ids as fields).",
     )
+
+    @field_validator("redis_url")
+    @classmethod
+    def _known_url(cls, url: str | None) -> str | None:
+        return None if url is None else sentinel.check_url(url)
+
+    @model_validator(mode="after")
+    def _sentinel_url(self) -> Self:
+        """PARLEY_SENTINELS and the rest, as the one redis+sentinel:// URL every process
+        reads."""
+        if self.sentinels:
+            if self.redis_url is not None:
+                raise ValueError("set REDIS_URL or PARLEY_SENTINELS, not both")
+            target = sentinel.from_settings(
+                self.sentinels,
+                self.sentinel_service,
+                password=self.redis_password,
+                sentinel_password=self.sentinel_password,
+            )
+            self.redis_url = target.url()
+        return self
+
+    def replica_acks(self) -> ReplicaAcks | None:
+        """What an acknowledged write waits for (None: no replica)."""
+        if not self.replicas_acked:
+            return None
+        return ReplicaAcks(self.replicas_acked, self.replica_ack_timeout)

@@ -11,11 +11,15 @@ import redis.asyncio as redis
 from aredis_om import Migrator
 from aredis_om.model import model as model_module
 from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import SentinelConnectionPool
 from redis.backoff import NoBackoff
 
 from parley.storage import keys
+from parley.storage.durability import ReplicaAcks, expect_acks
 from parley.storage.models import MODELS
 from parley.storage.results_index import ResultsIndex
+from parley.storage.sentinel import is_sentinel_url, sentinel_pool
+from parley.storage.sentinel import parse as parse_sentinel
 from parley.storage.studies import create_annotation_index
 
 log = logging.getLogger(__name__)
@@ -48,7 +52,10 @@ async def check_capabilities(client: redis.Redis) -> None:
 
 
 def describe(client: redis.Redis) -> str:
-    kwargs = client.connection_pool.connection_kwargs
+    pool = client.connection_pool
+    if isinstance(pool, SentinelConnectionPool):
+        return f"the primary of Sentinel service {pool.service_name!r}"
+    kwargs = pool.connection_kwargs
     return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
 
 
@@ -140,7 +147,9 @@ async def restore_indexes(client: redis.Redis) -> None:
         await create_indexes(client)
 
 
-def open_client(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis:
+def open_client(
+    url: str, max_connections: int = MAX_CONNECTIONS, acks: ReplicaAcks | None = None
+) -> redis.Redis:
     """The shared client: decoded strings (as redis-om expects) over a bounded pool.
 
     The pool makes callers wait for a free connection instead of failing with "Too many
@@ -149,16 +158,68 @@ def open_client(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis
     few seconds is pinged before reuse, and a command that fails on a dead connection is sent once
     more on a new one, so a restart costs no request an error; a search that finds its index
     gone makes Parley's indexes again (`Client`).
+
+    A `redis+sentinel://` URL (storage/sentinel.py) makes every new connection ask the
+    Sentinels for the primary, so the client follows a failover. On any URL, a READONLY answer
+    (the node was a primary and has been demoted) counts as a dead connection: it is dropped and
+    the command sent once more on a new one. With `acks`, the acknowledged scripts wait for
+    that many replicas (storage/durability.py).
     """
-    pool = redis.BlockingConnectionPool.from_url(
-        url,
-        decode_responses=True,
-        max_connections=max_connections,
-        timeout=30,
-        health_check_interval=5,
-        retry=Retry(NoBackoff(), 1),
-    )
-    return Client.from_pool(pool)
+    options: dict[str, Any] = {
+        "decode_responses": True,
+        "max_connections": max_connections,
+        "timeout": 30,
+        "health_check_interval": 5,
+        "retry": Retry(NoBackoff(), 1),
+    }
+    pool: redis.ConnectionPool
+    if is_sentinel_url(url):
+        pool = sentinel_pool(parse_sentinel(url), **options)
+    else:
+        pool = redis.BlockingConnectionPool.from_url(url, **options)
+        pool.connection_class = following_failover(pool.connection_class)
+    client = Client.from_pool(pool)
+    expect_acks(client, acks)
+    return client
+
+
+class ReadOnlyReconnects:
+    """A connection on which READONLY (its node demoted to a replica) is a lost connection: it
+    disconnects and raises ConnectionError, which the client's retry answers by sending the
+    command once more on a new connection (the name may lead to the new primary by now). The
+    mixin redis-py's Sentinel connection has built in, for plain URLs."""
+
+    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().read_response(*args, **kwargs)  # type: ignore[misc]
+        except redis.ReadOnlyError as err:
+            await self.disconnect()  # type: ignore[attr-defined]
+            raise redis.ConnectionError(f"{err} (the node is a replica now)") from err
+
+
+class FailoverConnection(ReadOnlyReconnects, redis.Connection):
+    pass
+
+
+class FailoverSSLConnection(ReadOnlyReconnects, redis.SSLConnection):
+    pass
+
+
+class FailoverUnixConnection(ReadOnlyReconnects, redis.UnixDomainSocketConnection):
+    pass
+
+
+FAILOVER_CLASSES: dict[type[Any], type[Any]] = {
+    redis.Connection: FailoverConnection,
+    redis.SSLConnection: FailoverSSLConnection,
+    redis.UnixDomainSocketConnection: FailoverUnixConnection,
+}
+
+
+def following_failover(connection_class: type[Any]) -> type[Any]:
+    """The connection class to use for `connection_class` (the URL's): one that reconnects on
+    READONLY, for each of redis-py's own."""
+    return FAILOVER_CLASSES.get(connection_class, connection_class)
 
 
 TAG_SPECIALS = re.compile(r"[\x00-\x1f\x7f!-/:-@\[-`{-~\s]")

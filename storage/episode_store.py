@@ -102,10 +102,10 @@ class TurnArgs(NamedTuple):
 
 LOG = ("json", "log", "status_change")
 """The shared functions of a script that changes an episode's status."""
-CREATE = Script("create_episodes", CreateKeys, CreateArgs, ("json", "log"))
-TRANSITION = Script("transition", EpisodeKeys, TransitionArgs, LOG)
-MARK = Script("mark", MarkKeys, MarkArgs)
-APPEND_TURN = Script("append_turn", TurnKeys, TurnArgs, ("json",))
+CREATE = Script("create_episodes", CreateKeys, CreateArgs, ("json", "log"), acknowledged=True)
+TRANSITION = Script("transition", EpisodeKeys, TransitionArgs, LOG, acknowledged=True)
+MARK = Script("mark", MarkKeys, MarkArgs, acknowledged=True)
+APPEND_TURN = Script("append_turn", TurnKeys, TurnArgs, ("json",), acknowledged=True)
 
 
 def numbered(data: dict[str, Any]) -> str:

@@ -274,3 +274,8 @@ def provider_limit_holders(key_hash: str) -> str:
     """The calls in flight on a provider key: a sorted set of their leases by deadline (epoch
     seconds), so a process that dies mid-call loses its place when the lease ends."""
     return f"parley:provider-limit:{key_hash}:holders"
+
+
+REPLICATION_PROBE = "parley:replication-probe"
+"""A channel nobody subscribes to: a PUBLISH to it before WAIT makes WAIT cover every write
+already made, whichever connection made it (storage/durability.py)."""

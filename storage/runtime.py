@@ -9,7 +9,7 @@ import redis.asyncio as redis
 
 from parley.storage import sample
 from parley.storage.connection import describe, open_client, prepare
-from parley.storage.durability import Fsync
+from parley.storage.durability import Fsync, ReplicaAcks
 from parley.storage.embedded import EmbeddedRedis
 
 log = logging.getLogger(__name__)
@@ -17,15 +17,21 @@ log = logging.getLogger(__name__)
 
 @asynccontextmanager
 async def redis_storage(
-    url: str | None, data_dir: Path, *, seed_if_empty: bool = False, fsync: Fsync = "everysec"
+    url: str | None,
+    data_dir: Path,
+    *,
+    seed_if_empty: bool = False,
+    fsync: Fsync = "everysec",
+    acks: ReplicaAcks | None = None,
 ) -> AsyncIterator[redis.Redis]:
     """Yield a ready client; start (and later stop) an embedded Redis when `url` is None, its
-    append-only file synced as `fsync` says (a configured Redis keeps its own setting)."""
+    append-only file synced as `fsync` says (a configured Redis keeps its own setting); with
+    `acks`, acknowledged writes wait for replicas (storage/durability.py)."""
     embedded = EmbeddedRedis(data_dir, fsync=fsync) if url is None else None
     if embedded is not None:
         url = await embedded.start()
     assert url is not None
-    client = open_client(url)
+    client = open_client(url, acks=acks)
     try:
         await prepare(client)
         if embedded is None and fsync == "always":

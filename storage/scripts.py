@@ -24,6 +24,7 @@ import redis.asyncio as redis
 from pydantic import BaseModel
 from redis.commands.core import AsyncScript
 
+from parley.storage.durability import acks_of, run_acknowledged
 from parley.storage.events import EpisodeEvent, EventKind
 from parley.storage.events_log import ENTRY_FIELD
 from parley.storage.models import (
@@ -136,8 +137,19 @@ def _more(table: str, source: str, after: int) -> str:
 class Script[K: tuple[Any, ...], A: tuple[Any, ...]]:
     """One `.lua` file, with the names of its KEYS (`keys`) and ARGV (`args`) in order."""
 
-    def __init__(self, name: str, keys: type[K], args: type[A], uses: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        keys: type[K],
+        args: type[A],
+        uses: tuple[str, ...] = (),
+        *,
+        acknowledged: bool = False,
+    ) -> None:
         self.name = name
+        self.acknowledged = acknowledged
+        """A write a client or a worker is told has happened: with replicas to acknowledge
+        it (storage/durability.py), it is done once they have it."""
         key_names: tuple[str, ...] = getattr(keys, "_fields")  # noqa: B009 (a NamedTuple)
         arg_names: tuple[str, ...] = getattr(args, "_fields")  # noqa: B009
         self.key_count, self.arg_count = len(key_names), len(arg_names)
@@ -164,6 +176,11 @@ class Script[K: tuple[Any, ...], A: tuple[Any, ...]]:
         script = self._registered.get(client)
         if script is None:
             script = self._registered[client] = client.register_script(self.source)
+        acks = acks_of(client) if self.acknowledged else None
+        if acks is not None:
+            return await run_acknowledged(
+                client, acks, script, [*keys, *more_keys], [*args, *more_args]
+            )
         return await script(keys=[*keys, *more_keys], args=[*args, *more_args])
 
 

@@ -46,9 +46,9 @@ class ClaimArgs(NamedTuple):
 
 
 HUMAN = (*LOG, "human_turn")
-ACT = Script("act", EpisodeKeys, ActArgs, HUMAN)
+ACT = Script("act", EpisodeKeys, ActArgs, HUMAN, acknowledged=True)
 EXPIRE = Script("expire_seats", EpisodeKeys, ExpireArgs, HUMAN)
-CLAIM = Script("claim_seat", ClaimKeys, ClaimArgs, ("json",))
+CLAIM = Script("claim_seat", ClaimKeys, ClaimArgs, ("json",), acknowledged=True)
 
 
 async def act(
