@@ -72,7 +72,11 @@ query($id: ID!, $filter: EpisodeResultsFilter, $groupBy: [ResultsGroupBy!], $eva
     }
   }
 }"""
-STOPS = {"BUDGET": "its budget is reached", "PRECISION": "its precision is reached"}
+STOPS = {
+    "BUDGET": "its budget is reached",
+    "PRECISION": "its precision is reached",
+    "CANCELLED": "it was cancelled (a run again resumes it)",
+}
 GROUP_KEYS = {
     "model": "model",
     "partner_model": "partnerModel",
@@ -368,6 +372,8 @@ def exit_status(final: dict[str, Any]) -> int:
     precision stopped it), BUDGET_REACHED when its budget stopped it, else UNFINISHED."""
     if final["stopped"] == "BUDGET":
         return BUDGET_REACHED
+    if final["stopped"] == "CANCELLED":
+        return UNFINISHED
     played = final["total"] - final["held"] - final["notReached"]
     if final["completed"] == played and not final["unjudged"]:
         return COMPLETED

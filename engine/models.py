@@ -9,6 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -16,6 +17,7 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -39,6 +41,18 @@ OPENAI_LISTED = (
 )
 _OPENAI_NAME = re.compile(r"^(gpt-[0-9][\w.\-]*|chatgpt-[\w.\-]+|o[0-9][\w.\-]*)$")
 _CUSTOM_NAME = re.compile(r"^custom/(?P<model>[^@\s]+)@(?P<url>https?://\S+)$")
+
+
+def url_problem(url: str) -> str | None:
+    """Why a model's base URL cannot be used as it is: credentials in it would be sent where the
+    key is not (and shown wherever the URL is), and a query would end up before the path."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return "carries a user or password"
+    if parts.query or parts.fragment:
+        return "carries a query or a fragment"
+    return None
+
 
 Provider = Literal["local", "custom", "config", "openai"]
 JudgeMode = Literal["per_agent", "per_dimension", "per_episode"]
@@ -105,13 +119,18 @@ class ModelInfo(BaseModel):
     """Why the model cannot be used, when available is False."""
 
 
+MAX_PRICE = 100_000.0
+"""The most US dollars per million tokens a price may state (a typo beyond it would make every
+cost, estimate and budget meaningless)."""
+
+
 def _price(value: Any, info: ValidationInfo) -> Any:
-    """A finite number, zero or more; a string or a boolean is refused, not converted."""
+    """A finite number from zero to MAX_PRICE; a string or a boolean is refused, not converted."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value < 0:
+    if not number or not math.isfinite(value) or not 0 <= value <= MAX_PRICE:
         raise ValueError(
             f"{info.field_name} must be a number of US dollars per million tokens, "
-            f"zero or more, not {value!r}"
+            f"0 to {MAX_PRICE:,.0f}, not {value!r}"
         )
     return float(value)
 
@@ -158,6 +177,14 @@ class ConfiguredModel(BaseModel):
     limit_key: str | None = Field(default=None, min_length=1, max_length=200)
     """What the limits are counted under; None: the base URL and `api_key_env`, so entries on
     one endpoint and key share them."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _plain_url(cls, url: str) -> str:
+        problem = url_problem(url)
+        if problem is not None:
+            raise ValueError(f"{problem}: name the variable holding the key in api_key_env")
+        return url
 
     @model_validator(mode="after")
     def _bounds(self) -> ConfiguredModel:
@@ -275,12 +302,15 @@ def custom_model_info(name: str) -> ModelInfo | None:
     match = _CUSTOM_NAME.match(name)
     if match is None:
         return None
+    problem = url_problem(match["url"])
     return ModelInfo(
         name=name,
         provider="custom",
         model=match["model"],
-        base_url=match["url"].rstrip("/"),
+        base_url=match["url"].rstrip("/") if problem is None else None,
         api_key_env="CUSTOM_API_KEY",
+        available=problem is None,
+        reason=None if problem is None else f"its URL {problem}: give the key in CUSTOM_API_KEY",
     )
 
 

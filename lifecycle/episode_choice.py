@@ -1,5 +1,6 @@
-"""The episodes a choice names: by ids, the episodes now filling an experiment's slots, or every
-episode with a tag (exactly one of the three), at most `limit` of them. A rating study rates
+"""The episodes a choice names: by ids, the episodes now filling an experiment's slots (of one
+its budget or precision stopped, those it played), or every episode with a tag (exactly one of
+the three), at most `limit` of them. A rating study rates
 them; agreement between evaluations is measured over them."""
 
 import redis.asyncio as redis
@@ -42,7 +43,7 @@ async def _of_experiment(client: redis.Redis, pk: str) -> tuple[list[str], list[
         return [], [not_found("experiment", pk, "episodes")]
     filled = await store.slots(pk)
     empty = experiment.slot_count - len(filled)
-    if empty:
+    if empty and experiment.stopped is None:  # a stopped one holds its empty slots for good
         message = f"{empty} slots of experiment {pk!r} have no episode yet: start it first"
         return [], [UserError([*AT, "experimentId"], message, ErrorCode.CONFLICT)]
     return [filled[n] for n in sorted(filled)], []

@@ -52,7 +52,7 @@ class Kind:
     calls: list[float]
     tokens: list[float]
     cost: list[float] | None
-    """None when a model of these episodes has no price."""
+    """From the episodes whose every model has prices; None when none has."""
 
     def figures(self, name: str) -> list[float] | None:
         values: list[float] | None = getattr(self, name)
@@ -107,11 +107,11 @@ class UsageHistory:
     def kind(self, key: Key) -> Kind:
         if key not in self._kinds:
             found = self.groups[key]
-            costs = [cost_of(u, self.price_of) for u in found]
+            costs = [c for u in found if (c := cost_of(u, self.price_of)) is not None]
             self._kinds[key] = Kind(
                 calls=[float(u.requests) for u in found],
                 tokens=[float(sum(p + r for p, r in u.tokens.values())) for u in found],
-                cost=None if None in costs else [c for c in costs if c is not None],
+                cost=costs or None,  # priced from the episodes whose every model has prices
             )
         return self._kinds[key]
 

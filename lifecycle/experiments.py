@@ -21,7 +21,7 @@ from parley.lifecycle import failpoints
 from parley.lifecycle import start as simulations
 from parley.lifecycle.estimate import calibration_of
 from parley.lifecycle.experiment_arms import RETRIED, fill_arms
-from parley.lifecycle.pacing import LOCK_SECONDS, admit, budget_errors
+from parley.lifecycle.pacing import CANCELLED, LOCK_SECONDS, admit, budget_errors
 from parley.lifecycle.services import Services
 from parley.resolvers.experiment_design import CONTROL, Design, Layout, plan, reached
 from parley.resolvers.keyset import newest_first
@@ -189,6 +189,17 @@ async def to_fill(
     return todo
 
 
+def stop_of(experiment: Experiment) -> str | None:
+    """Why a paced experiment queues no more now: its stop, or CANCELLED when it was cancelled
+    since its latest start (a start resumes it); None for one running, or unpaced."""
+    if experiment.stopped is not None:
+        return experiment.stopped
+    cancelled, started = experiment.cancelled_at, experiment.started_at or 0.0
+    if is_paced(experiment) and cancelled is not None and cancelled >= started:
+        return CANCELLED
+    return None
+
+
 def is_paced(experiment: Experiment) -> bool:
     """Whether its design has a budget or a precision (lifecycle/pacing.py)."""
     design = experiment.design
@@ -200,20 +211,31 @@ async def start_experiment(
 ) -> tuple[Experiment | None, int, list[UserError]]:
     """Queue an episode for every control slot with none, or with a failed or cancelled one,
     and fork every arm slot that is due (`fill_arms`); how many slots this call filled. A
-    paced experiment queues only what its budget and precision let through now."""
-    return await fill_slots(services, pk, resume=True)
+    paced experiment queues only what its budget and precision let through now, and the
+    workers queue the rest as its episodes end (`top_up`)."""
+    return await fill_slots(services, pk, retry=True, mark=True)
+
+
+def running_paced(experiment: Experiment) -> bool:
+    """A paced experiment started, and neither stopped nor cancelled since: what `top_up`
+    fills."""
+    started = experiment.started_at
+    if not is_paced(experiment) or started is None or experiment.stopped is not None:
+        return False
+    return experiment.cancelled_at is None or experiment.cancelled_at < started
 
 
 async def top_up(services: Services, pk: str) -> int:
-    """Queue what a paced experiment lets through now that one of its episodes has ended (run
-    by the worker that ended it); how many it queued. An unpaced one queued every slot at its
-    start: nothing is done."""
+    """Queue what a running paced experiment lets through now (run by the worker that ended one
+    of its episodes, and by every worker now and then for those it may have missed: a worker
+    that died, an episode cancelled by hand); how many it queued."""
     experiment = await get_experiment(services, pk)
-    if experiment is None or not is_paced(experiment):
+    store = ExperimentStore(services.client)
+    if experiment is None or not running_paced(experiment):
+        await store.unwatch_paced(pk)
         return 0
     # Many episodes may end at once: each asks, and whoever holds the lock answers every ask
     # made meanwhile (it fills again while the count moved), so none waits behind the others.
-    store = ExperimentStore(services.client)
     queued = 0
     while True:
         asked = await store.ask_to_pace(pk)
@@ -223,8 +245,13 @@ async def top_up(services: Services, pk: str) -> int:
         try:
             while True:
                 found = await get_experiment(services, pk) or experiment
-                _, filled, _ = await _fill(services, found, False, None)
+                if not running_paced(found):
+                    await store.unwatch_paced(pk)
+                    return queued
+                _, filled, _ = await _fill(services, found, retry=False, mark=False)
                 queued += filled
+                if not await to_fill(store, found, retry=False):
+                    await store.unwatch_paced(pk)  # every slot has its episode: none to queue
                 now = await store.pacing_asks(pk)
                 if now == asked:
                     break
@@ -235,40 +262,61 @@ async def top_up(services: Services, pk: str) -> int:
             return queued  # no ask came between the last fill and the release
 
 
+async def top_up_all(services: Services) -> int:
+    """`top_up` every running paced experiment; how many episodes that queued."""
+    store = ExperimentStore(services.client)
+    return sum([await top_up(services, pk) for pk in await store.watched_paced()])
+
+
 async def calibrate_experiment(
     services: Services, pk: str
 ) -> tuple[Experiment | None, int, list[UserError]]:
-    """Queue the calibration run an estimate needs: the first two control slots of each kind
-    with no comparable recorded episode (lifecycle/estimate.py). They are slots of the
-    experiment, so a later start does not play them again."""
+    """Queue the calibration run an estimate needs: two control slots of each kind with no
+    comparable recorded episode (lifecycle/estimate.py), whatever its budget or precision
+    (the estimate is what says whether a budget fits). They are slots of the experiment, so a
+    later start does not play them again; a calibration starts nothing else."""
     experiment = await get_experiment(services, pk)
     if experiment is None:
         return None, 0, [not_found("experiment", pk)]
     chosen = set(await calibration_of(services, experiment))
     if not chosen:
         return experiment, 0, []
-    return await fill_slots(services, pk, resume=True, only=chosen)
+    return await fill_slots(services, pk, retry=True, mark=False, paced=False, only=chosen)
 
 
 async def fill_slots(
-    services: Services, pk: str, resume: bool, only: set[int] | None = None
+    services: Services,
+    pk: str,
+    *,
+    retry: bool,
+    mark: bool,
+    paced: bool = True,
+    only: set[int] | None = None,
 ) -> tuple[Experiment | None, int, list[UserError]]:
-    """`start_experiment` (`resume`: a start, which retries failed slots and marks its time),
-    or `top_up`, of every slot or `only` these; a paced experiment's under its lock."""
+    """`_fill` a stored experiment: a paced one's under its lock."""
     experiment = await get_experiment(services, pk)
     if experiment is None:
         return None, 0, [not_found("experiment", pk)]
     if not is_paced(experiment):
-        return await _fill(services, experiment, resume, only)
+        return await _fill(services, experiment, retry=retry, mark=mark, only=only)
     lock = ExperimentStore(services.client).pacing_lock(pk, LOCK_SECONDS, wait=LOCK_SECONDS)
     async with lock:
         found = await get_experiment(services, pk) or experiment
-        return await _fill(services, found, resume, only)
+        return await _fill(services, found, retry=retry, mark=mark, paced=paced, only=only)
 
 
 async def _fill(
-    services: Services, experiment: Experiment, resume: bool, only: set[int] | None
+    services: Services,
+    experiment: Experiment,
+    *,
+    retry: bool,
+    mark: bool,
+    paced: bool = True,
+    only: set[int] | None = None,
 ) -> tuple[Experiment | None, int, list[UserError]]:
+    """Queue an episode for the control slots with none (`retry`: or a failed or cancelled one),
+    `only` these, as far as its pacing lets (`paced`); `mark` it started (a start: a paced
+    one is then watched for `top_up_all`)."""
     pk = str(experiment.pk)
     store = ExperimentStore(services.client)
     judges = judging(experiment)
@@ -282,10 +330,12 @@ async def _fill(
     for _ in range(ROUNDS):
         todo = [
             t
-            for t in await to_fill(store, experiment, retry=resume or again is not None)
+            for t in await to_fill(store, experiment, retry=retry or again is not None)
             if (again is None or t[0] in again) and (only is None or t[0] in only)
         ]
-        if todo:
+        if todo and mark and again is None:
+            await mark_started(store, experiment)
+        if todo and paced:
             admitted = await admit(services, experiment, todo, controls)
             if admitted.stop is not None:
                 await store.mark_stopped(pk, admitted.stop)
@@ -293,8 +343,6 @@ async def _fill(
         if not todo:
             break
         plan = plan or await store.plan(pk)
-        if resume:
-            await store.mark_started(pk, time.time())
         again = set()
         for offset in range(0, len(todo), simulations.MAX_BATCH):
             chunk = todo[offset : offset + simulations.MAX_BATCH]
@@ -322,6 +370,15 @@ async def _fill(
     return await store.get(pk), queued + forked, errors
 
 
+async def mark_started(store: ExperimentStore, experiment: Experiment) -> None:
+    """A start with slots to fill: its time (progress's rate counts from it), and a paced
+    experiment is watched for `top_up_all` from now on."""
+    experiment.started_at = time.time()
+    await store.mark_started(str(experiment.pk), experiment.started_at)
+    if is_paced(experiment) and experiment.stopped is None:
+        await store.watch_paced(str(experiment.pk))
+
+
 def slot_error(error: UserError, chunk: list[tuple[int, str]]) -> UserError:
     """A start error of the batch, named by its slot (a record deleted since the design)."""
     _, position, *rest = error.field
@@ -333,11 +390,22 @@ def slot_error(error: UserError, chunk: list[tuple[int, str]]) -> UserError:
 async def cancel_experiment(
     services: Services, pk: str, parallel: int = 32
 ) -> tuple[Experiment | None, int, list[UserError]]:
-    """Cancel every queued or running episode of the experiment; how many were cancelled."""
+    """Cancel every queued or running episode of the experiment; how many were cancelled. A
+    paced one is marked cancelled first, under its lock, so no worker queues more of it until
+    it is started again."""
     experiment = await get_experiment(services, pk)
     if experiment is None:
         return None, 0, [not_found("experiment", pk)]
     store = ExperimentStore(services.client)
+    if not is_paced(experiment):
+        return experiment, await cancel_live(services, store, pk, parallel), []
+    async with store.pacing_lock(pk, LOCK_SECONDS, wait=LOCK_SECONDS):
+        await store.mark_cancelled(pk, time.time())
+        done = await cancel_live(services, store, pk, parallel)
+    return await store.get(pk), done, []
+
+
+async def cancel_live(services: Services, store: ExperimentStore, pk: str, parallel: int) -> int:
     filled = await store.slots(pk)
     episodes = list(filled.values())
     states = await store.statuses(episodes)
@@ -352,8 +420,7 @@ async def cancel_experiment(
             )
             return result.ok  # an episode that ended meanwhile is left as it ended
 
-    done = await asyncio.gather(*(cancel(e) for e in live))
-    return experiment, sum(done), []
+    return sum(await asyncio.gather(*(cancel(e) for e in live)))
 
 
 @dataclass
@@ -424,7 +491,7 @@ async def tally(services: Services, experiment: Experiment) -> Tally:
     states = {pk: (state.status, state.ended) for pk, state in found}
     unjudged = {pk for pk, state in found if state.unjudged}
     made = Tally(experiment.slot_count, experiment.started_at, states, unjudged)
-    made.stopped, made.paced = experiment.stopped, is_paced(experiment)
+    made.stopped, made.paced = stop_of(experiment), is_paced(experiment)
     layout = Layout.of(experiment.design, experiment.slot_count)
     if not layout.arms:
         return made

@@ -11,9 +11,11 @@ of its own so two of them never admit the same money twice:
 - **Budget**: a slot is queued only while what the experiment spent, plus what its episodes in
   flight may still cost, plus what this slot may cost, stays within the budget. What an episode
   may cost is the upper 95% bound of one more episode of its kind (lifecycle/estimate.py); an
-  episode in flight is reckoned at that bound less what it has spent. A kind with nothing recorded
-  plays its calibration episodes first (`calibration_slots`). Once the next slot does not
-  fit and nothing is in flight, the experiment stops for good (`BUDGET`).
+  episode in flight is reckoned at that bound less what it has spent. While some kind has nothing
+  recorded, its episodes go one at a time (one of all such kinds in flight at once), each only
+  while what is spent and reckoned is under the budget: so the budget is passed by one such
+  episode at most. Once the next slot does not fit and nothing is in flight, the experiment stops
+  for good (`BUDGET`).
 A stopped experiment queues nothing more; its slots never queued are *held* in its progress.
 """
 
@@ -25,9 +27,7 @@ from typing import Any
 
 from parley.core.errors import ErrorCode, UserError
 from parley.lifecycle.estimate import (
-    CALIBRATION,
     PriceOf,
-    calibration_slots,
     history_for,
     per_episode_high,
     spread,
@@ -48,6 +48,12 @@ LOCK_SECONDS = 60.0
 class Stop(StrEnum):
     BUDGET = "BUDGET"
     PRECISION = "PRECISION"
+    CANCELLED = "CANCELLED"
+    """Not stored as a stop: an experiment cancelled since its latest start (a start resumes
+    it)."""
+
+
+CANCELLED = Stop.CANCELLED.value
 
 
 @dataclass(frozen=True)
@@ -110,14 +116,15 @@ async def read(store: ExperimentStore, pk: str, controls: int) -> Reading:
 
 
 async def rounds_admitted(
-    store: ExperimentStore, design: Design, reading: Reading
+    store: ExperimentStore, design: Design, reading: Reading, refilled: set[int]
 ) -> tuple[int, Stop | None]:
-    """How many rounds (repeats) are open, or the stop when the results are precise enough."""
+    """How many rounds (repeats) are open, or the stop when the results are precise enough. A
+    slot about to be filled again (`refilled`: a start retrying a failed one) has not ended."""
     assert design.precision is not None
     done = 0
     for repeat in range(design.repeats):
         slots = [n for n, slot in enumerate(reading.plan) if slot.repeat == repeat]
-        if not all(reading.ended(n) for n in slots):
+        if not all(reading.ended(n) and n not in refilled for n in slots):
             break
         done += 1
     if done == design.repeats:
@@ -142,45 +149,48 @@ async def within_budget(
     reading: Reading,
     todo: list[tuple[int, str]],
 ) -> tuple[list[tuple[int, str]], Stop | None]:
-    """The first slots of `todo` that fit the budget (module docstring)."""
+    """The first slots of `todo` that fit the budget, and the stop when the next one cannot
+    fit with nothing in flight (module docstring)."""
     assert design.budget is not None
-    pk = str(experiment.pk)
     judge = design.panel().label()
     history = await history_for(services, reading.plan)
     keys = {n: history.key(slot, judge, design.max_turns) for n, slot in enumerate(reading.plan)}
     in_use = {k for k in keys.values() if k is not None}
     pooled = spread([c for k in in_use if (c := history.kind(k).cost)])
     highs = {k: per_episode_high(history.kind(k), pooled) for k in in_use}
-    calibration = set(calibration_slots(reading.plan, history, judge, design.max_turns))
-    totals = await usage_totals(experiment_id=pk)
+    totals = await usage_totals(experiment_id=str(experiment.pk))
     committed = totals.cost or 0.0
     flying = reading.in_flight()
-    calibrating: dict[Any, int] = defaultdict(int)
+    calibrating = False
     spent_so_far = await costs(services.client, [reading.filled[n] for n in flying])
     for number, spent in zip(flying, spent_so_far, strict=True):
         key = keys[number]
         high = highs.get(key) if key is not None else None
         if high is None:
-            calibrating[tuple(reading.plan[number].agent_models)] += 1
+            calibrating = True
         else:
             committed += max(0.0, high - spent)
     admitted: list[tuple[int, str]] = []
+    refused = False
+    """A slot did not fit: the budget, not a calibration under way, held it."""
     for number, previous in todo:
         key = keys[number]
         high = highs.get(key) if key is not None else None
         if high is None:
-            kind = tuple(reading.plan[number].agent_models)
-            if number not in calibration or calibrating[kind] >= CALIBRATION:
-                continue
+            # nothing known of its kind's cost: one such episode at a time, while any is left
             if committed >= design.budget:
-                continue
-            calibrating[kind] += 1
-        else:
-            if committed + high > design.budget + 1e-12:
+                refused = True
                 break
+            if calibrating:
+                continue
+            calibrating = True
+        elif committed + high > design.budget + 1e-12:
+            refused = True
+            break
+        else:
             committed += high
         admitted.append((number, previous))
-    stop = Stop.BUDGET if not admitted and not flying and todo else None
+    stop = Stop.BUDGET if refused and not admitted and not flying else None
     return admitted, stop
 
 
@@ -196,7 +206,8 @@ async def admit(
     store = ExperimentStore(services.client)
     reading = await read(store, str(experiment.pk), controls)
     if design.precision is not None:
-        rounds, stop = await rounds_admitted(store, design, reading)
+        refilled = {n for n, previous in todo if previous}
+        rounds, stop = await rounds_admitted(store, design, reading, refilled)
         if stop is not None:
             return Admitted([], stop)
         todo = [(n, e) for n, e in todo if reading.plan[n].repeat < rounds]

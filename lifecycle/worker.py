@@ -42,7 +42,7 @@ from parley.lifecycle import logs
 from parley.lifecycle.control import StoredControl
 from parley.lifecycle.drafts import Drafter
 from parley.lifecycle.experiment_arms import fork_arms
-from parley.lifecycle.experiments import top_up
+from parley.lifecycle.experiments import top_up, top_up_all
 from parley.lifecycle.jobs import crash_reason
 from parley.lifecycle.rejudge import Rejudger
 from parley.lifecycle.replay import checked
@@ -221,6 +221,7 @@ class Worker:
                 group.create_task(self._every(self.config.poll_seconds, self._expire_seats))
                 if self.ledger is not None:
                     group.create_task(self._every(LEDGER_SWEEP_SECONDS, self.ledger.sweep))
+                group.create_task(self._every(PACE_SECONDS, self._top_up_all))
                 group.create_task(self._read_loop())
                 await self._stopping.wait()
                 raise _Stop
@@ -532,6 +533,9 @@ class Worker:
             log.exception("forking the episode's experiment arms failed")
         await self._top_up(episode)
 
+    async def _top_up_all(self) -> None:
+        await top_up_all(self.services)
+
     async def _top_up(self, episode: EpisodeLog) -> None:
         """Queue what the ended episode's experiment lets through now, if it is paced (a budget
         or a precision: lifecycle/pacing.py). What fails here is left to its next start."""
@@ -731,6 +735,9 @@ class Worker:
         await self._top_up(episode)
 
 
+PACE_SECONDS = 5.0
+"""How often a worker tops up every running paced experiment (lifecycle/pacing.py), in case
+one of its episodes ended where no worker did it (a worker that died, a cancel by hand)."""
 LEDGER_SWEEP_SECONDS = 60.0
 """How often a worker deletes a batch of ledgers past the retention window."""
 

@@ -136,6 +136,19 @@ class ExperimentStore:
     async def pacing_asks(self, pk: str) -> int:
         return int(await self.client.get(keys.experiment_pacing_wanted(pk)) or 0)
 
+    async def mark_cancelled(self, pk: str, at: float) -> None:
+        await self.client.json().set(Experiment.make_primary_key(pk), "$.cancelled_at", at)
+
+    async def watch_paced(self, pk: str) -> None:
+        """Count the paced experiment among those running (`lifecycle.experiments.top_up_all`)."""
+        await self.client.sadd(keys.PACED_EXPERIMENTS, pk)
+
+    async def unwatch_paced(self, pk: str) -> None:
+        await self.client.srem(keys.PACED_EXPERIMENTS, pk)
+
+    async def watched_paced(self) -> list[str]:
+        return sorted(str(pk) for pk in await self.client.smembers(keys.PACED_EXPERIMENTS))
+
     async def mark_stopped(self, pk: str, stop: str) -> None:
         await self.client.json().set(Experiment.make_primary_key(pk), "$.stopped", stop)
 

@@ -117,6 +117,11 @@ def experiment_slots(experiment_id: str) -> str:
     return f"parley:experiment-slots:{experiment_id}"
 
 
+PACED_EXPERIMENTS = "parley:paced-experiments"
+"""A set of the paced experiments started and not yet stopped, cancelled or filled: every
+worker tops them up now and then, in case an episode ended where none did (a worker died)."""
+
+
 def experiment_pacing(experiment_id: str) -> str:
     """The lock held while a paced experiment decides what to queue (lifecycle/pacing.py)."""
     return f"parley:experiment-pacing:{experiment_id}"

@@ -478,6 +478,8 @@ class Experiment(ListedRecord, index=True):
     slot_count: int = 0
     stopped: str | None = None
     """Why a paced experiment queues no more episodes (lifecycle/pacing.py's `Stop`)."""
+    cancelled_at: float | None = None
+    """When it was last cancelled: a paced one queues no more until it is started again."""
     created_at: float = Field(default=0.0, index=True, sortable=True)
     started_at: float | None = None
     """When it was last started (or resumed)."""

@@ -18,7 +18,9 @@ from parley.storage.models import EpisodeLog, EpisodeStatus
 BATCH = 1_000
 RECENT = 5_000
 """Most episodes read for one estimate (the newest first)."""
-_PATHS = ("environment", "models", "max_turns", "usage", "generation_stats")
+_PATHS = ("environment", "models", "max_turns", "usage", "generation_stats", "parent_id")
+MAX_COUNT = 10**12
+"""The most tokens or requests one episode's record is believed to hold."""
 
 
 @dataclass(frozen=True)
@@ -50,21 +52,34 @@ def _json(value: Any) -> Any:
         return value.decode() if isinstance(value, bytes) else value
 
 
+def _count(value: Any) -> int:
+    """A count another writer stored: a whole number from 0 to MAX_COUNT, else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise ValueError(value)
+    if not 0 <= value <= MAX_COUNT or value != int(value):
+        raise ValueError(value)
+    return int(value)
+
+
 def _parsed(fields: dict[str, Any]) -> RecordedUsage | None:
-    """One search result's fields, None when they are not what Parley writes."""
+    """One search result's fields; None when they are not what Parley writes (another writer's
+    record, counts out of any plausible range) or the episode is a fork (it played only the
+    turns from its parent's, so it is no whole episode to compare with)."""
     try:
+        if _json(fields.get("parent_id")):
+            return None
         stats = _json(fields.get("generation_stats")) or {}
         rows = _json(fields.get("usage")) or []
         tokens: dict[str, tuple[int, int]] = {}
         for row in rows:
-            prompt, reply = int(row["prompt_tokens"]), int(row["completion_tokens"])
+            prompt, reply = _count(row["prompt_tokens"]), _count(row["completion_tokens"])
             before = tokens.get(str(row["model"]), (0, 0))
             tokens[str(row["model"])] = (before[0] + prompt, before[1] + reply)
         return RecordedUsage(
             scenario_id=str(_json(fields["environment"])),
             models=tuple(str(m) for m in _json(fields.get("models")) or []),
-            max_turns=int(_json(fields.get("max_turns")) or 0),
-            requests=int(stats.get("requests", 0)),
+            max_turns=_count(_json(fields.get("max_turns")) or 0),
+            requests=_count(stats.get("requests", 0)),
             tokens=tokens,
         )
     except (KeyError, TypeError, ValueError, AttributeError):

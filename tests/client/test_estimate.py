@@ -45,3 +45,4 @@ def test_exit_status_of_a_stopped_run() -> None:
     assert exit_status(progress(completed=3, held=5, stopped="PRECISION")) == COMPLETED
     assert exit_status(progress(completed=3, held=5, stopped="BUDGET")) == BUDGET_REACHED
     assert exit_status(progress(unjudged=1)) == UNFINISHED
+    assert exit_status(progress(completed=3, held=5, stopped="CANCELLED")) == UNFINISHED

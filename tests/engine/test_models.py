@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,28 @@ def test_judge_requests_have_a_timeout_of_their_own(tmp_path: Path) -> None:
     assert (custom.timeout, custom.judge_timeout) == (60, 180)
     local = local_model_info(True, None)
     assert (local.timeout, local.judge_timeout) == (300, 900)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://user:secret@h/v1", "http://:secret@h/v1", "http://h/v1?key=secret", "http://h/v1#x"],
+)
+def test_a_base_url_carrying_credentials_is_refused(tmp_path: Path, url: str) -> None:
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps({"models": [{"name": "x", "base_url": url, "model": "m"}]}))
+    with pytest.raises(UnknownModelError, match=r"base_url: carries .*api_key_env") as raised:
+        ModelRegistry(path, tmp_path)
+    assert "secret" not in str(raised.value)
+    registry = ModelRegistry(None, tmp_path)
+    with pytest.raises(UnknownModelError, match="CUSTOM_API_KEY"):
+        registry.resolve(f"custom/m@{url}")
+
+
+@pytest.mark.parametrize("price", [1e160, 100_000.5, -1])
+def test_a_price_beyond_any_provider_is_refused(tmp_path: Path, price: float) -> None:
+    path = tmp_path / "models.json"
+    entry = {"name": "x", "base_url": "http://h/v1", "model": "m"}
+    prices = {"prompt_price": price, "completion_price": 1.0}
+    path.write_text(json.dumps({"models": [{**entry, **prices}]}))
+    with pytest.raises(UnknownModelError, match=r"prompt_price must be .* 0 to 100,000"):
+        ModelRegistry(path, tmp_path)

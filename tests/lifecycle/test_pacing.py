@@ -11,18 +11,24 @@ from typing import Any
 
 import pytest
 
-from bench.support.fake_llm import FakeLLM
+from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.llm import ModelRegistry
+from parley.lifecycle import worker as worker_module
+from parley.lifecycle.episode_choice import chosen_episodes
 from parley.lifecycle.estimate import of_experiment
 from parley.lifecycle.experiments import (
     Progress,
     calibrate_experiment,
+    cancel_experiment,
     create_experiment,
     get_experiment,
     progress,
     start_experiment,
+    top_up,
+    top_up_all,
 )
 from parley.lifecycle.services import Services
+from parley.resolvers.study_fields import EpisodeChoice
 from parley.resolvers.usage import usage_totals
 from parley.storage.experiments import ExperimentStore
 from parley.storage.models import EpisodeStatus, Experiment
@@ -53,7 +59,7 @@ async def priced(services: Services, fake_llm: FakeLLM, tmp_path: Path) -> Async
 async def made(services: Services, tag: str, scenarios: list[str], **design: Any) -> Experiment:
     fields = {
         "scenarios": {"ids": scenarios},
-        "agents": {"sample": "uniform", "seed": 3, "pairs_per_scenario": 2},
+        "agents": {"sample": "uniform", "seed": 3, "pairs_per_scenario": 2, "tag": tag},
         "models": {"compare": ["agent"], "partner": "agent"},
         "max_turns": 2,
         "judge_model": "judge",
@@ -167,3 +173,117 @@ async def test_a_precision_not_reached_plays_every_round(priced: Services) -> No
     found = await progress_of(priced, experiment)
     assert found.stopped is None and found.finished
     assert found.counts == {EpisodeStatus.COMPLETED: 16}
+
+
+async def test_a_failed_calibration_is_no_budget_stop_and_a_start_retries_it(
+    priced: Services, fake_llm: FakeLLM
+) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    # every action of this world fails until the rule is spent: the first episodes fail
+    fake_llm.add_rule(Rule(kind="action", contains=[tag], status=503, times=30))
+    experiment = await made(priced, tag, scenarios, budget=100.0)
+    _, queued, _ = await start_experiment(priced, str(experiment.pk))
+    assert queued == 1  # nothing is known of its kind: one episode at a time
+    await burst(priced)
+    failed = await progress_of(priced, experiment)
+    assert failed.stopped is None and failed.counts.get(EpisodeStatus.FAILED, 0) >= 1
+    fake_llm.reset()
+    await start_experiment(priced, str(experiment.pk))  # retries the failed, then the rest
+    await burst(priced)
+    done = await progress_of(priced, experiment)
+    assert done.finished and done.stopped is None
+    assert done.counts == {EpisodeStatus.COMPLETED: 8}
+
+
+async def test_a_calibration_of_a_paced_experiment_starts_nothing_else(priced: Services) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    precision = {"half_width": 0.001, "min_scores": 100}
+    experiment = await made(priced, tag, scenarios, repeats=3, budget=100.0, precision=precision)
+    _, queued, _ = await calibrate_experiment(priced, str(experiment.pk))
+    assert queued == 2
+    await burst(priced)
+    found = await get_experiment(priced, str(experiment.pk))
+    assert found is not None and found.started_at is None
+    assert len(await ExperimentStore(priced.client).slots(str(experiment.pk))) == 2
+    assert (await of_experiment(priced, found)).covered == 24
+
+
+async def test_a_cancelled_paced_experiment_queues_nothing_until_started_again(
+    priced: Services,
+) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    precision = {"half_width": 0.001, "min_scores": 100}
+    experiment = await made(priced, tag, scenarios, repeats=3, precision=precision)
+    pk = str(experiment.pk)
+    _, queued, _ = await start_experiment(priced, pk)
+    _, cancelled, _ = await cancel_experiment(priced, pk)
+    assert queued == cancelled == 8
+    assert await top_up(priced, pk) == 0  # a worker that ends an episode now queues nothing
+    held = await progress_of(priced, experiment)
+    assert held.stopped == "CANCELLED" and held.finished and held.held == 16
+    _, again, _ = await start_experiment(priced, pk)  # resumes: the cancelled round again
+    assert again == 8
+    await burst(priced)
+    done = await progress_of(priced, experiment)
+    assert done.stopped is None and done.counts == {EpisodeStatus.COMPLETED: 24}
+
+
+async def test_an_end_no_worker_saw_is_topped_up_by_the_next_sweep(
+    priced: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    experiment = await made(
+        priced, tag, scenarios, repeats=2, precision={"half_width": 0.001, "min_scores": 100}
+    )
+    pk = str(experiment.pk)
+    await start_experiment(priced, pk)
+
+    async def died(self: Any, episode: Any) -> None:
+        return None  # as a worker that died right after storing its episode's end
+
+    monkeypatch.setattr(worker_module.Worker, "_top_up", died)
+    monkeypatch.setattr(worker_module, "PACE_SECONDS", 3600.0)
+    await burst(priced)
+    stalled = await progress_of(priced, experiment)
+    assert stalled.pending == 8 and stalled.unfinished == 8  # round 2 never queued
+    assert pk in await ExperimentStore(priced.client).watched_paced()
+    assert await top_up_all(priced) == 8
+    monkeypatch.undo()
+    await burst(priced)
+    done = await progress_of(priced, experiment)
+    assert done.counts == {EpisodeStatus.COMPLETED: 16}
+    await top_up_all(priced)
+    assert pk not in await ExperimentStore(priced.client).watched_paced()
+
+
+async def test_kinds_with_nothing_recorded_go_one_episode_at_a_time_under_a_budget(
+    priced: Services, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    experiment = await made(
+        priced, tag, scenarios, budget=0.01, models={"compare": ["judge"], "partner": "agent"}
+    )
+    _, queued, _ = await start_experiment(priced, str(experiment.pk))
+    assert queued == 1  # not one of each kind at once
+    await burst(priced)
+    stopped = await progress_of(priced, experiment)
+    # the one episode cost more than the whole budget: it stops, passed by that one alone
+    assert stopped.stopped == "BUDGET" and stopped.counts == {EpisodeStatus.COMPLETED: 1}
+
+
+async def test_the_episodes_of_a_stopped_experiment_can_be_chosen_by_its_id(
+    priced: Services,
+) -> None:
+    tag = f"pace-{uuid.uuid4().hex[:6]}"
+    scenarios, _ = await experiment_world(tag)
+    experiment = await made(priced, tag, scenarios, repeats=2, budget=0.01)
+    await start_experiment(priced, str(experiment.pk))
+    await burst(priced)
+    choice = EpisodeChoice(experiment_id=str(experiment.pk))
+    chosen, errors = await chosen_episodes(priced.client, choice, 100)
+    assert errors == [] and len(chosen) == 1

@@ -1,6 +1,7 @@
 """What stored episodes spent, read through the episode index against the real Redis."""
 
 import uuid
+from typing import Any
 
 import redis.asyncio as redis
 
@@ -74,3 +75,28 @@ async def test_costs_so_far_of_episodes(redis_client: redis.Redis) -> None:
     await unpriced.save()
     found = await costs(redis_client, [str(priced.pk), str(unpriced.pk), "gone"])
     assert found == [0.5, 0.0, 0.0]
+
+
+async def test_counts_out_of_any_plausible_range_and_forks_are_left_out(
+    redis_client: redis.Redis,
+) -> None:
+    scenario = f"scn-{uuid.uuid4().hex}"
+    kept = episode(scenario)
+    await kept.save()
+    key = EpisodeLog.make_primary_key
+    hostile: list[dict[str, Any]] = [
+        {"generation_stats": {"requests": 1e160}},
+        {"generation_stats": {"requests": -3}},
+        {"generation_stats": {"requests": 2.5}},
+        {"usage": [{"model": "m", "prompt_tokens": 1e200, "completion_tokens": 1}]},
+        {"usage": [{"model": "m", "prompt_tokens": -(10**9), "completion_tokens": 1}]},
+        {"usage": [{"model": "m", "prompt_tokens": True, "completion_tokens": 1}]},
+        {"max_turns": "four"},
+        {"parent_id": "a-parent"},  # a fork: it played only the turns after its parent's
+    ]
+    for changed in hostile:
+        record = episode(scenario)
+        document = {**record.model_dump(mode="json"), **changed}
+        await redis_client.json().set(key(str(record.pk)), "$", document)
+    found = await recorded_usage(redis_client, [scenario])
+    assert [u.requests for u in found] == [6]

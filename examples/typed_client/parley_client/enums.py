@@ -63,6 +63,7 @@ class EvaluationStatus(str, Enum):
 class ExperimentStop(str, Enum):
     BUDGET = "BUDGET"
     PRECISION = "PRECISION"
+    CANCELLED = "CANCELLED"
 
 
 class JudgeAggregate(str, Enum):

@@ -23,7 +23,7 @@ function duration(seconds) {
 }
 
 /** How far an experiment got, in words: rates and time left count completed episodes only. */
-const STOPS = { BUDGET: "its budget is reached", PRECISION: "its precision is reached" };
+const STOPS = { BUDGET: "its budget is reached", PRECISION: "its precision is reached", CANCELLED: "it was cancelled (a start resumes it)" };
 
 function progressText(p, ended) {
   const rate = p.episodesPerMinute > 0 ? `${p.episodesPerMinute.toFixed(1)} completed a minute` : null;
