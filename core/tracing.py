@@ -158,7 +158,11 @@ def _span(
     context: Context | None = None,
     links: Sequence[Link] = (),
 ) -> Iterator[Span]:
-    """A span current for the block; an exception marks it failed by its type alone."""
+    """A span current for the block; an exception marks it failed by its type alone. Without
+    a provider, the no-op span, and nothing else done."""
+    if not enabled():
+        yield trace.INVALID_SPAN
+        return
     span = _current_tracer().start_span(
         name, context=context, kind=kind, attributes=_attributes(attributes), links=links
     )
@@ -207,7 +211,11 @@ def new_traces(
 ) -> Iterator[list[str]]:
     """A new trace for each episode queued in the block: a root span each, linked to the
     caller's span if there is one and to the trace of the traceparent `linked` (a fork's
-    parent's); yields their traceparents, to be stored on the episodes."""
+    parent's); yields their traceparents, to be stored on the episodes ("" without a
+    provider)."""
+    if not enabled():
+        yield [""] * len(episode_ids)
+        return
     caller = trace.get_current_span().get_span_context()
     other = trace.get_current_span(_parent(linked)).get_span_context()
     links = [Link(found) for found in (caller, other) if found.is_valid]
