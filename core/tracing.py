@@ -292,7 +292,8 @@ def stored(
     turn: int | None = None,
 ) -> Iterator[None]:
     """A write of an episode (one Lua script), as a span where it is part of a recorded trace
-    (an attempt's); elsewhere (a cancel from the API, say) nothing."""
+    (an attempt's); elsewhere (a cancel from the API, say) nothing. `attempt` is the fence the
+    write carries: the writer's attempt, or for a move to RUNNING the one it takes over from."""
     if not trace.get_current_span().is_recording():
         yield
         return
@@ -301,7 +302,7 @@ def stored(
         "db.operation.name": "EVALSHA",
         "db.stored_procedure.name": script,
         "parley.episode.id": episode_id,
-        "parley.attempt.number": attempt,
+        "parley.attempt.fence": attempt,
         "parley.episode.status": status,
         "parley.turn.number": turn,
     }

@@ -229,6 +229,7 @@ async def test_an_episode_is_one_trace_of_its_turns_model_calls_judge_and_writes
     for write in appended + moves:
         assert attr(write, "db.system.name") == "redis"
         assert attr(write, "parley.episode.id") == pk
+    assert [attr(w, "parley.attempt.fence") for w in moves] == [0, 1, 1]  # RUNNING takes over 0
 
     # No message content, by default: neither the messages nor any answer.
     answers = [r.reply for r in actions + judged if r.reply]
