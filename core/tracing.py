@@ -20,13 +20,16 @@ import json
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +74,7 @@ def provider_for(command: str) -> trace.TracerProvider | None:
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import (
-            BatchSpanProcessor,
-            ConsoleSpanExporter,
-            SpanExporter,
-        )
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
     except ImportError:
         log.warning(
             "OTEL_* settings ask for traces, but the OpenTelemetry SDK is not installed: "
@@ -85,7 +84,7 @@ def provider_for(command: str) -> trace.TracerProvider | None:
     exporters: list[SpanExporter] = []
     for name in names:
         if name == "otlp":
-            exporters.append(_otlp())
+            exporters += _otlp()
         elif name == "console":
             exporters.append(ConsoleSpanExporter())
         else:
@@ -101,10 +100,14 @@ def provider_for(command: str) -> trace.TracerProvider | None:
     return provider
 
 
-def _otlp() -> Any:
+def _otlp() -> list[SpanExporter]:
     """The OTLP/HTTP (protobuf) exporter, which reads its endpoint, headers and timeout from the
-    standard variables itself."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    standard variables itself (none, said in a warning, when it is not installed)."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        log.warning("the OTLP exporter is not installed: install parley[tracing] to send traces")
+        return []
 
     protocol = next((os.environ[p] for p in PROTOCOLS if os.environ.get(p)), "http/protobuf")
     if protocol.strip().lower() != "http/protobuf":
@@ -113,12 +116,16 @@ def _otlp() -> Any:
             "(a collector's port 4318)",
             protocol,
         )
-    return OTLPSpanExporter()
+    return [OTLPSpanExporter()]
 
 
 def configure(command: str) -> bool:
     """Export this process's spans as the OTEL_* variables ask (`provider_for`), by setting
-    the global provider; True when that is on. Called once, as a process starts."""
+    the global provider; True when that is on. Called once, as a process starts. A provider
+    set already (`opentelemetry-instrument parley ...`) is left as it is, and takes the spans."""
+    if enabled():
+        log.info("a tracer provider is set already: Parley's spans go to it")
+        return True
     provider = provider_for(command)
     if provider is None:
         return False

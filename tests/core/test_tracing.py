@@ -404,11 +404,17 @@ def test_the_exporter_and_service_name_are_the_standard_variables(
         provider.shutdown()
 
 
+@pytest.mark.parametrize(
+    "missing", ["opentelemetry.sdk.trace", "opentelemetry.exporter.otlp.proto.http.trace_exporter"]
+)
 def test_without_the_sdk_tracing_asked_for_is_a_warning(
-    no_otel: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    no_otel: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    missing: str,
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
-    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, missing, None)  # as if not installed
     with caplog.at_level(logging.WARNING, logger=tracing.__name__):
         assert tracing.provider_for("serve") is None
     assert "install parley[tracing]" in caplog.text
