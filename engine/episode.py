@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from parley.core import tracing
 from parley.engine.episode_log import episode_log_parts
 from parley.engine.errors import (
     EngineError,
@@ -151,7 +152,10 @@ class _Episode:
                 return []
 
     async def act(self, i: int, turn: int) -> AgentAction:
-        with scoped(purpose=CallPurpose.TURN, seat=i, turn=turn):
+        with (
+            scoped(purpose=CallPurpose.TURN, seat=i, turn=turn),
+            tracing.turn(turn, i, self.names[i]),
+        ):
             return await self._act(i, turn)
 
     async def _act(self, i: int, turn: int) -> AgentAction:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from parley.core import tracing
 from parley.core.backoff import Backoff
 from parley.engine.chat_client import ChatClient, ChatError
 from parley.engine.errors import (
@@ -123,6 +125,66 @@ class _Trace:
     latency_ms: float = 0.0
     attempts: int = 0
     error_code: str | None = None
+    response: dict[str, Any] | None = None
+    """The provider's answer to the last try, as it came."""
+
+
+PROVIDER_NAMES = {
+    "openai": "openai",
+    "local": "llama.cpp",
+    "custom": "openai_compatible",
+    "config": "openai_compatible",
+}
+"""`gen_ai.provider.name` by `ModelInfo.provider`: OpenAI's, the embedded model's server, and any
+other OpenAI-compatible endpoint (its `server.address` says which)."""
+Complete = Callable[["ModelRegistry", str, ChatRequest, GenerationStats, _Trace], Awaitable[str]]
+
+
+def _traced(complete: Complete) -> Complete:
+    """A model call as its span (core/tracing.py `chat`): the model, what the request asked
+    for, the tokens, how many requests it took and how it failed (error.type: the `_Trace`
+    error code, else the exception's type); nothing when no provider takes spans."""
+
+    @functools.wraps(complete)
+    async def traced(
+        self: ModelRegistry, model: str, request: ChatRequest, stats: GenerationStats, trace: _Trace
+    ) -> str:
+        if not tracing.enabled():
+            return await complete(self, model, request, stats, trace)
+        info = self.resolve(model)
+        scope = current_scope()
+        about = {
+            "parley.call.purpose": scope.purpose.value if scope else None,
+            "parley.agent.seat": scope.seat if scope else None,
+            "parley.turn.number": scope.turn if scope else None,
+            "parley.judge.run": scope.judge if scope else None,
+        }
+        provider = PROVIDER_NAMES.get(info.provider, info.provider)
+        json_output = request.schema is not None
+        with tracing.chat(
+            provider, info.model, info.base_url, json_output=json_output, attributes=about
+        ) as call:
+            error: str | None = None
+            try:
+                return await complete(self, model, request, stats, trace)
+            except Exception as exc:
+                error = trace.error_code or type(exc).__qualname__
+                raise
+            finally:
+                used = trace.tokens
+                call.ended(
+                    body=trace.request,
+                    response=trace.response,
+                    input_tokens=used.prompt_tokens,
+                    output_tokens=used.completion_tokens,
+                    estimated=used.estimated_tokens > 0,
+                    requests=trace.attempts,
+                    latency_ms=trace.latency_ms,
+                    answer=trace.answer,
+                    error_type=error,
+                )
+
+    return traced
 
 
 def _holds_all(exc: ChatError) -> bool:
@@ -380,6 +442,7 @@ class ModelRegistry:
         )
         await _kept(self._ledger.record(call))
 
+    @_traced
     async def _complete(
         self, model: str, request: ChatRequest, stats: GenerationStats, trace: _Trace
     ) -> str:
@@ -419,6 +482,7 @@ class ModelRegistry:
                     finally:
                         spent += time.monotonic() - t0
                         trace.latency_ms = (time.monotonic() - t0) * 1000
+                    trace.response = response
                     usage = response.get("usage") or {}
                     content = _content(response)
                     trace.tokens = counted(usage, kwargs["messages"], content)

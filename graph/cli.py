@@ -246,6 +246,10 @@ def main(argv: list[str] | None = None) -> None:
     if getattr(args, "no_worker", False):
         overrides["worker"] = False
     logs.configure(RunSettings(**overrides).log_format)
+    if args.command in ("serve", "worker"):
+        from parley.core import tracing
+
+        tracing.configure(args.command)
     from parley.graph import exchange_cli
 
     if args.command == "export-schema":

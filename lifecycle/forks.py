@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 from ulid import ULID
 
+from parley.core import tracing
 from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import MAX_AGENTS, RecordId, ShortText
 from parley.engine.errors import UnknownModelError
@@ -251,9 +252,12 @@ async def fork_episode(services: Services, valid: ForkFields) -> Forked:
     if errors:
         return Forked(None, errors)
     episode = forked(parent, valid)
-    created = await services.store.create_if_present(
-        [episode], services.jobs.stream, required_keys(parent)
-    )
+    about = {"parley.episode.parent": str(parent.pk), "parley.fork.at_turn": valid.at_turn}
+    with tracing.new_traces("parley.fork", [str(episode.pk)], about, parent.traceparent) as traced:
+        (episode.traceparent,) = traced
+        created = await services.store.create_if_present(
+            [episode], services.jobs.stream, required_keys(parent)
+        )
     if created.missing:
         message = "the episode, its scenario, an agent or its dimension list is gone"
         return Forked(None, [UserError(["input", "episodeId"], message, ErrorCode.NOT_FOUND)])

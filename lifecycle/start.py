@@ -13,6 +13,7 @@ import redis.asyncio as redis
 from pydantic import Field, model_validator
 from ulid import ULID
 
+from parley.core import tracing
 from parley.core.errors import ErrorCode, UserError, not_found, validated
 from parley.core.limits import MAX_AGENTS, RecordId, ShortText
 from parley.engine.errors import UnknownModelError
@@ -296,7 +297,10 @@ async def start_many(
     failpoints.reached("start:before-write")
     # The references are checked and the idempotency keys claimed in this one write: there is
     # no point in between.
-    created = await services.store.create_if_present(episodes, services.jobs.stream, required)
+    with tracing.new_traces("parley.start", [str(e.pk) for e in episodes]) as traces:
+        for episode, traced in zip(episodes, traces, strict=True):
+            episode.traceparent = traced
+        created = await services.store.create_if_present(episodes, services.jobs.stream, required)
     if created.missing:
         return Started([], missing_errors(valids, refs, prefixes, set(created.missing)))
     ids = created.ids

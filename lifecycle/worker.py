@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import redis.asyncio as redis
 
+from parley.core import tracing
 from parley.core.backoff import Backoff
 from parley.engine.episode import HistoryMismatch, Played, play
 from parley.engine.errors import EpisodeFailed, EpisodeSuspended
@@ -443,6 +444,19 @@ class Worker:
         if episode.job is not None and episode.job != job.entry_id:
             return True  # an older job of an episode queued again since
         start = AttemptStart.of(episode, self.config.consumer)
+        with tracing.attempt(
+            episode.traceparent,
+            episode_id,
+            episode.attempt + 1,
+            start.mode,
+            start.reason,
+            self.config.consumer,
+        ):
+            return await self._start(job, episode, start)
+
+    async def _start(self, job: Job, episode: EpisodeLog, start: AttemptStart) -> bool:
+        """Begin this delivery's attempt (or give the episode up), then play it."""
+        episode_id = str(episode.pk)
         if start.losses >= self.config.max_attempts:
             given_up = await self._durably(lambda: self._give_up(episode, start.losses))
             if given_up.ok and given_up.status == Status.COMPLETED:

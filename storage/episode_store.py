@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 
+from parley.core import tracing
 from parley.storage import keys, ledger
 from parley.storage.events import status_event
 from parley.storage.jobs import episode_entry
@@ -260,34 +261,36 @@ class EpisodeStore:
         sweep, `keys.DEADLINES`).
         """
         allowed = list(allowed_from if allowed_from is not None else ALLOWED_FROM[status])
-        code, current = await TRANSITION(
-            self.client,
-            self.episode_keys(episode_id),
-            TransitionArgs(
-                status=status,
-                allowed=json.dumps(allowed),
-                fence="" if fence is None else fence,
-                now=repr(time.time()),
-                reason=reason or "",
-                mode=attempt_mode,
-                owner=owner,
-                minid=self.log_floor(),
-                waiting=waiting.model_dump_json() if waiting else "",
-                job=self.requeue(episode_id) if status == Status.QUEUED else "",
-            ),
-            more_args=_patch(fields or {}),
-        )
+        with tracing.stored(TRANSITION.name, episode_id, fence, status=status.value):
+            code, current = await TRANSITION(
+                self.client,
+                self.episode_keys(episode_id),
+                TransitionArgs(
+                    status=status,
+                    allowed=json.dumps(allowed),
+                    fence="" if fence is None else fence,
+                    now=repr(time.time()),
+                    reason=reason or "",
+                    mode=attempt_mode,
+                    owner=owner,
+                    minid=self.log_floor(),
+                    waiting=waiting.model_dump_json() if waiting else "",
+                    job=self.requeue(episode_id) if status == Status.QUEUED else "",
+                ),
+                more_args=_patch(fields or {}),
+            )
         found = Status(current) if current else None
         return TransitionResult(code in (1, 2), code == -1, found, repeated=code == 2)
 
     async def mark(self, episode_id: str, attempt: int, fields: dict[str, Any]) -> bool:
         """Set `fields` if `attempt` is still the episode's; False when it is not (or gone)."""
-        done = await MARK(
-            self.client,
-            MarkKeys(EpisodeLog.make_primary_key(episode_id), keys.SCORES_VERSION),
-            MarkArgs(attempt),
-            more_args=_patch(fields),
-        )
+        with tracing.stored(MARK.name, episode_id, attempt):
+            done = await MARK(
+                self.client,
+                MarkKeys(EpisodeLog.make_primary_key(episode_id), keys.SCORES_VERSION),
+                MarkArgs(attempt),
+                more_args=_patch(fields),
+            )
         return bool(done)
 
     async def append_turn(
@@ -307,17 +310,18 @@ class EpisodeStore:
         removes its key). Writing the same action twice (a retried command) stores it once.
         Returns the event's sequence, or None when the caller no longer owns a running episode.
         """
-        sequence = await APPEND_TURN(
-            self.client,
-            TurnKeys(EpisodeLog.make_primary_key(episode_id), keys.episode_channel(episode_id)),
-            TurnArgs(
-                attempt=attempt,
-                turn=numbered({**turn, "at": stored_time(time.time())}),
-                progress=progress,
-                messages=json.dumps(messages),
-                merge=json.dumps({"progress": progress, **merge}) if merge else "",
-            ),
-        )
+        with tracing.stored(APPEND_TURN.name, episode_id, attempt, turn=turn.get("turn")):
+            sequence = await APPEND_TURN(
+                self.client,
+                TurnKeys(EpisodeLog.make_primary_key(episode_id), keys.episode_channel(episode_id)),
+                TurnArgs(
+                    attempt=attempt,
+                    turn=numbered({**turn, "at": stored_time(time.time())}),
+                    progress=progress,
+                    messages=json.dumps(messages),
+                    merge=json.dumps({"progress": progress, **merge}) if merge else "",
+                ),
+            )
         return None if int(sequence) < 0 else int(sequence)
 
     async def state(self, episode_id: str) -> tuple[Status, int] | None:

@@ -431,6 +431,9 @@ class EpisodeLog(ListedRecord, index=True):
     """Set when a replay ends: whether it matched its source."""
     cache: bool = False
     """Answer a request identical to one any ledger holds with its recorded answer."""
+    traceparent: str = ""
+    """The W3C traceparent of the span that queued it (core/tracing.py), which every attempt's
+    spans continue: one trace per episode ("" when it was queued without tracing)."""
 
     parent_id: str = Field(
         default="", index=True, description="The episode this one is a fork of ('' for none)."
