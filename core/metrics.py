@@ -72,7 +72,6 @@ DELIVERIES = Counter(
     "Live events the event hub handed to a subscription (an overflowing one re-reads them).",
 )
 
-_models: dict[str, str] = {}
 _CREDENTIALS = re.compile(r"//[^/@]*@")
 
 
@@ -85,35 +84,55 @@ class Tokens(Protocol):
     def completion_tokens(self) -> int: ...
 
 
-def model_label(name: str) -> str:
-    """A model's name as a label: without credentials or a query in a `custom/...@<url>` name,
-    and `other` past the first MODEL_LABELS names."""
-    label = _models.get(name)
-    if label is None:
+@dataclass(frozen=True)
+class _Model:
+    """A model's label and its counters, bound once (each `labels()` takes a lock)."""
+
+    label: str
+    calls: Counter
+    prompt: Counter
+    completion: Counter
+
+    def spent(self, tokens: Tokens) -> None:
+        self.prompt.inc(tokens.prompt_tokens)
+        self.completion.inc(tokens.completion_tokens)
+
+
+_models: dict[str, _Model] = {}
+
+
+def _model(name: str) -> _Model:
+    found = _models.get(name)
+    if found is None:
         label = OTHER
         if len(_models) < MODEL_LABELS:
             label = _CREDENTIALS.sub("//", name).partition("?")[0]
-        _models[name] = label
-    return label
+        tokens = MODEL_TOKENS.labels(label, "prompt"), MODEL_TOKENS.labels(label, "completion")
+        found = _models[name] = _Model(label, MODEL_CALLS.labels(label), *tokens)
+    return found
+
+
+def model_label(name: str) -> str:
+    """A model's name as a label: without credentials or a query in a `custom/...@<url>` name,
+    and `other` past the first MODEL_LABELS names."""
+    return _model(name).label
 
 
 def model_answered(model: str, tokens: Tokens) -> None:
     """A request a model answered, and the tokens it spent."""
-    label = model_label(model)
-    MODEL_CALLS.labels(label).inc()
-    MODEL_TOKENS.labels(label, "prompt").inc(tokens.prompt_tokens)
-    MODEL_TOKENS.labels(label, "completion").inc(tokens.completion_tokens)
+    counted = _model(model)
+    counted.calls.inc()
+    counted.spent(tokens)
 
 
 def model_failed(model: str, code: str, tokens: Tokens | None = None) -> None:
     """A request to a model that failed with `code`, and the tokens of an answer that came but
     was unusable."""
-    label = model_label(model)
-    MODEL_CALLS.labels(label).inc()
-    MODEL_ERRORS.labels(label, code).inc()
+    counted = _model(model)
+    counted.calls.inc()
+    MODEL_ERRORS.labels(counted.label, code).inc()
     if tokens is not None:
-        MODEL_TOKENS.labels(label, "prompt").inc(tokens.prompt_tokens)
-        MODEL_TOKENS.labels(label, "completion").inc(tokens.completion_tokens)
+        counted.spent(tokens)
 
 
 class TurnClock:
