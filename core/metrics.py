@@ -39,6 +39,9 @@ MODEL_LABELS = 100
 any `custom/<model>@<url>`, and every label value is a series of its own)."""
 OTHER = "other"
 
+if os.environ.get(MULTIPROCESS_DIR):  # the metrics below write there as they are declared
+    os.makedirs(os.environ[MULTIPROCESS_DIR], exist_ok=True)
+
 MODEL_CALLS = Counter(
     "parley_model_calls", "Requests sent to a model (each try), answered or failed.", ["model"]
 )

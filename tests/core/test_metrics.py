@@ -175,9 +175,10 @@ def python(code: str, directory: Path) -> str:
 
 
 def test_in_multiprocess_mode_a_scrape_adds_up_every_process(tmp_path: Path) -> None:
-    python(RECORD, tmp_path)
-    python(RECORD, tmp_path)  # ended, marked dead: its counts stay
-    found = samples(python(SCRAPE, tmp_path))
+    directory = tmp_path / "made by the first process"
+    python(RECORD, directory)
+    python(RECORD, directory)  # ended, marked dead: its counts stay
+    found = samples(python(SCRAPE, directory))
     assert found[("parley_model_calls_total", (("model", "m"),))] == 2
     assert found[("parley_model_tokens_total", (("kind", "completion"), ("model", "m")))] == 8
     assert found[("parley_turn_seconds_count", ())] == 2
