@@ -95,7 +95,11 @@ async def worker(settings: RunSettings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     if settings.metrics_port is not None:
-        metrics.serve(settings.metrics_port, settings.metrics_host)
+        port, host = settings.metrics_port, settings.metrics_host
+        try:
+            metrics.serve(port, host)
+        except OSError as err:
+            sys.exit(f"parley worker: cannot serve metrics on {host}:{port}: {err}")
     try:
         await serve_worker(settings, stop)
     finally:
