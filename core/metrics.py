@@ -107,12 +107,15 @@ _models: dict[str, _Model] = {}
 def _model(name: str) -> _Model:
     found = _models.get(name)
     if found is None:
-        label = OTHER
-        if len(_models) < MODEL_LABELS:
-            label = _CREDENTIALS.sub("//", name).partition("?")[0]
-        tokens = MODEL_TOKENS.labels(label, "prompt"), MODEL_TOKENS.labels(label, "completion")
-        found = _models[name] = _Model(label, MODEL_CALLS.labels(label), *tokens)
+        if len(_models) >= MODEL_LABELS:
+            return _bound(OTHER)  # not kept: names past the cap take no memory
+        found = _models[name] = _bound(_CREDENTIALS.sub("//", name).partition("?")[0])
     return found
+
+
+def _bound(label: str) -> _Model:
+    tokens = MODEL_TOKENS.labels(label, "prompt"), MODEL_TOKENS.labels(label, "completion")
+    return _Model(label, MODEL_CALLS.labels(label), *tokens)
 
 
 def model_label(name: str) -> str:

@@ -85,6 +85,7 @@ def test_a_model_label_has_no_credentials_and_their_number_is_capped(
     assert metrics.model_label("gpt-4o-mini") == "gpt-4o-mini"
     assert metrics.model_label("custom/third@http://x/v1") == metrics.OTHER
     assert metrics.model_label("gpt-4o-mini") == "gpt-4o-mini"  # known ones keep theirs
+    assert len(metrics._models) == 2  # the names past the cap are not kept
 
 
 def test_the_turn_clock_times_each_turn_once_whatever_its_seats() -> None:
