@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from parley.core import tracing
+from parley.core import metrics, tracing
 from parley.core.backoff import Backoff
 from parley.engine.chat_client import ChatClient, ChatError
 from parley.engine.errors import (
@@ -474,6 +474,7 @@ class ModelRegistry:
                         response = await endpoint.client.create(kwargs, timeout)
                     except ChatError as exc:
                         trace.error_code = exc.kind
+                        metrics.model_failed(model, exc.kind)
                         if _overloaded(exc):
                             slot.overload(exc.retry_after)
                         if shared is not None and _holds_all(exc):
@@ -494,7 +495,9 @@ class ModelRegistry:
                 add(stats.usage, model, trace.tokens)
                 if content is None:
                     trace.error_code = "no_choices"
+                    metrics.model_failed(model, trace.error_code, trace.tokens)
                     raise LLMTransportError(f"{model}: answer without choices")
+                metrics.model_answered(model, trace.tokens)
                 return _clean(content, info)
             except ChatError as exc:
                 if exc.status == 400 and use_schema:

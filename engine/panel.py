@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean, median
 
-from parley.core import tracing
+from parley.core import metrics, tracing
 from parley.engine.errors import JudgeFailed
 from parley.engine.judge import evaluate
 from parley.engine.ledger import CallPurpose, scoped
@@ -142,7 +142,7 @@ async def _run(
             scoped(purpose=CallPurpose.JUDGE, seat=None, turn=None, judge=f"{model}#{repeat}"),
             tracing.judge(model, repeat),
         ):
-            judged = await evaluate(setup, transcript, llm, model)
+            judged = await metrics.judge_run(model, evaluate(setup, transcript, llm, model))
     except JudgeFailed as failed:
         run = JudgeRun(model=model, repeat=repeat, error=failed.reason, code=failed.code)
         return _spent(run, failed.stats), failed.stats, ""

@@ -37,6 +37,7 @@ from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, Op
 from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
+from parley.core.metrics import process_stopped
 from parley.graph.context import Context
 from parley.graph.encoding import encode
 from parley.graph.errors import (
@@ -53,6 +54,7 @@ from parley.graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from parley.graph.rater_access import rater_connection
 from parley.graph.request_ids import RequestIds
 from parley.graph.schema import Limits, build_schema, validation_rules
+from parley.graph.scrape import prometheus
 from parley.graph.seat_access import (
     NAME_THE_OPERATION,
     names_its_operation,
@@ -412,6 +414,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 settings.port,
             )
         async with contextlib.AsyncExitStack() as stack:
+            stack.callback(process_stopped)
             server_log, refusals = logging.getLogger("uvicorn.error"), RefusedHandshakeLog()
             server_log.addFilter(refusals)
             stack.callback(server_log.removeFilter, refusals)
@@ -429,8 +432,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    async def metrics(request: Request) -> JSONResponse:
-        """Live counters: what a leak of subscriptions or tasks would show up in."""
+    async def metrics(request: Request) -> Response:
+        """Live counters: what a leak of subscriptions or tasks would show up in; every metric
+        in Prometheus's formats for a client that asks for them (graph/scrape.py)."""
+        answer = await prometheus(request, request.app.state.services, settings.lease_seconds)
+        if answer is not None:
+            return answer
         hub = request.app.state.services.hub
         documents = request.app.state.services.documents
         limits = await request.app.state.services.models.limit_usage()

@@ -87,13 +87,23 @@ async def seed(settings: RunSettings) -> dict[str, int]:
 
 async def worker(settings: RunSettings) -> None:
     """Run until SIGINT or SIGTERM; unfinished jobs are then handed back for redelivery."""
+    from parley.core import metrics
     from parley.lifecycle.worker import serve_worker
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await serve_worker(settings, stop)
+    if settings.metrics_port is not None:
+        port, host = settings.metrics_port, settings.metrics_host
+        try:
+            metrics.serve(port, host)
+        except OSError as err:
+            sys.exit(f"parley worker: cannot serve metrics on {host}:{port}: {err}")
+    try:
+        await serve_worker(settings, stop)
+    finally:
+        metrics.process_stopped()
 
 
 def redis_url(settings: RunSettings) -> str:
@@ -186,6 +196,17 @@ def parser() -> argparse.ArgumentParser:
     )
     work.add_argument("--concurrency", type=int, help="most episodes run at once (default 512)")
     work.add_argument("--data-dir", type=Path, metavar="DIR", help=DATA_DIR)
+    work.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve this worker's Prometheus metrics at /metrics on this port",
+    )
+    work.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        help="address the metrics port binds to (default 127.0.0.1)",
+    )
 
     export = commands.add_parser("export-schema", help="print the GraphQL schema, in its text form")
     export.add_argument("--output", "-o", type=Path, metavar="FILE", help="write it to this file")
@@ -238,6 +259,8 @@ def main(argv: list[str] | None = None) -> None:
             "port": getattr(args, "port", None),
             "data_dir": getattr(args, "data_dir", None),
             "concurrency": getattr(args, "concurrency", None),
+            "metrics_port": getattr(args, "metrics_port", None),
+            "metrics_host": getattr(args, "metrics_host", None),
         }.items()
         if value is not None
     }

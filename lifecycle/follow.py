@@ -23,6 +23,7 @@ from functools import partial
 
 import redis.asyncio as redis
 
+from parley.core import metrics
 from parley.core.backoff import Backoff
 from parley.resolvers.episodes import find_episodes
 from parley.storage import keys
@@ -68,6 +69,7 @@ class Subscriber:
         return item
 
     def deliver(self, event: EpisodeEvent) -> None:
+        metrics.delivered()
         try:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:

@@ -98,6 +98,17 @@ class RunSettings(BaseSettings):
         description="plain text lines, or json: one JSON object per line (episode, attempt, "
         "worker and request ids as fields).",
     )
+    metrics_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="`parley worker` only: serve its Prometheus metrics at /metrics on this port "
+        "(the API serves them at its own /metrics).",
+    )
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        description="`parley worker` only: the address its metrics port binds to.",
+    )
 
     @field_validator("redis_url")
     @classmethod

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import redis.asyncio as redis
 
-from parley.core import tracing
+from parley.core import metrics, tracing
 from parley.core.backoff import Backoff
 from parley.engine.episode import HistoryMismatch, Played, play
 from parley.engine.errors import EpisodeFailed, EpisodeSuspended
@@ -299,6 +299,7 @@ class Worker:
         idle_ms = int(self.config.lease_seconds * 1000)
         for job in await self.jobs.reclaim(self.config.consumer, idle_ms, free):
             if job.entry_id not in self.running:
+                metrics.took_over()
                 await self._launch(job)
 
     async def _renew(self) -> None:
@@ -671,8 +672,10 @@ class Worker:
         self.controls[episode_id] = control
         judged = episode.judge_runs if history else []
         conversation = GenerationStats()
+        turns = metrics.TurnClock()
 
         async def on_turn(event: TurnEvent) -> None:
+            turns.lap(event.turn.turn)
             turn = event.turn.model_dump(mode="json", exclude_none=True)  # no phase: no game
             progress = event.turn.turn + 1
             usage = self._usage(spent, event.usage)

@@ -31,6 +31,20 @@ class JobKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class QueueFigures:
+    """The queue as /metrics shows it (`JobQueue.figures`)."""
+
+    waiting: int
+    """Entries no worker has taken yet."""
+    running: int
+    """Entries a worker has taken and not acknowledged."""
+    lag_seconds: float
+    """Age of the oldest entry no worker has taken yet (0 when none waits)."""
+    workers: int
+    """Consumers that read, renewed or swept within the window asked for."""
+
+
+@dataclass(frozen=True)
 class Job:
     entry_id: str
     kind: JobKind
@@ -159,6 +173,35 @@ class JobQueue:
             pipe.xack(self.stream, self.group, entry_id)
             pipe.xdel(self.stream, entry_id)
             await pipe.execute()
+
+    async def figures(self, live_ms: int) -> QueueFigures:
+        """Waiting and running entries, the age of the oldest waiting one (by its id's time and
+        Redis's clock) and the consumers seen within `live_ms`: a worker reads at least every
+        second and renews its leases every third of a lease, so one that stops is not counted
+        for long. All zero when the stream is gone (a Redis that came back empty)."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.xlen(self.stream)
+            pipe.xinfo_groups(self.stream)
+            pipe.xinfo_consumers(self.stream, self.group)
+            pipe.time()
+            try:
+                length, groups, consumers, now = await pipe.execute()
+            except redis.ResponseError as err:
+                if "no such key" not in str(err).lower() and "NOGROUP" not in str(err):
+                    raise
+                return QueueFigures(0, 0, 0.0, 0)
+        group = next(g for g in groups if g["name"] == self.group)
+        running = int(group["pending"])
+        waiting = max(0, int(length) - running)
+        lag = 0.0
+        if waiting:
+            after = "(" + str(group["last-delivered-id"])
+            oldest = await self.client.xrange(self.stream, after, "+", count=1)
+            if oldest:
+                created_ms = int(str(oldest[0][0]).partition("-")[0])
+                lag = max(0.0, now[0] + now[1] / 1e6 - created_ms / 1000)
+        workers = sum(1 for c in consumers if int(c["idle"]) < live_ms)
+        return QueueFigures(waiting, running, lag, workers)
 
     async def depth(self) -> tuple[int, int]:
         """(entries in the stream, entries delivered but not yet acknowledged)."""

@@ -1,0 +1,80 @@
+"""/metrics in Prometheus's text formats, for a client that asks for them (core/metrics.py).
+
+The JSON of live counters (graph/app.py) stays what a client gets unless it asks otherwise:
+`?format=prometheus` (or `json`) decides outright; else the Accept header does, Prometheus's
+formats winning only when it weighs `text/plain` or `application/openmetrics-text` above
+`application/json`, as every Prometheus scraper's header does and `*/*` does not. Among them,
+OpenMetrics when it is asked for, else the text format 0.0.4 (prometheus_client's choice).
+"""
+
+import asyncio
+import logging
+from typing import Literal
+
+import redis.asyncio as redis
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from parley.core.metrics import ApiFigures, Scraped, exposition
+from parley.lifecycle.services import Services
+from parley.resolvers.gauges import shared_figures
+
+log = logging.getLogger(__name__)
+PROMETHEUS = frozenset({"text/plain", "application/openmetrics-text"})
+JSON = frozenset({"application/json"})
+Format = Literal["json", "prometheus"]
+
+
+class UnknownFormat(ValueError):
+    """`?format=` named neither json nor prometheus."""
+
+
+def chosen_format(accept: str, format: str | None = None) -> Format:
+    """What a request to /metrics is answered in (the module's docstring says how)."""
+    if format is not None:
+        if format not in ("json", "prometheus"):
+            raise UnknownFormat(f"format must be json or prometheus, not {format!r}")
+        return "json" if format == "json" else "prometheus"
+    weights = {"json": 0.0, "prometheus": 0.0}
+    for item in accept.split(","):
+        media_range, *params = (part.strip().lower() for part in item.split(";"))
+        q = next((weight(p.removeprefix("q=")) for p in params if p.startswith("q=")), 1.0)
+        kind = "prometheus" if media_range in PROMETHEUS else "json" if media_range in JSON else ""
+        if kind:
+            weights[kind] = max(weights[kind], q)
+    return "prometheus" if weights["prometheus"] > weights["json"] else "json"
+
+
+def weight(value: str) -> float:
+    try:
+        q = float(value)
+    except ValueError:
+        return 0.0
+    return q if 0.0 <= q <= 1.0 else 0.0
+
+
+async def prometheus(request: Request, services: Services, live_seconds: float) -> Response | None:
+    """The answer to a request to /metrics that asks for Prometheus's formats (400 for an
+    unknown `?format=`); None for one to answer with the JSON."""
+    accept = request.headers.get("accept", "")
+    try:
+        if chosen_format(accept, request.query_params.get("format")) == "json":
+            return None
+    except UnknownFormat as err:
+        return PlainTextResponse(str(err), status_code=400)
+    return await scrape(accept, services, live_seconds)
+
+
+async def scrape(accept: str, services: Services, live_seconds: float) -> Response:
+    """Every metric: what processes recorded, the figures of Redis (left out, with a warning,
+    when Redis cannot be read) and the API process's own."""
+    try:
+        shared = await shared_figures(services.client, services.jobs, live_seconds)
+    except (redis.RedisError, OSError) as err:
+        log.warning("/metrics could not read Redis (%s): its figures are left out", err)
+        shared = None
+    documents = services.documents
+    api = ApiFigures(services.hub.subscriber_count, documents.hits, documents.misses)
+    # Off the event loop: in multiprocess mode it reads every process's files.
+    body, content_type = await asyncio.to_thread(exposition, accept, Scraped(shared, api))
+    return Response(body, headers={"content-type": content_type})

@@ -1,0 +1,81 @@
+"""/metrics answers Prometheus's formats to who asks for them, and the JSON to everyone else."""
+
+import httpx
+import pytest
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
+from prometheus_client.parser import text_string_to_metric_families
+
+from parley.graph.scrape import UnknownFormat, chosen_format
+
+PROMETHEUS_2 = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+    "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+"""What Prometheus 2 sends when it scrapes."""
+PROMETHEUS_3_TEXT = "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1"
+BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+EVERY_METRIC = {
+    "parley_model_calls",
+    "parley_model_tokens",
+    "parley_model_errors",
+    "parley_turn_seconds",
+    "parley_judge_seconds",
+    "parley_lease_takeovers",
+    "parley_subscription_deliveries",
+    "parley_subscriptions",
+    "parley_held_documents",
+    "parley_episodes",
+    "parley_queue_jobs",
+    "parley_queue_lag_seconds",
+    "parley_workers",
+}
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        ("", "json"),
+        ("*/*", "json"),
+        (BROWSER, "json"),
+        ("application/json", "json"),
+        ("application/json, text/plain;q=0.5", "json"),
+        ("text/plain", "prometheus"),
+        ("text/plain;version=0.0.4", "prometheus"),
+        ("application/openmetrics-text", "prometheus"),
+        (PROMETHEUS_2, "prometheus"),
+        (PROMETHEUS_3_TEXT, "prometheus"),
+        ("application/json;q=0.2, TEXT/PLAIN;q=0.3", "prometheus"),
+    ],
+)
+def test_the_accept_header_chooses_prometheus_only_when_it_prefers_it(
+    accept: str, expected: str
+) -> None:
+    assert chosen_format(accept) == expected
+
+
+def test_the_format_parameter_decides_outright() -> None:
+    assert chosen_format("text/plain", "json") == "json"
+    assert chosen_format("*/*", "prometheus") == "prometheus"
+    with pytest.raises(UnknownFormat):
+        chosen_format("", "xml")
+
+
+async def test_a_prometheus_scrape_parses_and_the_json_stays(api_url: str) -> None:
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        scraped = await http.get("/metrics", headers={"accept": "text/plain;version=0.0.4"})
+        openmetrics = await http.get("/metrics", headers={"accept": PROMETHEUS_2})
+        by_parameter = await http.get("/metrics", params={"format": "prometheus"})
+        plain = await http.get("/metrics")
+        refused = await http.get("/metrics", params={"format": "xml"})
+    assert scraped.status_code == 200
+    assert scraped.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    assert {f.name for f in text_string_to_metric_families(scraped.text)} >= EVERY_METRIC
+    assert openmetrics.headers["content-type"].startswith("application/openmetrics-text")
+    found = openmetrics_families(openmetrics.text)  # type: ignore[no-untyped-call]
+    assert {f.name for f in found} >= EVERY_METRIC
+    assert by_parameter.headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert plain.headers["content-type"] == "application/json"
+    assert {"subscribers", "documents_held_hits", "provider_limits"} <= set(plain.json())
+    assert refused.status_code == 400 and "json or prometheus" in refused.text
