@@ -12,9 +12,9 @@ from parley.storage.scripts import LUA, VOCABULARY, Script, vocabulary_prelude
 
 QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 CALL = re.compile(r"redis\.p?call\(\s*'([^']*)'")
-SYNTAX = {"", "$", "[", "]", "[]", "null", "*", "-", "+", ",", ":", "}"}
+SYNTAX = {"", "$", "[", "]", "[]", "null", "*", "-", "+", ",", ":", "{", "}"}
 """JSON and Redis syntax: the root path, list brackets, a JSON null, XADD's new id, a Stream's
-first and last ids (XRANGE's - and +), the joints of an event's JSON."""
+first and last ids (XRANGE's - and +), the joints of an object's JSON."""
 REDIS_WORDS = {"MINID", "EX"}
 """Arguments of Redis commands (XADD's trimming, SET's expiry)."""
 
