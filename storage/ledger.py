@@ -23,7 +23,14 @@ from typing import Any, NamedTuple
 import redis.asyncio as redis
 from pydantic import BaseModel, ConfigDict, Field
 
-from parley.engine.ledger import CallPurpose, ModelCall, Served, canonical, content_hash
+from parley.engine.ledger import (
+    CallPurpose,
+    ModelCall,
+    Served,
+    canonical,
+    canonical_request,
+    text_hash,
+)
 from parley.storage import keys
 from parley.storage.scripts import Script
 from parley.storage.vocabulary import ImportOutcome
@@ -94,14 +101,21 @@ def stored_call(call: ModelCall, at: float) -> tuple[StoredCall, dict[str, str]]
     """A call's entry and the canonical JSON of each body it refers to, by hash."""
     sent = call.request
     bodies: dict[str, str] = {}
+    texts: list[str] = []
 
     def named(value: Any) -> str:
         text = canonical(value)
-        digest = content_hash(value)
+        texts.append(text)
+        digest = text_hash(text)
         bodies[digest] = text
         return digest
 
     schema = sent.get("response_format")
+    messages = [named(m) for m in sent.get("messages", [])]
+    parts = {"messages": "[" + ",".join(texts) + "]"} if "messages" in sent else {}
+    schema_hash = None if schema is None else named(schema)
+    if schema is not None:
+        parts["response_format"] = texts[-1]
     scope = call.scope
     entry = StoredCall(
         attempt=scope.attempt,
@@ -111,9 +125,9 @@ def stored_call(call: ModelCall, at: float) -> tuple[StoredCall, dict[str, str]]
         judge=scope.judge,
         model=call.model,
         params={k: v for k, v in sent.items() if k not in ("messages", "response_format")},
-        messages=[named(m) for m in sent.get("messages", [])],
-        schema_hash=None if schema is None else named(schema),
-        request=content_hash(sent),
+        messages=messages,
+        schema_hash=schema_hash,
+        request=text_hash(canonical_request(sent, parts)),
         answer=call.answer,
         prompt_tokens=call.tokens.prompt_tokens,
         completion_tokens=call.tokens.completion_tokens,

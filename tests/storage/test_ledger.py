@@ -3,12 +3,13 @@ that delete every expired ledger and keep one written since, and a Redis or a ca
 be written costing the caller nothing."""
 
 import dataclasses
+import json
 import time
 import uuid
 
 import redis.asyncio as redis
 
-from parley.engine.ledger import CallPurpose, CallScope, ModelCall
+from parley.engine.ledger import CallPurpose, CallScope, ModelCall, content_hash
 from parley.engine.usage import TokenCount
 from parley.resolvers.model_calls import model_calls
 from parley.storage import keys, ledger
@@ -96,3 +97,16 @@ async def test_one_sweep_deletes_every_ledger_past_the_window_beyond_a_batch(
     deleted = await keeper.sweep(now=time.time() + 31 * DAY)
     assert deleted >= len(pks)
     assert not await redis_client.exists(*(keys.model_calls(pk) for pk in pks))
+
+
+def test_an_entry_names_its_request_and_bodies_by_the_hash_of_their_canonical_json() -> None:
+    schema = {"type": "json_schema", "json_schema": {"name": "a", "schema": {"b": [1, "é"]}}}
+    messages = [{"role": "user", "content": 'Zoë said "hi"\n'}, {"content": "x", "role": "a"}]
+    for extra in ({}, {"response_format": schema}, {"stop": ["\n"], "max_tokens": 3}):
+        sent = {"model": "m", "temperature": 0.7, "messages": messages, **extra}
+        made = dataclasses.replace(call("hashes", 1), request=sent)
+        entry, bodies = ledger.stored_call(made, 0.0)
+        assert entry.request == content_hash(sent)
+        assert entry.messages == [content_hash(m) for m in messages]
+        assert all(content_hash(json.loads(text)) == h for h, text in bodies.items())
+        assert entry.schema_hash == (content_hash(schema) if extra.get("response_format") else None)
