@@ -187,6 +187,11 @@ class ModelRegistry:
         model is called)."""
         return sum(limit.limit for limit in self._limits.values())
 
+    def reach(self) -> int:
+        """Calls the endpoints in use may take at once a round trip from now (`AdaptiveLimit.
+        reach`), added up (0 before any model is called)."""
+        return sum(limit.reach for limit in self._limits.values())
+
     def limits(self) -> dict[str, AdaptiveLimit]:
         """Each endpoint's limit, by base URL."""
         return dict(self._limits)
