@@ -14,14 +14,15 @@ if last and last.turn == turn.turn and last.agent_index == turn.agent_index then
   return last.sequence  -- the same write again (a retried command): already stored and sent
 end
 local seq = stored_sequence(key) + 1
-local patch = new_patch(key)
-patch_append(patch, EPISODE.turns, with_sequence(A.turn, seq))
+-- Appended on their own: a merge would carry the whole lists, which grow with the episode.
+numbered(key, EPISODE.turns, A.turn, seq)
 local stored = redis.call('JSON.ARRLEN', key, EPISODE.messages)[1]
 if turn.turn < stored then
   redis.call('JSON.SET', key, item(EPISODE.messages, turn.turn), A.messages)
 else
-  patch_append(patch, EPISODE.messages, A.messages)
+  redis.call('JSON.ARRAPPEND', key, EPISODE.messages, A.messages)
 end
+local patch = new_patch(key)
 patch_set(patch, EPISODE.sequence, tostring(seq))
 for i = 1, #MORE_ARGS, 2 do patch_set(patch, MORE_ARGS[i], MORE_ARGS[i + 1]) end
 write_patch(patch)
