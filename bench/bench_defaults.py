@@ -21,6 +21,8 @@ How the batch is started and followed is what an outside harness may do differen
 - `--model custom`: `custom/fake@<url>`; `openai`: an OpenAI model name with OPENAI_BASE_URL
   and OPENAI_API_KEY pointing at the fake.
 
+`--workers N` starts N workers instead of one (to see what one process's CPU costs).
+
 Besides the times it prints each process's CPU seconds over the batch (worker, API, Redis, fake),
 the calls the fake served and the requests it had in flight over time.
 """
@@ -33,10 +35,9 @@ import statistics
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
@@ -256,7 +257,14 @@ def profiled(pid: int, out: str) -> Iterator[None]:
 
 
 async def one_repeat(
-    episodes: int, turns: int, delay: float, how: str, wait: str, model_kind: str, profile: str
+    episodes: int,
+    turns: int,
+    delay: float,
+    how: str,
+    wait: str,
+    model_kind: str,
+    profile: str,
+    workers: int,
 ) -> tuple[Batch, Batch]:
     """Fresh processes; a warm-up episode, then one episode alone, then the batch."""
     async with bench_redis() as (redis_url, tmp, client):
@@ -278,13 +286,18 @@ async def one_repeat(
             }
             redis_pid = int((tmp / "redis.pid").read_text())
             limits = httpx.Limits(max_connections=None)
-            with (
-                api_process(env, Path(tmp) / "api.log", "--no-worker") as api,
-                worker_process(env, Path(tmp) / "worker.log", concurrency=None) as worker,
-            ):
+            with ExitStack() as running:
+                api = running.enter_context(api_process(env, tmp / "api.log", "--no-worker"))
+                started = [
+                    running.enter_context(worker_process(env, tmp / f"worker{n}.log", None))
+                    for n in range(workers)
+                ]
+                worker = started[0]
                 async with httpx.AsyncClient(timeout=120, limits=limits) as http:
-                    pids = {
-                        "worker": worker.pid,
+                    pids = {f"worker {n + 1}": w.pid for n, w in enumerate(started)}
+                    if workers == 1:
+                        pids = {"worker": worker.pid}
+                    pids |= {
                         "api": api.pid,
                         "redis": redis_pid,
                         "fake": fake_pid,
@@ -323,15 +336,16 @@ async def main(
     wait: Annotated[str, "store (Redis), poll (the API) or subscribe (episodeStatus)"] = "store",
     model: Annotated[str, "custom (custom/fake@url) or openai (OPENAI_BASE_URL)"] = "custom",
     profile: Annotated[str, "record the worker with py-spy over each batch to PROFILE-<run>"] = "",
+    workers: Annotated[int, "parley worker processes (the default stack has one)"] = 1,
 ) -> None:
     print(
         f"{episodes} episodes of {turns} turns + 2 judge calls at {delay * 1000:.0f} ms; "
-        f"start {start}, wait {wait}, model {model}; load average {load()}"
+        f"start {start}, wait {wait}, model {model}, {workers} worker(s); load average {load()}"
     )
     ratios = []
     for n in range(repeat):
         out = f"{profile}-{n + 1}" if profile else ""
-        single, many = await one_repeat(episodes, turns, delay, start, wait, model, out)
+        single, many = await one_repeat(episodes, turns, delay, start, wait, model, out, workers)
         ratio = many.seconds / single.seconds
         ratios.append(ratio)
         cpu = ", ".join(f"{name} {seconds:.2f}" for name, seconds in many.cpu.items())
