@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, get_args
 
 import redis.asyncio as redis
 from pydantic import BaseModel
+from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 
 from parley.storage.events import EpisodeEvent, EventKind
@@ -161,10 +162,26 @@ class Script[K: tuple[Any, ...], A: tuple[Any, ...]]:
         more_args: Sequence[Arg] = (),
     ) -> Any:
         """Run the script with `keys` and `args` (then `more_keys` and `more_args`)."""
+        return await self._script(client)(keys=[*keys, *more_keys], args=[*args, *more_args])
+
+    async def queue(
+        self,
+        client: redis.Redis,
+        pipe: Pipeline,
+        keys: K,
+        args: A,
+        more_keys: Sequence[str] = (),
+        more_args: Sequence[Arg] = (),
+    ) -> None:
+        """Queue a run in `pipe`, a pipeline of `client` (the pipeline loads it if need be)."""
+        script = self._script(client)
+        await script(keys=[*keys, *more_keys], args=[*args, *more_args], client=pipe)
+
+    def _script(self, client: redis.Redis) -> AsyncScript:
         script = self._registered.get(client)
         if script is None:
             script = self._registered[client] = client.register_script(self.source)
-        return await script(keys=[*keys, *more_keys], args=[*args, *more_args])
+        return script
 
 
 class NoKeys(NamedTuple):

@@ -2,6 +2,7 @@
 that delete every expired ledger and keep one written since, and a Redis or a call that cannot
 be written costing the caller nothing."""
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -110,3 +111,20 @@ def test_an_entry_names_its_request_and_bodies_by_the_hash_of_their_canonical_js
         assert entry.messages == [content_hash(m) for m in messages]
         assert all(content_hash(json.loads(text)) == h for h, text in bodies.items())
         assert entry.schema_hash == (content_hash(schema) if extra.get("response_format") else None)
+
+
+async def test_calls_recorded_at_once_are_each_in_their_ledger(redis_client: redis.Redis) -> None:
+    """Recorded at once, the calls go to Redis together: each is in its episode's ledger, in
+    the order its episode made them, when its record returns."""
+    keeper = Ledger(redis_client, 30.0)
+    pks = [f"ledger-together-{uuid.uuid4().hex}" for _ in range(20)]
+
+    async def episode(pk: str) -> None:
+        for n in range(3):
+            await keeper.record(call(pk, n))
+            assert (await model_calls(redis_client, pk)).total == n + 1
+
+    await asyncio.gather(*(episode(pk) for pk in pks))
+    assert keeper.failures == 0
+    for pk in pks:
+        assert [c.call.turn for c in (await model_calls(redis_client, pk)).items] == [0, 1, 2]
