@@ -101,9 +101,9 @@ class TurnArgs(NamedTuple):
 LOG = ("json", "log", "status_change")
 """The shared functions of a script that changes an episode's status."""
 CREATE = Script("create_episodes", CreateKeys, CreateArgs, ("json", "log"))
-TRANSITION = Script("transition", EpisodeKeys, TransitionArgs, LOG)
-MARK = Script("mark", MarkKeys, MarkArgs, ("json",))
-APPEND_TURN = Script("append_turn", TurnKeys, TurnArgs, ("json",))
+TRANSITION = Script("transition", EpisodeKeys, TransitionArgs, LOG, batched=True)
+MARK = Script("mark", MarkKeys, MarkArgs, ("json",), batched=True)
+APPEND_TURN = Script("append_turn", TurnKeys, TurnArgs, ("json",), batched=True)
 """The scripts that write many fields of an episode write them in as few JSON commands as keep
 their meaning (`lib/json.lua`, `new_patch`): each JSON write re-indexes the episode in every
 index that covers it (bench/RESULTS.md, issue 27)."""

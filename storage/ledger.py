@@ -14,17 +14,14 @@ they give back the body whose hash is `request` (how a replay finds the recorded
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 from pydantic import BaseModel, ConfigDict, Field
-from redis.asyncio.client import Pipeline
 
 from parley.engine.ledger import (
     CallPurpose,
@@ -188,7 +185,7 @@ class ImportArgs(NamedTuple):
     request: str
 
 
-APPEND = Script("append_call", AppendKeys, AppendArgs)
+APPEND = Script("append_call", AppendKeys, AppendArgs, batched=True)
 IMPORT = Script("import_call", ImportKeys, ImportArgs)
 DELETE = Script("delete_calls", AppendKeys, DeleteArgs)
 
@@ -207,25 +204,14 @@ async def append(
     client: redis.Redis, episode_id: str, entry: StoredCall, bodies: dict[str, str]
 ) -> str:
     """Append one call to the episode's ledger with the bodies it refers to; its entry id."""
-    entry_id = await APPEND(client, *_append(episode_id, entry, bodies))
-    return str(entry_id)
-
-
-async def queue_append(
-    client: redis.Redis, pipe: Pipeline, episode_id: str, entry: StoredCall, bodies: dict[str, str]
-) -> None:
-    """`append`, queued in `pipe` (a pipeline of `client`)."""
-    await APPEND.queue(client, pipe, *_append(episode_id, entry, bodies))
-
-
-def _append(
-    episode_id: str, entry: StoredCall, bodies: dict[str, str]
-) -> tuple[AppendKeys, AppendArgs, list[str], list[str]]:
     hashes = list(bodies)
     texts = [part for h in hashes for part in (h, bodies[h])]
     request = entry.request if entry.answered else ""
     args = AppendArgs(CALL_FIELD, entry.model_dump_json(), entry.at, episode_id, request)
-    return _keys(episode_id), args, [keys.call_body(h) for h in hashes], texts
+    entry_id = await APPEND(
+        client, _keys(episode_id), args, [keys.call_body(h) for h in hashes], texts
+    )
+    return str(entry_id)
 
 
 async def restore(
@@ -280,75 +266,27 @@ async def sweep(client: redis.Redis, older_than: float, limit: int = SWEEP_BATCH
     return deleted
 
 
-@dataclass
-class _Pending:
-    episode_id: str
-    entry: StoredCall
-    bodies: dict[str, str]
-    written: asyncio.Future[None]
-
-
 class Ledger:
     """Keeps the model calls of episodes for `retention_days` (engine/ledger.py's CallLedger).
 
-    Writing a call never fails the call: a Redis error is logged and counted in `failures`.
-    The calls recorded while the event loop runs its ready tasks go to Redis in one pipeline,
-    each call's append its own script as before: with a hundred episodes at once, a round trip
-    each cost a worker more than the rest of a call (bench/RESULTS.md, issue 27)."""
+    Writing a call never fails the call: a Redis error is logged and counted in `failures`."""
 
     def __init__(self, client: redis.Redis, retention_days: float) -> None:
         self.client = client
         self.retention_days = retention_days
         self.failures = 0
-        self._pending: list[_Pending] = []
-        self._writing: set[asyncio.Future[None]] = set()
-        """The pipelines being written (each kept until it ends)."""
 
     async def record(self, call: ModelCall) -> None:
-        """Return once the call is in the ledger (or its write failed, logged and counted)."""
-        episode_id = call.scope.episode_id
+        episode = {"episode": call.scope.episode_id}
         try:
             entry, bodies = stored_call(call, time.time())
-        except Exception:  # a bug here must not fail the episode whose call it was
-            self._failed(episode_id, None)
-            return
-        loop = asyncio.get_running_loop()
-        pending = _Pending(episode_id, entry, bodies, loop.create_future())
-        self._pending.append(pending)
-        if len(self._pending) == 1:
-            loop.call_soon(self._flush)
-        await asyncio.shield(pending.written)
-
-    def _flush(self) -> None:
-        batch, self._pending = self._pending, []
-        task = asyncio.ensure_future(self._write(batch))
-        self._writing.add(task)
-        task.add_done_callback(self._writing.discard)
-
-    async def _write(self, batch: list[_Pending]) -> None:
-        replies: list[Any]
-        try:
-            async with self.client.pipeline(transaction=False) as pipe:
-                for item in batch:
-                    await queue_append(self.client, pipe, item.episode_id, item.entry, item.bodies)
-                replies = await pipe.execute(raise_on_error=False)
-        except Exception as err:  # the whole pipeline: every call of it failed
-            replies = [err] * len(batch)
-        for item, reply in zip(batch, replies, strict=True):
-            if isinstance(reply, Exception):
-                self._failed(item.episode_id, reply)
-            if not item.written.done():
-                item.written.set_result(None)
-
-    def _failed(self, episode_id: str, err: BaseException | None) -> None:
-        self.failures += 1
-        episode = {"episode": episode_id}
-        if isinstance(err, redis.RedisError | OSError):
+            await append(self.client, call.scope.episode_id, entry, bodies)
+        except (redis.RedisError, OSError) as err:
+            self.failures += 1
             log.warning("model call not recorded: %s", err, extra=episode)
-        elif err is None:
+        except Exception:  # a bug here must not fail the episode whose call it was
+            self.failures += 1
             log.exception("model call not recorded", extra=episode)
-        else:
-            log.error("model call not recorded", exc_info=err, extra=episode)
 
     async def sweep(self, now: float | None = None) -> int:
         """Delete every ledger past the retention window, a batch at a time (a batch that

@@ -128,3 +128,4 @@ async def test_calls_recorded_at_once_are_each_in_their_ledger(redis_client: red
     assert keeper.failures == 0
     for pk in pks:
         assert [c.call.turn for c in (await model_calls(redis_client, pk)).items] == [0, 1, 2]
+        await ledger.delete(redis_client, pk)  # the bodies they share with other tests' calls
