@@ -97,6 +97,28 @@ class StoredCall(BaseModel):
         return request
 
 
+ENCODED_MESSAGES = 4096
+"""How many messages' canonical JSON and hash `stored_call` keeps (then it starts over)."""
+_encoded: dict[tuple[tuple[str, Any], ...], tuple[str, str]] = {}
+"""Each message's canonical JSON and its hash, by its keys and values: every call of a
+conversation sends its earlier messages again."""
+
+
+def _encode(value: Any) -> tuple[str, str]:
+    """A body's canonical JSON and its hash; a message of text fields is encoded once."""
+    key = tuple(value.items()) if isinstance(value, dict) else None
+    if key is not None and all(isinstance(v, str) for _, v in key):
+        found = _encoded.get(key)
+        if found is None:
+            if len(_encoded) >= ENCODED_MESSAGES:
+                _encoded.clear()
+            text = canonical(value)
+            found = _encoded[key] = (text, text_hash(text))
+        return found
+    text = canonical(value)
+    return text, text_hash(text)
+
+
 def stored_call(call: ModelCall, at: float) -> tuple[StoredCall, dict[str, str]]:
     """A call's entry and the canonical JSON of each body it refers to, by hash."""
     sent = call.request
@@ -104,9 +126,8 @@ def stored_call(call: ModelCall, at: float) -> tuple[StoredCall, dict[str, str]]
     texts: list[str] = []
 
     def named(value: Any) -> str:
-        text = canonical(value)
+        text, digest = _encode(value)
         texts.append(text)
-        digest = text_hash(text)
         bodies[digest] = text
         return digest
 
