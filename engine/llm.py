@@ -171,6 +171,8 @@ class ModelRegistry:
                 shared = by_key.setdefault(limits.key, SharedLimit(limits, allowance))
                 self._shared[name] = shared
         self._prices = {name: entry.prices() for name, entry in self._configured.items()}
+        self._infos: dict[str, tuple[str | None, ModelInfo]] = {}
+        """Each configured model's info, with the value of its key's variable it was made with."""
         self.retry = retry or RetryPolicy()
         self.local = LocalModelServer(data_dir, threads=local_threads)
         self._endpoints: dict[str, _Endpoint] = {}
@@ -236,7 +238,7 @@ class ModelRegistry:
             if self.local.base_url is not None:
                 info = info.model_copy(update={"base_url": self.local.base_url})
         elif name in self._configured:
-            info = configured_model_info(self._configured[name])
+            info = self._configured_info(name)
         else:
             info = custom_model_info(name) or openai_model_info(name)
         if info is None:
@@ -247,6 +249,15 @@ class ModelRegistry:
         if not info.available:
             raise UnknownModelError(f"model {name!r} cannot be used: {info.reason}")
         return info
+
+    def _configured_info(self, name: str) -> ModelInfo:
+        """A models file entry's info, made again only when its key's variable changed."""
+        entry = self._configured[name]
+        key = os.environ.get(entry.api_key_env) if entry.api_key_env else None
+        made = self._infos.get(name)
+        if made is None or made[0] != key:
+            made = self._infos[name] = (key, configured_model_info(entry))
+        return made[1]
 
     async def _endpoint(self, info: ModelInfo) -> tuple[_Endpoint, str]:
         if info.provider == "local":
