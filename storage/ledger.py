@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -287,21 +288,38 @@ async def sweep(client: redis.Redis, older_than: float, limit: int = SWEEP_BATCH
     return deleted
 
 
+KNOWN_EPISODES = 4096
+"""Episodes whose stored bodies a Ledger remembers (the most recently written)."""
+
+
 class Ledger:
     """Keeps the model calls of episodes for `retention_days` (engine/ledger.py's CallLedger).
 
-    Writing a call never fails the call: a Redis error is logged and counted in `failures`."""
+    Writing a call never fails the call: a Redis error is logged and counted in `failures`.
+    A body this ledger has stored for an episode is not sent again with the episode's later
+    calls (each sends every message of its conversation so far): the script would store
+    nothing for it. Only an episode deleted while its calls are still being made can be left
+    with calls whose earlier bodies are gone, in a ledger nobody reads."""
 
     def __init__(self, client: redis.Redis, retention_days: float) -> None:
         self.client = client
         self.retention_days = retention_days
         self.failures = 0
+        self._stored: OrderedDict[str, set[str]] = OrderedDict()
+        """The hashes of the bodies stored for each episode, as far as this ledger knows."""
 
     async def record(self, call: ModelCall) -> None:
-        episode = {"episode": call.scope.episode_id}
+        episode_id = call.scope.episode_id
+        episode = {"episode": episode_id}
         try:
             entry, bodies = stored_call(call, time.time())
-            await append(self.client, call.scope.episode_id, entry, bodies)
+            known = self._stored.get(episode_id, set())
+            new = {digest: text for digest, text in bodies.items() if digest not in known}
+            await append(self.client, episode_id, entry, new)
+            self._stored[episode_id] = self._stored.get(episode_id, set()) | new.keys()
+            self._stored.move_to_end(episode_id)
+            if len(self._stored) > KNOWN_EPISODES:
+                self._stored.popitem(last=False)
         except (redis.RedisError, OSError) as err:
             self.failures += 1
             log.warning("model call not recorded: %s", err, extra=episode)

@@ -129,3 +129,20 @@ async def test_calls_recorded_at_once_are_each_in_their_ledger(redis_client: red
     for pk in pks:
         assert [c.call.turn for c in (await model_calls(redis_client, pk)).items] == [0, 1, 2]
         await ledger.delete(redis_client, pk)  # the bodies they share with other tests' calls
+
+
+async def test_a_body_sent_once_for_an_episode_is_read_back_with_every_later_call(
+    redis_client: redis.Redis,
+) -> None:
+    """A ledger sends each body once per episode; the episode's later calls, and those another
+    process's ledger records, still read back every message they sent."""
+    pk = f"ledger-once-{uuid.uuid4().hex}"
+    first, other = Ledger(redis_client, 30.0), Ledger(redis_client, 30.0)
+    for n in range(3):
+        await first.record(call(pk, n))
+    await other.record(call(pk, 3))
+    await first.record(call(pk, 4))
+    page = await model_calls(redis_client, pk, first=10)
+    assert [c.messages for c in page.items] == [call(pk, n).request["messages"] for n in range(5)]
+    assert await redis_client.scard(keys.model_call_bodies(pk)) == 6  # "shared" and 5 asks
+    await ledger.delete(redis_client, pk)
