@@ -181,9 +181,9 @@ async def test_fields_written_together_mean_what_each_write_alone_meant(redis_cl
     stats = {"requests": 2.0, "failures": 1.0}
     fields = {"generation_stats": stats, "error": "boom", "tag": "t", "progress": 0}
     await store.transition(pk, Status.RUNNING, fence=0, attempt_mode="restart", fields=fields)
-    assert await store.append_turn(pk, 1, TURN, 1, [["A B", "Environment", "hi"]], {"cost": None})
+    assert await store.append_turn(pk, 1, TURN, 1, [("A B", "Environment", "hi")], {"cost": None})
     second = {**TURN, "turn": 1, "agent_index": 1}
-    assert await store.append_turn(pk, 1, second, 2, [["C D", "Environment", "yo"]])
+    assert await store.append_turn(pk, 1, second, 2, [("C D", "Environment", "yo")])
     replaced = {"retries": 1.0}
     done = await store.transition(
         pk,
