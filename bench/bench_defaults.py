@@ -15,9 +15,9 @@ How the batch is started and followed is what an outside harness may do differen
 
 - `--start batch`: one `startSimulations` of every episode; `each`: one `startSimulation` per
   episode, all sent at once over one HTTP client.
-- `--wait store`: read the stored statuses straight from Redis (as bench_adaptive does); `poll`:
-  ask the API for the episodes' statuses every 0.25 s; `subscribe`: one `episodeStatus`
-  subscription per episode, over its own websocket, until it completes.
+- `--wait store`: count the ended episodes in Redis (bench_adaptive reads them); `poll`: ask
+  the API for that count (each every 0.05 s); `subscribe`: one `episodeStatus` subscription
+  per episode, over its own websocket, until it completes.
 - `--model custom`: `custom/fake@<url>`; `openai`: an OpenAI model name with OPENAI_BASE_URL
   and OPENAI_API_KEY pointing at the fake.
 
@@ -67,6 +67,9 @@ query($tag: String!) {
 }"""
 FOLLOW = """subscription($id: ID!) { episodeStatus(id: $id) { kind status } }"""
 SAMPLE_SECONDS = 0.25
+"""How often the fake's requests in flight are sampled."""
+LOOK_SECONDS = 0.05
+"""How often the ended episodes are counted (a count is one search, no record read)."""
 QUANTILES = (0.1, 0.5, 0.9, 1.0)
 OPENAI_NAME = "gpt-4o-mini"
 
@@ -124,13 +127,13 @@ async def start(stack: Stack, inputs: list[dict[str, Any]], how: str) -> list[st
 
 
 async def ended_stored(stack: Stack, tag: str) -> tuple[int, int]:
-    """(completed, failed) of the tag's episodes, searched in Redis."""
-    ended = await EpisodeLog.find(
-        (EpisodeLog.tag == tag)
-        & (EpisodeLog.status << [EpisodeStatus.COMPLETED, EpisodeStatus.FAILED])  # type: ignore[operator]
-    ).all()
-    completed = sum(e.status == EpisodeStatus.COMPLETED for e in ended)
-    return completed, len(ended) - completed
+    """(completed, failed) of the tag's episodes, counted by a search in Redis (no records
+    read: reading 200 of them every 0.25 s took the harness up to half a second a look)."""
+    counts = []
+    for status in (EpisodeStatus.COMPLETED, EpisodeStatus.FAILED):
+        query = EpisodeLog.find((EpisodeLog.tag == tag) & (EpisodeLog.status == status))
+        counts.append(await query.count())
+    return counts[0], counts[1]
 
 
 async def ended_polled(stack: Stack, tag: str) -> tuple[int, int]:
@@ -199,7 +202,7 @@ async def run_batch(
                 partial(read, stack, tag),
                 lambda ended: sum(ended) >= count,
                 timeout=600,
-                interval=SAMPLE_SECONDS,
+                interval=LOOK_SECONDS,
             )
         batch.seconds = time.perf_counter() - began
     finally:
