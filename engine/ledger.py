@@ -162,7 +162,23 @@ def canonical(value: Any) -> str:
 def content_hash(value: Any) -> str:
     """SHA-256 (hex) of a value's canonical JSON: how a body is named in the ledger, and how a
     replay matches a request."""
-    return hashlib.sha256(canonical(value).encode()).hexdigest()
+    return text_hash(canonical(value))
+
+
+def text_hash(text: str) -> str:
+    """`content_hash` of the value whose canonical JSON is `text`."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def canonical_request(request: dict[str, Any], parts: dict[str, str]) -> str:
+    """`canonical(request)` from the canonical JSON already made of some of its keys' values
+    (`parts`, by key): a request's messages are encoded once, for their own hashes and the
+    request's."""
+    members = (
+        f"{canonical(key)}:{parts[key] if key in parts else canonical(value)}"
+        for key, value in sorted(request.items())
+    )
+    return "{" + ",".join(members) + "}"
 
 
 @dataclass(frozen=True, slots=True)

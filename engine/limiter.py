@@ -6,7 +6,9 @@ success). An overload (a 429, a 5xx, a timeout) cuts it by `decrease`, once per 
 call that started before the last cut does not cut again. A Retry-After holds every new call
 until then. It grows only on calls during which it was full (so an endpoint with little to do
 does not inflate it) and while their latency stays within `latency_tolerance` times the lowest
-recent latency (one that starts to queue is fed no more). `floor == ceiling` is a fixed limit.
+recent latency (one that starts to queue is fed no more while it does). A rise of latency pauses
+the growth without ending slow start: a process too busy to read its answers at once sees the
+same rise (bench/RESULTS.md, issue 27), and it passes. `floor == ceiling` is a fixed limit.
 
 Waiters are served first come, first served; a waiter cancelled while it waits, or a call
 cancelled while it runs, frees its place.
@@ -93,6 +95,14 @@ class AdaptiveLimit:
         return max(self.floor, min(self.ceiling, int(self._limit)))
 
     @property
+    def reach(self) -> int:
+        """The calls it may take a round trip from now: twice its limit in slow start (up to
+        its ceiling), else its limit."""
+        if self._limit < self._threshold:
+            return min(self.ceiling, 2 * self.limit)
+        return self.limit
+
+    @property
     def waiting(self) -> int:
         return sum(1 for w in self._waiters if not w.done())
 
@@ -175,7 +185,6 @@ class AdaptiveLimit:
 
     def _on_success(self, slot: Slot, latency: float) -> None:
         if self._latency_rose(latency):
-            self._threshold = min(self._threshold, self._limit)
             return
         if self._full_at < slot.ticket:
             return  # it was not full: no evidence that more would work

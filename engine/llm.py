@@ -236,6 +236,8 @@ class ModelRegistry:
                 self._shared[name] = shared
         self._prices = {name: entry.prices() for name, entry in self._configured.items()}
         self._prices[LOCAL_MODEL] = FREE  # it runs on this machine: its tokens cost nothing
+        self._infos: dict[str, tuple[str | None, ModelInfo]] = {}
+        """Each configured model's info, with the value of its key's variable it was made with."""
         self.retry = retry or RetryPolicy()
         self.local = LocalModelServer(data_dir, threads=local_threads)
         self._endpoints: dict[str, _Endpoint] = {}
@@ -251,6 +253,11 @@ class ModelRegistry:
         """Calls the endpoints in use take at once now: their limits added up (0 before any
         model is called)."""
         return sum(limit.limit for limit in self._limits.values())
+
+    def reach(self) -> int:
+        """Calls the endpoints in use may take at once a round trip from now (`AdaptiveLimit.
+        reach`), added up (0 before any model is called)."""
+        return sum(limit.reach for limit in self._limits.values())
 
     def limits(self) -> dict[str, AdaptiveLimit]:
         """Each endpoint's limit, by base URL."""
@@ -296,7 +303,7 @@ class ModelRegistry:
             if self.local.base_url is not None:
                 info = info.model_copy(update={"base_url": self.local.base_url})
         elif name in self._configured:
-            info = configured_model_info(self._configured[name])
+            info = self._configured_info(name)
         else:
             info = custom_model_info(name) or openai_model_info(name)
         if info is None:
@@ -307,6 +314,15 @@ class ModelRegistry:
         if not info.available:
             raise UnknownModelError(f"model {name!r} cannot be used: {info.reason}")
         return info
+
+    def _configured_info(self, name: str) -> ModelInfo:
+        """A models file entry's info, made again only when its key's variable changed."""
+        entry = self._configured[name]
+        key = os.environ.get(entry.api_key_env) if entry.api_key_env else None
+        made = self._infos.get(name)
+        if made is None or made[0] != key:
+            made = self._infos[name] = (key, configured_model_info(entry))
+        return made[1]
 
     async def _endpoint(self, info: ModelInfo) -> tuple[_Endpoint, str]:
         if info.provider == "local":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     BaseModel,
     BeforeValidator,
+    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -88,7 +90,10 @@ worker's CPU drives at 200 ms a call (bench/RESULTS.md, issue 11)."""
 
 
 class ModelInfo(BaseModel):
-    """How to reach one model and how to ask it."""
+    """How to reach one model and how to ask it (frozen: the registry hands out one per name,
+    as every turn and judge call asks for it)."""
+
+    model_config = ConfigDict(frozen=True)
 
     name: str
     provider: Provider
@@ -297,6 +302,7 @@ def local_model_info(available: bool, reason: str | None) -> ModelInfo:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def custom_model_info(name: str) -> ModelInfo | None:
     """`custom/<model>@<base_url>` as in Sotopia; the key comes from CUSTOM_API_KEY if set."""
     match = _CUSTOM_NAME.match(name)
@@ -337,11 +343,16 @@ def openai_model_info(name: str) -> ModelInfo | None:
     if _OPENAI_NAME.match(name) is None:
         return None
     has_key = bool(os.environ.get("OPENAI_API_KEY"))
+    return _openai_model_info(name, has_key, os.environ.get("OPENAI_BASE_URL", OPENAI_BASE_URL))
+
+
+@functools.lru_cache(maxsize=1024)
+def _openai_model_info(name: str, has_key: bool, base_url: str) -> ModelInfo:
     return ModelInfo(
         name=name,
         provider="openai",
         model=name,
-        base_url=os.environ.get("OPENAI_BASE_URL", OPENAI_BASE_URL).rstrip("/"),
+        base_url=base_url.rstrip("/"),
         api_key_env="OPENAI_API_KEY",
         available=has_key,
         reason=None if has_key else "environment variable OPENAI_API_KEY is not set",

@@ -74,8 +74,9 @@ MAX_EPISODES_AT_ONCE = 512
 """Default cap on a worker's episodes at once: about 60 MiB of episode state (bench/RESULTS.md);
 Redis connections do not grow with it (the client's pool is bounded and waits)."""
 EPISODE_HEADROOM = 8
-ROOM_POLL = 0.1
-"""Seconds between looks at the models' limits while a worker is full (they grow meanwhile)."""
+ROOM_POLL = 0.02
+"""Seconds between looks at the models' limits while a worker is full (they grow meanwhile: in
+slow start with each answer)."""
 
 
 @dataclass(frozen=True)
@@ -278,9 +279,11 @@ class Worker:
         """Episodes mostly wait on their model, so a worker runs about twice as many as its
         models take calls at once (their adaptive limits, added up): each free call has an
         episode ready to make it, and a slow or rate-limited model draws no more jobs than it
-        serves, which leaves them to other workers. Before any model is called, each counts
-        as a new endpoint's first limit. Never more than `concurrency`."""
-        calls = self.llm.capacity() or INITIAL
+        serves, which leaves them to other workers. A limit in slow start counts as what it
+        reaches a round trip from now (twice itself), so that the episodes to fill it are
+        running when it does: a batch of short episodes is not run in waves. Before any model
+        is called, each counts as a new endpoint's. Never more than `concurrency`."""
+        calls = self.llm.reach() or 2 * INITIAL
         return min(self.config.concurrency, 2 * calls + EPISODE_HEADROOM)
 
     async def _wait_for_room(self) -> int:

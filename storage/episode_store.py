@@ -96,21 +96,23 @@ class TurnKeys(NamedTuple):
 class TurnArgs(NamedTuple):
     attempt: int
     turn: str
-    progress: int
     messages: str
-    merge: str
 
 
 LOG = ("json", "log", "status_change")
 """The shared functions of a script that changes an episode's status."""
 CREATE = Script("create_episodes", CreateKeys, CreateArgs, ("json", "log"), acknowledged=True)
-TRANSITION = Script("transition", EpisodeKeys, TransitionArgs, LOG, acknowledged=True)
-MARK = Script("mark", MarkKeys, MarkArgs, acknowledged=True)
-APPEND_TURN = Script("append_turn", TurnKeys, TurnArgs, ("json",), acknowledged=True)
+TRANSITION = Script("transition", EpisodeKeys, TransitionArgs, LOG, acknowledged=True, batched=True)
+MARK = Script("mark", MarkKeys, MarkArgs, ("json",), acknowledged=True, batched=True)
+APPEND_TURN = Script("append_turn", TurnKeys, TurnArgs, ("json",), acknowledged=True, batched=True)
+"""The scripts that write many fields of an episode write them in as few JSON commands as keep
+their meaning (`lib/json.lua`, `new_patch`): each JSON write re-indexes the episode in every
+index that covers it (bench/RESULTS.md, issue 27)."""
 
 
 def numbered(data: dict[str, Any]) -> str:
-    """The JSON of a turn or an injection numbered 0, for a script to give its sequence."""
+    """The JSON of a turn or an injection numbered 0, for a script to give its sequence (its
+    first member: `numbered` in lib/json.lua replaces it as it appends)."""
     return json.dumps({"sequence": 0, **data})
 
 
@@ -305,10 +307,10 @@ class EpisodeStore:
         """Store and publish one turn, and set Sotopia's messages of its turn.
 
         `messages` is the turn's whole list of (sender, receiver, text) so far; it replaces the
-        stored list at index `turn["turn"]` (or is appended as the next turn). `merge` is merged
-        into the record with it (and the progress), in one JSON.MERGE (RFC 7396: a None
-        removes its key). Writing the same action twice (a retried command) stores it once.
-        Returns the event's sequence, or None when the caller no longer owns a running episode.
+        stored list at index `turn["turn"]` (or is appended as the next turn). The progress and
+        the fields of `merge` (top-level fields) are set with it. Writing the same action twice
+        (a retried command) stores it once. Returns the event's sequence, or None when the
+        caller no longer owns a running episode.
         """
         with tracing.stored(APPEND_TURN.name, episode_id, attempt, turn=turn.get("turn")):
             sequence = await APPEND_TURN(
@@ -317,10 +319,9 @@ class EpisodeStore:
                 TurnArgs(
                     attempt=attempt,
                     turn=numbered({**turn, "at": stored_time(time.time())}),
-                    progress=progress,
                     messages=json.dumps(messages),
-                    merge=json.dumps({"progress": progress, **merge}) if merge else "",
                 ),
+                more_args=_patch({"progress": progress, **(merge or {})}),
             )
         return None if int(sequence) < 0 else int(sequence)
 

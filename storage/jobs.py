@@ -10,13 +10,26 @@ the episode (its attempt number), not here.
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 
 from parley.storage import keys
+from parley.storage.scripts import Script
 
 log = logging.getLogger(__name__)
+
+
+class AckKeys(NamedTuple):
+    stream: str
+
+
+class AckArgs(NamedTuple):
+    group: str
+    entry: str
+
+
+ACK = Script("ack_job", AckKeys, AckArgs, batched=True)
 
 
 class JobKind(StrEnum):
@@ -169,10 +182,7 @@ class JobQueue:
             )
 
     async def ack(self, entry_id: str) -> None:
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.xack(self.stream, self.group, entry_id)
-            pipe.xdel(self.stream, entry_id)
-            await pipe.execute()
+        await ACK(self.client, AckKeys(self.stream), AckArgs(self.group, entry_id))
 
     async def figures(self, live_ms: int) -> QueueFigures:
         """Waiting and running entries, the age of the oldest waiting one (by its id's time and

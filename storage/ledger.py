@@ -17,13 +17,21 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import redis.asyncio as redis
 from pydantic import BaseModel, ConfigDict, Field
 
-from parley.engine.ledger import CallPurpose, ModelCall, Served, canonical, content_hash
+from parley.engine.ledger import (
+    CallPurpose,
+    ModelCall,
+    Served,
+    canonical,
+    canonical_request,
+    text_hash,
+)
 from parley.storage import keys
 from parley.storage.scripts import Script
 from parley.storage.vocabulary import ImportOutcome
@@ -90,18 +98,46 @@ class StoredCall(BaseModel):
         return request
 
 
+ENCODED_MESSAGES = 4096
+"""How many messages' canonical JSON and hash `stored_call` keeps (then it starts over)."""
+_encoded: dict[tuple[tuple[str, Any], ...], tuple[str, str]] = {}
+"""Each message's canonical JSON and its hash, by its keys and values: every call of a
+conversation sends its earlier messages again."""
+
+
+def _encode(value: Any) -> tuple[str, str]:
+    """A body's canonical JSON and its hash; a message of text fields is encoded once."""
+    key = tuple(value.items()) if isinstance(value, dict) else None
+    if key is not None and all(isinstance(v, str) for _, v in key):
+        found = _encoded.get(key)
+        if found is None:
+            if len(_encoded) >= ENCODED_MESSAGES:
+                _encoded.clear()
+            text = canonical(value)
+            found = _encoded[key] = (text, text_hash(text))
+        return found
+    text = canonical(value)
+    return text, text_hash(text)
+
+
 def stored_call(call: ModelCall, at: float) -> tuple[StoredCall, dict[str, str]]:
     """A call's entry and the canonical JSON of each body it refers to, by hash."""
     sent = call.request
     bodies: dict[str, str] = {}
+    texts: list[str] = []
 
     def named(value: Any) -> str:
-        text = canonical(value)
-        digest = content_hash(value)
+        text, digest = _encode(value)
+        texts.append(text)
         bodies[digest] = text
         return digest
 
     schema = sent.get("response_format")
+    messages = [named(m) for m in sent.get("messages", [])]
+    parts = {"messages": "[" + ",".join(texts) + "]"} if "messages" in sent else {}
+    schema_hash = None if schema is None else named(schema)
+    if schema is not None:
+        parts["response_format"] = texts[-1]
     scope = call.scope
     entry = StoredCall(
         attempt=scope.attempt,
@@ -111,9 +147,9 @@ def stored_call(call: ModelCall, at: float) -> tuple[StoredCall, dict[str, str]]
         judge=scope.judge,
         model=call.model,
         params={k: v for k, v in sent.items() if k not in ("messages", "response_format")},
-        messages=[named(m) for m in sent.get("messages", [])],
-        schema_hash=None if schema is None else named(schema),
-        request=content_hash(sent),
+        messages=messages,
+        schema_hash=schema_hash,
+        request=text_hash(canonical_request(sent, parts)),
         answer=call.answer,
         prompt_tokens=call.tokens.prompt_tokens,
         completion_tokens=call.tokens.completion_tokens,
@@ -171,7 +207,7 @@ class ImportArgs(NamedTuple):
     request: str
 
 
-APPEND = Script("append_call", AppendKeys, AppendArgs)
+APPEND = Script("append_call", AppendKeys, AppendArgs, batched=True)
 IMPORT = Script("import_call", ImportKeys, ImportArgs)
 DELETE = Script("delete_calls", AppendKeys, DeleteArgs)
 
@@ -252,21 +288,38 @@ async def sweep(client: redis.Redis, older_than: float, limit: int = SWEEP_BATCH
     return deleted
 
 
+KNOWN_EPISODES = 4096
+"""Episodes whose stored bodies a Ledger remembers (the most recently written)."""
+
+
 class Ledger:
     """Keeps the model calls of episodes for `retention_days` (engine/ledger.py's CallLedger).
 
-    Writing a call never fails the call: a Redis error is logged and counted in `failures`."""
+    Writing a call never fails the call: a Redis error is logged and counted in `failures`.
+    A body this ledger has stored for an episode is not sent again with the episode's later
+    calls (each sends every message of its conversation so far): the script would store
+    nothing for it. Only an episode deleted while its calls are still being made can be left
+    with calls whose earlier bodies are gone, in a ledger nobody reads."""
 
     def __init__(self, client: redis.Redis, retention_days: float) -> None:
         self.client = client
         self.retention_days = retention_days
         self.failures = 0
+        self._stored: OrderedDict[str, set[str]] = OrderedDict()
+        """The hashes of the bodies stored for each episode, as far as this ledger knows."""
 
     async def record(self, call: ModelCall) -> None:
-        episode = {"episode": call.scope.episode_id}
+        episode_id = call.scope.episode_id
+        episode = {"episode": episode_id}
         try:
             entry, bodies = stored_call(call, time.time())
-            await append(self.client, call.scope.episode_id, entry, bodies)
+            known = self._stored.get(episode_id, set())
+            new = {digest: text for digest, text in bodies.items() if digest not in known}
+            await append(self.client, episode_id, entry, new)
+            self._stored[episode_id] = self._stored.get(episode_id, set()) | new.keys()
+            self._stored.move_to_end(episode_id)
+            if len(self._stored) > KNOWN_EPISODES:
+                self._stored.popitem(last=False)
         except (redis.RedisError, OSError) as err:
             self.failures += 1
             log.warning("model call not recorded: %s", err, extra=episode)

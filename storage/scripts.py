@@ -12,17 +12,21 @@ own, and one that names something undeclared fails to load.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
 from typing import Any, NamedTuple, get_args
 
 import redis.asyncio as redis
 from pydantic import BaseModel
+from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 from parley.storage.durability import acks_of, run_acknowledged
 from parley.storage.events import EpisodeEvent, EventKind
@@ -134,8 +138,77 @@ def _more(table: str, source: str, after: int) -> str:
     )
 
 
+@dataclass
+class _Run:
+    script: AsyncScript
+    keys: list[Any]
+    args: list[Any]
+    done: asyncio.Future[Any]
+
+
+_waiting: weakref.WeakKeyDictionary[redis.Redis, list[_Run]] = weakref.WeakKeyDictionary()
+"""Per client, the runs of batched scripts asked for in this turn of the event loop."""
+_sending: set[asyncio.Task[None]] = set()
+
+
+def _ask(client: redis.Redis, run: _Run) -> None:
+    runs = _waiting.get(client)
+    if runs is None:
+        runs = _waiting[client] = []
+        asyncio.get_running_loop().call_soon(_send, client)
+    runs.append(run)
+
+
+def _send(client: redis.Redis) -> None:
+    runs = _waiting.pop(client, [])
+    task = asyncio.ensure_future(_pipelined(client, runs))
+    _sending.add(task)
+    task.add_done_callback(_sending.discard)
+
+
+async def _pipelined(client: redis.Redis, runs: list[_Run]) -> None:
+    """Send the runs in one pipeline (EVALSHA each; one its script is not loaded for, as Redis
+    restarted, is run again on its own, which loads it), each caller given its own answer."""
+    if len(runs) == 1:
+        (run,) = runs
+        await _settle(run, run.script(keys=run.keys, args=run.args))
+        return
+    try:
+        async with client.pipeline(transaction=False) as pipe:
+            for run in runs:
+                pipe.evalsha(run.script.sha, len(run.keys), *run.keys, *run.args)
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+    except Exception as err:  # the connection failed: so did every run of it
+        replies = [err] * len(runs)
+    for run, reply in zip(runs, replies, strict=True):
+        if isinstance(reply, NoScriptError):
+            await _settle(run, run.script(keys=run.keys, args=run.args))
+        elif not run.done.done():
+            if isinstance(reply, Exception):
+                run.done.set_exception(reply)
+            else:
+                run.done.set_result(reply)
+
+
+async def _settle(run: _Run, answer: Awaitable[Any]) -> None:
+    try:
+        found = await answer
+    except Exception as err:
+        if not run.done.done():
+            run.done.set_exception(err)
+        return
+    if not run.done.done():
+        run.done.set_result(found)
+
+
 class Script[K: tuple[Any, ...], A: tuple[Any, ...]]:
-    """One `.lua` file, with the names of its KEYS (`keys`) and ARGV (`args`) in order."""
+    """One `.lua` file, with the names of its KEYS (`keys`) and ARGV (`args`) in order.
+
+    A `batched` script's runs asked for in one turn of the event loop (by the many episodes of a
+    worker) go to Redis in one pipeline, each still its own atomic script, each caller awaiting
+    its own answer: a round trip of its own cost a busy worker more CPU than the rest of what it
+    did for a model call (bench/RESULTS.md, issue 27). A run asked for is then sent even if its
+    caller is cancelled meanwhile, as a command already written would be."""
 
     def __init__(
         self,
@@ -145,11 +218,13 @@ class Script[K: tuple[Any, ...], A: tuple[Any, ...]]:
         uses: tuple[str, ...] = (),
         *,
         acknowledged: bool = False,
+        batched: bool = False,
     ) -> None:
         self.name = name
         self.acknowledged = acknowledged
         """A write a client or a worker is told has happened: with replicas to acknowledge
         it (storage/durability.py), it is done once they have it."""
+        self.batched = batched
         key_names: tuple[str, ...] = getattr(keys, "_fields")  # noqa: B009 (a NamedTuple)
         arg_names: tuple[str, ...] = getattr(args, "_fields")  # noqa: B009
         self.key_count, self.arg_count = len(key_names), len(arg_names)
@@ -181,7 +256,12 @@ class Script[K: tuple[Any, ...], A: tuple[Any, ...]]:
             return await run_acknowledged(
                 client, acks, script, [*keys, *more_keys], [*args, *more_args]
             )
-        return await script(keys=[*keys, *more_keys], args=[*args, *more_args])
+        if not self.batched or isinstance(client, Pipeline):
+            return await script(keys=[*keys, *more_keys], args=[*args, *more_args])
+        done = asyncio.get_running_loop().create_future()
+        run = _Run(script, [*keys, *more_keys], [*args, *more_args], done)
+        _ask(client, run)
+        return await run.done
 
 
 class NoKeys(NamedTuple):

@@ -19,22 +19,24 @@ end
 if not legal then return {0, status} end
 if fence ~= '' and tonumber(fence) ~= attempt then return {-1, status} end
 local kept = nil
+local patch = new_patch(K.episode)
 if mode ~= ATTEMPT_MODE.none then
   attempt = attempt + 1
-  redis.call('JSON.SET', K.episode, EPISODE.attempt, attempt)
-  redis.call('JSON.SET', K.episode, EPISODE.owner, cjson.encode(A.owner))
+  patch_set(patch, EPISODE.attempt, tostring(attempt))
+  patch_set(patch, EPISODE.owner, cjson.encode(A.owner))
   if mode == ATTEMPT_MODE.restart then
-    redis.call('JSON.SET', K.episode, EPISODE.turns, '[]')
-    redis.call('JSON.SET', K.episode, EPISODE.messages, '[]')
-    redis.call('JSON.SET', K.episode, EPISODE.rewards, '[]')
-    redis.call('JSON.SET', K.episode, EPISODE.judge_runs, '[]')
-    redis.call('JSON.SET', K.episode, EPISODE.progress, 0)
+    patch_set(patch, EPISODE.turns, '[]')
+    patch_set(patch, EPISODE.messages, '[]')
+    patch_set(patch, EPISODE.rewards, '[]')
+    patch_set(patch, EPISODE.judge_runs, '[]')
+    patch_set(patch, EPISODE.progress, tostring(0))
   else
     local turns = doc.turns or {}
     if #turns > 0 then kept = turns[#turns].turn + 1 end
   end
 end
-for i = 1, #MORE_ARGS, 2 do redis.call('JSON.SET', K.episode, MORE_ARGS[i], MORE_ARGS[i + 1]) end
-change_status(K, doc, A.status, attempt, A.now, A.reason, kept, A.waiting, A.job, A.minid)
+for i = 1, #MORE_ARGS, 2 do patch_set(patch, MORE_ARGS[i], MORE_ARGS[i + 1]) end
+change_status(K, doc, A.status, attempt, A.now, A.reason, kept, A.waiting, A.job, A.minid, patch)
+write_patch(patch)
 redis.call('INCR', K.scores)  -- its scores may have changed (keys.SCORES_VERSION)
 return {1, A.status}

@@ -145,6 +145,38 @@ async def test_rising_latency_stops_the_growth() -> None:
     assert limit.limit == 8
 
 
+async def test_a_latency_that_rose_and_fell_again_leaves_slow_start_going() -> None:
+    """A rise pauses the growth (as a process too busy to read its answers at once sees one):
+    once latency is back, the limit doubles again each round trip, not one a round trip."""
+    limit = AdaptiveLimit(ceiling=100, initial=4)
+    await calls(limit, 4)
+    release = asyncio.Event()
+
+    async def slow() -> None:
+        async with limit.slot() as slot:
+            await release.wait()
+            slot.started -= 10.0
+
+    tasks = [asyncio.create_task(slow()) for _ in range(8)]
+    await settle()
+    release.set()
+    await asyncio.gather(*tasks)
+    assert limit.limit == 8 and limit.reach == 16
+    for _ in range(5):
+        await calls(limit, limit.limit)
+    assert limit.limit >= 32
+
+
+async def test_its_reach_is_twice_it_in_slow_start_and_itself_after_an_overload() -> None:
+    limit = AdaptiveLimit(ceiling=20, initial=8)
+    assert limit.reach == 16
+    await calls(limit, 8)
+    assert (limit.limit, limit.reach) == (16, 20)
+    await calls(limit, 1, overload=True)
+    assert limit.reach == limit.limit == 11
+    assert AdaptiveLimit(ceiling=4, floor=4).reach == 4
+
+
 async def test_retry_after_holds_new_calls_until_then() -> None:
     limit = AdaptiveLimit(ceiling=10, initial=10)
     async with limit.slot() as slot:

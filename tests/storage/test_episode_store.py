@@ -163,3 +163,62 @@ async def test_create_writes_nothing_while_a_required_key_is_missing(redis_clien
     created = await store.create_if_present([episode], keys.JOBS, [present])
     assert created.ids == [str(episode.pk)] and created.missing == []
     assert await redis_client.xlen(keys.JOBS) == jobs + 1
+
+
+async def test_fields_written_together_mean_what_each_write_alone_meant(redis_client: Any) -> None:
+    """A transition, a mark and a turn write their fields in as few commands as keep their
+    meaning: an object is replaced (not merged into), a null is stored as null (not removed),
+    and the sequence, the history and the turns stay numbered one by one."""
+    store = EpisodeStore(redis_client)
+    pk = await queued(redis_client, store)
+    key = EpisodeLog.make_primary_key(pk)
+
+    async def stored(*paths: str) -> dict[str, Any]:
+        raw = await redis_client.execute_command("JSON.GET", key, *paths)
+        found = json.loads(raw) if isinstance(raw, str | bytes) else raw
+        return {path: value[0] if value else "absent" for path, value in found.items()}
+
+    stats = {"requests": 2.0, "failures": 1.0}
+    fields = {"generation_stats": stats, "error": "boom", "tag": "t", "progress": 0}
+    await store.transition(pk, Status.RUNNING, fence=0, attempt_mode="restart", fields=fields)
+    assert await store.append_turn(pk, 1, TURN, 1, [("A B", "Environment", "hi")], {"cost": None})
+    second = {**TURN, "turn": 1, "agent_index": 1}
+    assert await store.append_turn(pk, 1, second, 2, [("C D", "Environment", "yo")])
+    replaced = {"retries": 1.0}
+    done = await store.transition(
+        pk,
+        Status.EVALUATING,
+        fence=1,
+        fields={"generation_stats": replaced, "error": None, "handed_back": None, "tag": ""},
+    )
+    assert done.ok
+    assert await store.mark(pk, 1, {"rewards_prompt": "p", "judge_error": None})
+    found = await stored(
+        "$.generation_stats",
+        "$.error",
+        "$.handed_back",
+        "$.tag",
+        "$.progress",
+        "$.cost",
+        "$.sequence",
+        "$.status",
+        "$.rewards_prompt",
+        "$.judge_error",
+    )
+    assert found == {
+        "$.generation_stats": replaced,
+        "$.error": None,
+        "$.handed_back": None,
+        "$.tag": "",
+        "$.progress": 2,
+        "$.cost": None,
+        "$.sequence": 5,
+        "$.status": "EVALUATING",
+        "$.rewards_prompt": "p",
+        "$.judge_error": None,
+    }
+    episode = await EpisodeLog.get(pk)
+    assert [c.sequence for c in episode.status_history] == [1, 2, 5]
+    assert [t.sequence for t in episode.turns] == [3, 4]
+    assert [t.argument for t in episode.turns] == ["hi", "hi"]
+    assert episode.messages == [[("A B", "Environment", "hi")], [("C D", "Environment", "yo")]]

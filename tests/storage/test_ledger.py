@@ -2,13 +2,15 @@
 that delete every expired ledger and keep one written since, and a Redis or a call that cannot
 be written costing the caller nothing."""
 
+import asyncio
 import dataclasses
+import json
 import time
 import uuid
 
 import redis.asyncio as redis
 
-from parley.engine.ledger import CallPurpose, CallScope, ModelCall
+from parley.engine.ledger import CallPurpose, CallScope, ModelCall, content_hash
 from parley.engine.usage import TokenCount
 from parley.resolvers.model_calls import model_calls
 from parley.storage import keys, ledger
@@ -96,3 +98,51 @@ async def test_one_sweep_deletes_every_ledger_past_the_window_beyond_a_batch(
     deleted = await keeper.sweep(now=time.time() + 31 * DAY)
     assert deleted >= len(pks)
     assert not await redis_client.exists(*(keys.model_calls(pk) for pk in pks))
+
+
+def test_an_entry_names_its_request_and_bodies_by_the_hash_of_their_canonical_json() -> None:
+    schema = {"type": "json_schema", "json_schema": {"name": "a", "schema": {"b": [1, "é"]}}}
+    messages = [{"role": "user", "content": 'Zoë said "hi"\n'}, {"content": "x", "role": "a"}]
+    for extra in ({}, {"response_format": schema}, {"stop": ["\n"], "max_tokens": 3}):
+        sent = {"model": "m", "temperature": 0.7, "messages": messages, **extra}
+        made = dataclasses.replace(call("hashes", 1), request=sent)
+        entry, bodies = ledger.stored_call(made, 0.0)
+        assert entry.request == content_hash(sent)
+        assert entry.messages == [content_hash(m) for m in messages]
+        assert all(content_hash(json.loads(text)) == h for h, text in bodies.items())
+        assert entry.schema_hash == (content_hash(schema) if extra.get("response_format") else None)
+
+
+async def test_calls_recorded_at_once_are_each_in_their_ledger(redis_client: redis.Redis) -> None:
+    """Recorded at once, the calls go to Redis together: each is in its episode's ledger, in
+    the order its episode made them, when its record returns."""
+    keeper = Ledger(redis_client, 30.0)
+    pks = [f"ledger-together-{uuid.uuid4().hex}" for _ in range(20)]
+
+    async def episode(pk: str) -> None:
+        for n in range(3):
+            await keeper.record(call(pk, n))
+            assert (await model_calls(redis_client, pk)).total == n + 1
+
+    await asyncio.gather(*(episode(pk) for pk in pks))
+    assert keeper.failures == 0
+    for pk in pks:
+        assert [c.call.turn for c in (await model_calls(redis_client, pk)).items] == [0, 1, 2]
+        await ledger.delete(redis_client, pk)  # the bodies they share with other tests' calls
+
+
+async def test_a_body_sent_once_for_an_episode_is_read_back_with_every_later_call(
+    redis_client: redis.Redis,
+) -> None:
+    """A ledger sends each body once per episode; the episode's later calls, and those another
+    process's ledger records, still read back every message they sent."""
+    pk = f"ledger-once-{uuid.uuid4().hex}"
+    first, other = Ledger(redis_client, 30.0), Ledger(redis_client, 30.0)
+    for n in range(3):
+        await first.record(call(pk, n))
+    await other.record(call(pk, 3))
+    await first.record(call(pk, 4))
+    page = await model_calls(redis_client, pk, first=10)
+    assert [c.messages for c in page.items] == [call(pk, n).request["messages"] for n in range(5)]
+    assert await redis_client.scard(keys.model_call_bodies(pk)) == 6  # "shared" and 5 asks
+    await ledger.delete(redis_client, pk)

@@ -12,9 +12,9 @@ from parley.storage.scripts import LUA, VOCABULARY, Script, vocabulary_prelude
 
 QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 CALL = re.compile(r"redis\.p?call\(\s*'([^']*)'")
-SYNTAX = {"", "$", "[", "]", "[]", "null", "*", "-", "+", ",", ":", "}"}
+SYNTAX = {"", "$", "[", "]", "[]", "null", "*", "-", "+", ",", ":", "{", "}"}
 """JSON and Redis syntax: the root path, list brackets, a JSON null, XADD's new id, a Stream's
-first and last ids (XRANGE's - and +), the joints of an event's JSON."""
+first and last ids (XRANGE's - and +), the joints of an object's JSON."""
 REDIS_WORDS = {"MINID", "EX"}
 """Arguments of Redis commands (XADD's trimming, SET's expiry)."""
 
@@ -85,3 +85,34 @@ def test_every_file_is_a_declared_script_or_a_shared_function() -> None:
     for path in lua_files():  # arguments by name only: positions are the prelude's
         source = path.read_text(encoding="utf-8")
         assert not re.search(r"\b(ARGV|KEYS)\[", source), path.name
+
+
+async def test_runs_of_a_batched_script_asked_at_once_each_get_their_own_answer(
+    redis_client: Any,
+) -> None:
+    """Sent in one pipeline, each run answers its own caller: a refusal, an error of its own,
+    and a script Redis no longer holds (loaded again) leave the others' answers alone."""
+    import asyncio
+
+    import redis.asyncio as redis
+
+    from bench.support.episodes import queued
+    from parley.storage.episode_store import EpisodeStore
+    from parley.storage.models import EpisodeStatus
+
+    store = EpisodeStore(redis_client)
+    pks = [await queued(redis_client, store) for _ in range(3)]
+    for pk in pks:
+        await store.transition(pk, EpisodeStatus.RUNNING, fence=0, attempt_mode="restart")
+    await redis_client.set(store.episode_keys("not-an-episode").episode, "text")
+    for _ in range(2):
+        marks = [store.mark(pk, attempt, {"reasoning": pk}) for pk in pks for attempt in (1, 2)]
+        broken = store.mark("not-an-episode", 1, {"reasoning": "x"})
+        *answers, error = await asyncio.gather(*marks, broken, return_exceptions=True)
+        assert answers == [True, False] * 3
+        assert isinstance(error, redis.ResponseError)
+        await redis_client.script_flush()
+    for pk in pks:
+        key = store.episode_keys(pk).episode
+        reasoning = await redis_client.execute_command("JSON.GET", key, "$.reasoning")
+        assert pk in str(reasoning)
