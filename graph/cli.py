@@ -9,11 +9,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from parley.lifecycle import logs
 from parley.lifecycle.settings import RunSettings
 
 if TYPE_CHECKING:
     from parley.graph.settings import Settings
+
+
+def checked[S: RunSettings](kind: type[S], overrides: dict[str, Any]) -> S:
+    """The settings, or an exit with one line per setting that is wrong: said without its
+    value, which may be a URL holding a password."""
+    try:
+        return kind(**overrides)
+    except ValidationError as err:
+        lines = [
+            f"parley: {'.'.join(str(part) for part in e['loc']) or 'settings'}: {e['msg']}"
+            for e in err.errors()
+        ]
+        sys.exit("\n".join(lines))
 
 
 def preflight(settings: RunSettings) -> None:
@@ -32,6 +47,7 @@ def preflight(settings: RunSettings) -> None:
     from redis.exceptions import RedisError
 
     from parley.storage.connection import RedisCapabilityError, check_capabilities, open_client
+    from parley.storage.sentinel import shown_url
 
     async def check(url: str) -> None:
         client = open_client(url)
@@ -45,7 +61,8 @@ def preflight(settings: RunSettings) -> None:
     except RedisCapabilityError as err:
         sys.exit(f"parley: {err}")
     except (RedisError, OSError) as err:
-        sys.exit(f"parley: cannot reach Redis at {settings.redis_url}: {err}")
+        reason = str(err).split(" : <", 1)[0]  # not the client's whole description
+        sys.exit(f"parley: cannot reach Redis at {shown_url(settings.redis_url)}: {reason}")
 
 
 def serve(settings: "Settings") -> None:
@@ -268,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
         overrides["seed"] = False
     if getattr(args, "no_worker", False):
         overrides["worker"] = False
-    logs.configure(RunSettings(**overrides).log_format)
+    logs.configure(checked(RunSettings, overrides).log_format)
     if args.command in ("serve", "worker"):
         from parley.core import tracing
 
@@ -280,21 +297,21 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "serve":
         from parley.graph.settings import Settings
 
-        api_settings = Settings(**overrides)
+        api_settings = checked(Settings, overrides)
         if args.open_dump is not None:
             exchange_cli.serve_dump(api_settings, args.open_dump, serve)
             return
         preflight(api_settings)
         serve(api_settings)
     elif args.command == "redis-url":
-        print(redis_url(RunSettings(**overrides)))
+        print(redis_url(checked(RunSettings, overrides)))
     elif args.command in ("export", "import"):
-        settings = RunSettings(**overrides)
+        settings = checked(RunSettings, overrides)
         if not args.url:
             preflight(settings)
         exchange_cli.run(args, settings)
     else:
-        settings = RunSettings(**overrides)
+        settings = checked(RunSettings, overrides)
         preflight(settings)
         if args.command == "seed":
             print(asyncio.run(seed(settings)))

@@ -65,13 +65,20 @@ async def prometheus(request: Request, services: Services, live_seconds: float) 
     return await scrape(accept, services, live_seconds)
 
 
+REDIS_SECONDS = 2.0
+"""How long a scrape waits for Redis's figures before it leaves them out: well inside the
+scraper's own timeout (Prometheus's default is 10 s), so a slow Redis costs those figures, not
+the whole scrape."""
+
+
 async def scrape(accept: str, services: Services, live_seconds: float) -> Response:
     """Every metric: what processes recorded, the figures of Redis (left out, with a warning,
     when Redis cannot be read) and the API process's own."""
     try:
-        shared = await shared_figures(services.client, services.jobs, live_seconds)
-    except (redis.RedisError, OSError) as err:
-        log.warning("/metrics could not read Redis (%s): its figures are left out", err)
+        async with asyncio.timeout(REDIS_SECONDS):
+            shared = await shared_figures(services.client, services.jobs, live_seconds)
+    except (redis.RedisError, OSError, TimeoutError) as err:
+        log.warning("/metrics could not read Redis (%r): its figures are left out", err)
         shared = None
     documents = services.documents
     api = ApiFigures(services.hub.subscriber_count, documents.hits, documents.misses)

@@ -175,16 +175,20 @@ def slot_request(
 async def to_fill(
     store: ExperimentStore, experiment: Experiment, retry: bool = True
 ) -> list[tuple[int, str]]:
-    """(slot, the episode now in it or "") of each control slot with no episode, or (`retry`)
-    a failed one (arm slots are forked: `fill_arms`)."""
+    """(slot, the episode now in it or "") of each control slot with no episode, or a failed or
+    cancelled one: any (`retry`, a start), else one that ended before the latest start (which
+    asked to retry it: a paced experiment's top-up carries that on), not one that failed since
+    (arm slots are forked: `fill_arms`)."""
     filled = await store.slots(str(experiment.pk))
     numbers = sorted(filled)
     states = await store.statuses([filled[n] for n in numbers])
     state_of = dict(zip(numbers, states, strict=True))
+    started = experiment.started_at or 0.0
     todo: list[tuple[int, str]] = []
     for number in range(Layout.of(experiment.design, experiment.slot_count).controls):
         state = state_of.get(number)
-        if number not in filled or state is None or (retry and state[0] in RETRIED):
+        again = state is not None and state[0] in RETRIED and (retry or state[1] < started)
+        if number not in filled or state is None or again:
             todo.append((number, filled.get(number, "")))
     return todo
 

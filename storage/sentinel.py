@@ -19,9 +19,10 @@ Sentinel connection turns into the same reconnect.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
 
 from redis.asyncio.connection import BlockingConnectionPool
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
@@ -86,6 +87,9 @@ def parse(url: str) -> SentinelTarget:
         raise ValueError("a Sentinel URL has no #fragment")
     rest, _, query = rest.partition("?")
     location, slash, path = rest.partition("/")
+    if location.count("@") > 1:
+        raise ValueError("a Sentinel URL has one @: write an @ in a user or password as %40")
+    _decoded(rest)  # every %-escape well formed
     auth, at, hosts = location.rpartition("@")
     if not slash or not path.strip("/"):
         raise ValueError(
@@ -130,12 +134,24 @@ def from_settings(
     )
 
 
+_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _decoded(text: str) -> str:
+    """`text` percent-decoded; ValueError for a % not followed by two hex digits."""
+    if _ESCAPE.search(text):
+        raise ValueError("a Sentinel URL writes % only as %XX (two hex digits)")
+    return unquote(text)
+
+
 def _options(query: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for name, values in parse_qs(query, keep_blank_values=True, strict_parsing=False).items():
         if name not in QUERY:
             raise ValueError(f"a Sentinel URL takes {' and '.join(QUERY)}, not {name!r}")
-        found[name] = values[-1]
+        if len(values) > 1:
+            raise ValueError(f"a Sentinel URL gives {name} once")
+        found[name] = values[0]
     return found
 
 
@@ -217,3 +233,14 @@ def sentinel_pool(target: SentinelTarget, **connection: Any) -> BlockingSentinel
         password=target.password,
         **connection,
     )
+
+
+def shown_url(url: str) -> str:
+    """Where a Redis URL points, with no password or query: for messages and logs."""
+    if is_sentinel_url(url):
+        try:
+            return parse(url).redacted()
+        except ValueError:
+            return "a Sentinel URL that does not parse"
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))

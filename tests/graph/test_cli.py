@@ -9,9 +9,10 @@ looks only in `D/redis` and says "no embedded Redis is running for D" (exit 1) w
 
 from pathlib import Path
 
+import pytest
 import redis.asyncio as redis
 
-from bench.support.processes import ApiProcess, embedded_env, run
+from bench.support.processes import ApiProcess, embedded_env, parley_env, run
 from parley.storage.embedded import EmbeddedRedis
 
 
@@ -46,3 +47,23 @@ async def test_redis_url_finds_the_redis_of_an_opened_dump(tmp_path: Path) -> No
             await client.aclose()
     finally:
         api.stop()
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("redis+sentinel://:hunter2@host:99999/mymaster", "has no port from 1 to 65535"),
+        ("redis+sentinel://u:hunter2@host@127.0.0.1:1/svc", "has one @"),
+        ("redis://:hunter2@127.0.0.1:1/0", "cannot reach Redis at redis://127.0.0.1:1/0"),
+        ("redis+sentinel://:hunter2@127.0.0.1:1/svc", "Sentinel service 'svc' at 127.0.0.1:1"),
+    ],
+)
+async def test_a_bad_or_unreachable_redis_is_said_in_a_line_without_its_password(
+    tmp_path: Path, url: str, said: str
+) -> None:
+    env = {**parley_env(url, tmp_path / "data"), "PARLEY_SENTINELS": ""}
+    done = await run("worker", env=env, timeout=60)
+    assert done.returncode != 0
+    assert said in done.stderr, done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr

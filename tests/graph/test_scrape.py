@@ -1,13 +1,19 @@
 """/metrics answers Prometheus's formats to who asks for them, and the JSON to everyone else."""
 
+import asyncio
+from types import SimpleNamespace
+
 import httpx
 import pytest
+import redis.asyncio as redis
 from prometheus_client.openmetrics.parser import (
     text_string_to_metric_families as openmetrics_families,
 )
 from prometheus_client.parser import text_string_to_metric_families
 
+from parley.graph import scrape as scrape_module
 from parley.graph.scrape import UnknownFormat, chosen_format
+from parley.storage.jobs import JobQueue
 
 PROMETHEUS_2 = (
     "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
@@ -79,3 +85,30 @@ async def test_a_prometheus_scrape_parses_and_the_json_stays(api_url: str) -> No
     assert plain.headers["content-type"] == "application/json"
     assert {"subscribers", "documents_held_hits", "provider_limits"} <= set(plain.json())
     assert refused.status_code == 400 and "json or prometheus" in refused.text
+
+
+async def test_a_redis_that_never_answers_costs_the_scrape_its_figures_not_the_scrape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1 << 16)  # takes the command, answers nothing
+        await asyncio.sleep(3600)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=None)
+    hub = SimpleNamespace(subscriber_count=0)
+    services = SimpleNamespace(
+        client=client, jobs=JobQueue(client), hub=hub, documents=SimpleNamespace(hits=0, misses=0)
+    )
+    monkeypatch.setattr(scrape_module, "REDIS_SECONDS", 0.3)
+    try:
+        async with asyncio.timeout(5):
+            response = await scrape_module.scrape("text/plain", services, 30.0)  # type: ignore[arg-type]
+    finally:
+        server.close()
+        await client.aclose()
+    names = {
+        family.name for family in text_string_to_metric_families(bytes(response.body).decode())
+    }
+    assert "parley_model_calls" in names and "parley_episodes" not in names
