@@ -102,7 +102,6 @@ async def run_step(
             api_cpu=cpu_seconds(api_pid) - api_cpu,
             memory_per_episode=(await used_memory(client) - memory) / len(inputs),
         )
-    raise AssertionError("unreachable")
 
 
 def report(step: Step) -> None:

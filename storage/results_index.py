@@ -265,7 +265,7 @@ class ResultsIndex:
                 "FT.SEARCH", index, "*", "RETURN", 3, "$.name", "AS", "name",
                 "LIMIT", offset, BATCH, "DIALECT", 2,
             )  # fmt: skip
-            found = _found(reply)
+            found = search_fields(reply)
             names += [str(doc["name"]) for doc in found if doc.get("name") is not None]
             offset += len(found)
             if len(found) < BATCH:
@@ -288,7 +288,7 @@ class ResultsIndex:
         return names
 
 
-def _found(reply: Any) -> list[dict[str, Any]]:
+def search_fields(reply: Any) -> list[dict[str, Any]]:
     """FT.SEARCH's returned fields per document, from a RESP3 or a RESP2 reply."""
     if isinstance(reply, dict):
         return [dict(doc.get("extra_attributes") or {}) for doc in reply.get("results", [])]

@@ -14,6 +14,7 @@ import redis.asyncio as redis
 
 from parley.storage.connection import TAG_SPECIALS
 from parley.storage.models import EpisodeLog, EpisodeStatus
+from parley.storage.results_index import search_fields
 
 BATCH = 1_000
 RECENT = 5_000
@@ -86,13 +87,6 @@ def _parsed(fields: dict[str, Any]) -> RecordedUsage | None:
         return None
 
 
-def _found(reply: Any) -> list[dict[str, Any]]:
-    """FT.SEARCH's returned fields per document, from a RESP3 or a RESP2 reply."""
-    if isinstance(reply, dict):
-        return [dict(doc.get("extra_attributes") or {}) for doc in reply.get("results", [])]
-    return [{str(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)} for flat in reply[2::2]]
-
-
 async def recorded_usage(
     client: redis.Redis, scenario_ids: Sequence[str], limit: int = RECENT
 ) -> list[RecordedUsage]:
@@ -114,7 +108,7 @@ async def recorded_usage(
             "FT.SEARCH", EpisodeLog.Meta.index_name, query, *returned,
             "SORTBY", "created_at", "DESC", "LIMIT", offset, size, "DIALECT", 2,
         )  # fmt: skip
-        found = _found(reply)
+        found = search_fields(reply)
         offset += len(found)
         out += [u for u in map(_parsed, found) if u is not None]
         if len(found) < size:

@@ -17,27 +17,13 @@ from bench.support.processes import Process, api_process, parley_env
 from bench.support.simulation import EVENTS, collect, episode, wait_for
 from parley.storage.embedded import free_port
 from parley.storage.models import EpisodeStatus
+from tests.graph.test_scrape import EVERY_METRIC
 from tests.support.server import GraphQLClient
 from tests.support.spare_redis import spare_redis
 from tests.support.world import start_episode
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 PROMETHEUS = "text/plain;version=0.0.4"
-EVERY_METRIC = {
-    "parley_model_calls",
-    "parley_model_tokens",
-    "parley_model_errors",
-    "parley_turn_seconds",
-    "parley_judge_seconds",
-    "parley_lease_takeovers",
-    "parley_subscription_deliveries",
-    "parley_subscriptions",
-    "parley_held_documents",
-    "parley_episodes",
-    "parley_queue_jobs",
-    "parley_queue_lag_seconds",
-    "parley_workers",
-}
 LIST = "{ episodes(first: 5) { edges { node { id status tag } } } }"
 
 
