@@ -101,8 +101,12 @@ def own_fake_llm() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
-    """The shared fake server with no rules, no recorded requests and no delay."""
+    """The shared fake server with no rules, no recorded requests and no delay, in a scope of
+    the test's own: what an earlier test sent just before it ended reaches neither its rules nor
+    its record."""
+    fake_llm_server.begin_scope()
     fake_llm_server.reset()
     fake_llm_server.delay = 0.0
     yield fake_llm_server
     fake_llm_server.reset()
+    fake_llm_server.end_scope()

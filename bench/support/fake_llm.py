@@ -15,6 +15,10 @@ Other processes can script it too: POST /_fake/rules (a JSON list of rules),
 POST /_fake/reset, GET /_fake/requests, GET /_fake/stats. `python -m bench.support.fake_llm`
 serves one until interrupted.
 
+`begin_scope` gives `base_url` a path of its own (the tests' shared server does this for each
+test): a request through an earlier scope's URL, sent just before its test ended and read only
+now, is answered by default and neither takes a rule nor is recorded.
+
 Answers carry OpenAI's `usage` (4 characters a token), recorded with each request;
 `FakeLLM(usage=False)`, `--no-usage` or a rule's `usage=False` leave it out.
 
@@ -41,6 +45,7 @@ import sys
 import threading
 import time
 import urllib.request
+import uuid
 from collections import deque
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -315,6 +320,8 @@ class FakeLLM:
         self.peak_in_flight = 0
         self._generation = 0
         """Bumped by `reset`: the requests a hang rule held for an earlier test then end."""
+        self._scope: str | None = None
+        """Set by `begin_scope`: the path prefix of `base_url`."""
         self.rejected = 0
         """Requests answered 429 by the rate limit."""
         self._admitted: deque[float] = deque()
@@ -334,6 +341,8 @@ class FakeLLM:
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
+                Route("/s/{scope}/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/s/{scope}/v1/models", self._models, methods=["GET"]),
                 Route("/_fake/rules", self._post_rules, methods=["POST"]),
                 Route("/_fake/reset", self._post_reset, methods=["POST"]),
                 Route("/_fake/requests", self._get_requests, methods=["GET"]),
@@ -344,7 +353,18 @@ class FakeLLM:
     # --- control -----------------------------------------------------------------
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        root = f"http://127.0.0.1:{self.port}"
+        return f"{root}/s/{self._scope}/v1" if self._scope else f"{root}/v1"
+
+    def begin_scope(self) -> None:
+        """Give `base_url` a path of its own from here on. A request through an earlier scope's
+        URL (one a finished test sent just before it stopped waiting, read by the server only
+        now) is answered by default: it takes no rule, counts in no limit and is not recorded.
+        The plain URL of no scope is always current."""
+        self._scope = uuid.uuid4().hex[:12]
+
+    def end_scope(self) -> None:
+        self._scope = None
 
     def model_name(self, model: str = "fake") -> str:
         return f"custom/{model}@{self.base_url}"
@@ -432,6 +452,9 @@ class FakeLLM:
 
     # --- endpoints ---------------------------------------------------------------
     async def _chat(self, request: Request) -> Response:
+        scope = request.path_params.get("scope")
+        if scope is not None and scope != self._scope:
+            return await self._answer(request, stale=True)
         refused, wait = self._over_limit(request.headers.get("authorization", ""))
         if refused:
             self.rejected += 1
@@ -448,17 +471,22 @@ class FakeLLM:
         finally:
             self.in_flight -= 1
 
-    async def _answer(self, request: Request) -> Response:
+    async def _answer(self, request: Request, stale: bool = False) -> Response:
+        """The answer to a chat request: by the first matching rule, a random fault or by
+        default; a `stale` request (an earlier scope's) by default, unrecorded."""
         body = await request.json()
         kind, schema, text = classify(body)
-        rule = self._take_rule(kind, text, str(body.get("model", ""))) or self._fault()
+        rule = None
+        if not stale:
+            rule = self._take_rule(kind, text, str(body.get("model", ""))) or self._fault()
         status = rule.status if rule else 200
-        with self._lock:
-            peer = f"{request.client.host}:{request.client.port}" if request.client else ""
-            recorded = RecordedRequest(
-                kind=kind, body=body, text=text, status=status, peer=peer, received=time.time()
-            )
-            self._requests.append(recorded)
+        peer = f"{request.client.host}:{request.client.port}" if request.client else ""
+        recorded = RecordedRequest(
+            kind=kind, body=body, text=text, status=status, peer=peer, received=time.time()
+        )
+        if not stale:
+            with self._lock:
+                self._requests.append(recorded)
         delay = self.delay + (rule.delay if rule else 0.0)
         if delay:
             await asyncio.sleep(delay)

@@ -42,6 +42,13 @@ SCRAPED = {
 SHARED = Shared({"QUEUED": 2, "COMPLETED": 5}, waiting=2, running=1, lag_seconds=1.5, workers=3)
 
 
+@pytest.fixture(autouse=True)
+def own_model_labels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table of model labels of the test's own: the session's earlier tests may have filled
+    the cap, and a model past it is counted as `other`."""
+    monkeypatch.setattr(metrics, "_models", {})
+
+
 def value(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
@@ -77,7 +84,6 @@ def test_an_answer_counts_a_call_and_its_tokens_and_a_failure_its_code() -> None
 def test_a_model_label_has_no_credentials_and_their_number_is_capped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(metrics, "_models", {})
     monkeypatch.setattr(metrics, "MODEL_LABELS", 2)
     assert metrics.model_label("custom/m@https://user:secret@host/v1?key=k") == (
         "custom/m@https://host/v1"

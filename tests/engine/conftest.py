@@ -15,12 +15,12 @@ FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, budget
 
 
 @pytest.fixture
-def models_file(tmp_path: Path, fake_llm_server: FakeLLM) -> Path:
+def models_file(tmp_path: Path, fake_llm: FakeLLM) -> Path:
     """Named models pointing at the fake: a short timeout, a per-dimension judge with text
     actions, a whole-episode judge with text actions and extra sampling settings, the same with
     a judge timeout shorter than its turns', no schema."""
     path = tmp_path / "models.json"
-    base = fake_llm_server.base_url
+    base = fake_llm.base_url  # in the test's scope
     path.write_text(
         json.dumps(
             {

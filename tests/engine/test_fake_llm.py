@@ -13,7 +13,7 @@ import time
 
 import httpx
 
-from bench.support.fake_llm import FakeLLM, RateLimit, fake_llm_process
+from bench.support.fake_llm import FakeLLM, RateLimit, Rule, fake_llm_process
 from parley.storage.embedded import free_port
 
 CLIENT = """
@@ -100,3 +100,26 @@ def test_a_fake_in_its_own_process_has_the_faults_it_is_given() -> None:
         assert httpx.post(faulty + "/chat/completions", json=body).status_code == 500
     with fake_llm_process(free_port()) as (healthy, _):
         assert httpx.post(healthy + "/chat/completions", json=body).status_code == 200
+
+
+async def test_a_request_through_an_ended_scope_takes_no_rule_and_is_not_recorded(
+    own_fake_llm: FakeLLM,
+) -> None:
+    """What one test sent just before it ended may be read by the server only in the next: sent
+    through the ended scope's URL, it is answered by default and the next test never sees it."""
+    body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
+    own_fake_llm.begin_scope()
+    ended = own_fake_llm.base_url
+    own_fake_llm.begin_scope()
+    current = own_fake_llm.base_url
+    assert current != ended and current.endswith("/v1")
+    own_fake_llm.add_rule(Rule(content="scripted", times=None))
+    async with httpx.AsyncClient(timeout=30) as client:
+        late = await client.post(ended + "/chat/completions", json=body)
+        assert late.json()["choices"][0]["message"]["content"] == "OK"
+        assert own_fake_llm.requests == []
+        now = await client.post(current + "/chat/completions", json=body)
+        own_fake_llm.end_scope()
+        plain = await client.post(own_fake_llm.base_url + "/chat/completions", json=body)
+    assert [a.json()["choices"][0]["message"]["content"] for a in (now, plain)] == ["scripted"] * 2
+    assert len(own_fake_llm.requests) == 2
