@@ -1,8 +1,10 @@
 """Shared fixtures: one real Redis (embedded, or PARLEY_TEST_REDIS_URL) and one real uvicorn."""
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -10,10 +12,16 @@ import pytest
 import redis.asyncio as redis
 
 from bench.support.fake_llm import FakeLLM
+from parley.engine.llm import ModelRegistry
+from parley.lifecycle.follow import EventHub
+from parley.lifecycle.services import Services
 from parley.storage.connection import open_client, prepare
 from parley.storage.embedded import EmbeddedRedis
 from parley.storage.episode_store import EpisodeStore
+from parley.storage.events_log import EventsLog
+from parley.storage.jobs import JobQueue
 from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
+from tests.engine.conftest import FAST_RETRY
 from tests.support.database import snapshot
 from tests.support.server import GraphQLClient, serve
 
@@ -110,3 +118,22 @@ def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
     yield fake_llm_server
     fake_llm_server.reset()
     fake_llm_server.end_scope()
+
+
+@pytest.fixture
+async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[Services]:
+    """A worker's services over the test Redis, with a job stream of this test's own."""
+    name = f"test:jobs:{uuid.uuid4().hex}"
+    jobs = JobQueue(redis_client, stream=name, group=f"{name}:workers")
+    await jobs.ensure_group()
+    registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
+    yield Services(
+        redis_client,
+        EpisodeStore(redis_client, jobs=name),
+        jobs,
+        EventHub(redis_client),
+        EventsLog(redis_client),
+        registry,
+    )
+    await registry.aclose()
+    await redis_client.delete(name)

@@ -12,12 +12,11 @@ import logging
 import sys
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis.asyncio as redis
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -35,13 +34,9 @@ from parley.core import tracing
 from parley.engine.errors import LLMTransportError
 from parley.engine.llm import ChatRequest, ModelRegistry
 from parley.engine.stats import GenerationStats
-from parley.lifecycle.follow import EventHub
 from parley.lifecycle.forks import fork
 from parley.lifecycle.services import Services
 from parley.lifecycle.worker import Worker, running_worker
-from parley.storage.episode_store import EpisodeStore
-from parley.storage.events_log import EventsLog
-from parley.storage.jobs import JobQueue
 from parley.storage.models import EpisodeLog, EpisodeStatus
 from tests.engine.conftest import FAST_RETRY
 from tests.lifecycle.conftest import burst, worker_config
@@ -78,25 +73,6 @@ def exported(no_otel: None) -> Iterator[InMemorySpanExporter]:
     finally:
         tracing.use(None)
         provider.shutdown()
-
-
-@pytest.fixture
-async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[Services]:
-    """A worker's services over a job stream of this test's own."""
-    name = f"test:jobs:{uuid.uuid4().hex}"
-    jobs = JobQueue(redis_client, stream=name, group=f"{name}:workers")
-    await jobs.ensure_group()
-    registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
-    yield Services(
-        redis_client,
-        EpisodeStore(redis_client, jobs=name),
-        jobs,
-        EventHub(redis_client),
-        EventsLog(redis_client),
-        registry,
-    )
-    await registry.aclose()
-    await redis_client.delete(name)
 
 
 async def turns_stored(pk: str) -> int:

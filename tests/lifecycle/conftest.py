@@ -1,24 +1,18 @@
-"""The services a worker is handed, over the test Redis, with a job stream of each test's own."""
+"""Workers for the lifecycle tests: their settings, a run until nothing is left, a slow judge."""
 
 import asyncio
 import dataclasses
 import json
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis.asyncio as redis
 
 from bench.support.fake_llm import FakeLLM, Rule
 from parley.engine.llm import ModelRegistry
-from parley.lifecycle.follow import EventHub
 from parley.lifecycle.services import Services
 from parley.lifecycle.worker import Worker, WorkerConfig
-from parley.storage.episode_store import EpisodeStore
-from parley.storage.events_log import EventsLog
-from parley.storage.jobs import JobQueue
 from tests.engine.conftest import FAST_RETRY
 
 SLOW_JUDGE = "slow-judge"
@@ -38,24 +32,6 @@ async def burst(services: Services, **overrides: Any) -> Worker:
     worker = Worker(services, worker_config(**overrides))
     await asyncio.wait_for(worker.run(burst=True), BURST_TIMEOUT)
     return worker
-
-
-@pytest.fixture
-async def services(redis_client: redis.Redis, tmp_path: Path) -> AsyncIterator[Services]:
-    name = f"test:jobs:{uuid.uuid4().hex}"
-    jobs = JobQueue(redis_client, stream=name, group=f"{name}:workers")
-    await jobs.ensure_group()
-    registry = ModelRegistry(None, tmp_path, retry=FAST_RETRY)
-    yield Services(
-        redis_client,
-        EpisodeStore(redis_client, jobs=name),
-        jobs,
-        EventHub(redis_client),
-        EventsLog(redis_client),
-        registry,
-    )
-    await registry.aclose()
-    await redis_client.delete(name)
 
 
 @pytest.fixture
