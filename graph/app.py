@@ -38,6 +38,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
 from parley.core.metrics import process_stopped
+from parley.graph.accept import media_ranges
 from parley.graph.context import Context
 from parley.graph.encoding import encode
 from parley.graph.errors import (
@@ -108,20 +109,10 @@ def preferred_media_type(accept: str) -> str:
     """The acceptable media type with the highest q (the first listed on a tie); application/json
     when the header is missing or lists neither."""
     best, best_q = JSON, 0.0
-    for item in accept.split(","):
-        media_range, *params = (part.strip().lower() for part in item.split(";"))
-        q = next((weight(p.removeprefix("q=")) for p in params if p.startswith("q=")), 1.0)
+    for media_range, q in media_ranges(accept):
         if media_range in ACCEPTABLE and q > best_q:
             best, best_q = ACCEPTABLE[media_range], q
     return best
-
-
-def weight(value: str) -> float:
-    try:
-        q = float(value)
-    except ValueError:
-        return 0.0
-    return q if 0.0 <= q <= 1.0 else 0.0
 
 
 def is_request_error(response: GraphQLHTTPResponse) -> bool:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from parley.core.metrics import ApiFigures, Scraped, exposition
+from parley.graph.accept import media_ranges
 from parley.lifecycle.services import Services
 from parley.resolvers.gauges import shared_figures
 
@@ -36,21 +37,11 @@ def chosen_format(accept: str, format: str | None = None) -> Format:
             raise UnknownFormat(f"format must be json or prometheus, not {format!r}")
         return "json" if format == "json" else "prometheus"
     weights = {"json": 0.0, "prometheus": 0.0}
-    for item in accept.split(","):
-        media_range, *params = (part.strip().lower() for part in item.split(";"))
-        q = next((weight(p.removeprefix("q=")) for p in params if p.startswith("q=")), 1.0)
+    for media_range, q in media_ranges(accept):
         kind = "prometheus" if media_range in PROMETHEUS else "json" if media_range in JSON else ""
         if kind:
             weights[kind] = max(weights[kind], q)
     return "prometheus" if weights["prometheus"] > weights["json"] else "json"
-
-
-def weight(value: str) -> float:
-    try:
-        q = float(value)
-    except ValueError:
-        return 0.0
-    return q if 0.0 <= q <= 1.0 else 0.0
 
 
 async def prometheus(request: Request, services: Services, live_seconds: float) -> Response | None:
