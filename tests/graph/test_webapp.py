@@ -132,6 +132,25 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+@asynccontextmanager
+async def sample_service(
+    redis_url: str, redis_client: Any, logs: Path, models: list[dict[str, Any]], **settings: str
+) -> AsyncIterator[Service]:
+    """The API on the sample data with `models` as its models file; workers come per test.
+    `redis_client` binds the test's models to the same Redis."""
+    await sample.seed(redis_client)
+    models_file = logs / "models.json"
+    models_file.write_text(json.dumps({"models": models}))
+    env = parley_env(
+        redis_url, logs / "data", seed="false", models_file=str(models_file), **settings
+    )
+    running = Service(env, logs)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
 @pytest.fixture(scope="module")
 async def service(
     redis_url: str,
@@ -139,29 +158,16 @@ async def service(
     fake_llm_server: FakeLLM,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Service]:
-    """The API on the sample data, with the fake LLM as a named model; workers come per test.
-    `redis_client` binds the test's models to the same Redis."""
-    await sample.seed(redis_client)
-    logs = tmp_path_factory.mktemp("webapp")
-    models = logs / "models.json"
+    """`sample_service` with the fake LLM as two named models."""
     entries = [
         {"name": name, "base_url": fake_llm_server.base_url, "model": "fake"}
         for name in (MODEL, OTHER_MODEL)
     ]
-    models.write_text(json.dumps({"models": entries}))
-    env = parley_env(
-        redis_url,
-        logs / "data",
-        lease_seconds="2",
-        max_attempts="3",
-        seed="false",
-        models_file=str(models),
-    )
-    running = Service(env, logs)
-    try:
+    logs = tmp_path_factory.mktemp("webapp")
+    async with sample_service(
+        redis_url, redis_client, logs, entries, lease_seconds="2", max_attempts="3"
+    ) as running:
         yield running
-    finally:
-        running.stop()
 
 
 async def snap(tab: AppPage, shots: Path, name: str) -> None:

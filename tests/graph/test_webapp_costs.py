@@ -5,7 +5,6 @@ the slots it held. Drawn at a desktop's and a phone's width with nothing past th
 (PARLEY_SCREENSHOTS=<dir> keeps the screenshots)."""
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,9 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from bench.support.fake_llm import FakeLLM
-from bench.support.processes import parley_env
 from bench.support.simulation import post
-from parley.storage import sample
 from tests.graph import test_webapp
-from tests.graph.test_webapp import Service, snap, unique
+from tests.graph.test_webapp import Service, sample_service, snap, unique
 from tests.graph.test_webapp_forks import fits
 from tests.graph.test_webapp_pages import START_EXPERIMENT, WORLD
 from tests.support.browser import DESKTOP, PHONE, AppPage
@@ -44,19 +41,12 @@ async def service(
     fake_llm_server: FakeLLM,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Service]:
-    """The API on the sample data, with the fake LLM as a priced model."""
-    await sample.seed(redis_client)
-    logs = tmp_path_factory.mktemp("webapp-costs")
-    models = logs / "models.json"
+    """`sample_service` with the fake LLM as a priced model."""
     entry = {"name": PRICED, "base_url": fake_llm_server.base_url, "model": "fake"}
     prices = {"prompt_price": 100.0, "completion_price": 400.0}
-    models.write_text(json.dumps({"models": [{**entry, **prices}]}))
-    env = parley_env(redis_url, logs / "data", seed="false", models_file=str(models))
-    running = Service(env, logs)
-    try:
+    logs = tmp_path_factory.mktemp("webapp-costs")
+    async with sample_service(redis_url, redis_client, logs, [{**entry, **prices}]) as running:
         yield running
-    finally:
-        running.stop()
 
 
 async def state(url: str, pk: str) -> dict[str, Any]:
