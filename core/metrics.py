@@ -17,18 +17,22 @@ Labels stay few: a model's name, a status, a kind, an error code, never an episo
 
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
-from wsgiref.simple_server import WSGIServer
+from typing import Any, Protocol
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.types import StartResponse
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.exposition import choose_encoder
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from prometheus_client.registry import Collector
+
+from parley.core.accept import media_ranges
 
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 """The environment variable of prometheus_client's multiprocess mode (read when it is imported)."""
@@ -38,6 +42,8 @@ MODEL_LABELS = 100
 """Distinct model names a process labels; later ones are counted as `other` (a client may name
 any `custom/<model>@<url>`, and every label value is a series of its own)."""
 OTHER = "other"
+OPENMETRICS_ACCEPT = "application/openmetrics-text; version=1.0.0"
+TEXT_ACCEPT = "text/plain; version=0.0.4"
 
 if os.environ.get(MULTIPROCESS_DIR):  # the metrics below write there as they are declared
     os.makedirs(os.environ[MULTIPROCESS_DIR], exist_ok=True)
@@ -286,8 +292,17 @@ def exposition(accept: str, scraped: Scraped) -> tuple[bytes, str]:
     registry = CollectorRegistry(auto_describe=False)
     recorded(registry)
     registry.register(scraped)
-    encode, content_type = choose_encoder(accept)
+    encode, content_type = choose_encoder(prometheus_accept(accept))
     return encode(registry), content_type
+
+
+def prometheus_accept(accept: str) -> str:
+    """What prometheus_client is told a scraper accepts: OpenMetrics 1.0.0 when `accept` asks
+    for OpenMetrics at any weight, else the text format 0.0.4. Its own reading of the header
+    fails on a quoted or malformed version (a TypeError, so a 500) and echoes versions nobody
+    asked it to support."""
+    wanted = any(r == "application/openmetrics-text" and q > 0 for r, q in media_ranges(accept))
+    return OPENMETRICS_ACCEPT if wanted else TEXT_ACCEPT
 
 
 def serve(port: int, host: str) -> tuple[WSGIServer, threading.Thread]:
@@ -295,7 +310,26 @@ def serve(port: int, host: str) -> tuple[WSGIServer, threading.Thread]:
     (`parley worker --metrics-port`: a worker whose API runs on another machine)."""
     registry = CollectorRegistry(auto_describe=False)
     recorded(registry)
-    return start_http_server(port, addr=host, registry=registry)
+    answer = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        environ["HTTP_ACCEPT"] = prometheus_accept(environ.get("HTTP_ACCEPT", ""))
+        return answer(environ, start_response)  # type: ignore[no-any-return]
+
+    class Server(ThreadingWSGIServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    server = make_server(host, port, app, Server, handler_class=_Quiet)
+    thread = threading.Thread(target=server.serve_forever, name="metrics", daemon=True)
+    thread.start()
+    return server, thread
+
+
+class _Quiet(WSGIRequestHandler):
+    """Logs no line a scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 def process_stopped() -> None:

@@ -37,8 +37,8 @@ from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, Op
 from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
+from parley.core.accept import media_ranges
 from parley.core.metrics import process_stopped
-from parley.graph.accept import media_ranges
 from parley.graph.context import Context
 from parley.graph.encoding import encode
 from parley.graph.errors import (

@@ -15,8 +15,8 @@ import redis.asyncio as redis
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from parley.core.accept import media_ranges
 from parley.core.metrics import ApiFigures, Scraped, exposition
-from parley.graph.accept import media_ranges
 from parley.lifecycle.services import Services
 from parley.resolvers.gauges import shared_figures
 

@@ -150,6 +150,33 @@ def test_openmetrics_is_sent_to_who_asks_for_it_and_parses() -> None:
     assert set(RECORDED) | set(SCRAPED) <= names
 
 
+@pytest.mark.parametrize(
+    ("accept", "sent"),
+    [
+        ('application/openmetrics-text;version="1.0.0"', "application/openmetrics-text"),
+        ("application/openmetrics-text;version=99", "application/openmetrics-text"),
+        (
+            "application/openmetrics-text;version=abc, text/plain;q=0.5",
+            "application/openmetrics-text",
+        ),
+        ("application/openmetrics-text;q=0, text/plain", "text/plain"),
+        ("text/plain;version=a.b", "text/plain"),
+        ("text/plain;version=1.0.0;escaping=allow-utf-8", "text/plain"),
+        ("*/*", "text/plain"),
+    ],
+)
+def test_any_accept_header_gets_one_of_the_two_promised_formats(accept: str, sent: str) -> None:
+    """prometheus_client's own reading raised on a quoted or malformed version (a 500) and
+    echoed versions it was never asked to support."""
+    body, content_type = metrics.exposition(accept, Scraped(SHARED, ApiFigures(0, 0, 0)))
+    promised = {
+        "application/openmetrics-text": "application/openmetrics-text; version=1.0.0",
+        "text/plain": "text/plain; version=0.0.4; charset=utf-8",
+    }
+    assert content_type.startswith(promised[sent])
+    assert b"parley_workers" in body
+
+
 def test_without_redis_its_figures_are_left_out() -> None:
     body, _ = metrics.exposition(PROMETHEUS, Scraped(None, ApiFigures(0, 0, 0)))
     names = {f.name for f in text_string_to_metric_families(body.decode())}
@@ -199,8 +226,15 @@ async def test_a_worker_serves_its_metrics_on_a_port_of_its_own() -> None:
         metrics.took_over()
         async with httpx.AsyncClient() as http:
             response = await http.get(f"http://127.0.0.1:{port}/metrics")
+            quoted = await http.get(
+                f"http://127.0.0.1:{port}/metrics",
+                headers={"accept": 'application/openmetrics-text;version="1.0.0"'},
+            )
     finally:
         server.shutdown()
         thread.join(5)
     found = samples(response.text)
     assert found[("parley_lease_takeovers_total", ())] == value("parley_lease_takeovers_total")
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert quoted.status_code == 200
+    assert quoted.headers["content-type"].startswith("application/openmetrics-text; version=1.0.0")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from parley.graph.accept import media_ranges
+from parley.core.accept import media_ranges
 
 
 @pytest.mark.parametrize(
