@@ -63,6 +63,11 @@ def preflight(settings: RunSettings) -> None:
     except (RedisError, OSError) as err:
         reason = str(err).split(" : <", 1)[0]  # not the client's whole description
         sys.exit(f"parley: cannot reach Redis at {shown_url(settings.redis_url)}: {reason}")
+    except (ValueError, TypeError):  # redis-py's reading of the URL; its words may quote a password
+        sys.exit(
+            "parley: the Redis URL is not one redis-py can use: check its scheme, host, port "
+            "and options (redis://[[user]:password@]host[:port][/db])"
+        )
 
 
 def serve(settings: "Settings") -> None:

@@ -162,16 +162,16 @@ def _address(part: str) -> tuple[str, int]:
     if part.startswith("["):
         host, bracket, port_text = part[1:].partition("]")
         if not bracket or (port_text and not port_text.startswith(":")):
-            raise ValueError(f"{part!r} is no [IPv6 address]:port")
+            raise ValueError("a Sentinel's IPv6 address is written [address]:port")
         port_text = port_text[1:]
     else:
         host, _, port_text = part.partition(":")
     if not host:
-        raise ValueError(f"{part!r} names no host")
+        raise ValueError("a Sentinel written with no host: write host:port")
     if not port_text:
         return host, DEFAULT_PORT
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ValueError(f"{part!r} has no port from 1 to 65535")
+        raise ValueError(f"Sentinel {host!r} has no port from 1 to 65535")  # the port unsaid
     return host, int(port_text)
 
 

@@ -56,6 +56,13 @@ async def test_redis_url_finds_the_redis_of_an_opened_dump(tmp_path: Path) -> No
         ("redis+sentinel://u:hunter2@host@127.0.0.1:1/svc", "has one @"),
         ("redis://:hunter2@127.0.0.1:1/0", "cannot reach Redis at redis://127.0.0.1:1/0"),
         ("redis+sentinel://:hunter2@127.0.0.1:1/svc", "Sentinel service 'svc' at 127.0.0.1:1"),
+        # the host left out: the password reads as a port
+        ("redis://:hunter2", "not one redis-py can use"),
+        ("redis://default:hunter2/0", "not one redis-py can use"),
+        ("redis+sentinel://default:hunter2/svc", "Sentinel 'default' has no port"),
+        ("redis://:pw@127.0.0.1:hunter2/0", "not one redis-py can use"),
+        ("redis://127.0.0.1:6379/0?ssl_cert_reqs=hunter2", "not one redis-py can use"),
+        ("redis://127.0.0.1:6379/0?db=hunter2", "not one redis-py can use"),
     ],
 )
 async def test_a_bad_or_unreachable_redis_is_said_in_a_line_without_its_password(
