@@ -34,6 +34,7 @@ from parley.storage.models import (
     EnvironmentProfile,
     EpisodeLog,
     EpisodeStatus,
+    Experiment,
     HumanSeat,
     Record,
     Redelivery,
@@ -370,5 +371,18 @@ async def delete(services: Services, pk: str) -> list[UserError]:
     if not episode.status.terminal:
         message = f"episode is {episode.status.value}: cancel it before deleting it"
         return [UserError(["input", "id"], message, ErrorCode.IN_USE)]
+    if episode.experiment_id and await _budgeted(episode.experiment_id):
+        message = (
+            f"episode counts in the spending of experiment {episode.experiment_id}'s budget, "
+            "so it is kept"
+        )
+        return [UserError(["input", "id"], message, ErrorCode.IN_USE)]
     await services.store.delete(episode)
     return []
+
+
+async def _budgeted(experiment_id: str) -> bool:
+    """Whether the experiment has a budget: what its episodes spent is read from them, so
+    deleting one would give its money back (lifecycle/pacing.py)."""
+    experiment = await get_or_none(Experiment, experiment_id)
+    return experiment is not None and experiment.design.get("budget") is not None

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bench.support.fake_llm import FakeLLM, Rule
+from parley.core.errors import ErrorCode
 from parley.engine.llm import ModelRegistry
 from parley.lifecycle import worker as worker_module
 from parley.lifecycle.episode_choice import chosen_episodes
@@ -28,6 +29,7 @@ from parley.lifecycle.experiments import (
     top_up_all,
 )
 from parley.lifecycle.services import Services
+from parley.lifecycle.start import delete
 from parley.resolvers.study_fields import EpisodeChoice
 from parley.resolvers.usage import usage_totals
 from parley.storage.experiments import ExperimentStore
@@ -140,6 +142,17 @@ async def test_the_estimate_covers_what_comparable_episodes_spent_and_a_budget_s
     # A start again queues nothing more.
     _, again, _ = await start_experiment(priced, str(second.pk))
     assert again == 0
+
+    # What a budget's episodes spent is its record: they cannot be deleted (a deleted one gave
+    # its money back, and a start queued more); an unbudgeted experiment's can.
+    used = await spent(second)
+    budgeted = next(iter((await ExperimentStore(priced.client).slots(str(second.pk))).values()))
+    refused = await delete(priced, budgeted)
+    assert [e.code for e in refused] == [ErrorCode.IN_USE] and "budget" in refused[0].message
+    assert await spent(second) == used
+    assert (await start_experiment(priced, str(second.pk)))[1] == 0
+    free = next(iter((await ExperimentStore(priced.client).slots(str(first.pk))).values()))
+    assert await delete(priced, free) == []
 
 
 async def test_a_precision_stops_the_repeats_once_the_compared_model_is_known(
