@@ -3,7 +3,6 @@
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from parley.storage.events_log import EventsLog
 from parley.storage.jobs import JobQueue
 from parley.storage.models import UNFINISHED, EpisodeLog, EpisodeStatus
 from tests.engine.conftest import FAST_RETRY
-from tests.support.database import snapshot
+from tests.support.database import unchanged as unchanged_database
 from tests.support.server import GraphQLClient, serve
 
 
@@ -83,13 +82,7 @@ async def gql(api_url: str) -> AsyncIterator[GraphQLClient]:
 def unchanged(redis_client: redis.Redis) -> Any:
     """`async with unchanged():` fails if the database differs afterwards."""
 
-    @asynccontextmanager
-    async def check() -> AsyncIterator[None]:
-        before = await snapshot(redis_client)
-        yield
-        assert await snapshot(redis_client) == before
-
-    return check
+    return lambda: unchanged_database(redis_client)
 
 
 @pytest.fixture(scope="session")

@@ -91,6 +91,9 @@ async def test_places_in_flight_are_capped_and_given_back(redis_client: Any) -> 
     assert not await allowance.enter(limits, "c", 10)
     await allowance.leave(limits, "a", 0)
     assert await allowance.enter(limits, "c", 10)
+    for lease in ("b", "c"):
+        await allowance.leave(limits, lease, 0)
+    assert (await allowance.usage(limits)).in_flight == 0
 
 
 async def test_a_hold_stops_every_caller_and_counts_the_429(redis_client: Any) -> None:
