@@ -66,7 +66,9 @@ class SimulationFields(PanelFields, extra="forbid"):
     """Set by an experiment's start, never by a client's ("control" in one with arms)."""
     human_seats: Annotated[list[Annotated[int, Field(ge=0)]], Field(max_length=MAX_AGENTS)] = []
     claimable_seats: bool = False
-    seat_deadline_seconds: Annotated[float, Field(ge=1, le=MAX_SEAT_DEADLINE)] = 300.0
+    seat_deadline_seconds: Annotated[
+        float, Field(ge=1, le=MAX_SEAT_DEADLINE, allow_inf_nan=False)
+    ] = 300.0
     on_seat_timeout: SeatTimeout = SeatTimeout.LEAVE
     stand_in_model: ShortText | None = None
     replay_of: RecordId | None = None

@@ -153,7 +153,9 @@ class Design(PanelFields, extra="forbid"):
     model: a study run again pays only for what was not asked yet."""
     arms: Annotated[list[Arm], Field(max_length=MAX_ARMS)] = []
     """Interventions, each forked from every control slot's episode (`expand`)."""
-    budget: Annotated[float, Field(gt=0, le=MAX_BUDGET, strict=True)] | None = None
+    budget: (
+        Annotated[float, Field(gt=0, le=MAX_BUDGET, strict=True, allow_inf_nan=False)] | None
+    ) = None
     """US dollars: no episode is queued once what was spent and what is in flight would
     exceed it (lifecycle/pacing.py)."""
     precision: Precision | None = None

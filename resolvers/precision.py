@@ -30,7 +30,7 @@ from parley.resolvers.statistics import Moments, interval
 class Precision(BaseModel, extra="forbid"):
     """Stop once each compared group's overall score is known to ± `half_width` at 95%."""
 
-    half_width: Annotated[float, Field(gt=0, le=20, strict=True)]
+    half_width: Annotated[float, Field(gt=0, le=20, strict=True, allow_inf_nan=False)]
     min_scores: Annotated[int, Field(ge=2, le=10_000, strict=True)] = 30
     """Fewest scores a group's interval may rest on: a few scores can look alike by chance,
     and an interval that narrow by chance would stop the experiment too early.
