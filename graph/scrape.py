@@ -9,6 +9,7 @@ OpenMetrics when it is asked for, else the text format 0.0.4 (prometheus_client'
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Literal
 
 import redis.asyncio as redis
@@ -27,15 +28,18 @@ Format = Literal["json", "prometheus"]
 
 
 class UnknownFormat(ValueError):
-    """`?format=` named neither json nor prometheus."""
+    """`?format=` named neither json nor prometheus, or was given more than once."""
 
 
-def chosen_format(accept: str, format: str | None = None) -> Format:
-    """What a request to /metrics is answered in (the module's docstring says how)."""
-    if format is not None:
-        if format not in ("json", "prometheus"):
-            raise UnknownFormat(f"format must be json or prometheus, not {format!r}")
-        return "json" if format == "json" else "prometheus"
+def chosen_format(accept: str, formats: Sequence[str] = ()) -> Format:
+    """What a request to /metrics is answered in (the module's docstring says how); `formats`
+    are the `?format=` parameter's values, which must be one or none."""
+    if len(formats) > 1:
+        raise UnknownFormat("give format once: json or prometheus")
+    if formats:
+        if formats[0] not in ("json", "prometheus"):
+            raise UnknownFormat(f"format must be json or prometheus, not {formats[0]!r}")
+        return "json" if formats[0] == "json" else "prometheus"
     weights = {"json": 0.0, "prometheus": 0.0}
     for media_range, q in media_ranges(accept):
         kind = "prometheus" if media_range in PROMETHEUS else "json" if media_range in JSON else ""
@@ -46,10 +50,10 @@ def chosen_format(accept: str, format: str | None = None) -> Format:
 
 async def prometheus(request: Request, services: Services, live_seconds: float) -> Response | None:
     """The answer to a request to /metrics that asks for Prometheus's formats (400 for an
-    unknown `?format=`); None for one to answer with the JSON."""
+    unknown or repeated `?format=`); None for one to answer with the JSON."""
     accept = request.headers.get("accept", "")
     try:
-        if chosen_format(accept, request.query_params.get("format")) == "json":
+        if chosen_format(accept, request.query_params.getlist("format")) == "json":
             return None
     except UnknownFormat as err:
         return PlainTextResponse(str(err), status_code=400)

@@ -62,10 +62,12 @@ def test_the_accept_header_chooses_prometheus_only_when_it_prefers_it(
 
 
 def test_the_format_parameter_decides_outright() -> None:
-    assert chosen_format("text/plain", "json") == "json"
-    assert chosen_format("*/*", "prometheus") == "prometheus"
+    assert chosen_format("text/plain", ["json"]) == "json"
+    assert chosen_format("*/*", ["prometheus"]) == "prometheus"
     with pytest.raises(UnknownFormat):
-        chosen_format("", "xml")
+        chosen_format("", ["xml"])
+    with pytest.raises(UnknownFormat):  # the last one won: JSON for a Prometheus scrape
+        chosen_format("", ["prometheus", "json"])
 
 
 async def test_a_prometheus_scrape_parses_and_the_json_stays(api_url: str) -> None:
@@ -75,6 +77,7 @@ async def test_a_prometheus_scrape_parses_and_the_json_stays(api_url: str) -> No
         by_parameter = await http.get("/metrics", params={"format": "prometheus"})
         plain = await http.get("/metrics")
         refused = await http.get("/metrics", params={"format": "xml"})
+        twice = await http.get("/metrics?format=prometheus&format=json")
     assert scraped.status_code == 200
     assert scraped.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert {f.name for f in text_string_to_metric_families(scraped.text)} >= EVERY_METRIC
@@ -85,6 +88,7 @@ async def test_a_prometheus_scrape_parses_and_the_json_stays(api_url: str) -> No
     assert plain.headers["content-type"] == "application/json"
     assert {"subscribers", "documents_held_hits", "provider_limits"} <= set(plain.json())
     assert refused.status_code == 400 and "json or prometheus" in refused.text
+    assert twice.status_code == 400 and "give format once" in twice.text
 
 
 async def test_a_redis_that_never_answers_costs_the_scrape_its_figures_not_the_scrape(
