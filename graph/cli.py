@@ -3,6 +3,7 @@
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -256,8 +257,28 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+def check_redis_om_url() -> None:
+    """redis-om reads REDIS_OM_URL itself, with redis-py's reader, as Parley's models load: a
+    URL it cannot read (a Sentinel's, a password where the port goes) would end there in a
+    traceback that may quote the password."""
+    url = os.environ.get("REDIS_OM_URL")
+    if not url:
+        return
+    from redis.asyncio.connection import parse_url
+
+    try:
+        parse_url(url)
+    except (ValueError, TypeError):
+        sys.exit(
+            "parley: REDIS_OM_URL is not a URL redis-om can use (redis://, rediss:// or "
+            "unix://); a Sentinel URL goes in REDIS_URL or PARLEY_REDIS_URL, with REDIS_OM_URL "
+            "unset"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
+    check_redis_om_url()
     if args.command == "experiment":
         from parley.client import experiment
 

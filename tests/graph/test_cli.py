@@ -74,3 +74,24 @@ async def test_a_bad_or_unreachable_redis_is_said_in_a_line_without_its_password
     assert said in done.stderr, done.stderr
     assert "hunter2" not in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "om_url",
+    [
+        "redis+sentinel://:hunter2@127.0.0.1:26379/mymaster",
+        "redis://:hunter2",
+        "redis://127.0.0.1:6379/0?db=hunter2",
+    ],
+)
+@pytest.mark.parametrize("command", ["worker", "seed", "export-schema"])
+async def test_a_redis_om_url_redis_om_cannot_read_is_said_in_a_line(
+    redis_url: str, tmp_path: Path, om_url: str, command: str
+) -> None:
+    # redis-om reads REDIS_OM_URL when Parley's models load, before any of Parley's settings
+    env = {**parley_env(redis_url, tmp_path / "data"), "REDIS_OM_URL": om_url}
+    done = await run(command, env=env, timeout=60)
+    assert done.returncode != 0
+    assert "REDIS_OM_URL is not a URL redis-om can use" in done.stderr, done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
