@@ -85,6 +85,9 @@ log = logging.getLogger(__name__)
 SUBSCRIPTIONS_OVER_WEBSOCKETS = (
     "subscriptions are served over a websocket at this URL (graphql-transport-ws or graphql-ws)"
 )
+READY_SECONDS = 2.0
+"""How long /readyz waits for Redis's answer: a stalled Redis is not ready, and a probe that
+hangs holds a connection for as long as the stall lasts."""
 
 
 def is_subscription(query: str | None, operation_name: str | None) -> bool:
@@ -452,9 +455,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
     async def readyz(request: Request) -> JSONResponse:
         client = request.app.state.services.client
         try:
-            await client.ping()
+            async with asyncio.timeout(READY_SECONDS):
+                await client.ping()
         except redis.RedisError as err:
             return JSONResponse({"status": "unavailable", "redis": str(err)}, status_code=503)
+        except TimeoutError:
+            said = f"Redis did not answer within {READY_SECONDS:g} s"
+            return JSONResponse({"status": "unavailable", "redis": said}, status_code=503)
         return JSONResponse({"status": "ready"})
 
     routes: list[BaseRoute] = [

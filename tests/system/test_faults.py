@@ -7,6 +7,8 @@ the session's server and the tests after these never see the fault or the leftov
 
 import asyncio
 import json
+import os
+import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -252,6 +254,26 @@ async def test_while_redis_is_down_requests_say_so_with_a_code_and_when_to_retry
     assert plain.json()["errors"][0]["extensions"]["code"] == "UNAVAILABLE"
     assert ids[0] == ids[1]
     assert await EpisodeLog.find(EpisodeLog.tag == tag).count() == 1
+
+
+async def test_while_redis_stalls_readyz_says_so_and_is_ready_when_it_answers(
+    own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    """A Redis that takes connections and answers nothing (a stopped process: a swapping or
+    frozen host) gets a 503 from /readyz in its time, not a probe that hangs with it."""
+    env = parley_env(own_redis.url, tmp_path / "data", seed="false", worker="false")
+    with api_process(env, tmp_path / "api.log") as api:
+        process = own_redis.server.process
+        assert process is not None
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            async with httpx.AsyncClient(base_url=api.url, timeout=20) as http:
+                stalled = await http.get("/readyz")
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+        await until(lambda: ready(api.url), 30, "/readyz to answer 200 again")
+    assert stalled.status_code == 503, stalled.text
+    assert stalled.json() == {"status": "unavailable", "redis": "Redis did not answer within 2 s"}
 
 
 async def test_while_redis_is_down_a_seat_credential_is_told_to_retry(
