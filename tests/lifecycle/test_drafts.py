@@ -12,7 +12,7 @@ from bench.support.simulation import make_world
 from parley.lifecycle import drafts
 from parley.lifecycle.drafts import DraftJobStatus
 from parley.lifecycle.services import Services
-from parley.lifecycle.worker import Worker, WorkerConfig
+from parley.lifecycle.worker import Worker, WorkerConfig, running_worker
 from parley.storage import keys
 from tests.lifecycle.conftest import burst
 
@@ -130,12 +130,9 @@ async def test_a_part_handed_back_is_queued_again_without_counting_a_loss(
     job, _ = await drafts.queue(services.client, services.jobs, services.models, fields)
     assert job is not None
     config = WorkerConfig(lease_seconds=5.0, poll_seconds=0.05, consumer="stopped")
-    worker = Worker(services, config)
-    running = asyncio.create_task(worker.run())
-    while not fake_llm.requests:  # noqa: ASYNC110 - recorded in the server's thread
-        await asyncio.sleep(0.02)
-    worker.stop()
-    await asyncio.wait_for(running, 30)
+    async with asyncio.timeout(30), running_worker(Worker(services, config)):
+        while not fake_llm.requests:  # noqa: ASYNC110 - recorded in the server's thread
+            await asyncio.sleep(0.02)
     starts = await redis_client.hget(keys.draft_job_parts(job.id), "starts:0")
     assert starts == "0"
     fake_llm.reset()
