@@ -23,6 +23,7 @@ from parley.engine.errors import LLMTransportError
 from parley.engine.llm import ChatRequest, ModelRegistry, RetryPolicy
 from parley.engine.stats import GenerationStats
 from parley.storage.provider_limits import RedisAllowance
+from tests.support.server import CANCEL, graphql
 
 KEY_ENV = "FAKE_PROVIDER_KEY"
 WINDOW, PER_WINDOW = 6.0, 12
@@ -96,14 +97,15 @@ async def test_workers_on_one_key_without_a_shared_limit_are_refused(
         worker_process(env, tmp_path / "w2.log"),
         worker_process(env, tmp_path / "w3.log"),
     ):
-        for i in range(4):
-            await new_episode(api.url, f"alone{i}")
+        started = [await new_episode(api.url, f"alone{i}") for i in range(4)]
 
         async def rejected() -> int:
             return limited_fake.rejected
 
         await eventually(rejected, lambda n: n > 0, timeout=60)
         assert (await metrics(api.url))["provider_limits"] == []  # nothing stated, nothing kept
+        for episode_id in started:  # else the next test's workers take them over
+            await graphql(api.url, CANCEL, {"id": episode_id})
 
 
 async def test_a_429_one_process_sees_holds_another_process(
