@@ -78,13 +78,16 @@ async def test_workers_on_one_key_stay_within_its_shared_limit(
             done = await wait_for(api.url, episode_id, lambda e: e["status"] in TERMINAL, 120)
             assert done["status"] == "COMPLETED"
         [limit] = (await metrics(api.url))["provider_limits"]
+        seconds, _ = await redis_client.time()
     served = len(limited_fake.requests)
     assert served > 2 * PER_WINDOW  # longer than a window of the fake's: a steady state
     assert limited_fake.rejected == 0
     assert limit["limits"]["key"] == f"{limited_fake.base_url} {KEY_ENV}"
     assert limit["models"] == ["limited"] and limit["rate_limited"] == 0
     assert limit["limits"]["requests_per_minute"] == 110
-    assert 0 < limit["requests_this_minute"] <= served
+    assert limit["requests_this_minute"] <= served
+    if seconds % 60 >= 10:  # the last episode's calls were within the server's current minute
+        assert limit["requests_this_minute"] > 0
 
 
 async def test_workers_on_one_key_without_a_shared_limit_are_refused(
