@@ -55,7 +55,7 @@ from parley.graph.ide import ASSETS_PATH, graphiql_assets, graphiql_page
 from parley.graph.rater_access import rater_connection
 from parley.graph.request_ids import RequestIds
 from parley.graph.schema import Limits, build_schema, validation_rules
-from parley.graph.scrape import prometheus
+from parley.graph.scrape import REDIS_SECONDS, prometheus
 from parley.graph.seat_access import (
     NAME_THE_OPERATION,
     names_its_operation,
@@ -85,9 +85,6 @@ log = logging.getLogger(__name__)
 SUBSCRIPTIONS_OVER_WEBSOCKETS = (
     "subscriptions are served over a websocket at this URL (graphql-transport-ws or graphql-ws)"
 )
-READY_SECONDS = 2.0
-"""How long /readyz waits for Redis's answer: a stalled Redis is not ready, and a probe that
-hangs holds a connection for as long as the stall lasts."""
 
 
 def is_subscription(query: str | None, operation_name: str | None) -> bool:
@@ -455,12 +452,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
     async def readyz(request: Request) -> JSONResponse:
         client = request.app.state.services.client
         try:
-            async with asyncio.timeout(READY_SECONDS):
+            async with asyncio.timeout(REDIS_SECONDS):
                 await client.ping()
         except redis.RedisError as err:
             return JSONResponse({"status": "unavailable", "redis": str(err)}, status_code=503)
         except TimeoutError:
-            said = f"Redis did not answer within {READY_SECONDS:g} s"
+            said = f"Redis did not answer within {REDIS_SECONDS:g} s"
             return JSONResponse({"status": "unavailable", "redis": said}, status_code=503)
         return JSONResponse({"status": "ready"})
 

@@ -61,9 +61,10 @@ async def prometheus(request: Request, services: Services, live_seconds: float) 
 
 
 REDIS_SECONDS = 2.0
-"""How long a scrape waits for Redis's figures before it leaves them out: well inside the
-scraper's own timeout (Prometheus's default is 10 s), so a slow Redis costs those figures, not
-the whole scrape."""
+"""How long a probe of the API waits for Redis: a scrape for Redis's figures before it leaves
+them out, well inside the scraper's own timeout (Prometheus's default is 10 s), so a slow Redis
+costs those figures, not the whole scrape; /readyz for a PING before it answers 503, so a probe
+does not hang for as long as Redis stalls."""
 
 
 async def scrape(accept: str, services: Services, live_seconds: float) -> Response:
