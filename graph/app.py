@@ -431,7 +431,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
             return answer
         hub = request.app.state.services.hub
         documents = request.app.state.services.documents
-        limits = await request.app.state.services.models.limit_usage()
+        limits: list[dict[str, Any]] | None = None
+        try:
+            async with asyncio.timeout(REDIS_SECONDS):
+                usage = await request.app.state.services.models.limit_usage()
+            limits = [asdict(key) for key in usage]
+        except (redis.RedisError, OSError, TimeoutError) as err:
+            log.warning("/metrics could not read the provider limits (%r): left out", err)
         return JSONResponse(
             {
                 "subscribers": hub.subscriber_count,
@@ -445,7 +451,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 "documents_held_misses": documents.misses,
                 "documents_tracking": documents.active,
                 "documents_tracking_reconnects": documents.reconnects,
-                "provider_limits": [asdict(usage) for usage in limits],
+                "provider_limits": limits,
             }
         )
 

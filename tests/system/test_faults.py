@@ -260,8 +260,14 @@ async def test_while_redis_stalls_readyz_says_so_and_is_ready_when_it_answers(
     own_redis: OwnRedis, tmp_path: Path
 ) -> None:
     """A Redis that takes connections and answers nothing (a stopped process: a swapping or
-    frozen host) gets a 503 from /readyz in its time, not a probe that hangs with it."""
-    env = parley_env(own_redis.url, tmp_path / "data", seed="false", worker="false")
+    frozen host) gets a 503 from /readyz in its time, not a probe that hangs with it; /metrics
+    leaves out the provider limits it reads from Redis."""
+    models = tmp_path / "models.json"
+    limited = {"name": "limited", "base_url": "http://127.0.0.1:9/v1", "model": "fake"}
+    models.write_text(json.dumps({"models": [{**limited, "requests_per_minute": 600}]}))
+    env = parley_env(
+        own_redis.url, tmp_path / "data", seed="false", worker="false", models_file=str(models)
+    )
     with api_process(env, tmp_path / "api.log") as api:
         process = own_redis.server.process
         assert process is not None
@@ -269,11 +275,16 @@ async def test_while_redis_stalls_readyz_says_so_and_is_ready_when_it_answers(
         try:
             async with httpx.AsyncClient(base_url=api.url, timeout=20) as http:
                 stalled = await http.get("/readyz")
+                figures = await http.get("/metrics")
         finally:
             os.kill(process.pid, signal.SIGCONT)
         await until(lambda: ready(api.url), 30, "/readyz to answer 200 again")
+        async with httpx.AsyncClient(base_url=api.url, timeout=20) as http:
+            [again] = (await http.get("/metrics")).json()["provider_limits"]
     assert stalled.status_code == 503, stalled.text
     assert stalled.json() == {"status": "unavailable", "redis": "Redis did not answer within 2 s"}
+    assert figures.status_code == 200 and figures.json()["provider_limits"] is None
+    assert again["models"] == ["limited"]
 
 
 async def test_while_redis_is_down_a_seat_credential_is_told_to_retry(
